@@ -1,0 +1,105 @@
+//! RFC 9457 problem details: the one error body every control-plane endpoint returns.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Stable, machine-readable error codes. Clients match on these, never on messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ErrorCode {
+    /// The resource does not exist (or no longer does).
+    NotFound,
+    /// A path or body id is malformed or of the wrong kind.
+    InvalidId,
+    /// The request body is not valid JSON or does not match the operation's schema.
+    InvalidBody,
+    /// The request is well formed but its values are not acceptable.
+    InvalidRequest,
+    /// The resource's state does not allow the operation (e.g. a turn while another runs).
+    Conflict,
+    /// The instance is not `ready` for this operation.
+    InstanceNotReady,
+    /// The server or runtime does not implement the operation.
+    Unsupported,
+    /// The runtime behind an instance could not be reached or failed.
+    RuntimeUnavailable,
+    /// Missing or wrong credentials.
+    Unauthorized,
+    /// No route matches the path.
+    RouteNotFound,
+    /// The method is not allowed on this path.
+    MethodNotAllowed,
+    /// A bug or an unexpected failure on the server side; details are in the server log.
+    Internal,
+}
+
+impl ErrorCode {
+    /// The snake_case name used on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::NotFound => "not_found",
+            ErrorCode::InvalidId => "invalid_id",
+            ErrorCode::InvalidBody => "invalid_body",
+            ErrorCode::InvalidRequest => "invalid_request",
+            ErrorCode::Conflict => "conflict",
+            ErrorCode::InstanceNotReady => "instance_not_ready",
+            ErrorCode::Unsupported => "unsupported",
+            ErrorCode::RuntimeUnavailable => "runtime_unavailable",
+            ErrorCode::Unauthorized => "unauthorized",
+            ErrorCode::RouteNotFound => "route_not_found",
+            ErrorCode::MethodNotAllowed => "method_not_allowed",
+            ErrorCode::Internal => "internal",
+        }
+    }
+
+    /// The HTTP status this code is sent with.
+    pub fn status(self) -> u16 {
+        match self {
+            ErrorCode::NotFound | ErrorCode::RouteNotFound => 404,
+            ErrorCode::InvalidId | ErrorCode::InvalidBody | ErrorCode::InvalidRequest => 400,
+            ErrorCode::Conflict | ErrorCode::InstanceNotReady => 409,
+            ErrorCode::Unsupported => 501,
+            ErrorCode::RuntimeUnavailable => 503,
+            ErrorCode::Unauthorized => 401,
+            ErrorCode::MethodNotAllowed => 405,
+            ErrorCode::Internal => 500,
+        }
+    }
+
+    /// Whether the same request may succeed if simply tried again later.
+    pub fn retryable(self) -> bool {
+        matches!(self, ErrorCode::RuntimeUnavailable | ErrorCode::Internal)
+    }
+}
+
+/// `application/problem+json` body.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Problem {
+    /// A URI naming the problem type: `urn:edith:problem:<code>`.
+    #[serde(rename = "type")]
+    pub type_uri: String,
+    /// A short summary of the problem type.
+    pub title: String,
+    /// The HTTP status code.
+    pub status: u16,
+    /// What went wrong with this request, for a human.
+    pub detail: String,
+    /// The stable machine-readable code.
+    pub code: ErrorCode,
+    /// Whether retrying the same request later may succeed.
+    pub retryable: bool,
+}
+
+impl Problem {
+    pub fn new(code: ErrorCode, detail: impl Into<String>) -> Self {
+        Self {
+            type_uri: format!("urn:edith:problem:{}", code.as_str()),
+            title: code.as_str().replace('_', " "),
+            status: code.status(),
+            detail: detail.into(),
+            code,
+            retryable: code.retryable(),
+        }
+    }
+}

@@ -1,0 +1,375 @@
+//! The control plane's resources and the bodies that create them.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::{
+    InstanceId, JobId, NativeSessionId, ProfileId, SessionId, Timestamp, ToolHostId, ToolId,
+    TurnId, Usage,
+};
+
+/// Which runtime provider runs an instance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ProviderKind {
+    /// The project's own Hermes-compatible runtime, inside the control-plane process.
+    Embedded,
+}
+
+impl ProviderKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProviderKind::Embedded => "embedded",
+        }
+    }
+}
+
+/// Lifecycle of an instance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum InstanceState {
+    Provisioning,
+    Ready,
+    Stopping,
+    Stopped,
+    Failed,
+    /// The runtime died; `state_reason` says how.
+    Lost,
+    Deleting,
+    Deleted,
+}
+
+impl InstanceState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InstanceState::Provisioning => "provisioning",
+            InstanceState::Ready => "ready",
+            InstanceState::Stopping => "stopping",
+            InstanceState::Stopped => "stopped",
+            InstanceState::Failed => "failed",
+            InstanceState::Lost => "lost",
+            InstanceState::Deleting => "deleting",
+            InstanceState::Deleted => "deleted",
+        }
+    }
+
+    pub fn parse(value: &str) -> Option<Self> {
+        serde_json::from_value(Value::String(value.to_owned())).ok()
+    }
+}
+
+/// One Hermes runtime managed by the control plane.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Instance {
+    pub id: InstanceId,
+    /// Display name; never used for routing.
+    pub name: String,
+    pub provider: ProviderKind,
+    pub state: InstanceState,
+    /// Why the instance is in its state, when that is not obvious (`failed`, `lost`).
+    pub state_reason: Option<String>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
+
+/// Body of `instance_create`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateInstance {
+    /// Display name (1 to 128 characters).
+    pub name: String,
+    /// Runtime provider; `embedded` when absent.
+    #[serde(default = "default_provider")]
+    pub provider: ProviderKind,
+}
+
+fn default_provider() -> ProviderKind {
+    ProviderKind::Embedded
+}
+
+/// Reply of `instance_create` and `instance_delete`: the instance and the job that moves it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct InstanceWithJob {
+    pub instance: Instance,
+    pub job: Job,
+}
+
+/// Lifecycle of a provisioning job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum JobState {
+    Queued,
+    Running,
+    Succeeded,
+    Failed,
+    Cancelled,
+}
+
+impl JobState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobState::Queued => "queued",
+            JobState::Running => "running",
+            JobState::Succeeded => "succeeded",
+            JobState::Failed => "failed",
+            JobState::Cancelled => "cancelled",
+        }
+    }
+
+    pub fn parse(value: &str) -> Option<Self> {
+        serde_json::from_value(Value::String(value.to_owned())).ok()
+    }
+
+    pub fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            JobState::Succeeded | JobState::Failed | JobState::Cancelled
+        )
+    }
+}
+
+/// What a job does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+pub enum JobKind {
+    #[serde(rename = "instance.provision")]
+    InstanceProvision,
+    #[serde(rename = "instance.delete")]
+    InstanceDelete,
+}
+
+impl JobKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobKind::InstanceProvision => "instance.provision",
+            JobKind::InstanceDelete => "instance.delete",
+        }
+    }
+
+    pub fn parse(value: &str) -> Option<Self> {
+        serde_json::from_value(Value::String(value.to_owned())).ok()
+    }
+}
+
+/// A durable job that moves an instance between states, step by step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Job {
+    pub id: JobId,
+    pub instance_id: InstanceId,
+    pub kind: JobKind,
+    pub state: JobState,
+    /// The steps in order, with how far each has got.
+    pub steps: Vec<JobStep>,
+    /// Why the job failed.
+    pub error: Option<String>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
+
+/// One step of a job.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct JobStep {
+    pub name: String,
+    pub state: StepState,
+}
+
+/// Progress of one job step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum StepState {
+    Pending,
+    Running,
+    Done,
+    Failed,
+}
+
+/// The model a profile's runtime uses.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "provider", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ModelConfig {
+    /// The runtime's deterministic offline model: it calls a tool when the input names one
+    /// followed by a JSON object of arguments, and otherwise echoes the input.
+    Scripted,
+}
+
+/// A control-plane profile: one native Hermes profile of an instance.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Profile {
+    pub id: ProfileId,
+    pub instance_id: InstanceId,
+    /// Display name.
+    pub name: String,
+    /// The native Hermes profile name (its `profiles/<name>/` home on the runtime).
+    pub native_name: String,
+    pub model: ModelConfig,
+    /// Callback tools attached to this profile.
+    pub tools: Vec<ToolId>,
+    pub created_at: Timestamp,
+}
+
+/// Body of `profile_create`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateProfile {
+    /// Also the native profile name: `^[a-z0-9][a-z0-9_-]{0,63}$`, unique in the instance.
+    pub name: String,
+    /// The model; `scripted` when absent.
+    #[serde(default)]
+    pub model: Option<ModelConfig>,
+    /// Tools to attach right away.
+    #[serde(default)]
+    pub tools: Vec<ToolId>,
+}
+
+/// A control-plane session: a conversation on one profile.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Session {
+    pub id: SessionId,
+    pub profile_id: ProfileId,
+    pub instance_id: InstanceId,
+    /// The runtime's stored session, once known (given at create, or learned at the first turn).
+    pub native_session_id: Option<NativeSessionId>,
+    pub title: Option<String>,
+    pub created_at: Timestamp,
+}
+
+/// Body of `session_create`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateSession {
+    #[serde(default)]
+    pub title: Option<String>,
+    /// Continue this stored native session instead of starting a new one.
+    #[serde(default)]
+    pub resume_native_session_id: Option<NativeSessionId>,
+}
+
+/// Lifecycle of a turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TurnState {
+    Queued,
+    Running,
+    RequiresAction,
+    Completed,
+    Failed,
+    Cancelled,
+    Interrupted,
+}
+
+impl TurnState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TurnState::Queued => "queued",
+            TurnState::Running => "running",
+            TurnState::RequiresAction => "requires_action",
+            TurnState::Completed => "completed",
+            TurnState::Failed => "failed",
+            TurnState::Cancelled => "cancelled",
+            TurnState::Interrupted => "interrupted",
+        }
+    }
+
+    pub fn parse(value: &str) -> Option<Self> {
+        serde_json::from_value(Value::String(value.to_owned())).ok()
+    }
+
+    pub fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            TurnState::Completed | TurnState::Failed | TurnState::Cancelled | TurnState::Interrupted
+        )
+    }
+}
+
+/// One exchange: the input, the streamed events, the output.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Turn {
+    pub id: TurnId,
+    pub session_id: SessionId,
+    pub state: TurnState,
+    pub input: String,
+    /// The final answer, once completed.
+    pub output: Option<String>,
+    /// Why the turn failed.
+    pub error: Option<String>,
+    pub usage: Option<Usage>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
+
+/// Body of `turn_create`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateTurn {
+    /// The user's text.
+    pub input: String,
+}
+
+/// A callback tool: served by a tool host, called by runtimes through the control plane.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Tool {
+    pub id: ToolId,
+    /// The name the model sees: `^[A-Za-z][A-Za-z0-9_-]{0,63}$`, unique among tools.
+    pub name: String,
+    pub description: String,
+    /// JSON Schema of the arguments object.
+    pub input_schema: Value,
+    pub host_id: ToolHostId,
+    pub created_at: Timestamp,
+}
+
+/// Body of `tool_register`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RegisterTool {
+    pub name: String,
+    pub description: String,
+    /// JSON Schema of the arguments; must describe an object.
+    pub input_schema: Value,
+    /// The tool host that serves it.
+    pub host_id: ToolHostId,
+}
+
+/// A registered endpoint that serves callback tools over MCP (Streamable HTTP).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ToolHost {
+    pub id: ToolHostId,
+    /// The MCP endpoint the control plane calls.
+    pub url: String,
+    pub created_at: Timestamp,
+}
+
+/// Body of `tool_host_register`. The secret is stored and never returned.
+#[derive(Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RegisterToolHost {
+    /// `http://` URL of the host's MCP endpoint, reachable from the control plane.
+    pub url: String,
+    /// Sent as `Authorization: Bearer <secret>` on every call to the host.
+    pub secret: String,
+}
+
+impl std::fmt::Debug for RegisterToolHost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RegisterToolHost")
+            .field("url", &self.url)
+            .field("secret", &"<redacted>")
+            .finish()
+    }
+}
+
+/// A page of a list, with the cursor of the next page.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Page<T> {
+    pub items: Vec<T>,
+    /// Pass as `cursor` to get the next page; absent on the last page.
+    pub next_cursor: Option<String>,
+}
+
+/// Reply of `GET /healthz`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Health {
+    pub status: String,
+    pub version: String,
+}

@@ -1,0 +1,278 @@
+//! A multiplexed gateway client: one WebSocket shared by every caller, replies matched by id,
+//! events routed to subscribers by live session id.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use edith_types::LiveSessionId;
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{Value, json};
+use tokio::sync::{mpsc, oneshot};
+use tokio_tungstenite::tungstenite::Message;
+
+use crate::protocol::{Event, Incoming};
+
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum GatewayError {
+    #[error("could not connect to the gateway: {0}")]
+    Connect(String),
+    #[error("the gateway connection is closed")]
+    Closed,
+    #[error("`{method}` got no reply within {timeout:?}")]
+    Timeout { method: String, timeout: Duration },
+    #[error("`{method}` failed: {message} ({code})")]
+    Rpc {
+        method: String,
+        code: i64,
+        message: String,
+    },
+}
+
+impl GatewayError {
+    /// The JSON-RPC error code, when the gateway answered with one.
+    pub fn code(&self) -> Option<i64> {
+        match self {
+            GatewayError::Rpc { code, .. } => Some(*code),
+            _ => None,
+        }
+    }
+}
+
+type Pending = HashMap<String, oneshot::Sender<Result<Value, (i64, String)>>>;
+
+/// State shared by the handle and the reader task.
+struct Shared {
+    /// Requests waiting for their reply, by id.
+    pending: Mutex<Pending>,
+    /// Where each live session's events go.
+    subscribers: Mutex<HashMap<LiveSessionId, mpsc::UnboundedSender<Event>>>,
+    /// Set once the socket is gone; every later call fails fast.
+    closed: AtomicBool,
+}
+
+/// A connection to a Hermes gateway. Cheap to clone; the socket closes when the last clone drops.
+#[derive(Clone)]
+pub struct GatewayClient {
+    shared: Arc<Shared>,
+    outgoing: mpsc::UnboundedSender<Message>,
+    next_id: Arc<AtomicU64>,
+    /// The `gateway.ready` payload.
+    ready: Arc<Value>,
+    request_timeout: Duration,
+}
+
+impl std::fmt::Debug for GatewayClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GatewayClient")
+            .field("closed", &self.is_closed())
+            .finish_non_exhaustive()
+    }
+}
+
+impl GatewayClient {
+    /// Connects to `ws_url` (e.g. `ws://127.0.0.1:9119/api/ws`) with `token`, and waits for the
+    /// `gateway.ready` frame.
+    pub async fn connect(
+        ws_url: &str,
+        token: &str,
+        request_timeout: Duration,
+    ) -> Result<Self, GatewayError> {
+        let url = format!("{ws_url}?token={}", encode_query(token));
+        let (socket, _) = tokio::time::timeout(
+            request_timeout,
+            tokio_tungstenite::connect_async(url.as_str()),
+        )
+        .await
+        .map_err(|_| GatewayError::Connect(format!("no handshake within {request_timeout:?}")))?
+        .map_err(|e| GatewayError::Connect(e.to_string()))?;
+        let (mut sink, mut stream) = socket.split();
+
+        let ready = tokio::time::timeout(request_timeout, async {
+            while let Some(message) = stream.next().await {
+                let Ok(Message::Text(text)) = message else {
+                    continue;
+                };
+                if let Some(Incoming::Event(event)) = Incoming::parse(&text) {
+                    if event.kind == "gateway.ready" {
+                        return Ok(event.payload);
+                    }
+                }
+            }
+            Err(GatewayError::Connect(
+                "closed before gateway.ready".to_owned(),
+            ))
+        })
+        .await
+        .map_err(|_| GatewayError::Connect(format!("no gateway.ready within {request_timeout:?}")))??;
+
+        let shared = Arc::new(Shared {
+            pending: Mutex::new(HashMap::new()),
+            subscribers: Mutex::new(HashMap::new()),
+            closed: AtomicBool::new(false),
+        });
+        let (outgoing, mut outgoing_rx) = mpsc::unbounded_channel::<Message>();
+
+        // Writer: ends when every handle is dropped (the channel closes) or the socket fails.
+        tokio::spawn(async move {
+            while let Some(message) = outgoing_rx.recv().await {
+                if sink.send(message).await.is_err() {
+                    break;
+                }
+            }
+            let _ = sink.close().await;
+        });
+
+        // Reader: routes replies and events until the socket ends, then fails what waits.
+        let reader_shared = shared.clone();
+        tokio::spawn(async move {
+            while let Some(Ok(message)) = stream.next().await {
+                let Message::Text(text) = message else {
+                    if matches!(message, Message::Close(_)) {
+                        break;
+                    }
+                    continue;
+                };
+                match Incoming::parse(&text) {
+                    Some(Incoming::Reply { id, outcome }) => {
+                        let key = id_key(&id);
+                        let waiter = reader_shared
+                            .pending
+                            .lock()
+                            .expect("not poisoned")
+                            .remove(&key);
+                        if let Some(waiter) = waiter {
+                            let _ = waiter.send(outcome);
+                        }
+                    }
+                    Some(Incoming::Event(event)) => {
+                        let Some(sid) = event.session_id.clone() else {
+                            continue;
+                        };
+                        let subscribers = reader_shared.subscribers.lock().expect("not poisoned");
+                        if let Some(tx) = subscribers.get(&sid) {
+                            let _ = tx.send(event);
+                        }
+                    }
+                    Some(Incoming::Other(frame)) => {
+                        tracing::debug!(%frame, "ignored gateway frame");
+                    }
+                    None => tracing::warn!("unparseable gateway frame"),
+                }
+            }
+            reader_shared.closed.store(true, Ordering::SeqCst);
+            reader_shared.pending.lock().expect("not poisoned").clear();
+            reader_shared
+                .subscribers
+                .lock()
+                .expect("not poisoned")
+                .clear();
+        });
+
+        Ok(Self {
+            shared,
+            outgoing,
+            next_id: Arc::new(AtomicU64::new(1)),
+            ready: Arc::new(ready),
+            request_timeout,
+        })
+    }
+
+    /// The payload of the `gateway.ready` frame.
+    pub fn ready_payload(&self) -> &Value {
+        &self.ready
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.shared.closed.load(Ordering::SeqCst)
+    }
+
+    /// Calls `method` and waits for its reply.
+    pub async fn call(&self, method: &str, params: Value) -> Result<Value, GatewayError> {
+        if self.is_closed() {
+            return Err(GatewayError::Closed);
+        }
+        let id = format!("r{}", self.next_id.fetch_add(1, Ordering::Relaxed));
+        let (tx, rx) = oneshot::channel();
+        self.shared
+            .pending
+            .lock()
+            .expect("not poisoned")
+            .insert(id.clone(), tx);
+        let frame = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        if self
+            .outgoing
+            .send(Message::Text(frame.to_string().into()))
+            .is_err()
+        {
+            self.shared
+                .pending
+                .lock()
+                .expect("not poisoned")
+                .remove(&id);
+            return Err(GatewayError::Closed);
+        }
+        match tokio::time::timeout(self.request_timeout, rx).await {
+            Ok(Ok(Ok(result))) => Ok(result),
+            Ok(Ok(Err((code, message)))) => Err(GatewayError::Rpc {
+                method: method.to_owned(),
+                code,
+                message,
+            }),
+            Ok(Err(_)) => Err(GatewayError::Closed),
+            Err(_) => {
+                self.shared
+                    .pending
+                    .lock()
+                    .expect("not poisoned")
+                    .remove(&id);
+                Err(GatewayError::Timeout {
+                    method: method.to_owned(),
+                    timeout: self.request_timeout,
+                })
+            }
+        }
+    }
+
+    /// Routes `session`'s events to the returned receiver (replacing an earlier subscriber).
+    /// Subscribe before the call that makes the session emit, so nothing is missed.
+    pub fn subscribe(&self, session: &LiveSessionId) -> mpsc::UnboundedReceiver<Event> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        self.shared
+            .subscribers
+            .lock()
+            .expect("not poisoned")
+            .insert(session.clone(), tx);
+        rx
+    }
+
+    pub fn unsubscribe(&self, session: &LiveSessionId) {
+        self.shared
+            .subscribers
+            .lock()
+            .expect("not poisoned")
+            .remove(session);
+    }
+}
+
+/// Reply ids are matched as text, whatever JSON type the server echoes them as.
+fn id_key(id: &Value) -> String {
+    match id {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Percent-encodes a token for a query string (tokens are usually URL-safe already).
+fn encode_query(value: &str) -> String {
+    value
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}

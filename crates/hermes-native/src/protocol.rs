@@ -1,0 +1,113 @@
+//! Frames and error codes of the gateway protocol.
+
+use edith_types::LiveSessionId;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+/// JSON-RPC and Hermes domain error codes, as 0.19 sends them.
+pub mod codes {
+    pub const PARSE_ERROR: i64 = -32700;
+    pub const INVALID_REQUEST: i64 = -32600;
+    pub const METHOD_NOT_FOUND: i64 = -32601;
+    pub const INVALID_PARAMS: i64 = -32602;
+    pub const HANDLER_ERROR: i64 = -32000;
+    pub const SESSION_ID_REQUIRED: i64 = 4006;
+    pub const SESSION_NOT_FOUND: i64 = 4007;
+    pub const BUSY: i64 = 4009;
+    pub const INTERNAL: i64 = 5000;
+}
+
+/// A server push: `params` of a `{"method":"event"}` notification.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    /// `message.delta`, `tool.start`, …
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The live session the event belongs to; absent for connection-wide events.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<LiveSessionId>,
+    #[serde(default)]
+    pub payload: Value,
+}
+
+impl Event {
+    pub fn new(kind: &str, session_id: Option<&LiveSessionId>, payload: Value) -> Self {
+        Self {
+            kind: kind.to_owned(),
+            session_id: session_id.cloned(),
+            payload,
+        }
+    }
+
+    /// The whole notification frame.
+    pub fn to_frame(&self) -> Value {
+        json!({"jsonrpc": "2.0", "method": "event", "params": self})
+    }
+}
+
+/// One incoming frame, as a client sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Incoming {
+    /// The reply to a request of ours.
+    Reply {
+        id: Value,
+        outcome: Result<Value, (i64, String)>,
+    },
+    Event(Event),
+    /// Anything else (a server request this client does not know); ignored.
+    Other(Value),
+}
+
+impl Incoming {
+    pub fn parse(text: &str) -> Option<Self> {
+        let frame: Value = serde_json::from_str(text).ok()?;
+        if frame.get("method").and_then(Value::as_str) == Some("event") {
+            let event = serde_json::from_value(frame.get("params")?.clone()).ok()?;
+            return Some(Incoming::Event(event));
+        }
+        if frame.get("method").is_none() {
+            if let Some(id) = frame.get("id") {
+                let outcome = match frame.get("error") {
+                    Some(error) => Err((
+                        error["code"].as_i64().unwrap_or_default(),
+                        error["message"].as_str().unwrap_or_default().to_owned(),
+                    )),
+                    None => Ok(frame.get("result").cloned().unwrap_or(Value::Null)),
+                };
+                return Some(Incoming::Reply {
+                    id: id.clone(),
+                    outcome,
+                });
+            }
+        }
+        Some(Incoming::Other(frame))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_and_replies_are_told_apart() {
+        let event = Incoming::parse(
+            r#"{"jsonrpc":"2.0","method":"event","params":{"type":"message.delta","session_id":"ab12cd34","payload":{"text":"hi"}}}"#,
+        );
+        let Some(Incoming::Event(event)) = event else {
+            panic!("not an event")
+        };
+        assert_eq!(event.kind, "message.delta");
+        assert_eq!(event.session_id.unwrap().as_str(), "ab12cd34");
+
+        let reply = Incoming::parse(
+            r#"{"jsonrpc":"2.0","id":"r1","error":{"code":4007,"message":"session not found"}}"#,
+        );
+        assert_eq!(
+            reply,
+            Some(Incoming::Reply {
+                id: json!("r1"),
+                outcome: Err((4007, "session not found".into()))
+            })
+        );
+    }
+}

@@ -1,0 +1,149 @@
+//! A Hermes-compatible agent runtime.
+//!
+//! It speaks the Hermes Agent 0.19 gateway protocol on `/api/ws` and a subset of its REST routes,
+//! keeps sessions in `state.db` per profile home, and runs an agent loop over a model and MCP
+//! tools. It is launched like `hermes serve` (`serve --host H --port P`, `HERMES_HOME`,
+//! `HERMES_DASHBOARD_SESSION_TOKEN`) and prints the same ready line, so a control plane can use
+//! either without knowing which one it got.
+
+mod agent;
+pub mod config;
+mod gateway;
+mod http;
+pub mod model;
+mod runtime;
+mod session;
+mod store;
+mod tools;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use gateway::IMPLEMENTED_METHODS;
+pub use runtime::valid_profile_name;
+
+use runtime::Runtime;
+
+/// The Hermes Agent release whose protocol this runtime speaks.
+pub const HERMES_COMPAT_VERSION: &str = "0.19.0";
+
+/// How to launch a runtime.
+#[derive(Clone)]
+pub struct RuntimeConfig {
+    /// `HERMES_HOME`.
+    pub home: PathBuf,
+    /// `HERMES_DASHBOARD_SESSION_TOKEN`.
+    pub token: String,
+    /// Where to listen; port 0 lets the OS pick.
+    pub listen: SocketAddr,
+    /// How long a session of a dropped connection waits to be resumed before it is closed.
+    pub orphan_grace: Duration,
+}
+
+impl std::fmt::Debug for RuntimeConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RuntimeConfig")
+            .field("home", &self.home)
+            .field("token", &"<redacted>")
+            .field("listen", &self.listen)
+            .field("orphan_grace", &self.orphan_grace)
+            .finish()
+    }
+}
+
+impl RuntimeConfig {
+    pub fn new(home: PathBuf, token: String, listen: SocketAddr) -> Self {
+        Self {
+            home,
+            token,
+            listen,
+            orphan_grace: Duration::from_secs(20),
+        }
+    }
+}
+
+/// A runtime serving on a socket. Stop it with [`RunningRuntime::shutdown`]; dropping it
+/// stops it too, without waiting for turns to wind down.
+pub struct RunningRuntime {
+    addr: SocketAddr,
+    runtime: Arc<Runtime>,
+    stop: tokio::sync::watch::Sender<bool>,
+    server: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for RunningRuntime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunningRuntime")
+            .field("addr", &self.addr)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Binds and starts serving; returns once the socket accepts connections.
+pub async fn serve(config: RuntimeConfig) -> std::io::Result<RunningRuntime> {
+    tokio::fs::create_dir_all(&config.home).await?;
+    let listener = tokio::net::TcpListener::bind(config.listen).await?;
+    let addr = listener.local_addr()?;
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let runtime = Arc::new(Runtime::new(
+        config.home,
+        config.token,
+        config.orphan_grace,
+        stopped.clone(),
+    ));
+    let app = http::router(runtime.clone());
+    let mut stopped_server = stopped;
+    let server = tokio::spawn(async move {
+        let shutdown = async move {
+            let _ = stopped_server.wait_for(|stop| *stop).await;
+        };
+        if let Err(e) = axum::serve(listener, app)
+            .with_graceful_shutdown(shutdown)
+            .await
+        {
+            tracing::error!(error = %e, "runtime server failed");
+        }
+    });
+    Ok(RunningRuntime {
+        addr,
+        runtime,
+        stop,
+        server: Some(server),
+    })
+}
+
+impl RunningRuntime {
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `ws://host:port/api/ws` (add `?token=`).
+    pub fn ws_url(&self) -> String {
+        format!("ws://{}/api/ws", self.addr)
+    }
+
+    pub fn http_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Ends in-flight turns as interrupted, closes every connection and `state.db`, and stops.
+    pub async fn shutdown(mut self) {
+        let turns = self.runtime.interrupt_all();
+        for mut done in turns {
+            let _ = tokio::time::timeout(Duration::from_secs(10), done.changed()).await;
+        }
+        let _ = self.stop.send(true);
+        if let Some(server) = self.server.take() {
+            let _ = server.await;
+        }
+        self.runtime.close_dbs().await;
+    }
+}
+
+impl Drop for RunningRuntime {
+    fn drop(&mut self) {
+        let _ = self.stop.send(true);
+    }
+}

@@ -1,0 +1,111 @@
+//! Models the agent loop can drive. A model turns the conversation so far, and the tools it may
+//! call, into a stream of text pieces and tool calls.
+
+mod scripted;
+
+use futures_util::stream::BoxStream;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+pub use scripted::ScriptedModel;
+
+use crate::config::HomeConfig;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    System,
+    User,
+    Assistant,
+    Tool,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::System => "system",
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::Tool => "tool",
+        }
+    }
+}
+
+/// One message of the conversation, in the shape chat-completions models take.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatMessage {
+    pub role: Role,
+    pub content: String,
+    /// Calls made by an assistant message.
+    pub tool_calls: Vec<ToolCall>,
+    /// On a tool message: which call it answers, and the tool's name.
+    pub tool_call_id: Option<String>,
+    pub tool_name: Option<String>,
+}
+
+impl ChatMessage {
+    pub fn user(text: impl Into<String>) -> Self {
+        Self::plain(Role::User, text.into())
+    }
+
+    pub fn plain(role: Role, content: String) -> Self {
+        Self {
+            role,
+            content,
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+            tool_name: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    pub arguments: Value,
+}
+
+/// A tool as the model is told about it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    pub parameters: Value,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TokenUsage {
+    pub input: u64,
+    pub output: u64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum ModelEvent {
+    Delta(String),
+    ToolCall(ToolCall),
+    /// Always last on success.
+    Done(TokenUsage),
+}
+
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{0}")]
+pub struct ModelError(pub String);
+
+pub trait Model: Send + Sync {
+    fn stream(
+        &self,
+        messages: &[ChatMessage],
+        tools: &[ToolSpec],
+    ) -> BoxStream<'static, Result<ModelEvent, ModelError>>;
+}
+
+/// The model a home's config asks for.
+pub fn from_config(config: &HomeConfig) -> Result<Box<dyn Model>, ModelError> {
+    match config.model.provider.as_deref() {
+        None | Some("scripted") => Ok(Box::new(ScriptedModel)),
+        Some(other) => Err(ModelError(format!(
+            "model provider `{other}` is not supported by this runtime (supported: scripted)"
+        ))),
+    }
+}

@@ -1,0 +1,190 @@
+//! A deterministic offline model, for demos and tests.
+//!
+//! Its rules, in order:
+//! 1. After a tool result, it answers `<tool> returned <result>.`
+//! 2. When the user's text names an available tool (by its full name or the part after the
+//!    last `__`) followed by a JSON object, it calls that tool with that object.
+//! 3. Otherwise it answers `You said: <text>`.
+//!
+//! Text is streamed a word at a time. Usage counts are a quarter of the characters, rounded up.
+
+use futures_util::StreamExt;
+use futures_util::stream::{self, BoxStream};
+use serde_json::Value;
+
+use super::{ChatMessage, Model, ModelError, ModelEvent, Role, TokenUsage, ToolCall, ToolSpec};
+
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ScriptedModel;
+
+impl Model for ScriptedModel {
+    fn stream(
+        &self,
+        messages: &[ChatMessage],
+        tools: &[ToolSpec],
+    ) -> BoxStream<'static, Result<ModelEvent, ModelError>> {
+        let input_chars: usize = messages.iter().map(|m| m.content.len()).sum();
+        let mut events = Vec::new();
+        let mut output_chars = 0;
+        match reply(messages, tools) {
+            Reply::Text(text) => {
+                output_chars = text.len();
+                events.extend(
+                    split_words(&text)
+                        .into_iter()
+                        .map(|piece| ModelEvent::Delta(piece.to_owned())),
+                );
+            }
+            Reply::Call(call) => events.push(ModelEvent::ToolCall(call)),
+        }
+        events.push(ModelEvent::Done(TokenUsage {
+            input: input_chars.div_ceil(4) as u64,
+            output: output_chars.div_ceil(4) as u64,
+        }));
+        stream::iter(events.into_iter().map(Ok)).boxed()
+    }
+}
+
+enum Reply {
+    Text(String),
+    Call(ToolCall),
+}
+
+fn reply(messages: &[ChatMessage], tools: &[ToolSpec]) -> Reply {
+    let Some(last) = messages.last() else {
+        return Reply::Text("You said nothing.".to_owned());
+    };
+    if last.role == Role::Tool {
+        let name = last.tool_name.as_deref().unwrap_or("the tool");
+        return Reply::Text(format!("{} returned {}.", short_name(name), last.content));
+    }
+    if let Some((tool, arguments)) = find_call(&last.content, tools) {
+        let calls_so_far: usize = messages.iter().map(|m| m.tool_calls.len()).sum();
+        return Reply::Call(ToolCall {
+            id: format!("call_{}", calls_so_far + 1),
+            name: tool.name.clone(),
+            arguments,
+        });
+    }
+    Reply::Text(format!("You said: {}", last.content))
+}
+
+/// `mcp__edith__word_count` → `word_count`.
+fn short_name(name: &str) -> &str {
+    name.rsplit("__").next().unwrap_or(name)
+}
+
+/// The first tool named in `text` and directly followed by a JSON object.
+fn find_call<'t>(text: &str, tools: &'t [ToolSpec]) -> Option<(&'t ToolSpec, Value)> {
+    tools.iter().find_map(|tool| {
+        [tool.name.as_str(), short_name(&tool.name)]
+            .into_iter()
+            .find_map(|name| {
+                text.match_indices(name).find_map(|(at, _)| {
+                    let rest = text[at + name.len()..].trim_start();
+                    if !rest.starts_with('{') {
+                        return None;
+                    }
+                    let mut objects = serde_json::Deserializer::from_str(rest).into_iter::<Value>();
+                    match objects.next() {
+                        Some(Ok(args @ Value::Object(_))) => Some((tool, args)),
+                        _ => None,
+                    }
+                })
+            })
+    })
+}
+
+/// Splits into pieces that concatenate back to `text`: each word with the spaces after it.
+fn split_words(text: &str) -> Vec<&str> {
+    let mut pieces = Vec::new();
+    let mut start = 0;
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b' ' {
+            while i < bytes.len() && bytes[i] == b' ' {
+                i += 1;
+            }
+            pieces.push(&text[start..i]);
+            start = i;
+        } else {
+            i += 1;
+        }
+    }
+    if start < text.len() {
+        pieces.push(&text[start..]);
+    }
+    pieces
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures_util::StreamExt;
+    use serde_json::json;
+
+    fn word_count() -> ToolSpec {
+        ToolSpec {
+            name: "mcp__edith__word_count".into(),
+            description: "count words".into(),
+            parameters: json!({"type": "object"}),
+        }
+    }
+
+    async fn run(messages: &[ChatMessage], tools: &[ToolSpec]) -> Vec<ModelEvent> {
+        ScriptedModel
+            .stream(messages, tools)
+            .map(|e| e.unwrap())
+            .collect()
+            .await
+    }
+
+    #[tokio::test]
+    async fn a_named_tool_with_json_arguments_is_called() {
+        let events = run(
+            &[ChatMessage::user(
+                r#"Count with word_count {"text": "a b c"} please"#,
+            )],
+            &[word_count()],
+        )
+        .await;
+        assert_eq!(
+            events[0],
+            ModelEvent::ToolCall(ToolCall {
+                id: "call_1".into(),
+                name: "mcp__edith__word_count".into(),
+                arguments: json!({"text": "a b c"}),
+            })
+        );
+    }
+
+    #[tokio::test]
+    async fn without_a_tool_it_echoes_word_by_word() {
+        let events = run(&[ChatMessage::user("hello  there")], &[]).await;
+        let text: Vec<_> = events
+            .iter()
+            .filter_map(|e| match e {
+                ModelEvent::Delta(t) => Some(t.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(text, ["You ", "said: ", "hello  ", "there"]);
+        assert!(matches!(events.last(), Some(ModelEvent::Done(_))));
+    }
+
+    #[tokio::test]
+    async fn a_tool_result_is_reported() {
+        let mut result = ChatMessage::plain(Role::Tool, "3".into());
+        result.tool_name = Some("mcp__edith__word_count".into());
+        let events = run(&[ChatMessage::user("x"), result], &[word_count()]).await;
+        let text: String = events
+            .iter()
+            .filter_map(|e| match e {
+                ModelEvent::Delta(t) => Some(t.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(text, "word_count returned 3.");
+    }
+}

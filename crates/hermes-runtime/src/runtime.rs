@@ -1,0 +1,114 @@
+//! The runtime's shared state: its home, its live sessions, open databases and MCP connections.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use edith_types::LiveSessionId;
+
+use crate::session::LiveSession;
+use crate::store::StateDb;
+use crate::tools::McpPool;
+
+pub struct Runtime {
+    /// `HERMES_HOME`: the default profile's home, and the root of `profiles/`.
+    pub root: PathBuf,
+    /// `HERMES_DASHBOARD_SESSION_TOKEN`: required on the WebSocket and REST routes.
+    pub token: String,
+    pub sessions: Mutex<HashMap<LiveSessionId, Arc<LiveSession>>>,
+    /// One `state.db` pool per home, opened on first use.
+    dbs: tokio::sync::Mutex<HashMap<PathBuf, StateDb>>,
+    pub mcp: McpPool,
+    /// Seconds a disconnected session survives before it is reaped, unless resumed.
+    pub orphan_grace: std::time::Duration,
+    /// Becomes `true` when the runtime stops; connections end on it.
+    pub stopping: tokio::sync::watch::Receiver<bool>,
+}
+
+/// Profile names as Hermes accepts them.
+pub fn valid_profile_name(name: &str) -> bool {
+    let bytes = name.as_bytes();
+    !bytes.is_empty()
+        && bytes.len() <= 64
+        && (bytes[0].is_ascii_lowercase() || bytes[0].is_ascii_digit())
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'_' || *b == b'-')
+}
+
+impl Runtime {
+    pub fn new(
+        root: PathBuf,
+        token: String,
+        orphan_grace: std::time::Duration,
+        stopping: tokio::sync::watch::Receiver<bool>,
+    ) -> Self {
+        Self {
+            root,
+            token,
+            sessions: Mutex::new(HashMap::new()),
+            dbs: tokio::sync::Mutex::new(HashMap::new()),
+            mcp: McpPool::default(),
+            orphan_grace,
+            stopping,
+        }
+    }
+
+    /// The home of `profile` (`None` or `default` is the root). Errors name what is wrong.
+    pub fn profile_home(&self, profile: Option<&str>) -> Result<PathBuf, String> {
+        match profile {
+            None | Some("") | Some("default") => Ok(self.root.clone()),
+            Some(name) if !valid_profile_name(name) => Err(format!(
+                "invalid profile name `{name}`: must match ^[a-z0-9][a-z0-9_-]{{0,63}}$"
+            )),
+            Some(name) => {
+                let home = self.root.join("profiles").join(name);
+                if home.is_dir() {
+                    Ok(home)
+                } else {
+                    Err(format!("profile `{name}` does not exist"))
+                }
+            }
+        }
+    }
+
+    pub async fn db(&self, home: &Path) -> Result<StateDb, sqlx::Error> {
+        let mut dbs = self.dbs.lock().await;
+        if let Some(db) = dbs.get(home) {
+            return Ok(db.clone());
+        }
+        let db = StateDb::open(home).await?;
+        dbs.insert(home.to_path_buf(), db.clone());
+        Ok(db)
+    }
+
+    pub fn session(&self, sid: &str) -> Option<Arc<LiveSession>> {
+        self.sessions
+            .lock()
+            .expect("not poisoned")
+            .get(&LiveSessionId::new(sid))
+            .cloned()
+    }
+
+    /// Interrupts every running turn; returns what to wait on for each to end.
+    pub fn interrupt_all(&self) -> Vec<tokio::sync::watch::Receiver<()>> {
+        let sessions = self.sessions.lock().expect("not poisoned");
+        sessions
+            .values()
+            .filter_map(|session| {
+                let state = session.state.lock().expect("not poisoned");
+                state.running.as_ref().map(|running| {
+                    running.interrupt.notify_one();
+                    running.done.clone()
+                })
+            })
+            .collect()
+    }
+
+    /// Closes every database (after the turns have ended).
+    pub async fn close_dbs(&self) {
+        for db in self.dbs.lock().await.values() {
+            db.close().await;
+        }
+    }
+}

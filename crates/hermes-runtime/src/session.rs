@@ -1,0 +1,124 @@
+//! Live sessions: the in-memory side of a conversation on one gateway connection.
+//!
+//! A live session has an 8-hex id that exists only in this process; it points at a stored
+//! session (`state.db` row) whose id looks like `20261129_075703_0525c1`. The two are never
+//! interchangeable, as in Hermes.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use edith_types::LiveSessionId;
+use hermes_native::Event;
+use serde_json::Value;
+use tokio::sync::{Notify, mpsc};
+
+use crate::model::ChatMessage;
+
+/// Where a session's events go: the outgoing frames of one gateway connection.
+#[derive(Clone, Debug)]
+pub struct Transport {
+    /// Identifies the connection, so a reaper can tell whether the session moved elsewhere.
+    pub connection: u64,
+    pub frames: mpsc::UnboundedSender<String>,
+}
+
+/// A turn in progress.
+pub struct RunningTurn {
+    /// Notified by `session.interrupt` and on shutdown.
+    pub interrupt: Arc<Notify>,
+    /// Closed when the turn has ended (its sender is dropped).
+    pub done: tokio::sync::watch::Receiver<()>,
+}
+
+pub struct LiveSession {
+    pub sid: LiveSessionId,
+    pub stored_id: String,
+    /// The Hermes home this session belongs to (root or `profiles/<name>`).
+    pub home: PathBuf,
+    pub profile: Option<String>,
+    pub source: String,
+    pub started_at: f64,
+    pub model_name: String,
+    pub state: Mutex<SessionState>,
+}
+
+pub struct SessionState {
+    pub messages: Vec<ChatMessage>,
+    pub transport: Transport,
+    pub running: Option<RunningTurn>,
+    pub title: Option<String>,
+    /// Whether the `state.db` row exists (it is written at the first prompt).
+    pub persisted: bool,
+    pub close_on_disconnect: bool,
+}
+
+impl LiveSession {
+    /// Sends an event to whichever connection the session is bound to now.
+    pub fn emit(&self, kind: &str, payload: Value) {
+        let frame = Event::new(kind, Some(&self.sid), payload).to_frame();
+        let transport = self.state.lock().expect("not poisoned").transport.clone();
+        let _ = transport.frames.send(frame.to_string());
+    }
+}
+
+/// A new live id: 8 lowercase hex digits.
+pub fn new_live_id() -> LiveSessionId {
+    LiveSessionId::new(uuid::Uuid::new_v4().simple().to_string()[..8].to_owned())
+}
+
+/// A new stored id in Hermes's shape: `YYYYMMDD_HHMMSS_<6 hex>` (UTC).
+pub fn new_stored_id() -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or_default();
+    let (days, secs) = (now / 86_400, now % 86_400);
+    let (y, m, d) = civil_from_days(days as i64);
+    let suffix = &uuid::Uuid::new_v4().simple().to_string()[..6];
+    format!(
+        "{y:04}{m:02}{d:02}_{:02}{:02}{:02}_{suffix}",
+        secs / 3600,
+        secs % 3600 / 60,
+        secs % 60
+    )
+}
+
+/// Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_have_hermes_shapes() {
+        let live = new_live_id();
+        assert_eq!(live.as_str().len(), 8);
+        assert!(live.as_str().bytes().all(|b| b.is_ascii_hexdigit()));
+        let stored = new_stored_id();
+        let parts: Vec<_> = stored.split('_').collect();
+        assert_eq!(
+            parts.iter().map(|p| p.len()).collect::<Vec<_>>(),
+            [8, 6, 6],
+            "{stored}"
+        );
+    }
+
+    #[test]
+    fn civil_dates() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(20_786), (2026, 11, 29));
+        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+    }
+}

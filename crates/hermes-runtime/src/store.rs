@@ -1,0 +1,262 @@
+//! `state.db`: a home's stored sessions and messages, in the columns Hermes 0.19 uses (a subset).
+
+use std::path::Path;
+use std::str::FromStr;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
+use sqlx::{Row, SqliteConnection};
+
+use crate::model::{ChatMessage, Role, ToolCall};
+
+const SCHEMA: &str = r#"
+CREATE TABLE IF NOT EXISTS sessions (
+    id TEXT PRIMARY KEY,
+    source TEXT NOT NULL,
+    model TEXT,
+    parent_session_id TEXT REFERENCES sessions(id),
+    started_at REAL NOT NULL,
+    ended_at REAL,
+    end_reason TEXT,
+    message_count INTEGER NOT NULL DEFAULT 0,
+    tool_call_count INTEGER NOT NULL DEFAULT 0,
+    input_tokens INTEGER NOT NULL DEFAULT 0,
+    output_tokens INTEGER NOT NULL DEFAULT 0,
+    title TEXT,
+    profile_name TEXT
+);
+CREATE TABLE IF NOT EXISTS messages (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id TEXT NOT NULL REFERENCES sessions(id),
+    role TEXT NOT NULL,
+    content TEXT,
+    tool_call_id TEXT,
+    tool_calls TEXT,
+    tool_name TEXT,
+    timestamp REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS messages_by_session ON messages(session_id, id);
+"#;
+
+/// A stored session row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionRow {
+    pub id: String,
+    pub source: String,
+    pub model: String,
+    pub started_at: f64,
+    pub title: Option<String>,
+    pub message_count: i64,
+    pub profile_name: Option<String>,
+}
+
+/// A row of `session.list`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ListedSession {
+    pub id: String,
+    pub title: Option<String>,
+    /// The start of the first user message.
+    pub preview: String,
+    pub started_at: f64,
+    pub message_count: i64,
+    pub source: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct StateDb {
+    pool: SqlitePool,
+}
+
+pub fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or_default()
+}
+
+impl StateDb {
+    /// Opens (creating) `<home>/state.db` in WAL mode.
+    pub async fn open(home: &Path) -> Result<Self, sqlx::Error> {
+        tokio::fs::create_dir_all(home).await?;
+        let options =
+            SqliteConnectOptions::from_str(&format!("sqlite://{}", home.join("state.db").display()))?
+                .create_if_missing(true)
+                .journal_mode(SqliteJournalMode::Wal)
+                .busy_timeout(std::time::Duration::from_secs(5));
+        let pool = SqlitePoolOptions::new()
+            .max_connections(4)
+            .connect_with(options)
+            .await?;
+        sqlx::raw_sql(SCHEMA).execute(&pool).await?;
+        Ok(Self { pool })
+    }
+
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+
+    /// Writes the session row if it is not there yet (Hermes writes it at the first prompt).
+    pub async fn ensure_session(&self, row: &SessionRow) -> Result<(), sqlx::Error> {
+        sqlx::query(
+            "INSERT OR IGNORE INTO sessions (id, source, model, started_at, title, profile_name) \
+             VALUES (?, ?, ?, ?, ?, ?)",
+        )
+        .bind(&row.id)
+        .bind(&row.source)
+        .bind(&row.model)
+        .bind(row.started_at)
+        .bind(&row.title)
+        .bind(&row.profile_name)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Appends messages and bumps the session's counters, in one transaction.
+    pub async fn append_messages(
+        &self,
+        session_id: &str,
+        messages: &[ChatMessage],
+        input_tokens: u64,
+        output_tokens: u64,
+    ) -> Result<(), sqlx::Error> {
+        let mut tx = self.pool.begin().await?;
+        let now = unix_now();
+        let mut tool_calls = 0i64;
+        for message in messages {
+            insert_message(&mut tx, session_id, message, now).await?;
+            tool_calls += message.tool_calls.len() as i64;
+        }
+        sqlx::query(
+            "UPDATE sessions SET message_count = message_count + ?, \
+             tool_call_count = tool_call_count + ?, input_tokens = input_tokens + ?, \
+             output_tokens = output_tokens + ? WHERE id = ?",
+        )
+        .bind(messages.len() as i64)
+        .bind(tool_calls)
+        .bind(input_tokens as i64)
+        .bind(output_tokens as i64)
+        .bind(session_id)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await
+    }
+
+    pub async fn session(&self, id: &str) -> Result<Option<SessionRow>, sqlx::Error> {
+        let row = sqlx::query(
+            "SELECT id, source, model, started_at, title, message_count, profile_name \
+             FROM sessions WHERE id = ? OR title = ? ORDER BY id = ? DESC LIMIT 1",
+        )
+        .bind(id)
+        .bind(id)
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(row.map(|row| session_row(&row)))
+    }
+
+    /// Newest first; sub-agent rows (source `tool`) are left out, as in Hermes.
+    pub async fn list_sessions(&self, limit: u64) -> Result<Vec<ListedSession>, sqlx::Error> {
+        let rows = sqlx::query(
+            "SELECT s.id, s.title, s.started_at, s.message_count, s.source, \
+             (SELECT substr(m.content, 1, 80) FROM messages m \
+              WHERE m.session_id = s.id AND m.role = 'user' ORDER BY m.id LIMIT 1) AS preview \
+             FROM sessions s WHERE s.source != 'tool' \
+             ORDER BY s.started_at DESC, s.id DESC LIMIT ?",
+        )
+        .bind(limit.min(i64::MAX as u64) as i64)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows
+            .iter()
+            .map(|row| ListedSession {
+                id: row.get("id"),
+                title: row.get("title"),
+                preview: row.get::<Option<String>, _>("preview").unwrap_or_default(),
+                started_at: row.get("started_at"),
+                message_count: row.get("message_count"),
+                source: row.get("source"),
+            })
+            .collect())
+    }
+
+    pub async fn messages(&self, session_id: &str) -> Result<Vec<ChatMessage>, sqlx::Error> {
+        let rows = sqlx::query(
+            "SELECT role, content, tool_call_id, tool_calls, tool_name FROM messages \
+             WHERE session_id = ? ORDER BY id",
+        )
+        .bind(session_id)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows
+            .iter()
+            .map(|row| {
+                let role = match row.get::<String, _>("role").as_str() {
+                    "system" => Role::System,
+                    "assistant" => Role::Assistant,
+                    "tool" => Role::Tool,
+                    _ => Role::User,
+                };
+                let tool_calls: Vec<ToolCall> = row
+                    .get::<Option<String>, _>("tool_calls")
+                    .and_then(|json| serde_json::from_str(&json).ok())
+                    .unwrap_or_default();
+                ChatMessage {
+                    role,
+                    content: row.get::<Option<String>, _>("content").unwrap_or_default(),
+                    tool_calls,
+                    tool_call_id: row.get("tool_call_id"),
+                    tool_name: row.get("tool_name"),
+                }
+            })
+            .collect())
+    }
+
+    pub async fn end_session(&self, id: &str, reason: &str) -> Result<(), sqlx::Error> {
+        sqlx::query(
+            "UPDATE sessions SET ended_at = ?, end_reason = ? WHERE id = ? AND ended_at IS NULL",
+        )
+        .bind(unix_now())
+        .bind(reason)
+        .bind(id)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+}
+
+async fn insert_message(
+    conn: &mut SqliteConnection,
+    session_id: &str,
+    message: &ChatMessage,
+    now: f64,
+) -> Result<(), sqlx::Error> {
+    let tool_calls = (!message.tool_calls.is_empty())
+        .then(|| serde_json::to_string(&message.tool_calls).unwrap_or_default());
+    sqlx::query(
+        "INSERT INTO messages (session_id, role, content, tool_call_id, tool_calls, tool_name, timestamp) \
+         VALUES (?, ?, ?, ?, ?, ?, ?)",
+    )
+    .bind(session_id)
+    .bind(message.role.as_str())
+    .bind(&message.content)
+    .bind(&message.tool_call_id)
+    .bind(tool_calls)
+    .bind(&message.tool_name)
+    .bind(now)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+fn session_row(row: &sqlx::sqlite::SqliteRow) -> SessionRow {
+    SessionRow {
+        id: row.get("id"),
+        source: row.get("source"),
+        model: row.get::<Option<String>, _>("model").unwrap_or_default(),
+        started_at: row.get("started_at"),
+        title: row.get("title"),
+        message_count: row.get("message_count"),
+        profile_name: row.get("profile_name"),
+    }
+}

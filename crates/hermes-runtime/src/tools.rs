@@ -1,0 +1,125 @@
+//! The tools an agent may call: those of the MCP servers in its home's config, named as Hermes
+//! names them (`mcp__<server>__<tool>`).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use edith_mcp::McpClient;
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use serde_json::Value;
+use tokio::sync::Mutex;
+
+use crate::config::{HomeConfig, McpServerConfig};
+use crate::model::ToolSpec;
+
+/// Open MCP connections, shared by every session of the runtime and kept across turns.
+#[derive(Default)]
+pub struct McpPool {
+    http: reqwest::Client,
+    /// By server url and credentials, so two profiles with the same server share a connection.
+    clients: Mutex<HashMap<String, Arc<McpClient>>>,
+}
+
+/// What one call returned, as the model and the `tool.complete` event see it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolResult {
+    pub text: String,
+    pub is_error: bool,
+    pub duration: Duration,
+}
+
+/// The tools available to one turn.
+pub struct ToolBox {
+    tools: Vec<(ToolSpec, Arc<McpClient>, String)>,
+}
+
+impl McpPool {
+    async fn client(&self, config: &McpServerConfig) -> Result<Arc<McpClient>, String> {
+        let key = format!("{} {:?}", config.url, config.headers);
+        if let Some(client) = self.clients.lock().await.get(&key) {
+            return Ok(client.clone());
+        }
+        let mut headers = HeaderMap::new();
+        for (name, value) in &config.headers {
+            let name = HeaderName::try_from(name.as_str()).map_err(|e| e.to_string())?;
+            let value = HeaderValue::try_from(value.as_str()).map_err(|e| e.to_string())?;
+            headers.insert(name, value);
+        }
+        let client = McpClient::connect(
+            self.http.clone(),
+            config.url.clone(),
+            headers,
+            Duration::from_secs_f64(config.connect_timeout),
+            Duration::from_secs_f64(config.timeout),
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+        let client = Arc::new(client);
+        self.clients.lock().await.insert(key, client.clone());
+        Ok(client)
+    }
+
+    /// Lists the tools of every configured server. A server that cannot be reached is left out
+    /// and reported, so one bad server does not take the others down.
+    pub async fn toolbox(&self, config: &HomeConfig) -> (ToolBox, Vec<String>) {
+        let mut tools = Vec::new();
+        let mut problems = Vec::new();
+        for (server, server_config) in &config.mcp_servers {
+            let listed = match self.client(server_config).await {
+                Ok(client) => client.list_tools().await.map(|t| (client, t)).map_err(|e| {
+                    e.to_string()
+                }),
+                Err(e) => Err(e),
+            };
+            match listed {
+                Ok((client, listed)) => {
+                    for tool in listed {
+                        let spec = ToolSpec {
+                            name: format!("mcp__{server}__{}", tool.name),
+                            description: tool.description,
+                            parameters: tool.input_schema,
+                        };
+                        tools.push((spec, client.clone(), tool.name));
+                    }
+                }
+                Err(e) => {
+                    // A cached connection may be stale (the server restarted): forget it.
+                    self.clients
+                        .lock()
+                        .await
+                        .retain(|_, c| c.url() != server_config.url);
+                    problems.push(format!("MCP server `{server}`: {e}"));
+                }
+            }
+        }
+        (ToolBox { tools }, problems)
+    }
+}
+
+impl ToolBox {
+    pub fn specs(&self) -> Vec<ToolSpec> {
+        self.tools.iter().map(|(spec, _, _)| spec.clone()).collect()
+    }
+
+    pub async fn call(&self, name: &str, args: Value) -> ToolResult {
+        let started = Instant::now();
+        let Some((_, client, remote_name)) = self.tools.iter().find(|(s, _, _)| s.name == name)
+        else {
+            return ToolResult {
+                text: format!("unknown tool: {name}"),
+                is_error: true,
+                duration: started.elapsed(),
+            };
+        };
+        let (text, is_error) = match client.call_tool(remote_name, args).await {
+            Ok(output) => (output.text, output.is_error),
+            Err(e) => (e.to_string(), true),
+        };
+        ToolResult {
+            text,
+            is_error,
+            duration: started.elapsed(),
+        }
+    }
+}
