@@ -1,0 +1,549 @@
+//! Queries. Every method is one short transaction; callers never see SQL.
+
+use std::path::Path;
+use std::str::FromStr;
+use std::time::Duration;
+
+use edith_types::{
+    Instance, InstanceId, Job, JobEvent, JobEventKind, JobId, Page, Profile, ProfileId, Session,
+    SessionId, Timestamp, Tool, ToolHost, ToolHostId, ToolId, Turn, TurnEvent, TurnEventKind,
+    TurnId,
+};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use sqlx::Row;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
+
+use crate::records::{InstanceRecord, ToolHostRecord};
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("database error: {0}")]
+    Db(#[from] sqlx::Error),
+    #[error("stored record is corrupt: {0}")]
+    Corrupt(#[from] serde_json::Error),
+    /// A uniqueness rule was broken (e.g. a second profile with the same name).
+    #[error("already exists: {0}")]
+    Duplicate(String),
+}
+
+type Result<T> = std::result::Result<T, StoreError>;
+
+/// Handle to the database; cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Store {
+    pool: SqlitePool,
+}
+
+fn to_json<T: Serialize>(value: &T) -> String {
+    serde_json::to_string(value).expect("wire types always serialize")
+}
+
+fn from_body<T: DeserializeOwned>(row: &sqlx::sqlite::SqliteRow) -> Result<T> {
+    Ok(serde_json::from_str(row.get::<&str, _>("body"))?)
+}
+
+fn duplicate_or_db(e: sqlx::Error, what: impl Into<String>) -> StoreError {
+    match &e {
+        sqlx::Error::Database(db) if db.is_unique_violation() => StoreError::Duplicate(what.into()),
+        _ => StoreError::Db(e),
+    }
+}
+
+/// Cuts a page from `limit + 1` rows (the extra row only tells that a next page exists). List
+/// queries select the rows after the cursor's row: `rowid > (SELECT rowid … WHERE id = cursor)`.
+fn page<T>(mut items: Vec<T>, limit: usize, id_of: impl Fn(&T) -> String) -> Page<T> {
+    let next_cursor = if items.len() > limit {
+        items.truncate(limit);
+        items.last().map(id_of)
+    } else {
+        None
+    };
+    Page { items, next_cursor }
+}
+
+impl Store {
+    /// Opens (creating) the SQLite database at `path` and applies pending migrations.
+    pub async fn open_sqlite(path: &Path) -> Result<Self> {
+        let options = SqliteConnectOptions::from_str(&format!("sqlite://{}", path.display()))?
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .foreign_keys(true)
+            .busy_timeout(Duration::from_secs(10));
+        let pool = SqlitePoolOptions::new()
+            .max_connections(8)
+            .connect_with(options)
+            .await?;
+        crate::migrate::run(&pool).await?;
+        Ok(Self { pool })
+    }
+
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+
+    // ---- instances ----
+
+    pub async fn insert_instance(&self, record: &InstanceRecord, job: &Job) -> Result<()> {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query(
+            "INSERT INTO instances (id, state, body, runtime_token, mcp_token) VALUES (?, ?, ?, ?, ?)",
+        )
+        .bind(record.instance.id.as_str())
+        .bind(record.instance.state.as_str())
+        .bind(to_json(&record.instance))
+        .bind(&record.runtime_token)
+        .bind(&record.mcp_token)
+        .execute(&mut *tx)
+        .await?;
+        insert_job(&mut tx, job).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    pub async fn instance(&self, id: &InstanceId) -> Result<Option<InstanceRecord>> {
+        let row = sqlx::query("SELECT body, runtime_token, mcp_token FROM instances WHERE id = ?")
+            .bind(id.as_str())
+            .fetch_optional(&self.pool)
+            .await?;
+        row.map(|row| {
+            Ok(InstanceRecord {
+                instance: from_body(&row)?,
+                runtime_token: row.get("runtime_token"),
+                mcp_token: row.get("mcp_token"),
+            })
+        })
+        .transpose()
+    }
+
+    pub async fn list_instances(
+        &self,
+        cursor: Option<&InstanceId>,
+        limit: usize,
+    ) -> Result<Page<Instance>> {
+        let rows = sqlx::query(
+            "SELECT body FROM instances WHERE state != 'deleted' AND (?2 IS NULL OR rowid > (SELECT rowid FROM instances WHERE id = ?2)) ORDER BY rowid LIMIT ?1",
+        )
+            .bind(limit as i64 + 1)
+            .bind(cursor.map(|c| c.as_str()))
+            .fetch_all(&self.pool)
+            .await?;
+        let items = rows.iter().map(from_body).collect::<Result<Vec<_>>>()?;
+        Ok(page(items, limit, |i: &Instance| i.id.to_string()))
+    }
+
+    /// Writes the instance's new state (the whole resource is rewritten).
+    pub async fn update_instance(&self, instance: &Instance) -> Result<()> {
+        sqlx::query("UPDATE instances SET state = ?, body = ? WHERE id = ?")
+            .bind(instance.state.as_str())
+            .bind(to_json(instance))
+            .bind(instance.id.as_str())
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Removes the instance and, by cascade, its profiles, sessions, turns and their events.
+    /// Its jobs stay, so their history can still be read.
+    pub async fn purge_instance(&self, id: &InstanceId) -> Result<()> {
+        sqlx::query("DELETE FROM instances WHERE id = ?")
+            .bind(id.as_str())
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    // ---- jobs ----
+
+    pub async fn insert_job(&self, job: &Job) -> Result<()> {
+        let mut conn = self.pool.acquire().await?;
+        insert_job(&mut conn, job).await
+    }
+
+    pub async fn job(&self, id: &JobId) -> Result<Option<Job>> {
+        let row = sqlx::query("SELECT body FROM jobs WHERE id = ?")
+            .bind(id.as_str())
+            .fetch_optional(&self.pool)
+            .await?;
+        row.map(|row| from_body(&row)).transpose()
+    }
+
+    pub async fn update_job(&self, job: &Job) -> Result<()> {
+        sqlx::query("UPDATE jobs SET state = ?, body = ? WHERE id = ?")
+            .bind(job.state.as_str())
+            .bind(to_json(job))
+            .bind(job.id.as_str())
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Jobs that were queued or running when the process stopped.
+    pub async fn unfinished_jobs(&self) -> Result<Vec<Job>> {
+        let rows =
+            sqlx::query("SELECT body FROM jobs WHERE state IN ('queued', 'running') ORDER BY rowid")
+                .fetch_all(&self.pool)
+                .await?;
+        rows.iter().map(from_body).collect()
+    }
+
+    pub async fn append_job_event(&self, job: &JobId, kind: &JobEventKind) -> Result<JobEvent> {
+        let at = Timestamp::now();
+        let seq: i64 = sqlx::query_scalar(
+            "INSERT INTO job_events (job_id, seq, at, body) \
+             SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2, ?3 FROM job_events WHERE job_id = ?1 \
+             RETURNING seq",
+        )
+        .bind(job.as_str())
+        .bind(at.as_str())
+        .bind(to_json(kind))
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(JobEvent {
+            seq: seq as u64,
+            job_id: job.clone(),
+            at,
+            kind: kind.clone(),
+        })
+    }
+
+    pub async fn job_events_after(&self, job: &JobId, after: u64) -> Result<Vec<JobEvent>> {
+        let rows = sqlx::query(
+            "SELECT seq, at, body FROM job_events WHERE job_id = ? AND seq > ? ORDER BY seq",
+        )
+        .bind(job.as_str())
+        .bind(after as i64)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(JobEvent {
+                    seq: row.get::<i64, _>("seq") as u64,
+                    job_id: job.clone(),
+                    at: Timestamp::from_stored(row.get("at")),
+                    kind: from_body(row)?,
+                })
+            })
+            .collect()
+    }
+
+    // ---- profiles ----
+
+    pub async fn insert_profile(&self, profile: &Profile) -> Result<()> {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("INSERT INTO profiles (id, instance_id, native_name, body) VALUES (?, ?, ?, ?)")
+            .bind(profile.id.as_str())
+            .bind(profile.instance_id.as_str())
+            .bind(&profile.native_name)
+            .bind(to_json(profile))
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| {
+                duplicate_or_db(
+                    e,
+                    format!("a profile named `{}` in this instance", profile.native_name),
+                )
+            })?;
+        for tool in &profile.tools {
+            sqlx::query("INSERT OR IGNORE INTO profile_tools (profile_id, tool_id) VALUES (?, ?)")
+                .bind(profile.id.as_str())
+                .bind(tool.as_str())
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    pub async fn profile(&self, instance: &InstanceId, id: &ProfileId) -> Result<Option<Profile>> {
+        let row = sqlx::query("SELECT body FROM profiles WHERE id = ? AND instance_id = ?")
+            .bind(id.as_str())
+            .bind(instance.as_str())
+            .fetch_optional(&self.pool)
+            .await?;
+        match row {
+            Some(row) => {
+                let mut profile: Profile = from_body(&row)?;
+                profile.tools = self.profile_tool_ids(id).await?;
+                Ok(Some(profile))
+            }
+            None => Ok(None),
+        }
+    }
+
+    pub async fn list_profiles(
+        &self,
+        instance: &InstanceId,
+        cursor: Option<&ProfileId>,
+        limit: usize,
+    ) -> Result<Page<Profile>> {
+        let rows = sqlx::query(
+            "SELECT id, body FROM profiles WHERE instance_id = ?3 AND (?2 IS NULL OR rowid > (SELECT rowid FROM profiles WHERE id = ?2)) ORDER BY rowid LIMIT ?1",
+        )
+            .bind(limit as i64 + 1)
+            .bind(cursor.map(|c| c.as_str()))
+            .bind(instance.as_str())
+            .fetch_all(&self.pool)
+            .await?;
+        let mut items = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let mut profile: Profile = from_body(row)?;
+            profile.tools = self.profile_tool_ids(&profile.id).await?;
+            items.push(profile);
+        }
+        Ok(page(items, limit, |p: &Profile| p.id.to_string()))
+    }
+
+    async fn profile_tool_ids(&self, profile: &ProfileId) -> Result<Vec<ToolId>> {
+        let ids: Vec<String> = sqlx::query_scalar(
+            "SELECT tool_id FROM profile_tools WHERE profile_id = ? ORDER BY rowid",
+        )
+        .bind(profile.as_str())
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(ids.iter().filter_map(|id| id.parse().ok()).collect())
+    }
+
+    /// Attaches a tool; attaching twice is a no-op.
+    pub async fn attach_tool(&self, profile: &ProfileId, tool: &ToolId) -> Result<()> {
+        sqlx::query("INSERT OR IGNORE INTO profile_tools (profile_id, tool_id) VALUES (?, ?)")
+            .bind(profile.as_str())
+            .bind(tool.as_str())
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// The tools attached to a profile, each with the host that serves it.
+    pub async fn profile_tools(&self, profile: &ProfileId) -> Result<Vec<(Tool, ToolHostRecord)>> {
+        let rows = sqlx::query(
+            "SELECT t.body AS body, h.body AS host_body, h.secret AS secret \
+             FROM profile_tools pt JOIN tools t ON t.id = pt.tool_id \
+             JOIN tool_hosts h ON h.id = t.host_id WHERE pt.profile_id = ? ORDER BY pt.rowid",
+        )
+        .bind(profile.as_str())
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                let host: ToolHost = serde_json::from_str(row.get::<&str, _>("host_body"))?;
+                Ok((
+                    from_body(row)?,
+                    ToolHostRecord {
+                        host,
+                        secret: row.get("secret"),
+                    },
+                ))
+            })
+            .collect()
+    }
+
+    // ---- tools and tool hosts ----
+
+    pub async fn insert_tool_host(&self, record: &ToolHostRecord) -> Result<()> {
+        sqlx::query("INSERT INTO tool_hosts (id, body, secret) VALUES (?, ?, ?)")
+            .bind(record.host.id.as_str())
+            .bind(to_json(&record.host))
+            .bind(&record.secret)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    pub async fn tool_host(&self, id: &ToolHostId) -> Result<Option<ToolHost>> {
+        let row = sqlx::query("SELECT body FROM tool_hosts WHERE id = ?")
+            .bind(id.as_str())
+            .fetch_optional(&self.pool)
+            .await?;
+        row.map(|row| from_body(&row)).transpose()
+    }
+
+    pub async fn insert_tool(&self, tool: &Tool) -> Result<()> {
+        sqlx::query("INSERT INTO tools (id, name, host_id, body) VALUES (?, ?, ?, ?)")
+            .bind(tool.id.as_str())
+            .bind(&tool.name)
+            .bind(tool.host_id.as_str())
+            .bind(to_json(tool))
+            .execute(&self.pool)
+            .await
+            .map_err(|e| duplicate_or_db(e, format!("a tool named `{}`", tool.name)))?;
+        Ok(())
+    }
+
+    pub async fn tool(&self, id: &ToolId) -> Result<Option<Tool>> {
+        let row = sqlx::query("SELECT body FROM tools WHERE id = ?")
+            .bind(id.as_str())
+            .fetch_optional(&self.pool)
+            .await?;
+        row.map(|row| from_body(&row)).transpose()
+    }
+
+    pub async fn list_tools(&self, cursor: Option<&ToolId>, limit: usize) -> Result<Page<Tool>> {
+        let rows = sqlx::query(
+            "SELECT body FROM tools WHERE (?2 IS NULL OR rowid > (SELECT rowid FROM tools WHERE id = ?2)) ORDER BY rowid LIMIT ?1",
+        )
+            .bind(limit as i64 + 1)
+            .bind(cursor.map(|c| c.as_str()))
+            .fetch_all(&self.pool)
+            .await?;
+        let items = rows.iter().map(from_body).collect::<Result<Vec<_>>>()?;
+        Ok(page(items, limit, |t: &Tool| t.id.to_string()))
+    }
+
+    // ---- sessions ----
+
+    pub async fn insert_session(&self, session: &Session) -> Result<()> {
+        sqlx::query("INSERT INTO sessions (id, profile_id, body) VALUES (?, ?, ?)")
+            .bind(session.id.as_str())
+            .bind(session.profile_id.as_str())
+            .bind(to_json(session))
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    pub async fn session(&self, profile: &ProfileId, id: &SessionId) -> Result<Option<Session>> {
+        let row = sqlx::query("SELECT body FROM sessions WHERE id = ? AND profile_id = ?")
+            .bind(id.as_str())
+            .bind(profile.as_str())
+            .fetch_optional(&self.pool)
+            .await?;
+        row.map(|row| from_body(&row)).transpose()
+    }
+
+    pub async fn list_sessions(
+        &self,
+        profile: &ProfileId,
+        cursor: Option<&SessionId>,
+        limit: usize,
+    ) -> Result<Page<Session>> {
+        let rows = sqlx::query(
+            "SELECT body FROM sessions WHERE profile_id = ?3 AND (?2 IS NULL OR rowid > (SELECT rowid FROM sessions WHERE id = ?2)) ORDER BY rowid LIMIT ?1",
+        )
+            .bind(limit as i64 + 1)
+            .bind(cursor.map(|c| c.as_str()))
+            .bind(profile.as_str())
+            .fetch_all(&self.pool)
+            .await?;
+        let items = rows.iter().map(from_body).collect::<Result<Vec<_>>>()?;
+        Ok(page(items, limit, |s: &Session| s.id.to_string()))
+    }
+
+    pub async fn update_session(&self, session: &Session) -> Result<()> {
+        sqlx::query("UPDATE sessions SET body = ? WHERE id = ?")
+            .bind(to_json(session))
+            .bind(session.id.as_str())
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    // ---- turns ----
+
+    /// Inserts a turn unless the session already has one that has not finished; returns the
+    /// unfinished one in that case. The check and the insert are one statement, so two racing
+    /// creates cannot both win.
+    pub async fn insert_turn_if_idle(&self, turn: &Turn) -> Result<Option<TurnId>> {
+        let inserted = sqlx::query(
+            "INSERT INTO turns (id, session_id, state, body) SELECT ?1, ?2, ?3, ?4 \
+             WHERE NOT EXISTS (SELECT 1 FROM turns WHERE session_id = ?2 \
+             AND state IN ('queued', 'running', 'requires_action'))",
+        )
+        .bind(turn.id.as_str())
+        .bind(turn.session_id.as_str())
+        .bind(turn.state.as_str())
+        .bind(to_json(turn))
+        .execute(&self.pool)
+        .await?;
+        if inserted.rows_affected() == 1 {
+            return Ok(None);
+        }
+        let busy: Option<String> = sqlx::query_scalar(
+            "SELECT id FROM turns WHERE session_id = ? AND state IN ('queued', 'running', 'requires_action') LIMIT 1",
+        )
+        .bind(turn.session_id.as_str())
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(busy.and_then(|id| id.parse().ok()))
+    }
+
+    pub async fn turn(&self, session: &SessionId, id: &TurnId) -> Result<Option<Turn>> {
+        let row = sqlx::query("SELECT body FROM turns WHERE id = ? AND session_id = ?")
+            .bind(id.as_str())
+            .bind(session.as_str())
+            .fetch_optional(&self.pool)
+            .await?;
+        row.map(|row| from_body(&row)).transpose()
+    }
+
+    pub async fn update_turn(&self, turn: &Turn) -> Result<()> {
+        sqlx::query("UPDATE turns SET state = ?, body = ? WHERE id = ?")
+            .bind(turn.state.as_str())
+            .bind(to_json(turn))
+            .bind(turn.id.as_str())
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Turns that had not finished when the process stopped.
+    pub async fn unfinished_turns(&self) -> Result<Vec<Turn>> {
+        let rows = sqlx::query(
+            "SELECT body FROM turns WHERE state IN ('queued', 'running', 'requires_action')",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(from_body).collect()
+    }
+
+    pub async fn append_turn_event(&self, turn: &TurnId, kind: &TurnEventKind) -> Result<TurnEvent> {
+        let at = Timestamp::now();
+        let seq: i64 = sqlx::query_scalar(
+            "INSERT INTO turn_events (turn_id, seq, at, body) \
+             SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2, ?3 FROM turn_events WHERE turn_id = ?1 \
+             RETURNING seq",
+        )
+        .bind(turn.as_str())
+        .bind(at.as_str())
+        .bind(to_json(kind))
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(TurnEvent {
+            seq: seq as u64,
+            turn_id: turn.clone(),
+            at,
+            kind: kind.clone(),
+        })
+    }
+
+    pub async fn turn_events_after(&self, turn: &TurnId, after: u64) -> Result<Vec<TurnEvent>> {
+        let rows = sqlx::query(
+            "SELECT seq, at, body FROM turn_events WHERE turn_id = ? AND seq > ? ORDER BY seq",
+        )
+        .bind(turn.as_str())
+        .bind(after as i64)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(TurnEvent {
+                    seq: row.get::<i64, _>("seq") as u64,
+                    turn_id: turn.clone(),
+                    at: Timestamp::from_stored(row.get("at")),
+                    kind: from_body(row)?,
+                })
+            })
+            .collect()
+    }
+}
+
+async fn insert_job(conn: &mut sqlx::SqliteConnection, job: &Job) -> Result<()> {
+    sqlx::query("INSERT INTO jobs (id, instance_id, state, body) VALUES (?, ?, ?, ?)")
+        .bind(job.id.as_str())
+        .bind(job.instance_id.as_str())
+        .bind(job.state.as_str())
+        .bind(to_json(job))
+        .execute(conn)
+        .await?;
+    Ok(())
+}
