@@ -1,0 +1,168 @@
+//! The EDITH control plane.
+//!
+//! Applications manage instances, profiles, sessions, turns, tools and provisioning jobs over
+//! REST + SSE under `/v1`; the control plane routes each instance to its runtime provider and
+//! talks to the runtime only through the native Hermes gateway protocol.
+
+pub mod api;
+mod error;
+mod hub;
+mod jobs;
+mod links;
+mod mcp_endpoint;
+mod providers;
+mod sse;
+mod state;
+mod tool_hosts;
+mod turns;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use edith_store::Store;
+
+pub use api::openapi;
+pub use error::AppError;
+
+use state::{AppState, Inner};
+
+/// How to run a control plane.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// Where to listen; port 0 lets the OS pick.
+    pub listen: SocketAddr,
+    /// Holds `edith.db` and the embedded runtimes' homes.
+    pub data_dir: PathBuf,
+}
+
+/// A control plane serving on a socket.
+pub struct RunningServer {
+    url: String,
+    state: AppState,
+    stop: tokio::sync::watch::Sender<bool>,
+    server: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for RunningServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunningServer")
+            .field("url", &self.url)
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("cannot use the data dir {path}: {source}")]
+    DataDir {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("cannot open the store: {0}")]
+    Store(#[from] edith_store::StoreError),
+    #[error("cannot listen on {addr}: {source}")]
+    Listen {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("cannot recover unfinished work: {0}")]
+    Recover(String),
+}
+
+/// Opens the store, binds, recovers unfinished work and starts serving.
+pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
+    let data_dir = &config.data_dir;
+    tokio::fs::create_dir_all(data_dir)
+        .await
+        .map_err(|source| StartError::DataDir {
+            path: data_dir.display().to_string(),
+            source,
+        })?;
+    let store = Store::open_sqlite(&data_dir.join("edith.db")).await?;
+    let listener = tokio::net::TcpListener::bind(config.listen)
+        .await
+        .map_err(|source| StartError::Listen {
+            addr: config.listen,
+            source,
+        })?;
+    let addr = listener.local_addr().map_err(|source| StartError::Listen {
+        addr: config.listen,
+        source,
+    })?;
+    let url = format!("http://{addr}");
+    let (stop, stopping) = tokio::sync::watch::channel(false);
+    let state = AppState::new(Inner {
+        store,
+        embedded: Arc::new(providers::EmbeddedProvider::new(data_dir)),
+        links: Default::default(),
+        turn_events: Default::default(),
+        job_events: Default::default(),
+        tool_hosts: Default::default(),
+        public_url: url.clone(),
+        shutdown: stopping.clone(),
+    });
+    recover(&state).await?;
+
+    let (router, _) = api::build();
+    let app = router.with_state(state.clone());
+    let mut stopping_server = stopping;
+    let server = tokio::spawn(async move {
+        let shutdown = async move {
+            let _ = stopping_server.wait_for(|stop| *stop).await;
+        };
+        if let Err(e) = axum::serve(listener, app)
+            .with_graceful_shutdown(shutdown)
+            .await
+        {
+            tracing::error!(error = %e, "control plane server failed");
+        }
+    });
+    Ok(RunningServer {
+        url,
+        state,
+        stop,
+        server: Some(server),
+    })
+}
+
+/// Work a previous process left unfinished: jobs run again (their steps are idempotent);
+/// turns end as interrupted.
+async fn recover(state: &AppState) -> Result<(), StartError> {
+    let recover_error = |e: AppError| StartError::Recover(e.detail);
+    turns::recover(state).await.map_err(recover_error)?;
+    let jobs = state
+        .store
+        .unfinished_jobs()
+        .await
+        .map_err(|e| StartError::Recover(e.to_string()))?;
+    for job in jobs {
+        tracing::info!(job = %job.id, "resuming an unfinished job");
+        jobs::spawn(state.clone(), job);
+    }
+    Ok(())
+}
+
+impl RunningServer {
+    /// `http://127.0.0.1:<port>`
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Stops serving, ends open streams, stops the embedded runtimes and closes the store.
+    pub async fn shutdown(mut self) {
+        let _ = self.stop.send(true);
+        if let Some(server) = self.server.take() {
+            let _ = server.await;
+        }
+        self.state.links.forget_all().await;
+        self.state.embedded.shutdown().await;
+        self.state.store.close().await;
+    }
+}
+
+impl Drop for RunningServer {
+    fn drop(&mut self) {
+        let _ = self.stop.send(true);
+    }
+}

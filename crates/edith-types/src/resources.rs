@@ -361,6 +361,7 @@ impl std::fmt::Debug for RegisterToolHost {
 
 /// A page of a list, with the cursor of the next page.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(rename = "PageOf{T}")]
 pub struct Page<T> {
     pub items: Vec<T>,
     /// Pass as `cursor` to get the next page; absent on the last page.

@@ -1,0 +1,337 @@
+//! Profiles, sessions, tools and tool hosts.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::routing::{get, post, put};
+use axum::{Json, response::IntoResponse};
+use edith_types::{
+    CreateProfile, CreateSession, ErrorCode, InstanceId, InstanceState, ModelConfig, Page,
+    Profile, ProfileId, RegisterTool, RegisterToolHost, Session, SessionId, Timestamp, Tool,
+    ToolHost, ToolHostId, ToolId,
+};
+use serde_json::json;
+
+use super::extract::{ApiJson, ApiQuery, Ids, PageParams};
+use super::instances::load_instance;
+use super::spec::{Api, Op};
+use crate::error::{AppError, AppResult};
+use crate::providers::NativeProfileConfig;
+use crate::state::AppState;
+use crate::{mcp_endpoint, turns};
+
+const PROFILES: &str = "/v1/instances/{instance_id}/profiles";
+const PROFILE: &str = "/v1/instances/{instance_id}/profiles/{profile_id}";
+const PROFILE_TOOL: &str = "/v1/instances/{instance_id}/profiles/{profile_id}/tools/{tool_id}";
+const SESSIONS: &str = "/v1/instances/{instance_id}/profiles/{profile_id}/sessions";
+const SESSION: &str = "/v1/instances/{instance_id}/profiles/{profile_id}/sessions/{session_id}";
+
+pub fn routes(api: &mut Api) {
+    let create = Op::post(PROFILES, "profile_create")
+        .summary("Create a profile (a native Hermes profile of the instance).")
+        .body::<CreateProfile>(api)
+        .returns::<Profile>(api, 201, "The profile.");
+    let list = Op::get(PROFILES, "profile_list")
+        .summary("List the instance's profiles.")
+        .paginated()
+        .returns::<Page<Profile>>(api, 200, "A page of profiles.");
+    api.add(create, post(create_profile));
+    api.add(list, get(list_profiles));
+    let op = Op::get(PROFILE, "profile_get")
+        .summary("Get a profile.")
+        .returns::<Profile>(api, 200, "The profile.");
+    api.add(op, get(get_profile));
+    let op = Op::put(PROFILE_TOOL, "profile_tool_attach")
+        .summary("Attach a callback tool to the profile; attaching twice is a no-op.")
+        .returns::<Profile>(api, 200, "The profile with the tool attached.");
+    api.add(op, put(attach_tool));
+
+    let create = Op::post(SESSIONS, "session_create")
+        .summary("Create a session, optionally continuing a stored native session.")
+        .body::<CreateSession>(api)
+        .returns::<Session>(api, 201, "The session.");
+    let list = Op::get(SESSIONS, "session_list")
+        .summary("List the profile's sessions.")
+        .paginated()
+        .returns::<Page<Session>>(api, 200, "A page of sessions.");
+    api.add(create, post(create_session));
+    api.add(list, get(list_sessions));
+    let op = Op::get(SESSION, "session_get")
+        .summary("Get a session.")
+        .returns::<Session>(api, 200, "The session.");
+    api.add(op, get(get_session));
+
+    let op = Op::post("/v1/tool-hosts", "tool_host_register")
+        .summary("Register an MCP endpoint that serves callback tools, with its secret.")
+        .body::<RegisterToolHost>(api)
+        .returns::<ToolHost>(api, 201, "The tool host (the secret is never returned).");
+    api.add(op, post(register_tool_host));
+    let op = Op::get("/v1/tool-hosts/{tool_host_id}", "tool_host_get")
+        .summary("Get a tool host.")
+        .returns::<ToolHost>(api, 200, "The tool host.");
+    api.add(op, get(get_tool_host));
+
+    let create = Op::post("/v1/tools", "tool_register")
+        .summary("Register a callback tool served by a tool host.")
+        .body::<RegisterTool>(api)
+        .returns::<Tool>(api, 201, "The tool.");
+    let list = Op::get("/v1/tools", "tool_list")
+        .summary("List callback tools.")
+        .paginated()
+        .returns::<Page<Tool>>(api, 200, "A page of tools.");
+    api.add(create, post(register_tool));
+    api.add(list, get(list_tools));
+    let op = Op::get("/v1/tools/{tool_id}", "tool_get")
+        .summary("Get a callback tool.")
+        .returns::<Tool>(api, 200, "The tool.");
+    api.add(op, get(get_tool));
+}
+
+// ---- profiles ----
+
+pub async fn load_profile(state: &AppState, ids: &Ids) -> AppResult<Profile> {
+    let instance: InstanceId = ids.get("instance_id")?;
+    let profile: ProfileId = ids.get("profile_id")?;
+    load_instance(state, &instance).await?;
+    state
+        .store
+        .profile(&instance, &profile)
+        .await?
+        .ok_or_else(|| AppError::not_found(format!("profile `{profile}` of instance `{instance}`")))
+}
+
+async fn create_profile(
+    State(state): State<AppState>,
+    ids: Ids,
+    ApiJson(body): ApiJson<CreateProfile>,
+) -> AppResult<impl IntoResponse> {
+    let record = load_instance(&state, &ids.get("instance_id")?).await?;
+    let instance = &record.instance;
+    if instance.state != InstanceState::Ready {
+        return Err(AppError::new(
+            ErrorCode::InstanceNotReady,
+            format!("instance `{}` is {}, not ready", instance.id, instance.state.as_str()),
+        ));
+    }
+    if !hermes_runtime::valid_profile_name(&body.name) {
+        return Err(AppError::invalid(format!(
+            "profile name `{}` must match ^[a-z0-9][a-z0-9_-]{{0,63}}$",
+            body.name
+        )));
+    }
+    for tool in &body.tools {
+        load_tool(&state, tool).await?;
+    }
+    let profile = Profile {
+        id: ProfileId::generate(),
+        instance_id: instance.id.clone(),
+        name: body.name.clone(),
+        native_name: body.name,
+        model: body.model.unwrap_or(ModelConfig::Scripted),
+        tools: body.tools,
+        created_at: Timestamp::now(),
+    };
+    // The row first: a duplicate name must not overwrite the other profile's config.
+    state.store.insert_profile(&profile).await?;
+    let config = NativeProfileConfig {
+        model: model_section(&profile.model),
+        mcp_servers: json!({
+            turns::MCP_SERVER_NAME: {
+                "url": mcp_endpoint::url(&state, &instance.id, &profile.id),
+                "headers": {"Authorization": format!("Bearer {}", record.mcp_token)},
+                "timeout": 120,
+                "connect_timeout": 30,
+            }
+        }),
+    };
+    state
+        .provider(instance.provider)
+        .configure_profile(&instance.id, &profile.native_name, &config)
+        .await
+        .map_err(|e| AppError::new(ErrorCode::RuntimeUnavailable, e.0))?;
+    Ok((StatusCode::CREATED, Json(profile)))
+}
+
+/// The `model:` section of a native profile's config.yaml.
+fn model_section(model: &ModelConfig) -> serde_json::Value {
+    match model {
+        ModelConfig::Scripted => json!({"provider": "scripted", "default": "scripted"}),
+    }
+}
+
+async fn list_profiles(
+    State(state): State<AppState>,
+    ids: Ids,
+    ApiQuery(params): ApiQuery<PageParams>,
+) -> AppResult<Json<Page<Profile>>> {
+    let instance: InstanceId = ids.get("instance_id")?;
+    load_instance(&state, &instance).await?;
+    let page = state
+        .store
+        .list_profiles(&instance, params.cursor::<ProfileId>()?.as_ref(), params.limit()?)
+        .await?;
+    Ok(Json(page))
+}
+
+async fn get_profile(State(state): State<AppState>, ids: Ids) -> AppResult<Json<Profile>> {
+    Ok(Json(load_profile(&state, &ids).await?))
+}
+
+async fn attach_tool(State(state): State<AppState>, ids: Ids) -> AppResult<Json<Profile>> {
+    let profile = load_profile(&state, &ids).await?;
+    let tool = load_tool(&state, &ids.get("tool_id")?).await?;
+    state.store.attach_tool(&profile.id, &tool.id).await?;
+    Ok(Json(load_profile(&state, &ids).await?))
+}
+
+// ---- sessions ----
+
+pub async fn load_session(state: &AppState, ids: &Ids) -> AppResult<(Profile, Session)> {
+    let profile = load_profile(state, ids).await?;
+    let id: SessionId = ids.get("session_id")?;
+    let session = state
+        .store
+        .session(&profile.id, &id)
+        .await?
+        .ok_or_else(|| AppError::not_found(format!("session `{id}` of profile `{}`", profile.id)))?;
+    Ok((profile, session))
+}
+
+async fn create_session(
+    State(state): State<AppState>,
+    ids: Ids,
+    ApiJson(body): ApiJson<CreateSession>,
+) -> AppResult<impl IntoResponse> {
+    let profile = load_profile(&state, &ids).await?;
+    if body
+        .resume_native_session_id
+        .as_ref()
+        .is_some_and(|id| id.as_str().trim().is_empty())
+    {
+        return Err(AppError::invalid("`resume_native_session_id` must not be empty"));
+    }
+    let session = Session {
+        id: SessionId::generate(),
+        profile_id: profile.id,
+        instance_id: profile.instance_id,
+        native_session_id: body.resume_native_session_id,
+        title: body.title,
+        created_at: Timestamp::now(),
+    };
+    state.store.insert_session(&session).await?;
+    Ok((StatusCode::CREATED, Json(session)))
+}
+
+async fn list_sessions(
+    State(state): State<AppState>,
+    ids: Ids,
+    ApiQuery(params): ApiQuery<PageParams>,
+) -> AppResult<Json<Page<Session>>> {
+    let profile = load_profile(&state, &ids).await?;
+    let page = state
+        .store
+        .list_sessions(&profile.id, params.cursor::<SessionId>()?.as_ref(), params.limit()?)
+        .await?;
+    Ok(Json(page))
+}
+
+async fn get_session(State(state): State<AppState>, ids: Ids) -> AppResult<Json<Session>> {
+    Ok(Json(load_session(&state, &ids).await?.1))
+}
+
+// ---- tools and tool hosts ----
+
+async fn register_tool_host(
+    State(state): State<AppState>,
+    ApiJson(body): ApiJson<RegisterToolHost>,
+) -> AppResult<impl IntoResponse> {
+    if !(body.url.starts_with("http://") || body.url.starts_with("https://")) {
+        return Err(AppError::invalid("`url` must be an http:// or https:// URL"));
+    }
+    if body.secret.len() < 16 {
+        return Err(AppError::invalid("`secret` must be at least 16 characters"));
+    }
+    let host = ToolHost {
+        id: ToolHostId::generate(),
+        url: body.url,
+        created_at: Timestamp::now(),
+    };
+    let record = edith_store::ToolHostRecord {
+        host: host.clone(),
+        secret: body.secret,
+    };
+    state.store.insert_tool_host(&record).await?;
+    Ok((StatusCode::CREATED, Json(host)))
+}
+
+async fn get_tool_host(State(state): State<AppState>, ids: Ids) -> AppResult<Json<ToolHost>> {
+    let id: ToolHostId = ids.get("tool_host_id")?;
+    let host = state
+        .store
+        .tool_host(&id)
+        .await?
+        .ok_or_else(|| AppError::not_found(format!("tool host `{id}`")))?;
+    Ok(Json(host))
+}
+
+fn valid_tool_name(name: &str) -> bool {
+    let bytes = name.as_bytes();
+    !bytes.is_empty()
+        && bytes.len() <= 64
+        && bytes[0].is_ascii_alphabetic()
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || *b == b'_' || *b == b'-')
+}
+
+async fn register_tool(
+    State(state): State<AppState>,
+    ApiJson(body): ApiJson<RegisterTool>,
+) -> AppResult<impl IntoResponse> {
+    if !valid_tool_name(&body.name) {
+        return Err(AppError::invalid(format!(
+            "tool name `{}` must match ^[A-Za-z][A-Za-z0-9_-]{{0,63}}$",
+            body.name
+        )));
+    }
+    if body.input_schema.get("type").and_then(|t| t.as_str()) != Some("object") {
+        return Err(AppError::invalid(
+            "`input_schema` must be a JSON Schema with \"type\": \"object\"",
+        ));
+    }
+    if state.store.tool_host(&body.host_id).await?.is_none() {
+        return Err(AppError::not_found(format!("tool host `{}`", body.host_id)));
+    }
+    let tool = Tool {
+        id: ToolId::generate(),
+        name: body.name,
+        description: body.description,
+        input_schema: body.input_schema,
+        host_id: body.host_id,
+        created_at: Timestamp::now(),
+    };
+    state.store.insert_tool(&tool).await?;
+    Ok((StatusCode::CREATED, Json(tool)))
+}
+
+async fn load_tool(state: &AppState, id: &ToolId) -> AppResult<Tool> {
+    state
+        .store
+        .tool(id)
+        .await?
+        .ok_or_else(|| AppError::not_found(format!("tool `{id}`")))
+}
+
+async fn list_tools(
+    State(state): State<AppState>,
+    ApiQuery(params): ApiQuery<PageParams>,
+) -> AppResult<Json<Page<Tool>>> {
+    let page = state
+        .store
+        .list_tools(params.cursor::<ToolId>()?.as_ref(), params.limit()?)
+        .await?;
+    Ok(Json(page))
+}
+
+async fn get_tool(State(state): State<AppState>, ids: Ids) -> AppResult<Json<Tool>> {
+    Ok(Json(load_tool(&state, &ids.get("tool_id")?).await?))
+}

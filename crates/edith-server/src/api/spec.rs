@@ -1,0 +1,202 @@
+//! Declares each operation once: the same call adds the axum route and its OpenAPI entry, so the
+//! served surface and the checked-in contract cannot drift apart.
+
+use axum::Router;
+use axum::routing::MethodRouter;
+use schemars::generate::SchemaSettings;
+use schemars::{JsonSchema, SchemaGenerator};
+use serde_json::{Map, Value, json};
+
+use crate::state::AppState;
+
+/// One operation's contract.
+pub struct Op {
+    method: &'static str,
+    path: &'static str,
+    id: &'static str,
+    summary: &'static str,
+    body: Option<Value>,
+    responses: Vec<(u16, &'static str, Value)>,
+    query: Vec<(&'static str, &'static str, Value)>,
+    headers: Vec<(&'static str, &'static str)>,
+}
+
+/// Builds the router and the OpenAPI document together.
+pub struct Api {
+    router: Router<AppState>,
+    paths: Map<String, Value>,
+    generator: SchemaGenerator,
+}
+
+impl Op {
+    fn new(method: &'static str, path: &'static str, id: &'static str) -> Self {
+        Self {
+            method,
+            path,
+            id,
+            summary: "",
+            body: None,
+            responses: Vec::new(),
+            query: Vec::new(),
+            headers: Vec::new(),
+        }
+    }
+
+    pub fn get(path: &'static str, id: &'static str) -> Self {
+        Self::new("get", path, id)
+    }
+
+    pub fn post(path: &'static str, id: &'static str) -> Self {
+        Self::new("post", path, id)
+    }
+
+    pub fn put(path: &'static str, id: &'static str) -> Self {
+        Self::new("put", path, id)
+    }
+
+    pub fn delete(path: &'static str, id: &'static str) -> Self {
+        Self::new("delete", path, id)
+    }
+
+    pub fn summary(mut self, summary: &'static str) -> Self {
+        self.summary = summary;
+        self
+    }
+
+    /// Marks the body (filled in with its schema when the op is added).
+    pub fn body<T: JsonSchema>(mut self, api: &mut Api) -> Self {
+        self.body = Some(api.generator.subschema_for::<T>().to_value());
+        self
+    }
+
+    pub fn returns<T: JsonSchema>(mut self, api: &mut Api, status: u16, what: &'static str) -> Self {
+        let schema = api.generator.subschema_for::<T>().to_value();
+        self.responses.push((status, what, json!({"application/json": {"schema": schema}})));
+        self
+    }
+
+    /// A `text/event-stream` reply whose `data:` lines are `T`.
+    pub fn streams<T: JsonSchema>(mut self, api: &mut Api, what: &'static str) -> Self {
+        let schema = api.generator.subschema_for::<T>().to_value();
+        self.responses.push((
+            200,
+            what,
+            json!({"text/event-stream": {"schema": {"type": "string"}, "x-sse-data": schema}}),
+        ));
+        self.headers.push((
+            "Last-Event-ID",
+            "Resume after this event sequence number.",
+        ));
+        self.query.push((
+            "after",
+            "Resume after this event sequence number (like `Last-Event-ID`).",
+            json!({"type": "integer", "minimum": 0}),
+        ));
+        self
+    }
+
+    pub fn paginated(mut self) -> Self {
+        self.query.push((
+            "cursor",
+            "The `next_cursor` of the previous page.",
+            json!({"type": "string"}),
+        ));
+        self.query.push((
+            "limit",
+            "Items per page, 1 to 200 (default 50).",
+            json!({"type": "integer", "minimum": 1, "maximum": 200}),
+        ));
+        self
+    }
+
+    fn to_openapi(&self) -> Value {
+        let mut parameters: Vec<Value> = path_params(self.path)
+            .map(|name| {
+                json!({"name": name, "in": "path", "required": true, "schema": {"type": "string"}})
+            })
+            .collect();
+        parameters.extend(self.query.iter().map(|(name, description, schema)| {
+            json!({"name": name, "in": "query", "required": false, "description": description, "schema": schema})
+        }));
+        parameters.extend(self.headers.iter().map(|(name, description)| {
+            json!({"name": name, "in": "header", "required": false, "description": description, "schema": {"type": "string"}})
+        }));
+        let mut responses = Map::new();
+        for (status, what, content) in &self.responses {
+            responses.insert(
+                status.to_string(),
+                json!({"description": what, "content": content}),
+            );
+        }
+        responses.insert(
+            "default".to_owned(),
+            json!({
+                "description": "An error, as RFC 9457 problem details with a stable `code`.",
+                "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}
+            }),
+        );
+        let mut op = json!({
+            "operationId": self.id,
+            "summary": self.summary,
+            "parameters": parameters,
+            "responses": responses,
+        });
+        if let Some(body) = &self.body {
+            op["requestBody"] =
+                json!({"required": true, "content": {"application/json": {"schema": body}}});
+        }
+        op
+    }
+}
+
+fn path_params(path: &str) -> impl Iterator<Item = &str> {
+    path.split('/')
+        .filter_map(|seg| seg.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
+}
+
+impl Api {
+    pub fn new() -> Self {
+        let generator = SchemaSettings::draft2020_12()
+            .with(|s| s.definitions_path = "#/components/schemas".into())
+            .into_generator();
+        let mut api = Self {
+            router: Router::new(),
+            paths: Map::new(),
+            generator,
+        };
+        api.generator.subschema_for::<edith_types::Problem>();
+        api
+    }
+
+    /// Adds the operation's route and contract.
+    pub fn add(&mut self, op: Op, handler: MethodRouter<AppState>) {
+        let entry = self
+            .paths
+            .entry(op.path.to_owned())
+            .or_insert_with(|| json!({}));
+        entry[op.method] = op.to_openapi();
+        let router = std::mem::take(&mut self.router);
+        self.router = router.route(op.path, handler);
+    }
+
+    /// A route that is served but is not part of the public contract (runtime-facing).
+    pub fn add_internal(&mut self, path: &'static str, handler: MethodRouter<AppState>) {
+        let router = std::mem::take(&mut self.router);
+        self.router = router.route(path, handler);
+    }
+
+    pub fn finish(mut self) -> (Router<AppState>, Value) {
+        let schemas = self.generator.take_definitions(true);
+        let doc = json!({
+            "openapi": "3.1.0",
+            "info": {
+                "title": "EDITH control plane",
+                "version": env!("CARGO_PKG_VERSION"),
+                "description": "Manage Hermes runtime instances, profiles, sessions, turns, tools and provisioning jobs.",
+            },
+            "paths": self.paths,
+            "components": {"schemas": schemas},
+        });
+        (self.router, doc)
+    }
+}

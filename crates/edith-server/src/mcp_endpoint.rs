@@ -1,0 +1,102 @@
+//! The MCP endpoint each profile's runtime is configured with: it lists the callback tools
+//! attached to that profile and forwards each call to the tool host that serves it. The runtime
+//! never needs to reach the application.
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use edith_mcp::server::{ToolCallError, ToolService, handle_post};
+use edith_mcp::{ToolDescriptor, ToolOutput};
+use edith_types::{ErrorCode, InstanceId, ProfileId};
+use serde_json::Value;
+
+use crate::api::extract::Ids;
+use crate::error::{AppError, AppResult};
+use crate::state::AppState;
+
+/// The endpoint's path; runtimes get it in their `mcp_servers` config.
+pub const PATH: &str = "/v1/instances/{instance_id}/profiles/{profile_id}/mcp";
+
+pub fn url(state: &AppState, instance: &InstanceId, profile: &ProfileId) -> String {
+    format!(
+        "{}{}",
+        state.public_url,
+        PATH.replace("{instance_id}", instance.as_str())
+            .replace("{profile_id}", profile.as_str())
+    )
+}
+
+struct ProfileTools {
+    state: AppState,
+    profile: ProfileId,
+}
+
+impl ToolService for ProfileTools {
+    async fn list_tools(&self) -> Result<Vec<ToolDescriptor>, String> {
+        let tools = self
+            .state
+            .store
+            .profile_tools(&self.profile)
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(tools
+            .into_iter()
+            .map(|(tool, _)| ToolDescriptor {
+                name: tool.name,
+                description: tool.description,
+                input_schema: tool.input_schema,
+            })
+            .collect())
+    }
+
+    async fn call_tool(&self, name: &str, args: Value) -> Result<ToolOutput, ToolCallError> {
+        let tools = self
+            .state
+            .store
+            .profile_tools(&self.profile)
+            .await
+            .map_err(|e| ToolCallError::Unavailable(e.to_string()))?;
+        let (tool, host) = tools
+            .into_iter()
+            .find(|(tool, _)| tool.name == name)
+            .ok_or_else(|| ToolCallError::UnknownTool(name.to_owned()))?;
+        Ok(self.state.tool_hosts.call(&host, &tool.name, args).await)
+    }
+}
+
+/// `POST`: one MCP message from a runtime, authenticated with the instance's MCP token.
+pub async fn post(
+    State(state): State<AppState>,
+    ids: Ids,
+    headers: HeaderMap,
+    body: Bytes,
+) -> AppResult<Response> {
+    let instance: InstanceId = ids.get("instance_id")?;
+    let profile: ProfileId = ids.get("profile_id")?;
+    let record = state
+        .store
+        .instance(&instance)
+        .await?
+        .ok_or_else(|| AppError::not_found("instance"))?;
+    let presented = headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    if presented != Some(record.mcp_token.as_str()) {
+        return Err(AppError::new(
+            ErrorCode::Unauthorized,
+            "this endpoint needs the instance's MCP token",
+        ));
+    }
+    if state.store.profile(&instance, &profile).await?.is_none() {
+        return Err(AppError::not_found("profile"));
+    }
+    let service = ProfileTools { state, profile };
+    Ok(handle_post(&service, &body).await)
+}
+
+/// `GET` would open a server-to-client stream; this endpoint never sends one.
+pub async fn get() -> Response {
+    StatusCode::METHOD_NOT_ALLOWED.into_response()
+}

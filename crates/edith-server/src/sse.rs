@@ -1,0 +1,144 @@
+//! Server-sent event streams over a durable event log: replay from the store after the client's
+//! cursor (`Last-Event-ID` or `?after=`), then follow live, then end after the final event.
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::future::Future;
+use std::time::Duration;
+
+use axum::http::HeaderMap;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use edith_types::{JobEvent, TurnEvent};
+use futures_util::stream::{self, Stream, StreamExt};
+use serde::Serialize;
+use tokio::sync::broadcast;
+
+use crate::error::{AppError, AppResult};
+
+/// An entry of a durable, numbered event log.
+pub trait LogEvent: Clone + Serialize + Send + 'static {
+    fn seq(&self) -> u64;
+    fn name(&self) -> &'static str;
+    fn is_final(&self) -> bool;
+}
+
+impl LogEvent for TurnEvent {
+    fn seq(&self) -> u64 {
+        self.seq
+    }
+    fn name(&self) -> &'static str {
+        self.kind.name()
+    }
+    fn is_final(&self) -> bool {
+        self.kind.is_final()
+    }
+}
+
+impl LogEvent for JobEvent {
+    fn seq(&self) -> u64 {
+        self.seq
+    }
+    fn name(&self) -> &'static str {
+        self.kind.name()
+    }
+    fn is_final(&self) -> bool {
+        self.kind.is_final()
+    }
+}
+
+/// The cursor a client resumes from: `Last-Event-ID` wins over `?after=`; 0 means the start.
+pub fn resume_cursor(headers: &HeaderMap, after: Option<u64>) -> AppResult<u64> {
+    match headers.get("last-event-id") {
+        Some(value) => value
+            .to_str()
+            .ok()
+            .and_then(|v| v.trim().parse().ok())
+            .ok_or_else(|| AppError::invalid("`Last-Event-ID` must be an event sequence number")),
+        None => Ok(after.unwrap_or(0)),
+    }
+}
+
+struct Follow<E, R> {
+    last: u64,
+    buffer: VecDeque<E>,
+    live: broadcast::Receiver<E>,
+    replay: R,
+    done: bool,
+}
+
+/// Streams the log: `replay(after)` reads stored events after a seq; `live` must have been
+/// subscribed before the first replay.
+pub fn follow<E, R, F>(
+    live: broadcast::Receiver<E>,
+    replay: R,
+    after: u64,
+    mut shutdown: tokio::sync::watch::Receiver<bool>,
+) -> Sse<impl Stream<Item = Result<Event, Infallible>>>
+where
+    E: LogEvent,
+    R: Fn(u64) -> F + Send + Sync + 'static,
+    F: Future<Output = AppResult<Vec<E>>> + Send,
+{
+    let state = Follow {
+        last: after,
+        buffer: VecDeque::new(),
+        live,
+        replay,
+        done: false,
+    };
+    let events = stream::unfold((state, true), |(mut s, first)| async move {
+        if first {
+            s.buffer.extend(load(&s.replay, s.last).await);
+        }
+        loop {
+            if let Some(event) = s.buffer.pop_front() {
+                if event.seq() <= s.last {
+                    continue;
+                }
+                s.last = event.seq();
+                s.done = event.is_final();
+                return Some((to_sse(&event), (s, false)));
+            }
+            if s.done {
+                return None;
+            }
+            match s.live.recv().await {
+                Ok(event) if event.seq() <= s.last => {}
+                Ok(event) if event.seq() == s.last + 1 => s.buffer.push_back(event),
+                // A gap or a lag: the store has everything, in order.
+                Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {
+                    s.buffer.extend(load(&s.replay, s.last).await)
+                }
+                Err(broadcast::error::RecvError::Closed) => {
+                    s.buffer.extend(load(&s.replay, s.last).await);
+                    if s.buffer.is_empty() {
+                        return None;
+                    }
+                }
+            }
+        }
+    });
+    let stopping = async move {
+        let _ = shutdown.wait_for(|stop| *stop).await;
+    };
+    Sse::new(events.take_until(Box::pin(stopping)).map(Ok))
+        .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+}
+
+async fn load<E, R, F>(replay: &R, after: u64) -> Vec<E>
+where
+    R: Fn(u64) -> F + Sync,
+    F: Future<Output = AppResult<Vec<E>>>,
+{
+    replay(after).await.unwrap_or_else(|e| {
+        tracing::error!(detail = %e.detail, "reading an event log");
+        Vec::new()
+    })
+}
+
+fn to_sse<E: LogEvent>(event: &E) -> Event {
+    Event::default()
+        .id(event.seq().to_string())
+        .event(event.name())
+        .data(serde_json::to_string(event).expect("events serialize"))
+}

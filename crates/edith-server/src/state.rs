@@ -1,0 +1,50 @@
+//! What every handler and background task shares.
+
+use std::ops::Deref;
+use std::sync::Arc;
+
+use edith_store::Store;
+use edith_types::{JobEvent, ProviderKind, TurnEvent};
+
+use crate::hub::Hub;
+use crate::links::Links;
+use crate::providers::RuntimeProvider;
+use crate::tool_hosts::ToolHosts;
+
+#[derive(Clone)]
+pub struct AppState(Arc<Inner>);
+
+pub struct Inner {
+    pub store: Store,
+    /// The `embedded` provider (the only one so far).
+    pub embedded: Arc<dyn RuntimeProvider>,
+    /// Open native gateway connections, one per running instance.
+    pub links: Links,
+    pub turn_events: Hub<TurnEvent>,
+    pub job_events: Hub<JobEvent>,
+    /// MCP connections to tool hosts.
+    pub tool_hosts: ToolHosts,
+    /// This server's own base URL, which runtimes use to reach its MCP endpoints.
+    pub public_url: String,
+    /// Flips to `true` when the server stops; streams and background work end on it.
+    pub shutdown: tokio::sync::watch::Receiver<bool>,
+}
+
+impl AppState {
+    pub fn new(inner: Inner) -> Self {
+        Self(Arc::new(inner))
+    }
+
+    pub fn provider(&self, kind: ProviderKind) -> &Arc<dyn RuntimeProvider> {
+        match kind {
+            ProviderKind::Embedded => &self.embedded,
+        }
+    }
+}
+
+impl Deref for AppState {
+    type Target = Inner;
+    fn deref(&self) -> &Inner {
+        &self.0
+    }
+}

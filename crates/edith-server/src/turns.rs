@@ -1,0 +1,286 @@
+//! Runs a turn on its instance's runtime through the native gateway, and turns the runtime's
+//! events into the turn's durable event log.
+
+use std::sync::Arc;
+
+use edith_types::{
+    ErrorCode, LiveSessionId, NativeSessionId, Profile, Session, Timestamp, Turn, TurnEventKind,
+    TurnState, Usage,
+};
+use hermes_native::{Event, GatewayError, codes};
+use serde_json::{Value, json};
+
+use crate::error::{AppError, AppResult};
+use crate::links::Link;
+use crate::state::AppState;
+
+/// The `mcp_servers` name under which runtimes reach this control plane's tools.
+pub const MCP_SERVER_NAME: &str = "edith";
+
+pub fn spawn(state: AppState, turn: Turn, session: Session, profile: Profile) {
+    tokio::spawn(async move {
+        let id = turn.id.clone();
+        if let Err(e) = drive(&state, turn, session, profile).await {
+            tracing::error!(turn = %id, detail = %e.detail, "turn could not record its outcome");
+        }
+        state.turn_events.finish(id.as_str());
+    });
+}
+
+async fn append(state: &AppState, turn: &Turn, kind: TurnEventKind) -> AppResult<()> {
+    let event = state.store.append_turn_event(&turn.id, &kind).await?;
+    state.turn_events.publish(turn.id.as_str(), event);
+    Ok(())
+}
+
+/// How a turn ended.
+struct Outcome {
+    state: TurnState,
+    output: Option<String>,
+    error: Option<String>,
+    usage: Option<Usage>,
+}
+
+impl Outcome {
+    fn failed(error: impl Into<String>) -> Self {
+        Self {
+            state: TurnState::Failed,
+            output: None,
+            error: Some(error.into()),
+            usage: None,
+        }
+    }
+}
+
+async fn drive(state: &AppState, mut turn: Turn, session: Session, profile: Profile) -> AppResult<()> {
+    let outcome = match run(state, &mut turn, session, &profile).await {
+        Ok(outcome) => outcome,
+        Err(e) => Outcome::failed(e.detail),
+    };
+    finish(state, turn, outcome).await
+}
+
+/// Records the final state and the final event.
+async fn finish(state: &AppState, mut turn: Turn, outcome: Outcome) -> AppResult<()> {
+    turn.state = outcome.state;
+    turn.output = outcome.output.clone();
+    turn.error = outcome.error.clone();
+    turn.usage = outcome.usage;
+    turn.updated_at = Timestamp::now();
+    state.store.update_turn(&turn).await?;
+    append(
+        state,
+        &turn,
+        TurnEventKind::TurnFinished {
+            state: outcome.state,
+            output: outcome.output,
+            error: outcome.error,
+        },
+    )
+    .await
+}
+
+async fn run(
+    state: &AppState,
+    turn: &mut Turn,
+    mut session: Session,
+    profile: &Profile,
+) -> AppResult<Outcome> {
+    let record = state
+        .store
+        .instance(&profile.instance_id)
+        .await?
+        .ok_or_else(|| AppError::not_found("instance"))?;
+    let link = state.links.connect(state, &record).await?;
+
+    // A live session may have been reaped by the runtime (or the runtime restarted): then the
+    // stored session is resumed once and the prompt sent again.
+    let mut retried = false;
+    let (sid, mut events) = loop {
+        let sid = live_session(state, &link, &mut session, profile).await?;
+        let events = link.gateway.subscribe(&sid);
+        let submitted = link
+            .gateway
+            .call("prompt.submit", json!({"session_id": sid, "text": turn.input}))
+            .await;
+        match submitted {
+            Ok(_) => break (sid, events),
+            Err(e) if e.code() == Some(codes::SESSION_NOT_FOUND) && !retried => {
+                link.gateway.unsubscribe(&sid);
+                link.live.lock().expect("not poisoned").remove(&session.id);
+                retried = true;
+            }
+            Err(e) => {
+                link.gateway.unsubscribe(&sid);
+                return Err(gateway_error(e));
+            }
+        }
+    };
+
+    turn.state = TurnState::Running;
+    turn.updated_at = Timestamp::now();
+    state.store.update_turn(turn).await?;
+    append(state, turn, TurnEventKind::TurnStarted).await?;
+
+    let outcome = loop {
+        let Some(event) = events.recv().await else {
+            break Outcome::failed("the connection to the runtime was lost during the turn");
+        };
+        if let Some(outcome) = translate(state, turn, event).await? {
+            break outcome;
+        }
+    };
+    link.gateway.unsubscribe(&sid);
+    Ok(outcome)
+}
+
+/// Records one runtime event; returns the outcome when it ends the turn.
+async fn translate(state: &AppState, turn: &Turn, event: Event) -> AppResult<Option<Outcome>> {
+    let p = &event.payload;
+    let text = |key: &str| p[key].as_str().unwrap_or_default().to_owned();
+    let kind = match event.kind.as_str() {
+        "message.start" => TurnEventKind::MessageStarted,
+        "message.delta" => TurnEventKind::MessageDelta { text: text("text") },
+        "tool.start" => TurnEventKind::ToolStarted {
+            tool_call_id: text("tool_id"),
+            name: tool_name(&text("name")),
+        },
+        "tool.complete" => TurnEventKind::ToolCompleted {
+            tool_call_id: text("tool_id"),
+            name: tool_name(&text("name")),
+            args: p.get("args").cloned().unwrap_or(json!({})),
+            result: tool_result(p.get("result")),
+        },
+        "error" => TurnEventKind::Error {
+            message: text("message"),
+        },
+        "message.complete" => {
+            let usage = Usage {
+                input_tokens: p["usage"]["input"].as_u64().unwrap_or_default(),
+                output_tokens: p["usage"]["output"].as_u64().unwrap_or_default(),
+                calls: p["usage"]["calls"].as_u64().unwrap_or_default(),
+            };
+            let final_text = text("text");
+            append(
+                state,
+                turn,
+                TurnEventKind::MessageCompleted {
+                    text: final_text.clone(),
+                    usage: Some(usage.clone()),
+                },
+            )
+            .await?;
+            let outcome = match p["status"].as_str().unwrap_or("complete") {
+                "interrupted" => Outcome {
+                    state: TurnState::Interrupted,
+                    output: Some(final_text),
+                    error: None,
+                    usage: Some(usage),
+                },
+                "error" => Outcome {
+                    usage: Some(usage),
+                    ..Outcome::failed("the runtime reported an error; see the `error` event")
+                },
+                _ => Outcome {
+                    state: TurnState::Completed,
+                    output: Some(final_text),
+                    error: None,
+                    usage: Some(usage),
+                },
+            };
+            return Ok(Some(outcome));
+        }
+        _ => return Ok(None), // session.info, status.update, thinking…: not part of the log
+    };
+    append(state, turn, kind).await?;
+    Ok(None)
+}
+
+/// Callback tools reach the runtime as `mcp__edith__<name>`; the turn log uses `<name>`.
+fn tool_name(native: &str) -> String {
+    native
+        .strip_prefix(&format!("mcp__{MCP_SERVER_NAME}__"))
+        .unwrap_or(native)
+        .to_owned()
+}
+
+/// Tool results travel as text; JSON text is given back as the value it encodes.
+fn tool_result(result: Option<&Value>) -> Value {
+    match result {
+        Some(Value::String(text)) => {
+            serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.clone()))
+        }
+        Some(other) => other.clone(),
+        None => Value::Null,
+    }
+}
+
+/// The live session serving `session` on this connection, opened when there is none.
+async fn live_session(
+    state: &AppState,
+    link: &Arc<Link>,
+    session: &mut Session,
+    profile: &Profile,
+) -> AppResult<LiveSessionId> {
+    if let Some(sid) = link.live.lock().expect("not poisoned").get(&session.id) {
+        return Ok(sid.clone());
+    }
+    let reply = match &session.native_session_id {
+        Some(native) => link
+            .gateway
+            .call(
+                "session.resume",
+                json!({"session_id": native, "profile": profile.native_name, "source": "edith"}),
+            )
+            .await
+            .map_err(|e| match e.code() {
+                Some(codes::SESSION_NOT_FOUND) => AppError::new(
+                    ErrorCode::NotFound,
+                    format!("native session `{native}` does not exist on the runtime"),
+                ),
+                _ => gateway_error(e),
+            })?,
+        None => {
+            let reply = link
+                .gateway
+                .call(
+                    "session.create",
+                    json!({"profile": profile.native_name, "source": "edith", "title": session.title}),
+                )
+                .await
+                .map_err(gateway_error)?;
+            if let Some(stored) = reply["stored_session_id"].as_str() {
+                session.native_session_id = Some(NativeSessionId::new(stored));
+                state.store.update_session(session).await?;
+            }
+            reply
+        }
+    };
+    let sid = reply["session_id"]
+        .as_str()
+        .map(LiveSessionId::new)
+        .ok_or_else(|| AppError::new(ErrorCode::RuntimeUnavailable, "the runtime sent no session id"))?;
+    link.live
+        .lock()
+        .expect("not poisoned")
+        .insert(session.id.clone(), sid.clone());
+    Ok(sid)
+}
+
+fn gateway_error(e: GatewayError) -> AppError {
+    AppError::new(ErrorCode::RuntimeUnavailable, format!("runtime gateway: {e}"))
+}
+
+/// Turns left unfinished by an earlier process end as interrupted: nothing can resume them.
+pub async fn recover(state: &AppState) -> AppResult<()> {
+    for turn in state.store.unfinished_turns().await? {
+        let outcome = Outcome {
+            state: TurnState::Interrupted,
+            output: None,
+            error: Some("the control plane stopped during the turn".to_owned()),
+            usage: None,
+        };
+        finish(state, turn, outcome).await?;
+    }
+    Ok(())
+}
