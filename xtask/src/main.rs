@@ -1,1 +1,28 @@
-fn main() {}
+//! `cargo xtask codegen`: regenerates the contract and the generated client from the code.
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    match std::env::args().nth(1).as_deref() {
+        Some("codegen") => match xtask::write_all() {
+            Ok(changed) if changed.is_empty() => {
+                println!("contracts and generated code are up to date");
+                ExitCode::SUCCESS
+            }
+            Ok(changed) => {
+                for path in changed {
+                    println!("wrote {path}");
+                }
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("xtask: {e}");
+                ExitCode::FAILURE
+            }
+        },
+        _ => {
+            eprintln!("usage: cargo xtask codegen");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -124,10 +124,7 @@ impl McpClient {
             .header(CONTENT_TYPE, "application/json")
             .header(
                 "mcp-protocol-version",
-                self.protocol_version
-                    .lock()
-                    .expect("not poisoned")
-                    .as_str(),
+                self.protocol_version.lock().expect("not poisoned").as_str(),
             )
             .timeout(timeout)
             .body(body.to_string());

@@ -107,7 +107,11 @@ async fn run_step(state: &AppState, job: &Job, step: &str) -> AppResult<()> {
     };
     match step {
         "prepare_home" => provider.provision(&record).await.map_err(provider_error),
-        "start_runtime" => provider.start(&record).await.map(drop).map_err(provider_error),
+        "start_runtime" => provider
+            .start(&record)
+            .await
+            .map(drop)
+            .map_err(provider_error),
         "connect_gateway" => state.links.connect(state, &record).await.map(drop),
         "disconnect" => {
             state.links.forget(id).await;

@@ -52,7 +52,12 @@ impl Outcome {
     }
 }
 
-async fn drive(state: &AppState, mut turn: Turn, session: Session, profile: Profile) -> AppResult<()> {
+async fn drive(
+    state: &AppState,
+    mut turn: Turn,
+    session: Session,
+    profile: Profile,
+) -> AppResult<()> {
     let outcome = match run(state, &mut turn, session, &profile).await {
         Ok(outcome) => outcome,
         Err(e) => Outcome::failed(e.detail),
@@ -101,7 +106,10 @@ async fn run(
         let events = link.gateway.subscribe(&sid);
         let submitted = link
             .gateway
-            .call("prompt.submit", json!({"session_id": sid, "text": turn.input}))
+            .call(
+                "prompt.submit",
+                json!({"session_id": sid, "text": turn.input}),
+            )
             .await;
         match submitted {
             Ok(_) => break (sid, events),
@@ -259,7 +267,12 @@ async fn live_session(
     let sid = reply["session_id"]
         .as_str()
         .map(LiveSessionId::new)
-        .ok_or_else(|| AppError::new(ErrorCode::RuntimeUnavailable, "the runtime sent no session id"))?;
+        .ok_or_else(|| {
+            AppError::new(
+                ErrorCode::RuntimeUnavailable,
+                "the runtime sent no session id",
+            )
+        })?;
     link.live
         .lock()
         .expect("not poisoned")
@@ -268,7 +281,10 @@ async fn live_session(
 }
 
 fn gateway_error(e: GatewayError) -> AppError {
-    AppError::new(ErrorCode::RuntimeUnavailable, format!("runtime gateway: {e}"))
+    AppError::new(
+        ErrorCode::RuntimeUnavailable,
+        format!("runtime gateway: {e}"),
+    )
 }
 
 /// Turns left unfinished by an earlier process end as interrupted: nothing can resume them.

@@ -180,10 +180,11 @@ impl Store {
 
     /// Jobs that were queued or running when the process stopped.
     pub async fn unfinished_jobs(&self) -> Result<Vec<Job>> {
-        let rows =
-            sqlx::query("SELECT body FROM jobs WHERE state IN ('queued', 'running') ORDER BY rowid")
-                .fetch_all(&self.pool)
-                .await?;
+        let rows = sqlx::query(
+            "SELECT body FROM jobs WHERE state IN ('queued', 'running') ORDER BY rowid",
+        )
+        .fetch_all(&self.pool)
+        .await?;
         rows.iter().map(from_body).collect()
     }
 
@@ -231,19 +232,21 @@ impl Store {
 
     pub async fn insert_profile(&self, profile: &Profile) -> Result<()> {
         let mut tx = self.pool.begin().await?;
-        sqlx::query("INSERT INTO profiles (id, instance_id, native_name, body) VALUES (?, ?, ?, ?)")
-            .bind(profile.id.as_str())
-            .bind(profile.instance_id.as_str())
-            .bind(&profile.native_name)
-            .bind(to_json(profile))
-            .execute(&mut *tx)
-            .await
-            .map_err(|e| {
-                duplicate_or_db(
-                    e,
-                    format!("a profile named `{}` in this instance", profile.native_name),
-                )
-            })?;
+        sqlx::query(
+            "INSERT INTO profiles (id, instance_id, native_name, body) VALUES (?, ?, ?, ?)",
+        )
+        .bind(profile.id.as_str())
+        .bind(profile.instance_id.as_str())
+        .bind(&profile.native_name)
+        .bind(to_json(profile))
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| {
+            duplicate_or_db(
+                e,
+                format!("a profile named `{}` in this instance", profile.native_name),
+            )
+        })?;
         for tool in &profile.tools {
             sqlx::query("INSERT OR IGNORE INTO profile_tools (profile_id, tool_id) VALUES (?, ?)")
                 .bind(profile.id.as_str())
@@ -496,7 +499,11 @@ impl Store {
         rows.iter().map(from_body).collect()
     }
 
-    pub async fn append_turn_event(&self, turn: &TurnId, kind: &TurnEventKind) -> Result<TurnEvent> {
+    pub async fn append_turn_event(
+        &self,
+        turn: &TurnId,
+        kind: &TurnEventKind,
+    ) -> Result<TurnEvent> {
         let at = Timestamp::now();
         let seq: i64 = sqlx::query_scalar(
             "INSERT INTO turn_events (turn_id, seq, at, body) \

@@ -244,7 +244,13 @@ mod tests {
     fn an_id_of_another_kind_is_named_in_the_error() {
         let profile = ProfileId::generate();
         let err = profile.as_str().parse::<SessionId>().unwrap_err();
-        assert!(matches!(err, IdError::WrongKind { found: "a profile", .. }));
+        assert!(matches!(
+            err,
+            IdError::WrongKind {
+                found: "a profile",
+                ..
+            }
+        ));
         assert!(err.to_string().contains("expected a session id"), "{err}");
     }
 

@@ -277,7 +277,10 @@ impl TurnState {
     pub fn is_terminal(self) -> bool {
         matches!(
             self,
-            TurnState::Completed | TurnState::Failed | TurnState::Cancelled | TurnState::Interrupted
+            TurnState::Completed
+                | TurnState::Failed
+                | TurnState::Cancelled
+                | TurnState::Interrupted
         )
     }
 }

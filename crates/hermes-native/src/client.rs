@@ -105,7 +105,9 @@ impl GatewayClient {
             ))
         })
         .await
-        .map_err(|_| GatewayError::Connect(format!("no gateway.ready within {request_timeout:?}")))??;
+        .map_err(|_| {
+            GatewayError::Connect(format!("no gateway.ready within {request_timeout:?}"))
+        })??;
 
         let shared = Arc::new(Shared {
             pending: Mutex::new(HashMap::new()),

@@ -45,22 +45,14 @@ pub async fn run_turn(
     session.emit("message.start", json!({}));
     let mut usage = TokenUsage::default();
     let mut calls = 0u64;
-    let (status, final_text) = match run_model_loop(
-        &runtime,
-        &session,
-        text,
-        &interrupt,
-        &mut usage,
-        &mut calls,
-    )
-    .await
-    {
-        Ok(outcome) => outcome,
-        Err(message) => {
-            session.emit("error", json!({ "message": message }));
-            (Status::Error, String::new())
-        }
-    };
+    let (status, final_text) =
+        match run_model_loop(&runtime, &session, text, &interrupt, &mut usage, &mut calls).await {
+            Ok(outcome) => outcome,
+            Err(message) => {
+                session.emit("error", json!({ "message": message }));
+                (Status::Error, String::new())
+            }
+        };
     if let Ok(db) = runtime.db(&session.home).await {
         if let Err(e) = db
             .append_messages(&session.stored_id, &[], usage.input, usage.output)

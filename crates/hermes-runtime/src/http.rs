@@ -2,12 +2,12 @@
 
 use std::sync::Arc;
 
+use axum::Json;
 use axum::Router;
 use axum::extract::{Query, State, WebSocketUpgrade};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use axum::Json;
 use serde::Deserialize;
 use serde_json::json;
 
@@ -84,7 +84,10 @@ async fn list_sessions(
         .into_response(),
         Err(e) => {
             tracing::error!(error = %e, "listing sessions");
-            (StatusCode::INTERNAL_SERVER_ERROR, Json(json!({"detail": "state.db unavailable"})))
+            (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                Json(json!({"detail": "state.db unavailable"})),
+            )
                 .into_response()
         }
     }
@@ -95,7 +98,11 @@ async fn not_found() -> Response {
 }
 
 fn unauthorized() -> Response {
-    (StatusCode::UNAUTHORIZED, Json(json!({"detail": "Unauthorized"}))).into_response()
+    (
+        StatusCode::UNAUTHORIZED,
+        Json(json!({"detail": "Unauthorized"})),
+    )
+        .into_response()
 }
 
 /// `X-Hermes-Session-Token: <t>`, or the legacy `Authorization: Bearer <t>`.

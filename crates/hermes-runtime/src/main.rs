@@ -25,10 +25,7 @@ fn parse_args(args: &[String]) -> Result<(IpAddr, u16), String> {
     }
     let (mut host, mut port): (IpAddr, u16) = ([127, 0, 0, 1].into(), 9119);
     while let Some(flag) = args.next() {
-        let mut value = || {
-            args.next()
-                .ok_or_else(|| format!("`{flag}` needs a value"))
-        };
+        let mut value = || args.next().ok_or_else(|| format!("`{flag}` needs a value"));
         match flag.as_str() {
             "--host" => {
                 let raw = value()?;
@@ -56,7 +53,9 @@ fn home_dir() -> PathBuf {
     if let Some(home) = std::env::var_os("HERMES_HOME") {
         return PathBuf::from(home);
     }
-    let user_home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default();
+    let user_home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_default();
     user_home.join(".hermes")
 }
 

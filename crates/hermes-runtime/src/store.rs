@@ -78,11 +78,13 @@ impl StateDb {
     /// Opens (creating) `<home>/state.db` in WAL mode.
     pub async fn open(home: &Path) -> Result<Self, sqlx::Error> {
         tokio::fs::create_dir_all(home).await?;
-        let options =
-            SqliteConnectOptions::from_str(&format!("sqlite://{}", home.join("state.db").display()))?
-                .create_if_missing(true)
-                .journal_mode(SqliteJournalMode::Wal)
-                .busy_timeout(std::time::Duration::from_secs(5));
+        let options = SqliteConnectOptions::from_str(&format!(
+            "sqlite://{}",
+            home.join("state.db").display()
+        ))?
+        .create_if_missing(true)
+        .journal_mode(SqliteJournalMode::Wal)
+        .busy_timeout(std::time::Duration::from_secs(5));
         let pool = SqlitePoolOptions::new()
             .max_connections(4)
             .connect_with(options)

@@ -67,9 +67,11 @@ impl McpPool {
         let mut problems = Vec::new();
         for (server, server_config) in &config.mcp_servers {
             let listed = match self.client(server_config).await {
-                Ok(client) => client.list_tools().await.map(|t| (client, t)).map_err(|e| {
-                    e.to_string()
-                }),
+                Ok(client) => client
+                    .list_tools()
+                    .await
+                    .map(|t| (client, t))
+                    .map_err(|e| e.to_string()),
                 Err(e) => Err(e),
             };
             match listed {

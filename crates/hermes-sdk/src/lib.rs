@@ -1,0 +1,39 @@
+//! The Hermes SDK.
+//!
+//! - [`Hermes`]: resource handles over an EDITH control plane — embedded
+//!   ([`Hermes::local`]) or remote ([`Hermes::remote`]).
+//! - [`EdithHermes`]: the low-level client, one method per operation of the checked-in
+//!   control-plane contract (`hermes.sdk()`).
+//! - [`Tool`] and [`ToolHost`]: callback tools that live in your process.
+//!
+//! The README's example is compiled as a doctest (see [`ReadmeDoctests`]).
+
+mod client;
+mod error;
+mod events;
+#[rustfmt::skip]
+mod generated;
+mod handles;
+mod hermes;
+mod tool;
+mod tool_host;
+
+pub use client::{EdithHermes, PageRequest};
+pub use error::{Error, Result};
+pub use events::{EventStream, LogEvent};
+pub use generated::OPERATIONS;
+pub use handles::{
+    InstanceCreation, InstanceHandle, Instances, ProfileHandle, ProfileSpec, Profiles,
+    SessionHandle, Sessions, TurnHandle,
+};
+pub use hermes::{Hermes, LocalBuilder};
+pub use tool::{Tool, ToolError};
+pub use tool_host::ToolHost;
+
+/// The wire types (resources, events, ids), re-exported.
+pub use edith_types as types;
+
+/// Compiles the README's Rust examples, so the README stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;

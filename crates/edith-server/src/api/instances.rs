@@ -6,8 +6,8 @@ use axum::routing::get;
 use axum::{Json, response::IntoResponse};
 use edith_store::InstanceRecord;
 use edith_types::{
-    CreateInstance, ErrorCode, Instance, InstanceId, InstanceState, InstanceWithJob, JobEvent,
-    JobId, JobKind, Page, Timestamp, Job,
+    CreateInstance, ErrorCode, Instance, InstanceId, InstanceState, InstanceWithJob, Job, JobEvent,
+    JobId, JobKind, Page, Timestamp,
 };
 
 use super::extract::{AfterParams, ApiJson, ApiQuery, Ids, PageParams};
@@ -43,7 +43,10 @@ pub fn routes(api: &mut Api) {
     api.add(job, get(get_job));
     let events = Op::get("/v1/jobs/{job_id}/events", "job_events")
         .summary("Stream a job's events (SSE), from the start or after a sequence number.")
-        .streams::<JobEvent>(api, "The job's event log, then live events until it finishes.");
+        .streams::<JobEvent>(
+            api,
+            "The job's event log, then live events until it finishes.",
+        );
     api.add(events, get(job_events));
 }
 
@@ -73,7 +76,10 @@ async fn create_instance(
     let job = jobs::new_job(&instance.id, JobKind::InstanceProvision);
     state.store.insert_instance(&record, &job).await?;
     jobs::spawn(state, job.clone());
-    Ok((StatusCode::ACCEPTED, Json(InstanceWithJob { instance, job })))
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(InstanceWithJob { instance, job }),
+    ))
 }
 
 /// 256 random bits, hex.
@@ -109,10 +115,7 @@ async fn get_instance(State(state): State<AppState>, ids: Ids) -> AppResult<Json
     Ok(Json(record.instance))
 }
 
-async fn delete_instance(
-    State(state): State<AppState>,
-    ids: Ids,
-) -> AppResult<impl IntoResponse> {
+async fn delete_instance(State(state): State<AppState>, ids: Ids) -> AppResult<impl IntoResponse> {
     let mut record = load_instance(&state, &ids.get("instance_id")?).await?;
     let instance = &mut record.instance;
     if matches!(

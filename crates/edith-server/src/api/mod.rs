@@ -39,11 +39,12 @@ pub fn build() -> (Router<AppState>, Value) {
     );
     let (router, doc) = api.finish();
     let router = router
-        .fallback(|| async {
-            AppError::new(ErrorCode::RouteNotFound, "no such route")
-        })
+        .fallback(|| async { AppError::new(ErrorCode::RouteNotFound, "no such route") })
         .method_not_allowed_fallback(|| async {
-            AppError::new(ErrorCode::MethodNotAllowed, "this route does not take that method")
+            AppError::new(
+                ErrorCode::MethodNotAllowed,
+                "this route does not take that method",
+            )
         });
     (router, doc)
 }

@@ -5,9 +5,9 @@ use axum::http::StatusCode;
 use axum::routing::{get, post, put};
 use axum::{Json, response::IntoResponse};
 use edith_types::{
-    CreateProfile, CreateSession, ErrorCode, InstanceId, InstanceState, ModelConfig, Page,
-    Profile, ProfileId, RegisterTool, RegisterToolHost, Session, SessionId, Timestamp, Tool,
-    ToolHost, ToolHostId, ToolId,
+    CreateProfile, CreateSession, ErrorCode, InstanceId, InstanceState, ModelConfig, Page, Profile,
+    ProfileId, RegisterTool, RegisterToolHost, Session, SessionId, Timestamp, Tool, ToolHost,
+    ToolHostId, ToolId,
 };
 use serde_json::json;
 
@@ -109,7 +109,11 @@ async fn create_profile(
     if instance.state != InstanceState::Ready {
         return Err(AppError::new(
             ErrorCode::InstanceNotReady,
-            format!("instance `{}` is {}, not ready", instance.id, instance.state.as_str()),
+            format!(
+                "instance `{}` is {}, not ready",
+                instance.id,
+                instance.state.as_str()
+            ),
         ));
     }
     if !hermes_runtime::valid_profile_name(&body.name) {
@@ -167,7 +171,11 @@ async fn list_profiles(
     load_instance(&state, &instance).await?;
     let page = state
         .store
-        .list_profiles(&instance, params.cursor::<ProfileId>()?.as_ref(), params.limit()?)
+        .list_profiles(
+            &instance,
+            params.cursor::<ProfileId>()?.as_ref(),
+            params.limit()?,
+        )
         .await?;
     Ok(Json(page))
 }
@@ -192,7 +200,9 @@ pub async fn load_session(state: &AppState, ids: &Ids) -> AppResult<(Profile, Se
         .store
         .session(&profile.id, &id)
         .await?
-        .ok_or_else(|| AppError::not_found(format!("session `{id}` of profile `{}`", profile.id)))?;
+        .ok_or_else(|| {
+            AppError::not_found(format!("session `{id}` of profile `{}`", profile.id))
+        })?;
     Ok((profile, session))
 }
 
@@ -207,7 +217,9 @@ async fn create_session(
         .as_ref()
         .is_some_and(|id| id.as_str().trim().is_empty())
     {
-        return Err(AppError::invalid("`resume_native_session_id` must not be empty"));
+        return Err(AppError::invalid(
+            "`resume_native_session_id` must not be empty",
+        ));
     }
     let session = Session {
         id: SessionId::generate(),
@@ -229,7 +241,11 @@ async fn list_sessions(
     let profile = load_profile(&state, &ids).await?;
     let page = state
         .store
-        .list_sessions(&profile.id, params.cursor::<SessionId>()?.as_ref(), params.limit()?)
+        .list_sessions(
+            &profile.id,
+            params.cursor::<SessionId>()?.as_ref(),
+            params.limit()?,
+        )
         .await?;
     Ok(Json(page))
 }
@@ -245,7 +261,9 @@ async fn register_tool_host(
     ApiJson(body): ApiJson<RegisterToolHost>,
 ) -> AppResult<impl IntoResponse> {
     if !(body.url.starts_with("http://") || body.url.starts_with("https://")) {
-        return Err(AppError::invalid("`url` must be an http:// or https:// URL"));
+        return Err(AppError::invalid(
+            "`url` must be an http:// or https:// URL",
+        ));
     }
     if body.secret.len() < 16 {
         return Err(AppError::invalid("`secret` must be at least 16 characters"));

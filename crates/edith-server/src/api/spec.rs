@@ -69,9 +69,18 @@ impl Op {
         self
     }
 
-    pub fn returns<T: JsonSchema>(mut self, api: &mut Api, status: u16, what: &'static str) -> Self {
+    pub fn returns<T: JsonSchema>(
+        mut self,
+        api: &mut Api,
+        status: u16,
+        what: &'static str,
+    ) -> Self {
         let schema = api.generator.subschema_for::<T>().to_value();
-        self.responses.push((status, what, json!({"application/json": {"schema": schema}})));
+        self.responses.push((
+            status,
+            what,
+            json!({"application/json": {"schema": schema}}),
+        ));
         self
     }
 
@@ -83,10 +92,8 @@ impl Op {
             what,
             json!({"text/event-stream": {"schema": {"type": "string"}, "x-sse-data": schema}}),
         ));
-        self.headers.push((
-            "Last-Event-ID",
-            "Resume after this event sequence number.",
-        ));
+        self.headers
+            .push(("Last-Event-ID", "Resume after this event sequence number."));
         self.query.push((
             "after",
             "Resume after this event sequence number (like `Last-Event-ID`).",

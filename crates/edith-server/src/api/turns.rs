@@ -16,8 +16,7 @@ use crate::error::{AppError, AppResult};
 use crate::state::AppState;
 use crate::{sse, turns};
 
-const TURNS: &str =
-    "/v1/instances/{instance_id}/profiles/{profile_id}/sessions/{session_id}/turns";
+const TURNS: &str = "/v1/instances/{instance_id}/profiles/{profile_id}/sessions/{session_id}/turns";
 const TURN: &str =
     "/v1/instances/{instance_id}/profiles/{profile_id}/sessions/{session_id}/turns/{turn_id}";
 const TURN_EVENTS: &str = "/v1/instances/{instance_id}/profiles/{profile_id}/sessions/{session_id}/turns/{turn_id}/events";
@@ -34,7 +33,10 @@ pub fn routes(api: &mut Api) {
     api.add(op, get(get_turn));
     let op = Op::get(TURN_EVENTS, "turn_events")
         .summary("Stream a turn's events (SSE), from the start or after a sequence number.")
-        .streams::<TurnEvent>(api, "The turn's event log, then live events until it finishes.");
+        .streams::<TurnEvent>(
+            api,
+            "The turn's event log, then live events until it finishes.",
+        );
     api.add(op, get(turn_events));
 }
 
@@ -51,7 +53,11 @@ async fn create_turn(
     if instance.state != InstanceState::Ready {
         return Err(AppError::new(
             ErrorCode::InstanceNotReady,
-            format!("instance `{}` is {}, not ready", instance.id, instance.state.as_str()),
+            format!(
+                "instance `{}` is {}, not ready",
+                instance.id,
+                instance.state.as_str()
+            ),
         ));
     }
     let now = Timestamp::now();
@@ -69,7 +75,10 @@ async fn create_turn(
     if let Some(busy) = state.store.insert_turn_if_idle(&turn).await? {
         return Err(AppError::new(
             ErrorCode::Conflict,
-            format!("session `{}` already has turn `{busy}` in progress", session.id),
+            format!(
+                "session `{}` already has turn `{busy}` in progress",
+                session.id
+            ),
         ));
     }
     turns::spawn(state, turn.clone(), session, profile);

@@ -66,13 +66,20 @@ fn handle_frame(runtime: &Arc<Runtime>, transport: &Transport, line: &str) {
             reply(
                 transport,
                 Value::Null,
-                Err(RpcError::new(codes::PARSE_ERROR, format!("parse error: {e}"))),
+                Err(RpcError::new(
+                    codes::PARSE_ERROR,
+                    format!("parse error: {e}"),
+                )),
             );
             return;
         }
     };
     let id = frame.get("id").cloned().unwrap_or(Value::Null);
-    let Some(method) = frame.get("method").and_then(Value::as_str).map(str::to_owned) else {
+    let Some(method) = frame
+        .get("method")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+    else {
         reply(
             transport,
             id,
@@ -116,7 +123,9 @@ fn handle_frame(runtime: &Arc<Runtime>, transport: &Transport, line: &str) {
 fn reply(transport: &Transport, id: Value, outcome: Result<Value, RpcError>) {
     let frame = match outcome {
         Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
-        Err(e) => json!({"jsonrpc": "2.0", "id": id, "error": {"code": e.code, "message": e.message}}),
+        Err(e) => {
+            json!({"jsonrpc": "2.0", "id": id, "error": {"code": e.code, "message": e.message}})
+        }
     };
     let _ = transport.frames.send(frame.to_string());
 }

@@ -159,11 +159,7 @@ async fn open_live(
     Ok(session)
 }
 
-async fn session_create(
-    runtime: &Runtime,
-    transport: &Transport,
-    params: &Value,
-) -> Result<Value> {
+async fn session_create(runtime: &Runtime, transport: &Transport, params: &Value) -> Result<Value> {
     let title = str_param(params, "title").map(str::to_owned);
     let session = open_live(
         runtime,
@@ -184,11 +180,7 @@ async fn session_create(
     }))
 }
 
-async fn session_resume(
-    runtime: &Runtime,
-    transport: &Transport,
-    params: &Value,
-) -> Result<Value> {
+async fn session_resume(runtime: &Runtime, transport: &Transport, params: &Value) -> Result<Value> {
     let wanted = str_param(params, "session_id")
         .filter(|s| !s.is_empty())
         .ok_or_else(|| RpcError::new(codes::SESSION_ID_REQUIRED, "session_id required"))?;
@@ -250,12 +242,7 @@ async fn session_list(runtime: &Runtime, params: &Value) -> Result<Value> {
 
 fn session_history(runtime: &Runtime, params: &Value) -> Result<Value> {
     let session = live_session(runtime, params)?;
-    let messages = session
-        .state
-        .lock()
-        .expect("not poisoned")
-        .messages
-        .clone();
+    let messages = session.state.lock().expect("not poisoned").messages.clone();
     let history = history_json(&messages);
     Ok(json!({"count": history.len(), "messages": history}))
 }
@@ -327,7 +314,10 @@ fn prompt_submit(runtime: &Arc<Runtime>, transport: &Transport, params: &Value) 
         session.state.lock().expect("not poisoned").running = None;
         drop(done_tx);
     };
-    Ok(Handled::ReplyThen(json!({"status": "streaming"}), turn.boxed()))
+    Ok(Handled::ReplyThen(
+        json!({"status": "streaming"}),
+        turn.boxed(),
+    ))
 }
 
 /// A connection went away: its sessions are reaped after the grace period unless a client
@@ -352,8 +342,13 @@ pub fn detach_connection(runtime: &Arc<Runtime>, connection: u64) {
             if !immediate {
                 tokio::time::sleep(runtime.orphan_grace).await;
             }
-            let still_orphaned =
-                session.state.lock().expect("not poisoned").transport.connection == connection;
+            let still_orphaned = session
+                .state
+                .lock()
+                .expect("not poisoned")
+                .transport
+                .connection
+                == connection;
             if still_orphaned {
                 close(&runtime, &session, "ws_disconnect").await;
             }

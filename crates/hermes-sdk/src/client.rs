@@ -1,0 +1,169 @@
+//! `EdithHermes`: the low-level control-plane client. Its operations (one method per
+//! `operationId` of `contracts/control-plane.openapi.json`) are generated into `generated.rs`;
+//! this file has what they stand on.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures_util::StreamExt;
+use futures_util::stream::BoxStream;
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
+use reqwest::{Method, StatusCode};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::error::{Error, Result};
+use crate::events::{EventStream, LogEvent};
+
+/// The low-level client. Cheap to clone; clones share one connection pool.
+#[derive(Clone)]
+pub struct EdithHermes {
+    inner: Arc<ClientInner>,
+}
+
+struct ClientInner {
+    /// The caller's client when one was given (it stays theirs), else one made here.
+    http: reqwest::Client,
+    /// `http://host:port`, without a trailing slash.
+    base: String,
+    api_key: Option<String>,
+}
+
+impl std::fmt::Debug for EdithHermes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EdithHermes")
+            .field("base_url", &self.inner.base)
+            .field(
+                "api_key",
+                &self.inner.api_key.as_ref().map(|_| "<redacted>"),
+            )
+            .finish()
+    }
+}
+
+/// Which page of a list to fetch.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PageRequest {
+    /// The `next_cursor` of the previous page.
+    pub cursor: Option<String>,
+    /// Items per page (1 to 200; the server's default is 50).
+    pub limit: Option<usize>,
+}
+
+impl PageRequest {
+    fn query(&self) -> Vec<(&'static str, String)> {
+        let mut query = Vec::new();
+        if let Some(cursor) = &self.cursor {
+            query.push(("cursor", cursor.clone()));
+        }
+        if let Some(limit) = self.limit {
+            query.push(("limit", limit.to_string()));
+        }
+        query
+    }
+}
+
+impl EdithHermes {
+    /// A client for the control plane at `base_url`, with an HTTP client of its own.
+    pub fn remote(base_url: &str, api_key: Option<&str>) -> Self {
+        Self::with_http_client(base_url, api_key, reqwest::Client::new())
+    }
+
+    /// A client that sends through `http`. The SDK never closes or reconfigures it: it stays
+    /// the caller's.
+    pub fn with_http_client(base_url: &str, api_key: Option<&str>, http: reqwest::Client) -> Self {
+        Self {
+            inner: Arc::new(ClientInner {
+                http,
+                base: base_url.trim_end_matches('/').to_owned(),
+                api_key: api_key.map(str::to_owned),
+            }),
+        }
+    }
+
+    pub fn base_url(&self) -> &str {
+        &self.inner.base
+    }
+
+    fn request(&self, method: Method, path: &str) -> reqwest::RequestBuilder {
+        let mut request = self
+            .inner
+            .http
+            .request(method, format!("{}{path}", self.inner.base));
+        if let Some(key) = &self.inner.api_key {
+            request = request.header(AUTHORIZATION, format!("Bearer {key}"));
+        }
+        request
+    }
+
+    /// Sends one request and reads the JSON reply (or the problem).
+    pub(crate) async fn call<B: Serialize + ?Sized, T: DeserializeOwned>(
+        &self,
+        method: Method,
+        path: &str,
+        page: Option<&PageRequest>,
+        body: Option<&B>,
+    ) -> Result<T> {
+        let mut request = self
+            .request(method, path)
+            .header(ACCEPT, "application/json");
+        if let Some(page) = page {
+            request = request.query(&page.query());
+        }
+        if let Some(body) = body {
+            let json = serde_json::to_vec(body).map_err(|e| Error::Decode {
+                detail: format!("request body: {e}"),
+                body: String::new(),
+            })?;
+            request = request.header(CONTENT_TYPE, "application/json").body(json);
+        }
+        let response = request.send().await?;
+        let status = response.status();
+        let bytes = response.bytes().await?;
+        if !status.is_success() {
+            return Err(problem(status, &bytes));
+        }
+        serde_json::from_slice(&bytes).map_err(|e| Error::Decode {
+            detail: e.to_string(),
+            body: String::from_utf8_lossy(&bytes).into_owned(),
+        })
+    }
+
+    /// Opens an SSE response after event `after`.
+    pub(crate) async fn open_stream(
+        &self,
+        path: &str,
+        after: u64,
+    ) -> Result<BoxStream<'static, reqwest::Result<Bytes>>> {
+        let mut request = self
+            .request(Method::GET, path)
+            .header(ACCEPT, "text/event-stream");
+        if after > 0 {
+            request = request.header("Last-Event-ID", after.to_string());
+        }
+        let response = request.send().await?;
+        let status = response.status();
+        if !status.is_success() {
+            let bytes = response.bytes().await?;
+            return Err(problem(status, &bytes));
+        }
+        Ok(response.bytes_stream().boxed())
+    }
+
+    pub(crate) fn stream<E: LogEvent>(&self, path: String, after: u64) -> EventStream<E> {
+        EventStream::follow(self.clone(), path, after)
+    }
+}
+
+fn problem(status: StatusCode, body: &[u8]) -> Error {
+    match serde_json::from_slice::<edith_types::Problem>(body) {
+        Ok(problem) => Error::from_problem(problem),
+        Err(_) if status == StatusCode::NOT_IMPLEMENTED => Error::Unsupported {
+            operation: String::from_utf8_lossy(body).into_owned(),
+        },
+        Err(e) => Error::Decode {
+            detail: format!("HTTP {status} without problem details: {e}"),
+            body: String::from_utf8_lossy(body).into_owned(),
+        },
+    }
+}

@@ -1,0 +1,78 @@
+//! The SDK's one error type. "The server said no" ([`Error::Api`]) is kept apart from "the
+//! transport broke" ([`Error::Transport`]); an unreadable reply keeps its raw body.
+
+use edith_types::{ErrorCode, InstanceId, Problem};
+
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The control plane answered with a problem.
+    #[error("{status} {}: {detail}", code.as_str())]
+    Api {
+        status: u16,
+        code: ErrorCode,
+        detail: String,
+        /// Whether the same request may succeed later.
+        retryable: bool,
+    },
+    /// The request did not get an answer (connection refused, reset, timed out …).
+    #[error("transport error: {0}")]
+    Transport(#[from] reqwest::Error),
+    /// The answer could not be read as the expected type.
+    #[error("unreadable reply ({detail}); body: {body}")]
+    Decode { detail: String, body: String },
+    /// The server does not implement the operation.
+    #[error("`{operation}` is not supported by this server")]
+    Unsupported { operation: String },
+    /// An instance ended its provisioning somewhere other than `ready`.
+    #[error("instance {instance} did not become ready: {reason}")]
+    NotReady {
+        instance: InstanceId,
+        reason: String,
+    },
+    /// An event stream ended before its final event and could not be resumed.
+    #[error("event stream ended early: {0}")]
+    StreamEnded(String),
+    /// This client was closed.
+    #[error("the client is closed")]
+    Closed,
+    /// The embedded control plane or tool host could not start.
+    #[error("local context: {0}")]
+    Local(String),
+}
+
+impl Error {
+    /// The problem code, when the server answered with one.
+    pub fn code(&self) -> Option<ErrorCode> {
+        match self {
+            Error::Api { code, .. } => Some(*code),
+            _ => None,
+        }
+    }
+
+    /// Whether retrying the same call later may succeed.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            Error::Api { retryable, .. } => *retryable,
+            Error::Transport(e) => e.is_connect() || e.is_timeout(),
+            Error::StreamEnded(_) => true,
+            _ => false,
+        }
+    }
+
+    pub(crate) fn from_problem(problem: Problem) -> Self {
+        if problem.code == ErrorCode::Unsupported {
+            return Error::Unsupported {
+                operation: problem.detail,
+            };
+        }
+        Error::Api {
+            status: problem.status,
+            code: problem.code,
+            detail: problem.detail,
+            retryable: problem.retryable,
+        }
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,402 @@
+//! Resource handles. A handle is ids plus the root client: building one does no I/O; `get()`
+//! fetches the resource.
+
+use std::time::Duration;
+
+use edith_types::{
+    CreateInstance, CreateProfile, CreateSession, CreateTurn, Instance, InstanceId, InstanceState,
+    Job, JobEvent, JobEventKind, ModelConfig, NativeSessionId, Page, Profile, ProfileId,
+    ProviderKind, Session, SessionId, ToolId, Turn, TurnEvent, TurnId,
+};
+use futures_util::StreamExt;
+
+use crate::client::PageRequest;
+use crate::error::{Error, Result};
+use crate::events::EventStream;
+use crate::hermes::Hermes;
+
+/// The instances of a control plane.
+#[derive(Debug, Clone)]
+pub struct Instances {
+    hermes: Hermes,
+}
+
+impl Instances {
+    pub(crate) fn new(hermes: Hermes) -> Self {
+        Self { hermes }
+    }
+
+    /// Creates an instance on the embedded provider and starts its provisioning job.
+    /// Created through `Hermes::local()`, it is deleted when that context closes (unless
+    /// `cleanup(false)`).
+    pub async fn create(&self, name: &str) -> Result<InstanceCreation> {
+        let created = self
+            .hermes
+            .sdk()
+            .instance_create(&CreateInstance {
+                name: name.to_owned(),
+                provider: ProviderKind::Embedded,
+            })
+            .await?;
+        self.hermes.own(&created.instance.id);
+        Ok(InstanceCreation {
+            handle: self.hermes.instance(&created.instance.id),
+            instance: created.instance,
+            job: created.job,
+        })
+    }
+
+    pub async fn list(&self, page: &PageRequest) -> Result<Page<Instance>> {
+        self.hermes.sdk().instance_list(page).await
+    }
+}
+
+/// A new instance and the job provisioning it.
+#[derive(Debug)]
+pub struct InstanceCreation {
+    pub instance: Instance,
+    pub job: Job,
+    handle: InstanceHandle,
+}
+
+impl InstanceCreation {
+    pub fn handle(&self) -> &InstanceHandle {
+        &self.handle
+    }
+
+    /// The provisioning job's events (steps and the final outcome), from the start.
+    pub fn progress(&self) -> EventStream<JobEvent> {
+        self.handle.hermes.sdk().job_events(&self.job.id, 0)
+    }
+
+    /// Waits for the job to finish; the handle if the instance is `ready`.
+    pub async fn ready(self) -> Result<InstanceHandle> {
+        let mut events = self.progress();
+        while let Some(event) = events.next().await {
+            if let JobEventKind::JobFinished {
+                instance_state,
+                error,
+                ..
+            } = event?.kind
+            {
+                if instance_state == InstanceState::Ready {
+                    return Ok(self.handle);
+                }
+                return Err(Error::NotReady {
+                    instance: self.instance.id,
+                    reason: error.unwrap_or_else(|| instance_state.as_str().to_owned()),
+                });
+            }
+        }
+        Err(Error::StreamEnded(
+            "the job stream ended without an outcome".to_owned(),
+        ))
+    }
+}
+
+/// One instance.
+#[derive(Debug, Clone)]
+pub struct InstanceHandle {
+    pub(crate) hermes: Hermes,
+    id: InstanceId,
+}
+
+impl InstanceHandle {
+    pub(crate) fn new(hermes: Hermes, id: InstanceId) -> Self {
+        Self { hermes, id }
+    }
+
+    pub fn id(&self) -> &InstanceId {
+        &self.id
+    }
+
+    pub async fn get(&self) -> Result<Instance> {
+        self.hermes.sdk().instance_get(&self.id).await
+    }
+
+    /// The instance's profiles: create and list.
+    pub fn profiles(&self) -> Profiles {
+        Profiles {
+            instance: self.clone(),
+        }
+    }
+
+    /// A handle on one profile; no I/O.
+    pub fn profile(&self, id: &ProfileId) -> ProfileHandle {
+        ProfileHandle {
+            instance: self.clone(),
+            id: id.clone(),
+        }
+    }
+
+    /// Deletes the instance and waits until its runtime is destroyed. An instance still
+    /// provisioning is waited for first.
+    pub async fn delete(&self) -> Result<()> {
+        let mut delay = Duration::from_millis(20);
+        while self.get().await?.state == InstanceState::Provisioning {
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(Duration::from_millis(500));
+        }
+        let deleting = self.hermes.sdk().instance_delete(&self.id).await?;
+        let mut events = self.hermes.sdk().job_events(&deleting.job.id, 0);
+        while let Some(event) = events.next().await {
+            if let JobEventKind::JobFinished { error, .. } = event?.kind {
+                return match error {
+                    None => Ok(()),
+                    Some(reason) => Err(Error::NotReady {
+                        instance: self.id.clone(),
+                        reason: format!("deletion failed: {reason}"),
+                    }),
+                };
+            }
+        }
+        Err(Error::StreamEnded(
+            "the deletion job stream ended early".to_owned(),
+        ))
+    }
+}
+
+/// What a new profile looks like.
+#[derive(Debug, Clone)]
+pub struct ProfileSpec {
+    body: CreateProfile,
+}
+
+impl ProfileSpec {
+    /// A profile named `name` (also its native Hermes profile name), on the scripted model.
+    pub fn new(name: &str) -> Self {
+        Self {
+            body: CreateProfile {
+                name: name.to_owned(),
+                model: None,
+                tools: Vec::new(),
+            },
+        }
+    }
+
+    /// Attaches a registered callback tool.
+    pub fn tool(mut self, tool: &edith_types::Tool) -> Self {
+        self.body.tools.push(tool.id.clone());
+        self
+    }
+
+    pub fn model(mut self, model: ModelConfig) -> Self {
+        self.body.model = Some(model);
+        self
+    }
+}
+
+/// The profiles of an instance.
+#[derive(Debug, Clone)]
+pub struct Profiles {
+    instance: InstanceHandle,
+}
+
+impl Profiles {
+    pub async fn create(&self, spec: ProfileSpec) -> Result<ProfileHandle> {
+        let profile = self
+            .instance
+            .hermes
+            .sdk()
+            .profile_create(&self.instance.id, &spec.body)
+            .await?;
+        Ok(self.instance.profile(&profile.id))
+    }
+
+    pub async fn list(&self, page: &PageRequest) -> Result<Page<Profile>> {
+        self.instance
+            .hermes
+            .sdk()
+            .profile_list(&self.instance.id, page)
+            .await
+    }
+}
+
+/// One profile.
+#[derive(Debug, Clone)]
+pub struct ProfileHandle {
+    instance: InstanceHandle,
+    id: ProfileId,
+}
+
+impl ProfileHandle {
+    pub fn id(&self) -> &ProfileId {
+        &self.id
+    }
+
+    pub fn instance(&self) -> &InstanceHandle {
+        &self.instance
+    }
+
+    pub async fn get(&self) -> Result<Profile> {
+        self.instance
+            .hermes
+            .sdk()
+            .profile_get(&self.instance.id, &self.id)
+            .await
+    }
+
+    pub async fn attach_tool(&self, tool: &ToolId) -> Result<Profile> {
+        self.instance
+            .hermes
+            .sdk()
+            .profile_tool_attach(&self.instance.id, &self.id, tool)
+            .await
+    }
+
+    /// The profile's control-plane sessions: create and list.
+    pub fn sessions(&self) -> Sessions {
+        Sessions {
+            profile: self.clone(),
+        }
+    }
+
+    /// A handle on one session; no I/O.
+    pub fn session(&self, id: &SessionId) -> SessionHandle {
+        SessionHandle {
+            profile: self.clone(),
+            id: id.clone(),
+        }
+    }
+}
+
+/// The sessions of a profile.
+#[derive(Debug, Clone)]
+pub struct Sessions {
+    profile: ProfileHandle,
+}
+
+impl Sessions {
+    /// A new session (its native session is made at its first turn).
+    pub async fn create(&self) -> Result<SessionHandle> {
+        self.create_with(CreateSession::default()).await
+    }
+
+    /// A session that continues the runtime's stored session `native` (not a control-plane id).
+    pub async fn resume_native(&self, native: &NativeSessionId) -> Result<SessionHandle> {
+        self.create_with(CreateSession {
+            title: None,
+            resume_native_session_id: Some(native.clone()),
+        })
+        .await
+    }
+
+    pub async fn create_with(&self, body: CreateSession) -> Result<SessionHandle> {
+        let p = &self.profile;
+        let session = p
+            .instance
+            .hermes
+            .sdk()
+            .session_create(&p.instance.id, &p.id, &body)
+            .await?;
+        Ok(p.session(&session.id))
+    }
+
+    pub async fn list(&self, page: &PageRequest) -> Result<Page<Session>> {
+        let p = &self.profile;
+        p.instance
+            .hermes
+            .sdk()
+            .session_list(&p.instance.id, &p.id, page)
+            .await
+    }
+}
+
+/// One session.
+#[derive(Debug, Clone)]
+pub struct SessionHandle {
+    profile: ProfileHandle,
+    id: SessionId,
+}
+
+impl SessionHandle {
+    pub fn id(&self) -> &SessionId {
+        &self.id
+    }
+
+    pub async fn get(&self) -> Result<Session> {
+        let p = &self.profile;
+        p.instance
+            .hermes
+            .sdk()
+            .session_get(&p.instance.id, &p.id, &self.id)
+            .await
+    }
+
+    /// Starts a turn with `input`; follow it with [`TurnHandle::events`].
+    pub async fn send(&self, input: &str) -> Result<TurnHandle> {
+        let p = &self.profile;
+        let turn = p
+            .instance
+            .hermes
+            .sdk()
+            .turn_create(
+                &p.instance.id,
+                &p.id,
+                &self.id,
+                &CreateTurn {
+                    input: input.to_owned(),
+                },
+            )
+            .await?;
+        Ok(self.turn(&turn.id))
+    }
+
+    /// A handle on one turn; no I/O.
+    pub fn turn(&self, id: &TurnId) -> TurnHandle {
+        TurnHandle {
+            session: self.clone(),
+            id: id.clone(),
+        }
+    }
+}
+
+/// One turn.
+#[derive(Debug, Clone)]
+pub struct TurnHandle {
+    session: SessionHandle,
+    id: TurnId,
+}
+
+impl TurnHandle {
+    pub fn id(&self) -> &TurnId {
+        &self.id
+    }
+
+    pub async fn get(&self) -> Result<Turn> {
+        let s = &self.session;
+        let p = &s.profile;
+        p.instance
+            .hermes
+            .sdk()
+            .turn_get(&p.instance.id, &p.id, &s.id, &self.id)
+            .await
+    }
+
+    /// The turn's events from the start, live until it finishes; resumes by itself if the
+    /// connection drops.
+    pub fn events(&self) -> EventStream<TurnEvent> {
+        self.events_after(0)
+    }
+
+    /// The events after sequence number `after`.
+    pub fn events_after(&self, after: u64) -> EventStream<TurnEvent> {
+        let s = &self.session;
+        let p = &s.profile;
+        p.instance
+            .hermes
+            .sdk()
+            .turn_events(&p.instance.id, &p.id, &s.id, &self.id, after)
+    }
+
+    /// Waits for the turn to finish and returns it.
+    pub async fn wait(&self) -> Result<Turn> {
+        let mut events = self.events();
+        while let Some(event) = events.next().await {
+            if event?.kind.is_final() {
+                break;
+            }
+        }
+        self.get().await
+    }
+}
