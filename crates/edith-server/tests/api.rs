@@ -1,0 +1,365 @@
+//! The control plane over real HTTP on loopback: bad input gets problem details with stable
+//! codes (never a 500), streams resume, and the `edith` binary keeps its launch contract.
+
+use std::time::Duration;
+
+use edith_server::{RunningServer, ServerConfig};
+use serde_json::{Value, json};
+
+struct Ctx {
+    server: RunningServer,
+    http: reqwest::Client,
+    _dir: tempfile::TempDir,
+}
+
+impl Ctx {
+    async fn start() -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let server = edith_server::start(ServerConfig {
+            listen: ([127, 0, 0, 1], 0).into(),
+            data_dir: dir.path().to_path_buf(),
+        })
+        .await
+        .expect("start");
+        Self {
+            server,
+            http: reqwest::Client::new(),
+            _dir: dir,
+        }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.server.url())
+    }
+
+    async fn send(&self, method: reqwest::Method, path: &str, body: Option<&str>) -> (u16, Value) {
+        let mut request = self.http.request(method, self.url(path));
+        if let Some(body) = body {
+            request = request
+                .header("content-type", "application/json")
+                .body(body.to_owned());
+        }
+        let response = request.send().await.expect("send");
+        let status = response.status().as_u16();
+        if status >= 400 {
+            let content_type = response.headers()["content-type"]
+                .to_str()
+                .unwrap()
+                .to_owned();
+            assert_eq!(content_type, "application/problem+json", "{path}");
+        }
+        let text = response.text().await.expect("body");
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        )
+    }
+
+    async fn post(&self, path: &str, body: &str) -> (u16, Value) {
+        self.send(reqwest::Method::POST, path, Some(body)).await
+    }
+
+    async fn get(&self, path: &str) -> (u16, Value) {
+        self.send(reqwest::Method::GET, path, None).await
+    }
+
+    /// An instance that finished provisioning.
+    async fn ready_instance(&self) -> String {
+        let (status, created) = self.post("/v1/instances", r#"{"name": "t"}"#).await;
+        assert_eq!(status, 202, "{created}");
+        let id = created["instance"]["id"].as_str().unwrap().to_owned();
+        let job = created["job"]["id"].as_str().unwrap().to_owned();
+        let events = self.sse(&format!("/v1/jobs/{job}/events"), None).await;
+        assert_eq!(
+            events.last().unwrap()["instance_state"],
+            "ready",
+            "{events:?}"
+        );
+        id
+    }
+
+    /// Reads a whole SSE response; returns the `data:` payloads.
+    async fn sse(&self, path: &str, last_event_id: Option<u64>) -> Vec<Value> {
+        let mut request = self.http.get(self.url(path));
+        if let Some(id) = last_event_id {
+            request = request.header("Last-Event-ID", id.to_string());
+        }
+        let response = request.send().await.expect("stream");
+        assert_eq!(response.headers()["content-type"], "text/event-stream");
+        let text = tokio::time::timeout(Duration::from_secs(30), response.text())
+            .await
+            .expect("the stream ends after the final event")
+            .expect("body");
+        text.lines()
+            .filter_map(|l| l.strip_prefix("data: "))
+            .map(|d| serde_json::from_str(d).expect("JSON event"))
+            .collect()
+    }
+}
+
+fn assert_problem(response: &(u16, Value), status: u16, code: &str) {
+    let (got, body) = response;
+    assert_eq!(*got, status, "{body}");
+    assert_eq!(body["code"], code, "{body}");
+    assert_eq!(body["status"], status, "{body}");
+    assert!(
+        body["detail"].as_str().is_some_and(|d| !d.is_empty()),
+        "{body}"
+    );
+}
+
+#[tokio::test]
+async fn unknown_ids_are_404_problems() {
+    let ctx = Ctx::start().await;
+    assert_problem(
+        &ctx.get("/v1/instances/inst_doesnotexist").await,
+        404,
+        "not_found",
+    );
+    assert_problem(&ctx.get("/v1/jobs/job_nope").await, 404, "not_found");
+    assert_problem(&ctx.get("/v1/tools/tool_nope").await, 404, "not_found");
+    let iid = ctx.ready_instance().await;
+    assert_problem(
+        &ctx.get(&format!("/v1/instances/{iid}/profiles/prof_nope"))
+            .await,
+        404,
+        "not_found",
+    );
+    assert_problem(&ctx.get("/no/such/route").await, 404, "route_not_found");
+    assert_problem(
+        &ctx.send(reqwest::Method::PATCH, "/v1/instances", None)
+            .await,
+        405,
+        "method_not_allowed",
+    );
+}
+
+#[tokio::test]
+async fn an_id_of_the_wrong_kind_is_named_in_a_400() {
+    let ctx = Ctx::start().await;
+    let iid = ctx.ready_instance().await;
+    let (_, profile) = ctx
+        .post(&format!("/v1/instances/{iid}/profiles"), r#"{"name": "p"}"#)
+        .await;
+    let pid = profile["id"].as_str().unwrap();
+
+    // A profile id where a session id belongs.
+    let response = ctx
+        .get(&format!(
+            "/v1/instances/{iid}/profiles/{pid}/sessions/{pid}"
+        ))
+        .await;
+    assert_problem(&response, 400, "invalid_id");
+    let detail = response.1["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("expected a session id") && detail.contains("got a profile id"),
+        "{detail}"
+    );
+    // An instance id where a job id belongs, and a malformed id.
+    assert_problem(
+        &ctx.get(&format!("/v1/jobs/{iid}")).await,
+        400,
+        "invalid_id",
+    );
+    assert_problem(&ctx.get("/v1/instances/x").await, 400, "invalid_id");
+    // A wrong kind inside a body.
+    let response = ctx
+        .post(
+            "/v1/tools",
+            &json!({"name": "t", "description": "", "input_schema": {"type": "object"}, "host_id": iid})
+                .to_string(),
+        )
+        .await;
+    assert_problem(&response, 400, "invalid_id");
+}
+
+#[tokio::test]
+async fn malformed_bodies_are_400s_that_name_the_problem() {
+    let ctx = Ctx::start().await;
+    let response = ctx.post("/v1/instances", r#"{"name": "#).await;
+    assert_problem(&response, 400, "invalid_body");
+    assert!(
+        response.1["detail"]
+            .as_str()
+            .unwrap()
+            .contains("malformed JSON")
+    );
+
+    let response = ctx.post("/v1/instances", r#"{"nam": "x"}"#).await;
+    assert_problem(&response, 400, "invalid_body");
+    assert!(
+        response.1["detail"]
+            .as_str()
+            .unwrap()
+            .contains("unknown field `nam`")
+    );
+
+    let response = ctx
+        .post("/v1/instances", r#"{"name": "x", "provider": "docker"}"#)
+        .await;
+    assert_problem(&response, 400, "invalid_body");
+
+    let response = ctx
+        .http
+        .post(ctx.url("/v1/instances"))
+        .body(r#"{"name": "x"}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 400, "a body without a JSON content type");
+
+    assert_problem(
+        &ctx.post("/v1/instances", r#"{"name": "  "}"#).await,
+        400,
+        "invalid_request",
+    );
+    assert_problem(
+        &ctx.get("/v1/instances?limit=0").await,
+        400,
+        "invalid_request",
+    );
+    let iid = ctx.ready_instance().await;
+    assert_problem(
+        &ctx.post(
+            &format!("/v1/instances/{iid}/profiles"),
+            r#"{"name": "Bad Name"}"#,
+        )
+        .await,
+        400,
+        "invalid_request",
+    );
+    let (status, _) = ctx
+        .post(&format!("/v1/instances/{iid}/profiles"), r#"{"name": "p"}"#)
+        .await;
+    assert_eq!(status, 201);
+    assert_problem(
+        &ctx.post(&format!("/v1/instances/{iid}/profiles"), r#"{"name": "p"}"#)
+            .await,
+        409,
+        "conflict",
+    );
+}
+
+#[tokio::test]
+async fn job_streams_resume_after_last_event_id_and_lists_paginate() {
+    let ctx = Ctx::start().await;
+    let (_, created) = ctx.post("/v1/instances", r#"{"name": "a"}"#).await;
+    let job = created["job"]["id"].as_str().unwrap();
+    let all = ctx.sse(&format!("/v1/jobs/{job}/events"), None).await;
+    let steps: Vec<(&str, &str)> = all
+        .iter()
+        .map(|e| {
+            (
+                e["type"].as_str().unwrap(),
+                e["step"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            ("step.started", "prepare_home"),
+            ("step.completed", "prepare_home"),
+            ("step.started", "start_runtime"),
+            ("step.completed", "start_runtime"),
+            ("step.started", "connect_gateway"),
+            ("step.completed", "connect_gateway"),
+            ("job.finished", ""),
+        ]
+    );
+    let tail = ctx.sse(&format!("/v1/jobs/{job}/events"), Some(5)).await;
+    assert_eq!(tail, all[5..]);
+    let (_, job_body) = ctx.get(&format!("/v1/jobs/{job}")).await;
+    assert_eq!(job_body["state"], "succeeded");
+
+    for name in ["b", "c"] {
+        ctx.post("/v1/instances", &json!({"name": name}).to_string())
+            .await;
+    }
+    let (_, first) = ctx.get("/v1/instances?limit=2").await;
+    assert_eq!(first["items"].as_array().unwrap().len(), 2);
+    let cursor = first["next_cursor"].as_str().expect("a next page");
+    let (_, second) = ctx
+        .get(&format!("/v1/instances?limit=2&cursor={cursor}"))
+        .await;
+    assert_eq!(second["items"].as_array().unwrap().len(), 1);
+    assert_eq!(second["next_cursor"], Value::Null);
+}
+
+#[tokio::test]
+async fn secrets_are_never_returned() {
+    let ctx = Ctx::start().await;
+    let secret = "s3cret-s3cret-s3cret";
+    let (status, host) = ctx
+        .post(
+            "/v1/tool-hosts",
+            &json!({"url": "http://127.0.0.1:9/mcp", "secret": secret}).to_string(),
+        )
+        .await;
+    assert_eq!(status, 201);
+    let (_, fetched) = ctx
+        .get(&format!("/v1/tool-hosts/{}", host["id"].as_str().unwrap()))
+        .await;
+    for body in [host, fetched] {
+        assert!(!body.to_string().contains(secret), "{body}");
+    }
+    assert_problem(
+        &ctx.post(
+            "/v1/tool-hosts",
+            r#"{"url": "ftp://x", "secret": "0123456789abcdef"}"#,
+        )
+        .await,
+        400,
+        "invalid_request",
+    );
+}
+
+#[tokio::test]
+async fn the_edith_binary_prints_its_ready_line_and_serves_its_contract() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_edith"));
+    command
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(dir.path());
+    let process =
+        testkit::ReadyProcess::spawn(command, "EDITH_READY url=", Duration::from_secs(30)).await;
+    let url = process.ready_value("url");
+    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+    let http = reqwest::Client::new();
+    let health: Value = http
+        .get(format!("{url}/healthz"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(health["status"], "ok");
+    let served: Value = http
+        .get(format!("{url}/v1/openapi.json"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(&served, edith_server::openapi());
+    assert!(dir.path().join("edith.db").is_file());
+    let status = process.stop(Duration::from_secs(10)).await;
+    assert!(status.success(), "SIGTERM is a clean stop: {status}");
+}
+
+#[tokio::test]
+async fn the_edith_binary_refuses_bad_arguments() {
+    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_edith"))
+        .args(["serve", "--listen", "nowhere"])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("`--listen nowhere` is not an address"),
+        "{stderr}"
+    );
+}

@@ -1,0 +1,258 @@
+//! End-to-end: the SDK drives an embedded control plane, which drives the project's runtime
+//! through the native gateway; the runtime calls a callback tool back through the control
+//! plane's MCP endpoint and the SDK's tool host. All on loopback, no model key.
+
+use std::sync::{Arc, Mutex};
+
+use futures_util::StreamExt;
+use hermes::types::{ErrorCode, InstanceState, TurnEvent, TurnEventKind, TurnState, Usage};
+use hermes::{Error, Hermes, InstanceHandle, ProfileSpec, Tool, ToolError};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
+
+#[derive(Deserialize, JsonSchema)]
+struct WordCountArgs {
+    text: String,
+}
+
+/// A `word_count` tool that records every text it was called with.
+fn recording_word_count() -> (Tool, Arc<Mutex<Vec<String>>>) {
+    let calls = Arc::new(Mutex::new(Vec::new()));
+    let seen = calls.clone();
+    let tool = Tool::new("word_count", "Count words", move |args: WordCountArgs| {
+        let seen = seen.clone();
+        async move {
+            seen.lock().unwrap().push(args.text.clone());
+            Ok::<_, ToolError>(args.text.split_whitespace().count())
+        }
+    });
+    (tool, calls)
+}
+
+async fn ready_instance(hermes: &Hermes, name: &str) -> InstanceHandle {
+    let creation = hermes.instances().create(name).await.expect("create");
+    assert_eq!(creation.instance.state, InstanceState::Provisioning);
+    creation.ready().await.expect("ready")
+}
+
+async fn collect(mut events: hermes::EventStream<TurnEvent>) -> Vec<TurnEvent> {
+    let mut all = Vec::new();
+    while let Some(event) = events.next().await {
+        all.push(event.expect("event"));
+    }
+    all
+}
+
+#[tokio::test]
+async fn a_tool_calling_turn_streams_the_exact_event_sequence() {
+    let hermes = Hermes::local().await.expect("local");
+    let (tool, calls) = recording_word_count();
+    let tool = hermes.register_tool(tool).await.expect("register");
+    let instance = ready_instance(&hermes, "e2e").await;
+    let profile = instance
+        .profiles()
+        .create(ProfileSpec::new("assistant").tool(&tool))
+        .await
+        .expect("profile");
+    let session = profile.sessions().create().await.expect("session");
+    let turn = session
+        .send(r#"count with word_count {"text": "one two three four"}"#)
+        .await
+        .expect("turn");
+
+    let events = collect(turn.events()).await;
+    let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, (1..=events.len() as u64).collect::<Vec<_>>());
+    let kinds: Vec<TurnEventKind> = events.into_iter().map(|e| e.kind).collect();
+    let usage = match &kinds[kinds.len() - 2] {
+        TurnEventKind::MessageCompleted { usage, .. } => usage.clone(),
+        other => panic!("expected message.completed, got {other:?}"),
+    };
+    assert_eq!(
+        kinds,
+        vec![
+            TurnEventKind::TurnStarted,
+            TurnEventKind::MessageStarted,
+            TurnEventKind::ToolStarted {
+                tool_call_id: "call_1".into(),
+                name: "word_count".into()
+            },
+            TurnEventKind::ToolCompleted {
+                tool_call_id: "call_1".into(),
+                name: "word_count".into(),
+                args: json!({"text": "one two three four"}),
+                result: json!(4),
+            },
+            TurnEventKind::MessageDelta {
+                text: "word_count ".into()
+            },
+            TurnEventKind::MessageDelta {
+                text: "returned ".into()
+            },
+            TurnEventKind::MessageDelta { text: "4.".into() },
+            TurnEventKind::MessageCompleted {
+                text: "word_count returned 4.".into(),
+                usage: usage.clone(),
+            },
+            TurnEventKind::TurnFinished {
+                state: TurnState::Completed,
+                output: Some("word_count returned 4.".into()),
+                error: None,
+            },
+        ]
+    );
+    assert_eq!(
+        usage.map(|u| u.calls),
+        Some(2),
+        "one model call for the tool, one after it"
+    );
+    assert_eq!(*calls.lock().unwrap(), ["one two three four"]);
+
+    let finished = turn.get().await.expect("turn");
+    assert_eq!(finished.state, TurnState::Completed);
+    assert_eq!(finished.output.as_deref(), Some("word_count returned 4."));
+    assert!(matches!(finished.usage, Some(Usage { calls: 2, .. })));
+    hermes.close().await.expect("close");
+}
+
+#[tokio::test]
+async fn a_stream_resumes_after_a_given_event_and_a_session_keeps_its_native_session() {
+    let hermes = Hermes::local().await.expect("local");
+    let instance = ready_instance(&hermes, "resume").await;
+    let profile = instance
+        .profiles()
+        .create(ProfileSpec::new("echo"))
+        .await
+        .expect("profile");
+    let session = profile.sessions().create().await.expect("session");
+    let turn = session.send("hello there").await.expect("turn");
+    let all = collect(turn.events()).await;
+    assert_eq!(
+        all.last().map(|e| &e.kind),
+        Some(&TurnEventKind::TurnFinished {
+            state: TurnState::Completed,
+            output: Some("You said: hello there".into()),
+            error: None,
+        })
+    );
+    // The log is durable: a later reader resuming after event 3 gets exactly the rest.
+    let tail = collect(turn.events_after(3)).await;
+    assert_eq!(tail, all[3..]);
+
+    // The first turn taught the session its native (stored) session id; a second turn
+    // continues the same native session.
+    let native = session
+        .get()
+        .await
+        .expect("session")
+        .native_session_id
+        .expect("learned at the first turn");
+    let second = session.send("again").await.expect("turn");
+    assert_eq!(
+        second.wait().await.expect("wait").output.as_deref(),
+        Some("You said: again")
+    );
+    assert_eq!(
+        session.get().await.expect("session").native_session_id,
+        Some(native)
+    );
+    hermes.close().await.expect("close");
+}
+
+#[tokio::test]
+async fn close_deletes_the_instances_created_in_the_context() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let hermes = Hermes::local_builder()
+        .data_dir(dir.path())
+        .start()
+        .await
+        .expect("local");
+    let instance = ready_instance(&hermes, "owned").await;
+    let id = instance.id().clone();
+    let home = dir.path().join("instances").join(id.as_str());
+    assert!(
+        home.is_dir(),
+        "the runtime home exists while the instance does"
+    );
+    hermes.close().await.expect("close");
+    assert!(!home.exists(), "close destroyed the runtime home");
+
+    let again = Hermes::local_builder()
+        .data_dir(dir.path())
+        .start()
+        .await
+        .expect("reopen");
+    let err = again.open_instance(&id).await.unwrap_err();
+    assert_eq!(err.code(), Some(ErrorCode::NotFound), "{err}");
+    again.close().await.expect("close");
+}
+
+#[tokio::test]
+async fn without_cleanup_the_instance_remains_and_open_instance_reaches_it_without_owning_it() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let first = Hermes::local_builder()
+        .data_dir(dir.path())
+        .cleanup(false)
+        .start()
+        .await
+        .expect("local");
+    let id = ready_instance(&first, "kept").await.id().clone();
+    first.close().await.expect("close");
+
+    // A second client on the same data dir attaches; the runtime is started again on demand.
+    let second = Hermes::local_builder()
+        .data_dir(dir.path())
+        .start()
+        .await
+        .expect("second");
+    let instance = second.open_instance(&id).await.expect("open_instance");
+    assert_eq!(
+        instance.get().await.expect("get").state,
+        InstanceState::Ready
+    );
+    let profile = instance
+        .profiles()
+        .create(ProfileSpec::new("later"))
+        .await
+        .expect("profile");
+    let session = profile.sessions().create().await.expect("session");
+    let turn = session.send("still here?").await.expect("turn");
+    assert_eq!(
+        turn.wait().await.expect("wait").output.as_deref(),
+        Some("You said: still here?")
+    );
+    // Attached, not owned: closing the second client leaves the instance alone.
+    second.close().await.expect("close");
+
+    let third = Hermes::local_builder()
+        .data_dir(dir.path())
+        .start()
+        .await
+        .expect("third");
+    let instance = third.open_instance(&id).await.expect("still there");
+    instance.delete().await.expect("explicit delete");
+    let err = instance.get().await.unwrap_err();
+    assert!(matches!(err, Error::Api { status: 404, .. }), "{err}");
+    third.close().await.expect("close");
+}
+
+#[tokio::test]
+async fn a_remote_client_never_deletes_and_leaves_the_callers_http_client_usable() {
+    let server_side = Hermes::local().await.expect("local");
+    let instance = ready_instance(&server_side, "shared").await;
+    let url = server_side.sdk().base_url().to_owned();
+
+    let http = reqwest::Client::new();
+    let remote = Hermes::remote_with_http_client(&url, None, http.clone());
+    let seen = remote.open_instance(instance.id()).await.expect("open");
+    remote.close().await.expect("close");
+    assert_eq!(seen.get().await.expect("get").state, InstanceState::Ready);
+    let health = http
+        .get(format!("{url}/healthz"))
+        .send()
+        .await
+        .expect("the caller's client still works");
+    assert!(health.status().is_success());
+    server_side.close().await.expect("close");
+}

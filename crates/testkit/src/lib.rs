@@ -1,0 +1,5 @@
+//! Helpers the integration tests share.
+
+mod process;
+
+pub use process::ReadyProcess;
