@@ -33,10 +33,10 @@ impl Links {
     pub async fn connect(&self, state: &AppState, record: &InstanceRecord) -> AppResult<Arc<Link>> {
         let id = &record.instance.id;
         let mut links = self.links.lock().await;
-        if let Some(link) = links.get(id) {
-            if !link.gateway.is_closed() {
-                return Ok(link.clone());
-            }
+        if let Some(link) = links.get(id)
+            && !link.gateway.is_closed()
+        {
+            return Ok(link.clone());
         }
         let endpoint = state
             .provider(record.instance.provider)

@@ -94,10 +94,10 @@ impl GatewayClient {
                 let Ok(Message::Text(text)) = message else {
                     continue;
                 };
-                if let Some(Incoming::Event(event)) = Incoming::parse(&text) {
-                    if event.kind == "gateway.ready" {
-                        return Ok(event.payload);
-                    }
+                if let Some(Incoming::Event(event)) = Incoming::parse(&text)
+                    && event.kind == "gateway.ready"
+                {
+                    return Ok(event.payload);
                 }
             }
             Err(GatewayError::Connect(

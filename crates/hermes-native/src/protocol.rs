@@ -65,20 +65,20 @@ impl Incoming {
             let event = serde_json::from_value(frame.get("params")?.clone()).ok()?;
             return Some(Incoming::Event(event));
         }
-        if frame.get("method").is_none() {
-            if let Some(id) = frame.get("id") {
-                let outcome = match frame.get("error") {
-                    Some(error) => Err((
-                        error["code"].as_i64().unwrap_or_default(),
-                        error["message"].as_str().unwrap_or_default().to_owned(),
-                    )),
-                    None => Ok(frame.get("result").cloned().unwrap_or(Value::Null)),
-                };
-                return Some(Incoming::Reply {
-                    id: id.clone(),
-                    outcome,
-                });
-            }
+        if frame.get("method").is_none()
+            && let Some(id) = frame.get("id")
+        {
+            let outcome = match frame.get("error") {
+                Some(error) => Err((
+                    error["code"].as_i64().unwrap_or_default(),
+                    error["message"].as_str().unwrap_or_default().to_owned(),
+                )),
+                None => Ok(frame.get("result").cloned().unwrap_or(Value::Null)),
+            };
+            return Some(Incoming::Reply {
+                id: id.clone(),
+                outcome,
+            });
         }
         Some(Incoming::Other(frame))
     }

@@ -53,13 +53,12 @@ pub async fn run_turn(
                 (Status::Error, String::new())
             }
         };
-    if let Ok(db) = runtime.db(&session.home).await {
-        if let Err(e) = db
+    if let Ok(db) = runtime.db(&session.home).await
+        && let Err(e) = db
             .append_messages(&session.stored_id, &[], usage.input, usage.output)
             .await
-        {
-            tracing::warn!(error = %e, "could not record usage");
-        }
+    {
+        tracing::warn!(error = %e, "could not record usage");
     }
     session.emit(
         "message.complete",

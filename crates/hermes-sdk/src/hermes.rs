@@ -226,10 +226,10 @@ impl Hermes {
             let owned: Vec<InstanceId> =
                 std::mem::take(&mut *local.owned.lock().expect("not poisoned"));
             for id in owned {
-                if let Err(e) = self.instance(&id).delete().await {
-                    if e.code() != Some(edith_types::ErrorCode::NotFound) {
-                        first_error.get_or_insert(e);
-                    }
+                if let Err(e) = self.instance(&id).delete().await
+                    && e.code() != Some(edith_types::ErrorCode::NotFound)
+                {
+                    first_error.get_or_insert(e);
                 }
             }
         }

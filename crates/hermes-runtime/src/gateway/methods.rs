@@ -274,10 +274,8 @@ pub async fn close(runtime: &Runtime, session: &LiveSession, reason: &str) {
         interrupt.notify_one();
         let _ = done.changed().await;
     }
-    if persisted {
-        if let Ok(db) = runtime.db(&session.home).await {
-            let _ = db.end_session(&session.stored_id, reason).await;
-        }
+    if persisted && let Ok(db) = runtime.db(&session.home).await {
+        let _ = db.end_session(&session.stored_id, reason).await;
     }
 }
 
