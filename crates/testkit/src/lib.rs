@@ -1,5 +1,7 @@
-//! Helpers the integration tests share.
+//! Helpers the integration tests and benchmarks share.
 
+mod fake_openai;
 mod process;
 
+pub use fake_openai::{FakeModel, FakeModelOptions};
 pub use process::ReadyProcess;
