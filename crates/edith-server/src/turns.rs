@@ -212,12 +212,19 @@ fn tool_name(native: &str) -> String {
         .to_owned()
 }
 
-/// Tool results travel as text; JSON text is given back as the value it encodes.
+/// A tool's result as the turn log shows it. Runtimes report an MCP tool's result as
+/// `{"result": "<text>"}` (Hermes's shape); the text is given back as the JSON value it encodes
+/// when it is JSON. Other results (built-in tools, errors) pass through as they are.
 fn tool_result(result: Option<&Value>) -> Value {
+    let decode = |text: &str| serde_json::from_str(text).unwrap_or_else(|_| json!(text));
     match result {
-        Some(Value::String(text)) => {
-            serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.clone()))
+        Some(Value::Object(map)) if map.len() == 1 && map.contains_key("result") => {
+            match &map["result"] {
+                Value::String(text) => decode(text),
+                other => other.clone(),
+            }
         }
+        Some(Value::String(text)) => decode(text),
         Some(other) => other.clone(),
         None => Value::Null,
     }

@@ -1,8 +1,10 @@
 //! The agent loop of one turn: model → tool calls → tools → model … until the model answers
 //! without calling a tool, or the turn is interrupted.
 //!
-//! Events follow Hermes 0.19: `message.start`, `message.delta`…, `tool.start` / `tool.complete`
-//! around each call, then `message.complete {text, usage, status}`.
+//! Events follow Hermes 0.19: `message.start`, `message.delta`…, `tool.generating`,
+//! `tool.start` / `tool.complete` around each call, then `message.complete {text, usage,
+//! status}`. A model failure is reported as an `error` event and a `message.complete` with
+//! status `error`.
 
 use std::sync::Arc;
 
@@ -11,10 +13,11 @@ use serde_json::{Value, json};
 use tokio::sync::Notify;
 
 use crate::config::HomeConfig;
-use crate::model::{self, ChatMessage, ModelEvent, Role, TokenUsage};
+use crate::model::{self, ChatMessage, ModelEvent, Role};
 use crate::runtime::Runtime;
 use crate::session::LiveSession;
 use crate::store::{SessionRow, StateDb};
+use crate::tools::{ToolBox, TurnContext};
 
 /// A turn may not loop through the model more often than this.
 const MAX_MODEL_CALLS: u64 = 16;
@@ -43,22 +46,26 @@ pub async fn run_turn(
     interrupt: Arc<Notify>,
 ) {
     session.emit("message.start", json!({}));
-    let mut usage = TokenUsage::default();
-    let mut calls = 0u64;
-    let (status, final_text) =
-        match run_model_loop(&runtime, &session, text, &interrupt, &mut usage, &mut calls).await {
-            Ok(outcome) => outcome,
-            Err(message) => {
-                session.emit("error", json!({ "message": message }));
-                (Status::Error, String::new())
-            }
-        };
-    if let Ok(db) = runtime.db(&session.home).await
-        && let Err(e) = db
-            .append_messages(&session.stored_id, &[], usage.input, usage.output)
+    let before = session.state.lock().expect("not poisoned").usage;
+    let (status, final_text) = match run_model_loop(&runtime, &session, text, &interrupt).await {
+        Ok(outcome) => outcome,
+        Err(message) => {
+            session.emit("error", json!({ "message": message }));
+            (Status::Error, format!("API call failed: {message}"))
+        }
+    };
+    let (usage, persisted) = {
+        let state = session.state.lock().expect("not poisoned");
+        (state.usage, state.persisted)
+    };
+    if persisted && let Ok(db) = runtime.db(&session.home).await {
+        let (input, output) = (usage.input - before.input, usage.output - before.output);
+        if let Err(e) = db
+            .append_messages(&session.stored_id, &[], input, output)
             .await
-    {
-        tracing::warn!(error = %e, "could not record usage");
+        {
+            tracing::warn!(error = %e, "could not record usage");
+        }
     }
     session.emit(
         "message.complete",
@@ -72,7 +79,7 @@ pub async fn run_turn(
                 "prompt": usage.input,
                 "completion": usage.output,
                 "total": usage.input + usage.output,
-                "calls": calls,
+                "calls": usage.calls,
             },
         }),
     );
@@ -83,8 +90,6 @@ async fn run_model_loop(
     session: &LiveSession,
     text: String,
     interrupt: &Notify,
-    usage: &mut TokenUsage,
-    calls: &mut u64,
 ) -> Result<(Status, String), String> {
     let config = HomeConfig::load(&session.home)
         .await
@@ -94,49 +99,47 @@ async fn run_model_loop(
         .db(&session.home)
         .await
         .map_err(|e| format!("state.db: {e}"))?;
-    let user = ChatMessage::user(text);
-    persist(session, &db, std::slice::from_ref(&user)).await?;
-    let mut history = {
-        let mut state = session.state.lock().expect("not poisoned");
-        state.messages.push(user);
-        state.messages.clone()
-    };
+    let mut history = session.state.lock().expect("not poisoned").messages.clone();
+    record(session, &db, &mut history, ChatMessage::user(text)).await?;
 
-    let (toolbox, problems) = runtime.mcp.toolbox(&config).await;
+    let (toolbox, problems) = ToolBox::for_turn(runtime, &config).await;
     for problem in problems {
         session.emit("status.update", json!({"kind": "warn", "text": problem}));
     }
     let specs = toolbox.specs();
+    let ctx = TurnContext { runtime, session };
 
-    loop {
-        if *calls >= MAX_MODEL_CALLS {
-            return Err(format!(
-                "stopped after {MAX_MODEL_CALLS} model calls in one turn"
-            ));
-        }
-        *calls += 1;
+    for _ in 0..MAX_MODEL_CALLS {
         let mut stream = model.stream(&history, &specs);
         let mut reply = ChatMessage::plain(Role::Assistant, String::new());
         loop {
             let next = tokio::select! {
                 biased;
                 _ = interrupt.notified() => {
-                    record(session, &db, &mut history, reply.clone()).await?;
-                    return Ok((Status::Interrupted, reply.content));
+                    let partial = reply.content.clone();
+                    if !partial.is_empty() {
+                        record(session, &db, &mut history, reply).await?;
+                    }
+                    return Ok((Status::Interrupted, partial));
                 }
                 next = stream.next() => next,
             };
             match next {
                 None => break,
-                Some(Err(e)) => return Err(format!("model error: {e}")),
+                Some(Err(e)) => return Err(e.to_string()),
                 Some(Ok(ModelEvent::Delta(piece))) => {
                     session.emit("message.delta", json!({ "text": piece }));
                     reply.content.push_str(&piece);
                 }
-                Some(Ok(ModelEvent::ToolCall(call))) => reply.tool_calls.push(call),
+                Some(Ok(ModelEvent::ToolCall(call))) => {
+                    session.emit("tool.generating", json!({"name": call.name}));
+                    reply.tool_calls.push(call);
+                }
                 Some(Ok(ModelEvent::Done(step))) => {
-                    usage.input += step.input;
-                    usage.output += step.output;
+                    let mut state = session.state.lock().expect("not poisoned");
+                    state.usage.input += step.input;
+                    state.usage.output += step.output;
+                    state.usage.calls += 1;
                 }
             }
         }
@@ -149,26 +152,23 @@ async fn run_model_loop(
         for call in tool_calls {
             session.emit(
                 "tool.start",
-                json!({
-                    "tool_id": call.id,
-                    "name": call.name,
-                    "context": summarize(&call.arguments),
-                    "args_text": call.arguments.to_string(),
-                }),
+                json!({"tool_id": call.id, "name": call.name, "context": summarize(&call.arguments)}),
             );
             let result = tokio::select! {
                 biased;
                 _ = interrupt.notified() => return Ok((Status::Interrupted, String::new())),
-                result = toolbox.call(&call.name, call.arguments.clone()) => result,
+                result = toolbox.call(&ctx, &call.name, call.arguments.clone()) => result,
             };
+            // Like Hermes: the event carries the result decoded when it is JSON.
+            let decoded: Value =
+                serde_json::from_str(&result.text).unwrap_or_else(|_| json!(result.text));
             session.emit(
                 "tool.complete",
                 json!({
                     "tool_id": call.id,
                     "name": call.name,
                     "args": call.arguments,
-                    "result": result.text,
-                    "error": result.is_error,
+                    "result": decoded,
                     "duration_s": result.duration.as_secs_f64(),
                 }),
             );
@@ -178,6 +178,9 @@ async fn run_model_loop(
             record(session, &db, &mut history, message).await?;
         }
     }
+    Err(format!(
+        "stopped after {MAX_MODEL_CALLS} model calls in one turn"
+    ))
 }
 
 /// Adds a message to the turn's history, the live session and `state.db`.
@@ -204,12 +207,14 @@ async fn persist(
     db: &StateDb,
     messages: &[ChatMessage],
 ) -> Result<(), String> {
-    let first = {
+    let (first, title) = {
         let mut state = session.state.lock().expect("not poisoned");
-        !std::mem::replace(&mut state.persisted, true)
+        (
+            !std::mem::replace(&mut state.persisted, true),
+            state.title.clone(),
+        )
     };
     if first {
-        let title = session.state.lock().expect("not poisoned").title.clone();
         db.ensure_session(&SessionRow {
             id: session.stored_id.clone(),
             source: session.source.clone(),

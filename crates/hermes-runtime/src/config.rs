@@ -19,9 +19,15 @@ pub struct ModelSection {
     /// The model name (`default:` in Hermes's config).
     #[serde(default)]
     pub default: Option<String>,
-    /// `scripted` (ours, offline). Absent means `scripted` too, so a bare home works offline.
+    /// `scripted` (ours, offline), or e.g. `custom` with a `base_url`. Absent (and no
+    /// `base_url`) means `scripted`, so a bare home works offline.
     #[serde(default)]
     pub provider: Option<String>,
+    /// An OpenAI-compatible endpoint, e.g. `http://127.0.0.1:8000/v1`.
+    #[serde(default)]
+    pub base_url: Option<String>,
+    #[serde(default)]
+    pub api_key: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -11,6 +11,8 @@ pub mod config;
 mod gateway;
 mod http;
 pub mod model;
+mod prompts;
+mod pyjson;
 mod runtime;
 mod session;
 mod store;

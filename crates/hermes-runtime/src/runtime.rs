@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use edith_types::LiveSessionId;
 
+use crate::prompts::Prompts;
 use crate::session::LiveSession;
 use crate::store::StateDb;
 use crate::tools::McpPool;
@@ -19,6 +20,8 @@ pub struct Runtime {
     /// One `state.db` pool per home, opened on first use.
     dbs: tokio::sync::Mutex<HashMap<PathBuf, StateDb>>,
     pub mcp: McpPool,
+    /// Approvals and questions waiting for a client's answer.
+    pub prompts: Prompts,
     /// Seconds a disconnected session survives before it is reaped, unless resumed.
     pub orphan_grace: std::time::Duration,
     /// Becomes `true` when the runtime stops; connections end on it.
@@ -49,6 +52,7 @@ impl Runtime {
             sessions: Mutex::new(HashMap::new()),
             dbs: tokio::sync::Mutex::new(HashMap::new()),
             mcp: McpPool::default(),
+            prompts: Prompts::default(),
             orphan_grace,
             stopping,
         }

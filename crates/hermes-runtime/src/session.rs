@@ -24,10 +24,20 @@ pub struct Transport {
 
 /// A turn in progress.
 pub struct RunningTurn {
-    /// Notified by `session.interrupt` and on shutdown.
+    /// Notified by `session.interrupt`, a busy prompt, and on shutdown.
     pub interrupt: Arc<Notify>,
-    /// Closed when the turn has ended (its sender is dropped).
+    /// Closed when the turn (and any prompt queued behind it) has ended.
     pub done: tokio::sync::watch::Receiver<()>,
+    /// A prompt that arrived while this turn ran; it runs next, on this transport.
+    pub queued: Option<(String, Transport)>,
+}
+
+/// Token accounting of a live session, across its turns (as Hermes reports it).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SessionUsage {
+    pub input: u64,
+    pub output: u64,
+    pub calls: u64,
 }
 
 pub struct LiveSession {
@@ -50,6 +60,9 @@ pub struct SessionState {
     /// Whether the `state.db` row exists (it is written at the first prompt).
     pub persisted: bool,
     pub close_on_disconnect: bool,
+    pub usage: SessionUsage,
+    /// Unix seconds of the last prompt or resume.
+    pub last_active: f64,
 }
 
 impl LiveSession {

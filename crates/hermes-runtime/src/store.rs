@@ -214,6 +214,31 @@ impl StateDb {
             .collect())
     }
 
+    /// Sets the title; false when the row does not exist.
+    pub async fn set_title(&self, id: &str, title: &str) -> Result<bool, sqlx::Error> {
+        let done = sqlx::query("UPDATE sessions SET title = ? WHERE id = ?")
+            .bind(title)
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Deletes a session and its messages; false when there was no such session.
+    pub async fn delete_session(&self, id: &str) -> Result<bool, sqlx::Error> {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("DELETE FROM messages WHERE session_id = ?")
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        let done = sqlx::query("DELETE FROM sessions WHERE id = ?")
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(done.rows_affected() == 1)
+    }
+
     pub async fn end_session(&self, id: &str, reason: &str) -> Result<(), sqlx::Error> {
         sqlx::query(
             "UPDATE sessions SET ended_at = ?, end_reason = ? WHERE id = ? AND ended_at IS NULL",

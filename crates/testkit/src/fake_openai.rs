@@ -6,7 +6,8 @@
 //! - a user text containing `CALL <tool> <json object>`: a call of the offered tool whose name is
 //!   `<tool>` or ends with `__<tool>`, with those arguments (ids `call_<n>`, unique per server);
 //! - a user text containing `SLOW`: 60 pieces `tick `, one every 100 ms (for interrupts);
-//! - a user text containing `FAIL`: HTTP 500 with an OpenAI-style error body;
+//! - a user text whose last line contains `FAIL`: HTTP 500 with an OpenAI-style error body
+//!   (the last line, because a client may merge an unanswered user message into the next);
 //! - otherwise: `You said: <text>`, a word at a time.
 //!
 //! Requests without `"stream": true` (auxiliary calls such as title generation) get a short
@@ -136,8 +137,14 @@ async fn models() -> Json<Value> {
 }
 
 enum Reply {
-    Text { pieces: Vec<String>, delay: Duration },
-    Call { name: String, arguments: Value },
+    Text {
+        pieces: Vec<String>,
+        delay: Duration,
+    },
+    Call {
+        name: String,
+        arguments: Value,
+    },
     Fail,
 }
 
@@ -176,7 +183,11 @@ fn decide(request: &Value, options: &FakeModelOptions) -> Reply {
             delay: options.piece_delay,
         };
     }
-    if text.contains("FAIL") {
+    if text
+        .lines()
+        .last()
+        .is_some_and(|line| line.contains("FAIL"))
+    {
         return Reply::Fail;
     }
     if text.contains("SLOW") {
@@ -261,8 +272,10 @@ async fn completions(State(shared): State<Arc<Shared>>, Json(request): Json<Valu
         }))
         .into_response();
     }
-    let mut frames: Vec<(Duration, String)> =
-        vec![(Duration::ZERO, chunk(json!({"role": "assistant", "content": ""}), None))];
+    let mut frames: Vec<(Duration, String)> = vec![(
+        Duration::ZERO,
+        chunk(json!({"role": "assistant", "content": ""}), None),
+    )];
     let output_chars = match reply {
         Reply::Text { pieces, delay } => {
             let chars = pieces.iter().map(String::len).sum();
@@ -298,7 +311,10 @@ async fn completions(State(shared): State<Arc<Shared>>, Json(request): Json<Valu
         Ok::<_, Infallible>(frame)
     });
     (
-        [(header::CONTENT_TYPE, "text/event-stream"), (header::CACHE_CONTROL, "no-cache")],
+        [
+            (header::CONTENT_TYPE, "text/event-stream"),
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
         Body::from_stream(body),
     )
         .into_response()

@@ -1,4 +1,5 @@
-//! The gateway methods this runtime implements. Every other method answers `-32601`.
+//! The gateway methods this runtime implements, with Hermes 0.19's shapes and error codes.
+//! Every other method answers `-32601`.
 
 use std::sync::{Arc, Mutex};
 
@@ -11,20 +12,33 @@ use tokio::sync::Notify;
 use crate::agent;
 use crate::config::HomeConfig;
 use crate::model::{ChatMessage, Role};
+use crate::prompts::Choice;
 use crate::runtime::Runtime;
 use crate::session::{self, LiveSession, RunningTurn, SessionState, Transport};
-use crate::store::unix_now;
+use crate::store::{SessionRow, unix_now};
 
-/// Methods this runtime answers; the catalog marks them as implemented.
+/// Methods this runtime answers; the native catalog marks them as implemented.
 pub const IMPLEMENTED: &[&str] = &[
-    "session.create",
-    "session.resume",
-    "session.list",
-    "session.history",
-    "session.close",
-    "session.interrupt",
+    "approval.respond",
+    "clarify.respond",
     "prompt.submit",
+    "session.active_list",
+    "session.close",
+    "session.create",
+    "session.delete",
+    "session.history",
+    "session.interrupt",
+    "session.list",
+    "session.most_recent",
+    "session.resume",
+    "session.title",
+    "session.usage",
 ];
+
+/// Hermes's code for an unknown live session (4007 is for stored sessions).
+const LIVE_SESSION_NOT_FOUND: i64 = 4001;
+const TITLE_REQUIRED: i64 = 4021;
+const SESSION_ACTIVE: i64 = 4023;
 
 #[derive(Debug, Clone)]
 pub struct RpcError {
@@ -55,18 +69,26 @@ pub async fn dispatch(
     method: &str,
     params: Value,
 ) -> Result<Handled> {
+    let p = &params;
     let reply = match method {
-        "session.create" => session_create(runtime, transport, &params).await?,
-        "session.resume" => session_resume(runtime, transport, &params).await?,
-        "session.list" => session_list(runtime, &params).await?,
-        "session.history" => session_history(runtime, &params)?,
-        "session.close" => session_close(runtime, &params).await?,
-        "session.interrupt" => session_interrupt(runtime, &params)?,
-        "prompt.submit" => return prompt_submit(runtime, transport, &params),
+        "session.create" => session_create(runtime, transport, p).await?,
+        "session.resume" => session_resume(runtime, transport, p).await?,
+        "session.list" => session_list(runtime, p).await?,
+        "session.most_recent" => session_most_recent(runtime, p).await?,
+        "session.active_list" => session_active_list(runtime, p),
+        "session.history" => session_history(runtime, p)?,
+        "session.close" => session_close(runtime, p).await,
+        "session.delete" => session_delete(runtime, p).await?,
+        "session.title" => session_title(runtime, p).await?,
+        "session.usage" => session_usage(runtime, p)?,
+        "session.interrupt" => session_interrupt(runtime, p)?,
+        "approval.respond" => approval_respond(runtime, p)?,
+        "clarify.respond" => clarify_respond(runtime, p)?,
+        "prompt.submit" => return prompt_submit(runtime, transport, p),
         other => {
             return Err(RpcError::new(
                 codes::METHOD_NOT_FOUND,
-                format!("method not found: {other}"),
+                format!("unknown method: {other}"),
             ));
         }
     };
@@ -74,33 +96,36 @@ pub async fn dispatch(
 }
 
 fn str_param<'p>(params: &'p Value, name: &str) -> Option<&'p str> {
-    params.get(name).and_then(Value::as_str)
+    params
+        .get(name)
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
 }
 
+/// The live session named by `session_id`; missing or unknown is 4001, as in Hermes.
 fn live_session(runtime: &Runtime, params: &Value) -> Result<Arc<LiveSession>> {
-    let sid = str_param(params, "session_id")
-        .filter(|s| !s.is_empty())
-        .ok_or_else(|| RpcError::new(codes::SESSION_ID_REQUIRED, "session_id required"))?;
-    runtime
-        .session(sid)
-        .ok_or_else(|| RpcError::new(codes::SESSION_NOT_FOUND, "session not found"))
+    str_param(params, "session_id")
+        .and_then(|sid| runtime.session(sid))
+        .ok_or_else(|| RpcError::new(LIVE_SESSION_NOT_FOUND, "session not found"))
 }
 
 fn handler_error(e: impl std::fmt::Display) -> RpcError {
-    RpcError::new(codes::HANDLER_ERROR, e.to_string())
+    RpcError::new(codes::INTERNAL, e.to_string())
 }
 
+/// Messages as Hermes shows them: tool rows by name, empty assistant rows left out.
 fn history_json(messages: &[ChatMessage]) -> Vec<Value> {
     messages
         .iter()
-        .filter(|m| m.role != Role::System)
-        .map(|m| match m.role {
-            Role::Tool => json!({
+        .filter_map(|m| match m.role {
+            Role::System => None,
+            Role::Tool => Some(json!({
                 "role": "tool",
                 "name": m.tool_name,
                 "context": m.content,
-            }),
-            role => json!({"role": role.as_str(), "text": m.content}),
+            })),
+            _ if m.content.trim().is_empty() => None,
+            role => Some(json!({"role": role.as_str(), "text": m.content})),
         })
         .collect()
 }
@@ -110,7 +135,7 @@ fn info(session: &LiveSession) -> Value {
         "model": session.model_name,
         "tools": {},
         "skills": {},
-        "cwd": session.home.display().to_string(),
+        "cwd": std::env::current_dir().map(|d| d.display().to_string()).unwrap_or_default(),
         "lazy": true,
         "desktop_contract": 4,
         "profile_name": session.profile.as_deref().unwrap_or("default"),
@@ -122,33 +147,37 @@ async fn open_live(
     runtime: &Runtime,
     transport: &Transport,
     params: &Value,
-    stored_id: String,
+    row: SessionRow,
     messages: Vec<ChatMessage>,
     persisted: bool,
-    title: Option<String>,
 ) -> Result<Arc<LiveSession>> {
     let profile = str_param(params, "profile")
-        .filter(|p| !p.is_empty() && *p != "default")
+        .filter(|p| *p != "default")
         .map(str::to_owned);
     let home = runtime
         .profile_home(profile.as_deref())
         .map_err(handler_error)?;
     let config = HomeConfig::load(&home).await.map_err(handler_error)?;
+    let now = unix_now();
     let session = Arc::new(LiveSession {
         sid: session::new_live_id(),
-        stored_id,
+        stored_id: row.id,
         home,
         profile,
-        source: str_param(params, "source").unwrap_or("tui").to_owned(),
-        started_at: unix_now(),
+        source: str_param(params, "source")
+            .unwrap_or(&row.source)
+            .to_owned(),
+        started_at: if persisted { row.started_at } else { now },
         model_name: config.model_name(),
         state: Mutex::new(SessionState {
             messages,
             transport: transport.clone(),
             running: None,
-            title,
+            title: row.title,
             persisted,
             close_on_disconnect: params["close_on_disconnect"].as_bool().unwrap_or(false),
+            usage: Default::default(),
+            last_active: now,
         }),
     });
     runtime
@@ -160,17 +189,16 @@ async fn open_live(
 }
 
 async fn session_create(runtime: &Runtime, transport: &Transport, params: &Value) -> Result<Value> {
-    let title = str_param(params, "title").map(str::to_owned);
-    let session = open_live(
-        runtime,
-        transport,
-        params,
-        session::new_stored_id(),
-        Vec::new(),
-        false,
-        title,
-    )
-    .await?;
+    let row = SessionRow {
+        id: session::new_stored_id(),
+        source: "tui".to_owned(),
+        model: String::new(),
+        started_at: unix_now(),
+        title: str_param(params, "title").map(str::to_owned),
+        message_count: 0,
+        profile_name: None,
+    };
+    let session = open_live(runtime, transport, params, row, Vec::new(), false).await?;
     Ok(json!({
         "session_id": session.sid,
         "stored_session_id": session.stored_id,
@@ -182,7 +210,6 @@ async fn session_create(runtime: &Runtime, transport: &Transport, params: &Value
 
 async fn session_resume(runtime: &Runtime, transport: &Transport, params: &Value) -> Result<Value> {
     let wanted = str_param(params, "session_id")
-        .filter(|s| !s.is_empty())
         .ok_or_else(|| RpcError::new(codes::SESSION_ID_REQUIRED, "session_id required"))?;
     let home = runtime
         .profile_home(str_param(params, "profile").filter(|p| *p != "default"))
@@ -193,27 +220,44 @@ async fn session_resume(runtime: &Runtime, transport: &Transport, params: &Value
         .await
         .map_err(handler_error)?
         .ok_or_else(|| RpcError::new(codes::SESSION_NOT_FOUND, "session not found"))?;
-    let messages = db.messages(&row.id).await.map_err(handler_error)?;
-    let history = history_json(&messages);
-    let session = open_live(
-        runtime,
-        transport,
-        params,
-        row.id.clone(),
-        messages,
-        true,
-        row.title.clone(),
-    )
-    .await?;
+    let stored_id = row.id.clone();
+
+    // Already live here: the same live session, now bound to this connection.
+    let live = runtime
+        .sessions
+        .lock()
+        .expect("not poisoned")
+        .values()
+        .find(|s| s.stored_id == stored_id && s.home == home)
+        .cloned();
+    let session = match live {
+        Some(session) => {
+            let mut state = session.state.lock().expect("not poisoned");
+            state.transport = transport.clone();
+            state.last_active = unix_now();
+            drop(state);
+            session
+        }
+        None => {
+            let messages = db.messages(&stored_id).await.map_err(handler_error)?;
+            open_live(runtime, transport, params, row, messages, true).await?
+        }
+    };
+    let (history, running) = {
+        let state = session.state.lock().expect("not poisoned");
+        (history_json(&state.messages), state.running.is_some())
+    };
     Ok(json!({
         "session_id": session.sid,
-        "resumed": row.id,
+        "resumed": stored_id,
+        "session_key": stored_id,
         "message_count": history.len(),
         "messages": history,
         "info": info(&session),
-        "running": false,
-        "status": "idle",
-        "started_at": row.started_at,
+        "inflight": null,
+        "running": running,
+        "status": if running { "streaming" } else { "idle" },
+        "started_at": session.started_at,
     }))
 }
 
@@ -221,7 +265,7 @@ async fn session_list(runtime: &Runtime, params: &Value) -> Result<Value> {
     let home = runtime
         .profile_home(str_param(params, "profile"))
         .map_err(handler_error)?;
-    let limit = params["limit"].as_u64().unwrap_or(200);
+    let limit = params["limit"].as_u64().filter(|l| *l > 0).unwrap_or(200);
     let db = runtime.db(&home).await.map_err(handler_error)?;
     let rows = db.list_sessions(limit).await.map_err(handler_error)?;
     let sessions: Vec<Value> = rows
@@ -229,7 +273,7 @@ async fn session_list(runtime: &Runtime, params: &Value) -> Result<Value> {
         .map(|row| {
             json!({
                 "id": row.id,
-                "title": row.title,
+                "title": row.title.unwrap_or_default(),
                 "preview": row.preview,
                 "started_at": row.started_at,
                 "message_count": row.message_count,
@@ -240,17 +284,74 @@ async fn session_list(runtime: &Runtime, params: &Value) -> Result<Value> {
     Ok(json!({ "sessions": sessions }))
 }
 
+async fn session_most_recent(runtime: &Runtime, params: &Value) -> Result<Value> {
+    let home = runtime
+        .profile_home(str_param(params, "profile"))
+        .map_err(handler_error)?;
+    let db = runtime.db(&home).await.map_err(handler_error)?;
+    let newest = db.list_sessions(1).await.map_err(handler_error)?;
+    Ok(match newest.into_iter().next() {
+        Some(row) => json!({
+            "session_id": row.id,
+            "title": row.title.unwrap_or_default(),
+            "started_at": row.started_at,
+            "source": row.source,
+        }),
+        None => json!({"session_id": null}),
+    })
+}
+
+fn session_active_list(runtime: &Runtime, params: &Value) -> Value {
+    let current = str_param(params, "current_session_id").unwrap_or_default();
+    let mut sessions: Vec<Arc<LiveSession>> = runtime
+        .sessions
+        .lock()
+        .expect("not poisoned")
+        .values()
+        .cloned()
+        .collect();
+    sessions.sort_by(|a, b| a.started_at.total_cmp(&b.started_at));
+    let rows: Vec<Value> = sessions
+        .iter()
+        .map(|s| {
+            let state = s.state.lock().expect("not poisoned");
+            let preview = state
+                .messages
+                .iter()
+                .rev()
+                .find(|m| m.role != Role::Tool && !m.content.trim().is_empty())
+                .map(|m| m.content.chars().take(160).collect::<String>())
+                .unwrap_or_default();
+            json!({
+                "current": s.sid.as_str() == current,
+                "id": s.sid,
+                "last_active": state.last_active,
+                "message_count": state.messages.len(),
+                "model": s.model_name,
+                "preview": preview,
+                "session_key": s.stored_id,
+                "started_at": s.started_at,
+                "status": if state.running.is_some() { "streaming" } else { "idle" },
+                "title": state.title.clone().unwrap_or_default(),
+            })
+        })
+        .collect();
+    json!({ "sessions": rows })
+}
+
 fn session_history(runtime: &Runtime, params: &Value) -> Result<Value> {
     let session = live_session(runtime, params)?;
-    let messages = session.state.lock().expect("not poisoned").messages.clone();
-    let history = history_json(&messages);
+    let history = history_json(&session.state.lock().expect("not poisoned").messages);
     Ok(json!({"count": history.len(), "messages": history}))
 }
 
-async fn session_close(runtime: &Runtime, params: &Value) -> Result<Value> {
-    let session = live_session(runtime, params)?;
+/// Closing a live session that does not exist is not an error: `{closed: false}`.
+async fn session_close(runtime: &Runtime, params: &Value) -> Value {
+    let Some(session) = str_param(params, "session_id").and_then(|sid| runtime.session(sid)) else {
+        return json!({"closed": false});
+    };
     close(runtime, &session, "tui_close").await;
-    Ok(json!({"closed": true}))
+    json!({"closed": true})
 }
 
 /// Interrupts the session's turn, forgets the live session and ends its stored row.
@@ -261,15 +362,14 @@ pub async fn close(runtime: &Runtime, session: &LiveSession, reason: &str) {
         .expect("not poisoned")
         .remove(&session.sid);
     let (running, persisted) = {
-        let state = session.state.lock().expect("not poisoned");
-        (
-            state
-                .running
-                .as_ref()
-                .map(|r| (r.interrupt.clone(), r.done.clone())),
-            state.persisted,
-        )
+        let mut state = session.state.lock().expect("not poisoned");
+        let running = state.running.as_mut().map(|r| {
+            r.queued = None;
+            (r.interrupt.clone(), r.done.clone())
+        });
+        (running, state.persisted)
     };
+    runtime.prompts.forget_session(&session.sid);
     if let Some((interrupt, mut done)) = running {
         interrupt.notify_one();
         let _ = done.changed().await;
@@ -279,42 +379,164 @@ pub async fn close(runtime: &Runtime, session: &LiveSession, reason: &str) {
     }
 }
 
+async fn session_delete(runtime: &Runtime, params: &Value) -> Result<Value> {
+    let target = str_param(params, "session_id")
+        .ok_or_else(|| RpcError::new(codes::SESSION_ID_REQUIRED, "session_id required"))?;
+    let home = runtime
+        .profile_home(str_param(params, "profile"))
+        .map_err(handler_error)?;
+    let active = runtime
+        .sessions
+        .lock()
+        .expect("not poisoned")
+        .values()
+        .any(|s| s.stored_id == target);
+    if active {
+        return Err(RpcError::new(
+            SESSION_ACTIVE,
+            "cannot delete an active session",
+        ));
+    }
+    let db = runtime.db(&home).await.map_err(handler_error)?;
+    if db.delete_session(target).await.map_err(handler_error)? {
+        Ok(json!({"deleted": target}))
+    } else {
+        Err(RpcError::new(codes::SESSION_NOT_FOUND, "session not found"))
+    }
+}
+
+async fn session_title(runtime: &Runtime, params: &Value) -> Result<Value> {
+    let session = live_session(runtime, params)?;
+    if params.get("title").is_none() {
+        let title = session.state.lock().expect("not poisoned").title.clone();
+        return Ok(json!({"title": title.unwrap_or_default(), "session_key": session.stored_id}));
+    }
+    let title = params["title"]
+        .as_str()
+        .unwrap_or_default()
+        .trim()
+        .to_owned();
+    if title.is_empty() {
+        return Err(RpcError::new(TITLE_REQUIRED, "title required"));
+    }
+    let persisted = {
+        let mut state = session.state.lock().expect("not poisoned");
+        state.title = Some(title.clone());
+        std::mem::replace(&mut state.persisted, true)
+    };
+    let db = runtime.db(&session.home).await.map_err(handler_error)?;
+    if !persisted {
+        // An explicit title is intent enough to write the row now, as Hermes does.
+        db.ensure_session(&SessionRow {
+            id: session.stored_id.clone(),
+            source: session.source.clone(),
+            model: session.model_name.clone(),
+            started_at: session.started_at,
+            title: Some(title.clone()),
+            message_count: 0,
+            profile_name: session.profile.clone(),
+        })
+        .await
+        .map_err(handler_error)?;
+    }
+    db.set_title(&session.stored_id, &title)
+        .await
+        .map_err(handler_error)?;
+    Ok(json!({"pending": false, "title": title}))
+}
+
+fn session_usage(runtime: &Runtime, params: &Value) -> Result<Value> {
+    let session = live_session(runtime, params)?;
+    let usage = session.state.lock().expect("not poisoned").usage;
+    Ok(json!({
+        "model": session.model_name,
+        "input": usage.input,
+        "output": usage.output,
+        "prompt": usage.input,
+        "completion": usage.output,
+        "total": usage.input + usage.output,
+        "calls": usage.calls,
+    }))
+}
+
 fn session_interrupt(runtime: &Runtime, params: &Value) -> Result<Value> {
     let session = live_session(runtime, params)?;
-    if let Some(running) = &session.state.lock().expect("not poisoned").running {
-        running.interrupt.notify_one();
+    {
+        let mut state = session.state.lock().expect("not poisoned");
+        if let Some(running) = state.running.as_mut() {
+            running.queued = None;
+            running.interrupt.notify_one();
+        }
     }
+    runtime.prompts.release(&session.sid);
     Ok(json!({"status": "interrupted"}))
 }
 
+fn approval_respond(runtime: &Runtime, params: &Value) -> Result<Value> {
+    let session = live_session(runtime, params)?;
+    let choice = Choice::parse(str_param(params, "choice").unwrap_or("deny"));
+    let all = params["all"].as_bool().unwrap_or(false);
+    let resolved = runtime.prompts.resolve_approvals(&session.sid, choice, all);
+    Ok(json!({ "resolved": resolved }))
+}
+
+fn clarify_respond(runtime: &Runtime, params: &Value) -> Result<Value> {
+    let request_id = str_param(params, "request_id").unwrap_or_default();
+    let answer = params["answer"].as_str().unwrap_or_default().to_owned();
+    if runtime.prompts.answer(request_id, answer) {
+        Ok(json!({"status": "ok"}))
+    } else {
+        Err(RpcError::new(codes::BUSY, "no pending answer request"))
+    }
+}
+
+/// Starts a turn; while one runs, the prompt is queued to run next and the running turn is
+/// interrupted (Hermes's default `busy_input_mode: interrupt`), answering `{status: queued}`.
 fn prompt_submit(runtime: &Arc<Runtime>, transport: &Transport, params: &Value) -> Result<Handled> {
     let session = live_session(runtime, params)?;
-    let text = str_param(params, "text")
+    let text = params
+        .get("text")
+        .and_then(Value::as_str)
         .ok_or_else(|| RpcError::new(codes::INVALID_PARAMS, "text required"))?
         .to_owned();
     let interrupt = Arc::new(Notify::new());
     let (done_tx, done_rx) = tokio::sync::watch::channel(());
     {
         let mut state = session.state.lock().expect("not poisoned");
-        if state.running.is_some() {
-            return Err(RpcError::new(codes::BUSY, "session busy"));
+        state.last_active = unix_now();
+        if let Some(running) = state.running.as_mut() {
+            running.queued = Some((text, transport.clone()));
+            running.interrupt.notify_one();
+            return Ok(Handled::Reply(json!({"status": "queued"})));
         }
         // Like Hermes, a prompt re-binds the session to the connection that sent it.
         state.transport = transport.clone();
         state.running = Some(RunningTurn {
             interrupt: interrupt.clone(),
             done: done_rx,
+            queued: None,
         });
     }
     let runtime = runtime.clone();
-    let turn = async move {
-        agent::run_turn(runtime, session.clone(), text, interrupt).await;
-        session.state.lock().expect("not poisoned").running = None;
+    let turns = async move {
+        let mut next = Some(text);
+        while let Some(text) = next.take() {
+            agent::run_turn(runtime.clone(), session.clone(), text, interrupt.clone()).await;
+            let mut state = session.state.lock().expect("not poisoned");
+            let queued = state.running.as_mut().and_then(|r| r.queued.take());
+            match queued {
+                Some((text, transport)) => {
+                    state.transport = transport;
+                    next = Some(text);
+                }
+                None => state.running = None,
+            }
+        }
         drop(done_tx);
     };
     Ok(Handled::ReplyThen(
         json!({"status": "streaming"}),
-        turn.boxed(),
+        turns.boxed(),
     ))
 }
 

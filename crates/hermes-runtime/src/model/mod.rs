@@ -1,12 +1,14 @@
 //! Models the agent loop can drive. A model turns the conversation so far, and the tools it may
 //! call, into a stream of text pieces and tool calls.
 
+mod openai;
 mod scripted;
 
 use futures_util::stream::BoxStream;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use openai::OpenAiModel;
 pub use scripted::ScriptedModel;
 
 use crate::config::HomeConfig;
@@ -100,12 +102,19 @@ pub trait Model: Send + Sync {
     ) -> BoxStream<'static, Result<ModelEvent, ModelError>>;
 }
 
-/// The model a home's config asks for.
+/// The model a home's config asks for: `scripted` (also when there is no `model:` section),
+/// or any OpenAI-compatible endpoint given by `base_url` (Hermes's `custom` provider).
 pub fn from_config(config: &HomeConfig) -> Result<Box<dyn Model>, ModelError> {
-    match config.model.provider.as_deref() {
-        None | Some("scripted") => Ok(Box::new(ScriptedModel)),
-        Some(other) => Err(ModelError(format!(
-            "model provider `{other}` is not supported by this runtime (supported: scripted)"
+    let section = &config.model;
+    match (section.provider.as_deref(), section.base_url.as_deref()) {
+        (None | Some("scripted"), None) => Ok(Box::new(ScriptedModel)),
+        (_, Some(base_url)) => Ok(Box::new(OpenAiModel::new(
+            base_url,
+            section.api_key.clone(),
+            config.model_name(),
+        ))),
+        (Some(other), None) => Err(ModelError(format!(
+            "model provider `{other}` needs a `base_url` (an OpenAI-compatible endpoint)"
         ))),
     }
 }

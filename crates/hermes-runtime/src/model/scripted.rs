@@ -1,7 +1,7 @@
 //! A deterministic offline model, for demos and tests.
 //!
 //! Its rules, in order:
-//! 1. After a tool result, it answers `<tool> returned <result>.`
+//! 1. After a tool result, it answers `<tool> returned <result>.` (an MCP result's text).
 //! 2. When the user's text names an available tool (by its full name or the part after the
 //!    last `__`) followed by a JSON object, it calls that tool with that object.
 //! 3. Otherwise it answers `You said: <text>`.
@@ -56,7 +56,11 @@ fn reply(messages: &[ChatMessage], tools: &[ToolSpec]) -> Reply {
     };
     if last.role == Role::Tool {
         let name = last.tool_name.as_deref().unwrap_or("the tool");
-        return Reply::Text(format!("{} returned {}.", short_name(name), last.content));
+        return Reply::Text(format!(
+            "{} returned {}.",
+            short_name(name),
+            unwrap_result(&last.content)
+        ));
     }
     if let Some((tool, arguments)) = find_call(&last.content, tools) {
         let calls_so_far: usize = messages.iter().map(|m| m.tool_calls.len()).sum();
@@ -67,6 +71,18 @@ fn reply(messages: &[ChatMessage], tools: &[ToolSpec]) -> Reply {
         });
     }
     Reply::Text(format!("You said: {}", last.content))
+}
+
+/// An MCP result travels as `{"result": "<text>"}`; the model talks about the text.
+fn unwrap_result(content: &str) -> String {
+    match serde_json::from_str::<Value>(content) {
+        Ok(Value::Object(map)) if map.len() == 1 => match map.get("result") {
+            Some(Value::String(text)) => text.clone(),
+            Some(other) => other.to_string(),
+            None => content.to_owned(),
+        },
+        _ => content.to_owned(),
+    }
 }
 
 /// `mcp__edith__word_count` → `word_count`.
@@ -175,7 +191,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_tool_result_is_reported() {
-        let mut result = ChatMessage::plain(Role::Tool, "3".into());
+        let mut result = ChatMessage::plain(Role::Tool, r#"{"result": "3"}"#.into());
         result.tool_name = Some("mcp__edith__word_count".into());
         let events = run(&[ChatMessage::user("x"), result], &[word_count()]).await;
         let text: String = events

@@ -1,17 +1,18 @@
-//! The tools an agent may call: those of the MCP servers in its home's config, named as Hermes
-//! names them (`mcp__<server>__<tool>`).
+//! MCP servers from a home's config: connections kept across turns, tools listed each turn.
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use edith_mcp::McpClient;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
-use serde_json::Value;
 use tokio::sync::Mutex;
 
 use crate::config::{HomeConfig, McpServerConfig};
 use crate::model::ToolSpec;
+
+/// A listed tool: how the model sees it, the connection that serves it, its name there.
+pub type Listed = (ToolSpec, Arc<McpClient>, String);
 
 /// Open MCP connections, shared by every session of the runtime and kept across turns.
 #[derive(Default)]
@@ -19,19 +20,6 @@ pub struct McpPool {
     http: reqwest::Client,
     /// By server url and credentials, so two profiles with the same server share a connection.
     clients: Mutex<HashMap<String, Arc<McpClient>>>,
-}
-
-/// What one call returned, as the model and the `tool.complete` event see it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolResult {
-    pub text: String,
-    pub is_error: bool,
-    pub duration: Duration,
-}
-
-/// The tools available to one turn.
-pub struct ToolBox {
-    tools: Vec<(ToolSpec, Arc<McpClient>, String)>,
 }
 
 impl McpPool {
@@ -60,9 +48,10 @@ impl McpPool {
         Ok(client)
     }
 
-    /// Lists the tools of every configured server. A server that cannot be reached is left out
-    /// and reported, so one bad server does not take the others down.
-    pub async fn toolbox(&self, config: &HomeConfig) -> (ToolBox, Vec<String>) {
+    /// Lists the tools of every configured server, with the connection that serves each and its
+    /// name there. A server that cannot be reached is left out and reported, so one bad server
+    /// does not take the others down.
+    pub async fn list(&self, config: &HomeConfig) -> (Vec<Listed>, Vec<String>) {
         let mut tools = Vec::new();
         let mut problems = Vec::new();
         for (server, server_config) in &config.mcp_servers {
@@ -95,33 +84,6 @@ impl McpPool {
                 }
             }
         }
-        (ToolBox { tools }, problems)
-    }
-}
-
-impl ToolBox {
-    pub fn specs(&self) -> Vec<ToolSpec> {
-        self.tools.iter().map(|(spec, _, _)| spec.clone()).collect()
-    }
-
-    pub async fn call(&self, name: &str, args: Value) -> ToolResult {
-        let started = Instant::now();
-        let Some((_, client, remote_name)) = self.tools.iter().find(|(s, _, _)| s.name == name)
-        else {
-            return ToolResult {
-                text: format!("unknown tool: {name}"),
-                is_error: true,
-                duration: started.elapsed(),
-            };
-        };
-        let (text, is_error) = match client.call_tool(remote_name, args).await {
-            Ok(output) => (output.text, output.is_error),
-            Err(e) => (e.to_string(), true),
-        };
-        ToolResult {
-            text,
-            is_error,
-            duration: started.elapsed(),
-        }
+        (tools, problems)
     }
 }

@@ -1,0 +1,241 @@
+//! Any OpenAI-compatible `/v1/chat/completions` endpoint: streamed text, streamed tool calls
+//! (assembled from their deltas), and usage (`stream_options.include_usage`).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use futures_util::stream::{self, BoxStream};
+use serde_json::{Value, json};
+
+use super::{ChatMessage, Model, ModelError, ModelEvent, Role, TokenUsage, ToolCall, ToolSpec};
+
+/// A model behind an OpenAI-compatible endpoint.
+pub struct OpenAiModel {
+    http: reqwest::Client,
+    /// `.../v1`, without the trailing slash.
+    base_url: String,
+    api_key: Option<String>,
+    model: String,
+}
+
+impl OpenAiModel {
+    pub fn new(base_url: &str, api_key: Option<String>, model: String) -> Self {
+        Self {
+            http: reqwest::Client::builder()
+                .connect_timeout(Duration::from_secs(10))
+                .build()
+                .unwrap_or_default(),
+            base_url: base_url.trim_end_matches('/').to_owned(),
+            api_key,
+            model,
+        }
+    }
+
+    fn body(&self, messages: &[ChatMessage], tools: &[ToolSpec]) -> Value {
+        let messages: Vec<Value> = messages.iter().map(wire_message).collect();
+        let mut body = json!({
+            "model": self.model,
+            "messages": messages,
+            "stream": true,
+            "stream_options": {"include_usage": true},
+        });
+        if !tools.is_empty() {
+            body["tools"] = tools
+                .iter()
+                .map(|t| {
+                    json!({"type": "function", "function": {
+                        "name": t.name, "description": t.description, "parameters": t.parameters,
+                    }})
+                })
+                .collect();
+        }
+        body
+    }
+}
+
+fn wire_message(message: &ChatMessage) -> Value {
+    let mut wire = json!({"role": message.role.as_str(), "content": message.content});
+    if message.role == Role::Assistant && !message.tool_calls.is_empty() {
+        wire["tool_calls"] = message
+            .tool_calls
+            .iter()
+            .map(|c| {
+                json!({"id": c.id, "type": "function", "function": {
+                    "name": c.name, "arguments": c.arguments.to_string(),
+                }})
+            })
+            .collect();
+    }
+    if let Some(id) = &message.tool_call_id {
+        wire["tool_call_id"] = json!(id);
+    }
+    wire
+}
+
+/// Tool calls as their deltas arrive: by index, id and name once, arguments in pieces.
+#[derive(Default)]
+struct PendingCall {
+    id: String,
+    name: String,
+    arguments: String,
+}
+
+struct Reading {
+    body: BoxStream<'static, reqwest::Result<bytes::Bytes>>,
+    buffer: String,
+    calls: BTreeMap<u64, PendingCall>,
+    usage: Option<TokenUsage>,
+    queued: std::collections::VecDeque<ModelEvent>,
+    finished: bool,
+}
+
+impl Model for OpenAiModel {
+    fn stream(
+        &self,
+        messages: &[ChatMessage],
+        tools: &[ToolSpec],
+    ) -> BoxStream<'static, Result<ModelEvent, ModelError>> {
+        let mut request = self
+            .http
+            .post(format!("{}/chat/completions", self.base_url))
+            .json(&self.body(messages, tools));
+        if let Some(key) = &self.api_key {
+            request = request.bearer_auth(key);
+        }
+        let opened = async move {
+            let response = request
+                .send()
+                .await
+                .map_err(|e| ModelError(format!("model endpoint unreachable: {e}")))?;
+            let status = response.status();
+            if !status.is_success() {
+                let text = response.text().await.unwrap_or_default();
+                let message = serde_json::from_str::<Value>(&text)
+                    .ok()
+                    .and_then(|v| v["error"]["message"].as_str().map(str::to_owned))
+                    .unwrap_or(text);
+                return Err(ModelError(format!("HTTP {}: {message}", status.as_u16())));
+            }
+            Ok(Reading {
+                body: response.bytes_stream().boxed(),
+                buffer: String::new(),
+                calls: BTreeMap::new(),
+                usage: None,
+                queued: Default::default(),
+                finished: false,
+            })
+        };
+        stream::once(opened)
+            .flat_map(|opened| match opened {
+                Err(e) => stream::once(async move { Err(e) }).boxed(),
+                Ok(reading) => read_events(reading).boxed(),
+            })
+            .boxed()
+    }
+}
+
+fn read_events(
+    reading: Reading,
+) -> impl futures_util::Stream<Item = Result<ModelEvent, ModelError>> {
+    stream::unfold(reading, |mut r| async move {
+        loop {
+            if let Some(event) = r.queued.pop_front() {
+                return Some((Ok(event), r));
+            }
+            if r.finished {
+                return None;
+            }
+            match r.body.next().await {
+                Some(Ok(bytes)) => {
+                    r.buffer.push_str(&String::from_utf8_lossy(&bytes));
+                    while let Some(end) = r.buffer.find('\n') {
+                        let line: String = r.buffer.drain(..=end).collect();
+                        if let Err(e) = r.line(line.trim()) {
+                            r.finished = true;
+                            return Some((Err(e), r));
+                        }
+                    }
+                }
+                Some(Err(e)) => {
+                    r.finished = true;
+                    return Some((Err(ModelError(format!("model stream broke: {e}"))), r));
+                }
+                None => r.finish(),
+            }
+        }
+    })
+}
+
+impl Reading {
+    fn line(&mut self, line: &str) -> Result<(), ModelError> {
+        let Some(data) = line.strip_prefix("data:").map(str::trim) else {
+            return Ok(()); // comments, `event:` lines, blank separators
+        };
+        if data == "[DONE]" {
+            self.finish();
+            return Ok(());
+        }
+        let chunk: Value = serde_json::from_str(data)
+            .map_err(|e| ModelError(format!("unreadable stream chunk: {e}")))?;
+        if let Some(message) = chunk["error"]["message"].as_str() {
+            return Err(ModelError(message.to_owned()));
+        }
+        if let Some(usage) = chunk.get("usage").filter(|u| u.is_object()) {
+            self.usage = Some(TokenUsage {
+                input: usage["prompt_tokens"].as_u64().unwrap_or_default(),
+                output: usage["completion_tokens"].as_u64().unwrap_or_default(),
+            });
+        }
+        let Some(delta) = chunk["choices"].get(0).map(|c| &c["delta"]) else {
+            return Ok(());
+        };
+        if let Some(text) = delta["content"].as_str().filter(|t| !t.is_empty()) {
+            self.queued.push_back(ModelEvent::Delta(text.to_owned()));
+        }
+        for call in delta["tool_calls"].as_array().into_iter().flatten() {
+            let pending = self
+                .calls
+                .entry(call["index"].as_u64().unwrap_or_default())
+                .or_default();
+            if let Some(id) = call["id"].as_str() {
+                pending.id = id.to_owned();
+            }
+            if let Some(name) = call["function"]["name"].as_str() {
+                pending.name.push_str(name);
+            }
+            if let Some(arguments) = call["function"]["arguments"].as_str() {
+                pending.arguments.push_str(arguments);
+            }
+        }
+        Ok(())
+    }
+
+    /// The stream is over: the assembled tool calls, then the usage.
+    fn finish(&mut self) {
+        if self.finished {
+            return;
+        }
+        self.finished = true;
+        for (index, call) in std::mem::take(&mut self.calls) {
+            let arguments = if call.arguments.trim().is_empty() {
+                json!({})
+            } else {
+                serde_json::from_str(&call.arguments)
+                    .unwrap_or_else(|_| json!({"_unparsed_arguments": call.arguments}))
+            };
+            let id = if call.id.is_empty() {
+                format!("call_{index}")
+            } else {
+                call.id
+            };
+            self.queued.push_back(ModelEvent::ToolCall(ToolCall {
+                id,
+                name: call.name,
+                arguments,
+            }));
+        }
+        self.queued
+            .push_back(ModelEvent::Done(self.usage.unwrap_or_default()));
+    }
+}

@@ -1,0 +1,45 @@
+//! `clarify`: asks the user a question (`clarify.request`) and waits for `clarify.respond`.
+
+use serde_json::{Value, json};
+
+use super::TurnContext;
+use crate::model::ToolSpec;
+use crate::prompts::CLARIFY_TIMEOUT;
+
+pub fn spec() -> ToolSpec {
+    ToolSpec {
+        name: "clarify".to_owned(),
+        description: "Ask the user a clarifying question and wait for the answer.".to_owned(),
+        parameters: json!({
+            "type": "object",
+            "properties": {
+                "question": {"type": "string", "description": "The question to ask."},
+                "choices": {"type": "array", "items": {"type": "string"},
+                            "description": "Answers to offer, if any."},
+            },
+            "required": ["question"],
+        }),
+    }
+}
+
+pub async fn call(ctx: &TurnContext<'_>, args: &Value) -> Value {
+    let Some(question) = args["question"].as_str() else {
+        return json!({"error": "`question` is required"});
+    };
+    let choices = args.get("choices").cloned().unwrap_or(Value::Null);
+    let prompts = &ctx.runtime.prompts;
+    let (request_id, answer) = prompts.question(&ctx.session.sid);
+    ctx.session.emit(
+        "clarify.request",
+        json!({"question": question, "choices": choices, "request_id": request_id}),
+    );
+    let user_response = match tokio::time::timeout(CLARIFY_TIMEOUT, answer).await {
+        Ok(Ok(answer)) => answer,
+        // Released by an interrupt, or nobody answered in time.
+        Ok(Err(_)) | Err(_) => {
+            prompts.forget_question(&request_id);
+            String::new()
+        }
+    };
+    json!({"question": question, "choices_offered": choices, "user_response": user_response})
+}

@@ -1,0 +1,223 @@
+//! `terminal`: runs a shell command. Commands that match a dangerous pattern need the user's
+//! approval first (`approval.request` → `approval.respond`), unless the pattern was approved for
+//! the session or for good.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::TurnContext;
+use crate::model::ToolSpec;
+use crate::prompts::{APPROVAL_TIMEOUT, Choice};
+
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(180);
+const MAX_OUTPUT: usize = 50_000;
+
+pub fn spec() -> ToolSpec {
+    ToolSpec {
+        name: "terminal".to_owned(),
+        description: "Run a shell command and return its output and exit code. Destructive \
+                      commands need the user's approval."
+            .to_owned(),
+        parameters: json!({
+            "type": "object",
+            "properties": {
+                "command": {"type": "string", "description": "The command, run with `sh -c`."},
+                "timeout": {"type": "integer", "description": "Seconds before it is killed (default 180)."},
+            },
+            "required": ["command"],
+        }),
+    }
+}
+
+/// The dangerous pattern a command matches: `(pattern key, description)`.
+pub fn dangerous(command: &str) -> Option<(&'static str, &'static str)> {
+    let words: Vec<&str> = command.split_whitespace().collect();
+    let has = |needle: &str| command.contains(needle);
+    let rm_forced = words.windows(2).any(|w| {
+        (w[0] == "rm" || w[0].ends_with("/rm"))
+            && (w[1].starts_with('-')
+                && (w[1].contains('r') || w[1].contains('R') || w[1].contains('f'))
+                || w[1] == "--recursive"
+                || w[1] == "--force")
+    });
+    if rm_forced {
+        return Some(("recursive delete", "recursive or forced delete"));
+    }
+    let checks: &[(bool, &str, &str)] = &[
+        (
+            words.iter().any(|w| w.starts_with("mkfs")),
+            "format filesystem",
+            "format a filesystem",
+        ),
+        (
+            words.first() == Some(&"dd") && has("of=/dev/"),
+            "write to device",
+            "raw write to a block device",
+        ),
+        (
+            has("> /dev/sd") || has(">/dev/sd"),
+            "write to device",
+            "overwrite a block device",
+        ),
+        (
+            words.first() == Some(&"chmod") && has("777"),
+            "world writable",
+            "make files world-writable",
+        ),
+        (
+            words
+                .iter()
+                .any(|w| ["shutdown", "reboot", "halt", "poweroff"].contains(w)),
+            "system power",
+            "shut down or restart the machine",
+        ),
+        (
+            (has("curl") || has("wget"))
+                && (has("| sh") || has("| bash") || has("|sh") || has("|bash")),
+            "pipe to shell",
+            "run a downloaded script",
+        ),
+        (
+            has("git push") && (has("--force") || words.contains(&"-f")),
+            "force push",
+            "force-push over remote history",
+        ),
+        (
+            has("git reset --hard"),
+            "discard changes",
+            "discard uncommitted changes",
+        ),
+    ];
+    checks
+        .iter()
+        .find(|(matched, _, _)| *matched)
+        .map(|(_, key, description)| (*key, *description))
+}
+
+pub async fn call(ctx: &TurnContext<'_>, args: &Value) -> Value {
+    let Some(command) = args["command"].as_str().filter(|c| !c.trim().is_empty()) else {
+        return json!({"output": "", "exit_code": -1, "error": "`command` is required"});
+    };
+    let mut approval_note = None;
+    if let Some((pattern, description)) = dangerous(command) {
+        let prompts = &ctx.runtime.prompts;
+        let (sid, home) = (&ctx.session.sid, &ctx.session.home);
+        if !prompts.is_allowed(sid, home, pattern) {
+            let answer = prompts.approval(sid);
+            ctx.session.emit(
+                "approval.request",
+                json!({
+                    "command": command,
+                    "pattern_key": pattern,
+                    "pattern_keys": [pattern],
+                    "description": description,
+                    "allow_permanent": true,
+                    "choices": ["once", "session", "always", "deny"],
+                }),
+            );
+            let choice = match tokio::time::timeout(APPROVAL_TIMEOUT, answer).await {
+                Ok(Ok(choice)) => choice,
+                Ok(Err(_)) | Err(_) => Choice::Deny,
+            };
+            match choice {
+                Choice::Deny => {
+                    return json!({
+                        "output": "",
+                        "exit_code": -1,
+                        "error": "BLOCKED: Command denied by user. The user has NOT consented to \
+                                  this action. Do NOT retry this command.",
+                        "status": "blocked",
+                    });
+                }
+                Choice::Session => prompts.allow_for_session(sid, pattern),
+                Choice::Always => {
+                    if let Err(e) = prompts.allow_always(home, pattern) {
+                        tracing::warn!(error = %e, "could not persist an approval");
+                    }
+                }
+                Choice::Once => {}
+            }
+            approval_note = Some(format!(
+                "Command required approval ({description}) and was approved by the user."
+            ));
+        }
+    }
+    let timeout = args["timeout"]
+        .as_u64()
+        .map(Duration::from_secs)
+        .unwrap_or(DEFAULT_TIMEOUT);
+    let mut result = run(command, timeout).await;
+    if let Some(note) = approval_note {
+        result["approval"] = json!(note);
+    }
+    result
+}
+
+async fn run(command: &str, timeout: Duration) -> Value {
+    let child = tokio::process::Command::new("sh")
+        .arg("-c")
+        .arg(command)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        // An interrupted turn drops this future: the command dies with it.
+        .kill_on_drop(true)
+        .spawn();
+    let child = match child {
+        Ok(child) => child,
+        Err(e) => {
+            return json!({"output": "", "exit_code": -1, "error": format!("cannot run sh: {e}")});
+        }
+    };
+    match tokio::time::timeout(timeout, child.wait_with_output()).await {
+        Ok(Ok(output)) => {
+            let mut text = String::from_utf8_lossy(&output.stdout).into_owned();
+            text.push_str(&String::from_utf8_lossy(&output.stderr));
+            if text.len() > MAX_OUTPUT {
+                let cut = (0..=MAX_OUTPUT)
+                    .rev()
+                    .find(|i| text.is_char_boundary(*i))
+                    .unwrap_or(0);
+                text.truncate(cut);
+                text.push_str("\n[output truncated]");
+            }
+            json!({"output": text, "exit_code": output.status.code().unwrap_or(-1), "error": null})
+        }
+        Ok(Err(e)) => {
+            json!({"output": "", "exit_code": -1, "error": format!("command failed: {e}")})
+        }
+        Err(_) => json!({"output": "", "exit_code": -1,
+                         "error": format!("command timed out after {}s", timeout.as_secs())}),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::dangerous;
+
+    #[test]
+    fn destructive_commands_need_approval_and_harmless_ones_do_not() {
+        for command in [
+            "rm -rf /tmp/x",
+            "rm -r build",
+            "sudo rm --recursive x",
+            "mkfs.ext4 /dev/sdb1",
+            "dd if=/dev/zero of=/dev/sda",
+            "curl https://x.sh | sh",
+            "git push --force origin main",
+            "chmod -R 777 /",
+        ] {
+            assert!(dangerous(command).is_some(), "{command}");
+        }
+        for command in [
+            "ls -la",
+            "rm file.txt",
+            "git push origin main",
+            "cat /dev/sda1",
+        ] {
+            assert!(dangerous(command).is_none(), "{command}");
+        }
+    }
+}

@@ -1,0 +1,71 @@
+//! JSON-RPC 2.0 framing and error codes.
+
+use serde_json::json;
+
+use crate::conformance;
+use crate::harness::{Peer, Target};
+
+conformance!(framing_errors_have_their_codes, framing_errors);
+conformance!(replies_are_matched_by_id, replies_by_id);
+
+async fn framing_errors(target: Target) {
+    let peer = Peer::start(target).await;
+    let mut client = peer.connect().await; // the first frame is gateway.ready (checked there)
+
+    client.send_raw("{not json").await;
+    let parse = client.next_frame().await;
+    assert_eq!(parse["error"]["code"], -32700, "{parse}");
+    assert_eq!(parse["jsonrpc"], "2.0");
+
+    client.send_raw(r#"{"jsonrpc":"2.0","id":"m1"}"#).await;
+    let no_method = client.next_frame().await;
+    assert_eq!(
+        (&no_method["id"], &no_method["error"]["code"]),
+        (&json!("m1"), &json!(-32600))
+    );
+
+    assert_eq!(client.error_code("no.such.method", json!({})).await, -32601);
+
+    client
+        .send_raw(r#"{"jsonrpc":"2.0","id":"p1","method":"session.list","params":[1]}"#)
+        .await;
+    let bad_params = client.next_frame().await;
+    assert_eq!(
+        (&bad_params["id"], &bad_params["error"]["code"]),
+        (&json!("p1"), &json!(-32602))
+    );
+    peer.stop().await;
+}
+
+async fn replies_by_id(target: Target) {
+    let peer = Peer::start(target).await;
+    let mut client = peer.connect().await;
+    let mut ids = Vec::new();
+    for i in 0..6 {
+        let method = if i % 2 == 0 {
+            "session.create"
+        } else {
+            "session.list"
+        };
+        ids.push((client.send_request(method, json!({})).await, method));
+    }
+    // Replies may come in any order; each id gets exactly its own method's reply.
+    let mut replies = std::collections::HashMap::new();
+    while replies.len() < ids.len() {
+        let frame = client.next_frame().await;
+        if let Some(id) = frame["id"].as_str() {
+            assert!(
+                replies.insert(id.to_owned(), frame.clone()).is_none(),
+                "twice: {frame}"
+            );
+        }
+    }
+    for (id, method) in ids {
+        let result = &replies[&id]["result"];
+        match method {
+            "session.create" => assert!(result["session_id"].is_string(), "{result}"),
+            _ => assert!(result["sessions"].is_array(), "{result}"),
+        }
+    }
+    peer.stop().await;
+}

@@ -1,0 +1,377 @@
+//! Launching a peer (our runtime or the real Hermes 0.19) exactly the same way, and talking to
+//! it over the wire.
+
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use edith_mcp::server::{ToolCallError, ToolService, handle_post};
+use edith_mcp::{ToolDescriptor, ToolOutput};
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{Value, json};
+use testkit::{FakeModel, ReadyProcess};
+use tokio_tungstenite::tungstenite::Message;
+
+pub const TOKEN: &str = "conformance-token-0123456789";
+
+/// How long any single frame may take: the real Hermes builds its agent lazily on the first
+/// prompt (seconds), and retries failed model calls with back-off.
+const FRAME_TIMEOUT: Duration = Duration::from_secs(60);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    Ours,
+    Hermes,
+}
+
+/// Where the real Hermes is: `HERMES_BIN`, else the virtualenv `scripts/test` installs.
+fn hermes_bin() -> PathBuf {
+    if let Some(bin) = std::env::var_os("HERMES_BIN") {
+        return PathBuf::from(bin);
+    }
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let bin = workspace.join("target/hermes-venv/bin/hermes");
+    assert!(
+        bin.is_file(),
+        "the real Hermes is not installed at {}: run `scripts/test`, which installs \
+         hermes-agent[mcp]==0.19.0 into target/hermes-venv (needs python3 >= 3.11 with venv \
+         and pip), or set HERMES_BIN",
+        bin.display()
+    );
+    bin
+}
+
+/// What a peer's `config.yaml` holds besides the model.
+#[derive(Default, Clone)]
+pub struct PeerOptions {
+    /// `mcp_servers:` entries: name → url.
+    pub mcp_servers: Vec<(String, String)>,
+}
+
+/// A running runtime, its home, and the fake model it talks to.
+pub struct Peer {
+    pub target: Target,
+    process: Option<ReadyProcess>,
+    pub port: u16,
+    pub home: PathBuf,
+    /// The directory the runtime runs in (where `terminal` commands run).
+    pub work: PathBuf,
+    pub model: FakeModel,
+    _dir: Arc<tempfile::TempDir>,
+}
+
+impl Peer {
+    pub async fn start(target: Target) -> Self {
+        Self::start_with(target, PeerOptions::default()).await
+    }
+
+    pub async fn start_with(target: Target, options: PeerOptions) -> Self {
+        let dir = Arc::new(tempfile::tempdir().expect("temp dir"));
+        let home = dir.path().join("home");
+        let work = dir.path().join("work");
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::create_dir_all(&work).unwrap();
+        let model = FakeModel::start().await;
+        write_config(&home, &model, &options);
+        let process = launch(target, &home, &work).await;
+        let port = process.ready_value("port").parse().expect("a port");
+        Self {
+            target,
+            process: Some(process),
+            port,
+            home,
+            work,
+            model,
+            _dir: dir,
+        }
+    }
+
+    /// Stops the runtime (SIGTERM), keeping its home.
+    pub async fn terminate(&mut self) -> std::process::ExitStatus {
+        let process = self.process.take().expect("running");
+        process.stop(Duration::from_secs(30)).await
+    }
+
+    /// Stops the runtime if it runs, and starts it again on the same home.
+    pub async fn restart(&mut self) {
+        if let Some(process) = self.process.take() {
+            process.stop(Duration::from_secs(30)).await;
+        }
+        let process = launch(self.target, &self.home, &self.work).await;
+        self.port = process.ready_value("port").parse().expect("a port");
+        self.process = Some(process);
+    }
+
+    pub async fn stop(mut self) -> std::process::ExitStatus {
+        let process = self.process.take().expect("running");
+        process.stop(Duration::from_secs(30)).await
+    }
+
+    pub async fn connect(&self) -> Client {
+        let url = format!("ws://127.0.0.1:{}/api/ws?token={TOKEN}", self.port);
+        let (socket, _) = tokio_tungstenite::connect_async(url)
+            .await
+            .expect("connect");
+        let mut client = Client {
+            socket,
+            next_id: 0,
+            events: VecDeque::new(),
+        };
+        let ready = client.next_frame().await;
+        assert_eq!(ready["params"]["type"], "gateway.ready", "{ready}");
+        client
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+}
+
+fn write_config(home: &Path, model: &FakeModel, options: &PeerOptions) {
+    let mut config = json!({
+        "model": model.hermes_model_config(),
+        // Manual approvals: the user decides (Hermes's `smart` mode would ask the model first).
+        "approvals": {"mode": "manual"},
+    });
+    if !options.mcp_servers.is_empty() {
+        let servers: serde_json::Map<String, Value> = options
+            .mcp_servers
+            .iter()
+            .map(|(name, url)| {
+                (
+                    name.clone(),
+                    json!({"url": url, "timeout": 30, "connect_timeout": 10}),
+                )
+            })
+            .collect();
+        config["mcp_servers"] = Value::Object(servers);
+    }
+    // JSON is YAML: both runtimes read the same file.
+    std::fs::write(
+        home.join("config.yaml"),
+        serde_json::to_string_pretty(&config).unwrap(),
+    )
+    .unwrap();
+}
+
+async fn launch(target: Target, home: &Path, work: &Path) -> ReadyProcess {
+    let program = match target {
+        Target::Ours => PathBuf::from(env!("CARGO_BIN_EXE_hermes-runtime")),
+        Target::Hermes => hermes_bin(),
+    };
+    let mut command = tokio::process::Command::new(program);
+    command
+        .args(["serve", "--host", "127.0.0.1", "--port", "0"])
+        .current_dir(work)
+        .env("HERMES_HOME", home)
+        .env("HOME", home.parent().unwrap())
+        .env("HERMES_DASHBOARD_SESSION_TOKEN", TOKEN);
+    ReadyProcess::spawn(
+        command,
+        "HERMES_BACKEND_READY port=",
+        Duration::from_secs(90),
+    )
+    .await
+}
+
+type Socket =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// A gateway connection that keeps events seen while waiting for replies.
+pub struct Client {
+    socket: Socket,
+    next_id: u64,
+    events: VecDeque<Value>,
+}
+
+/// Event types that carry no contract (UI hints, reasoning, build progress) and that the two
+/// runtimes are free to send or not.
+const INFORMATIONAL: &[&str] = &[
+    "session.info",
+    "thinking.delta",
+    "reasoning.delta",
+    "reasoning.available",
+    "status.update",
+    "session.title",
+    "notification.show",
+    "notification.clear",
+    "skin.changed",
+    "tool.generating",
+];
+
+impl Client {
+    pub async fn send_raw(&mut self, text: &str) {
+        self.socket
+            .send(Message::Text(text.to_owned().into()))
+            .await
+            .expect("send");
+    }
+
+    pub async fn next_frame(&mut self) -> Value {
+        loop {
+            let message = tokio::time::timeout(FRAME_TIMEOUT, self.socket.next())
+                .await
+                .expect("a frame in time")
+                .expect("the socket is open")
+                .expect("a frame");
+            match message {
+                Message::Text(text) => return serde_json::from_str(&text).expect("JSON frame"),
+                Message::Close(frame) => panic!("the gateway closed the socket: {frame:?}"),
+                _ => continue,
+            }
+        }
+    }
+
+    /// Sends a request and returns its reply; events that arrive first are kept in order.
+    pub async fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.send_request(method, params).await;
+        self.reply_to(&id).await
+    }
+
+    pub async fn send_request(&mut self, method: &str, params: Value) -> String {
+        self.next_id += 1;
+        let id = format!("c{}", self.next_id);
+        let frame = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        self.send_raw(&frame.to_string()).await;
+        id
+    }
+
+    pub async fn reply_to(&mut self, id: &str) -> Value {
+        loop {
+            let frame = self.next_frame().await;
+            if frame["id"] == id {
+                return frame;
+            }
+            if frame["method"] == "event" {
+                self.events.push_back(frame);
+            } else {
+                panic!("unexpected frame while waiting for {id}: {frame}");
+            }
+        }
+    }
+
+    /// `result` of a call that must succeed.
+    pub async fn call(&mut self, method: &str, params: Value) -> Value {
+        let reply = self.request(method, params).await;
+        assert!(reply.get("error").is_none(), "{method} failed: {reply}");
+        reply["result"].clone()
+    }
+
+    /// The error code of a call that must fail.
+    pub async fn error_code(&mut self, method: &str, params: Value) -> i64 {
+        let reply = self.request(method, params).await;
+        reply["error"]["code"]
+            .as_i64()
+            .unwrap_or_else(|| panic!("{method} should fail: {reply}"))
+    }
+
+    /// The next contract event (`params`), skipping informational ones.
+    pub async fn event(&mut self) -> Value {
+        loop {
+            let frame = match self.events.pop_front() {
+                Some(frame) => frame,
+                None => self.next_frame().await,
+            };
+            assert_eq!(frame["method"], "event", "expected an event: {frame}");
+            let kind = frame["params"]["type"].as_str().unwrap_or_default();
+            if !INFORMATIONAL.contains(&kind) {
+                return frame["params"].clone();
+            }
+        }
+    }
+
+    /// Contract events up to and including the first of `kind`.
+    pub async fn events_until(&mut self, kind: &str) -> Vec<Value> {
+        let mut events = Vec::new();
+        loop {
+            let event = self.event().await;
+            let done = event["type"] == kind;
+            events.push(event);
+            if done {
+                return events;
+            }
+        }
+    }
+}
+
+pub fn types(events: &[Value]) -> Vec<&str> {
+    events
+        .iter()
+        .map(|e| e["type"].as_str().unwrap_or_default())
+        .collect()
+}
+
+/// The concatenated `message.delta` texts.
+pub fn streamed_text(events: &[Value]) -> String {
+    events
+        .iter()
+        .filter(|e| e["type"] == "message.delta")
+        .map(|e| e["payload"]["text"].as_str().unwrap_or_default())
+        .collect()
+}
+
+/// An MCP server (Streamable HTTP) run by the test, serving `word_count` and recording calls.
+pub struct McpServer {
+    pub url: String,
+    pub calls: Arc<Mutex<Vec<Value>>>,
+    _stop: tokio::sync::watch::Sender<bool>,
+}
+
+struct WordCount {
+    calls: Arc<Mutex<Vec<Value>>>,
+}
+
+impl ToolService for WordCount {
+    async fn list_tools(&self) -> Result<Vec<ToolDescriptor>, String> {
+        Ok(vec![ToolDescriptor {
+            name: "word_count".into(),
+            description: "Count the words in a text".into(),
+            input_schema: json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}),
+        }])
+    }
+
+    async fn call_tool(&self, name: &str, args: Value) -> Result<ToolOutput, ToolCallError> {
+        if name != "word_count" {
+            return Err(ToolCallError::UnknownTool(name.to_owned()));
+        }
+        self.calls.lock().unwrap().push(args.clone());
+        let count = args["text"]
+            .as_str()
+            .unwrap_or_default()
+            .split_whitespace()
+            .count();
+        Ok(ToolOutput::value(json!(count)))
+    }
+}
+
+impl McpServer {
+    pub async fn start() -> Self {
+        let calls = Arc::new(Mutex::new(Vec::new()));
+        let service = Arc::new(WordCount {
+            calls: calls.clone(),
+        });
+        let app = axum::Router::new().route(
+            "/mcp",
+            axum::routing::post(move |body: axum::body::Bytes| {
+                let service = service.clone();
+                async move { handle_post(service.as_ref(), &body).await }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+        let (stop, mut stopping) = tokio::sync::watch::channel(false);
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app)
+                .with_graceful_shutdown(async move {
+                    let _ = stopping.wait_for(|s| *s).await;
+                })
+                .await;
+        });
+        Self {
+            url,
+            calls,
+            _stop: stop,
+        }
+    }
+}

@@ -1,0 +1,333 @@
+//! Live and stored sessions: ids, listing, history, titles, usage, closing, resuming, deleting.
+
+use serde_json::{Value, json};
+
+use crate::conformance;
+use crate::harness::{Client, Peer, Target, streamed_text};
+
+conformance!(the_session_lifecycle_matches_hermes, lifecycle);
+conformance!(stored_sessions_survive_a_restart, restart);
+conformance!(a_profile_keeps_its_own_state_db, profiles);
+
+/// Creates a session and runs one prompt to completion; returns (live id, stored id).
+pub async fn prompted_session(client: &mut Client, text: &str) -> (String, String) {
+    let created = client
+        .call("session.create", json!({"source": "conformance"}))
+        .await;
+    let live = created["session_id"].as_str().unwrap().to_owned();
+    let stored = created["stored_session_id"].as_str().unwrap().to_owned();
+    let submitted = client
+        .call("prompt.submit", json!({"session_id": live, "text": text}))
+        .await;
+    assert_eq!(submitted["status"], "streaming");
+    let events = client.events_until("message.complete").await;
+    assert_eq!(events.last().unwrap()["payload"]["status"], "complete");
+    (live, stored)
+}
+
+fn is_hex8(id: &str) -> bool {
+    id.len() == 8 && id.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// `YYYYMMDD_HHMMSS_xxxxxx`
+fn is_stored_id(id: &str) -> bool {
+    let parts: Vec<&str> = id.split('_').collect();
+    parts.len() == 3
+        && parts[0].len() == 8
+        && parts[1].len() == 6
+        && parts[2].len() == 6
+        && parts
+            .iter()
+            .all(|p| p.bytes().all(|b| b.is_ascii_alphanumeric()))
+}
+
+async fn lifecycle(target: Target) {
+    let peer = Peer::start(target).await;
+    let mut client = peer.connect().await;
+
+    let created = client
+        .call("session.create", json!({"source": "conformance"}))
+        .await;
+    let live = created["session_id"].as_str().unwrap().to_owned();
+    let stored = created["stored_session_id"].as_str().unwrap().to_owned();
+    assert!(is_hex8(&live), "live id {live}");
+    assert!(is_stored_id(&stored), "stored id {stored}");
+    assert_eq!(created["message_count"], 0);
+    assert_eq!(created["messages"], json!([]));
+    assert_eq!(created["info"]["model"], "fake-model");
+
+    // Nothing is stored before the first prompt.
+    let listed = client.call("session.list", json!({})).await;
+    assert_eq!(listed["sessions"], json!([]));
+    assert_eq!(
+        client.call("session.most_recent", json!({})).await["session_id"],
+        Value::Null
+    );
+
+    client
+        .call(
+            "prompt.submit",
+            json!({"session_id": live, "text": "hello there"}),
+        )
+        .await;
+    let events = client.events_until("message.complete").await;
+    let complete = &events.last().unwrap()["payload"];
+    assert_eq!(complete["text"], "You said: hello there");
+    assert_eq!(streamed_text(&events).trim(), "You said: hello there");
+
+    let history = client
+        .call("session.history", json!({"session_id": live}))
+        .await;
+    assert_eq!(
+        history,
+        json!({"count": 2, "messages": [
+            {"role": "user", "text": "hello there"},
+            {"role": "assistant", "text": "You said: hello there"}
+        ]})
+    );
+    let listed = client.call("session.list", json!({})).await["sessions"].clone();
+    assert_eq!(listed.as_array().unwrap().len(), 1, "{listed}");
+    assert_eq!(listed[0]["id"], stored.as_str());
+    assert_eq!(listed[0]["message_count"], 2);
+    assert_eq!(listed[0]["preview"], "hello there");
+    assert_eq!(listed[0]["source"], "conformance");
+    let recent = client.call("session.most_recent", json!({})).await;
+    assert_eq!(recent["session_id"], stored.as_str());
+
+    let usage = client
+        .call("session.usage", json!({"session_id": live}))
+        .await;
+    assert_eq!(usage["calls"], 1, "{usage}");
+    assert!(usage["input"].as_u64().unwrap() > 0 && usage["output"].as_u64().unwrap() > 0);
+
+    let titled = client
+        .call(
+            "session.title",
+            json!({"session_id": live, "title": "Greetings"}),
+        )
+        .await;
+    assert_eq!(titled["title"], "Greetings");
+    let title = client
+        .call("session.title", json!({"session_id": live}))
+        .await;
+    assert_eq!(
+        (&title["title"], &title["session_key"]),
+        (&json!("Greetings"), &json!(stored))
+    );
+    assert_eq!(
+        client
+            .error_code("session.title", json!({"session_id": live, "title": " "}))
+            .await,
+        4021
+    );
+
+    let active = client
+        .call("session.active_list", json!({"current_session_id": live}))
+        .await["sessions"]
+        .clone();
+    let mine = active
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] == live.as_str())
+        .expect("the live session is active");
+    assert_eq!(mine["session_key"], stored.as_str());
+    assert_eq!(mine["current"], true);
+    assert_eq!(mine["status"], "idle");
+    assert_eq!(mine["title"], "Greetings");
+
+    // Unknown ids, by kind: a live session that is missing or unknown is 4001; a stored one
+    // that is not given is 4006, unknown 4007.
+    assert_eq!(
+        client
+            .error_code("prompt.submit", json!({"text": "x"}))
+            .await,
+        4001
+    );
+    assert_eq!(client.error_code("session.resume", json!({})).await, 4006);
+    assert_eq!(
+        client
+            .error_code(
+                "prompt.submit",
+                json!({"session_id": "00000000", "text": "x"})
+            )
+            .await,
+        4001
+    );
+    assert_eq!(
+        client
+            .error_code(
+                "session.resume",
+                json!({"session_id": "20000101_000000_abcdef"})
+            )
+            .await,
+        4007
+    );
+    assert_eq!(
+        client
+            .error_code("session.delete", json!({"session_id": stored}))
+            .await,
+        4023,
+        "a live session cannot be deleted"
+    );
+
+    // Resuming a stored session that is live gives back that live session.
+    let again = client
+        .call("session.resume", json!({"session_id": stored}))
+        .await;
+    assert_eq!(again["session_id"], live.as_str());
+
+    assert_eq!(
+        client
+            .call("session.close", json!({"session_id": live}))
+            .await["closed"],
+        true
+    );
+    assert_eq!(
+        client
+            .call("session.close", json!({"session_id": live}))
+            .await["closed"],
+        false
+    );
+
+    // Resuming it now: a new live id, with the stored messages.
+    let resumed = client
+        .call("session.resume", json!({"session_id": stored}))
+        .await;
+    let new_live = resumed["session_id"].as_str().unwrap();
+    assert!(is_hex8(new_live) && new_live != live, "{resumed}");
+    assert_eq!(resumed["resumed"], stored.as_str());
+    assert_eq!(resumed["message_count"], 2);
+    assert_eq!(resumed["messages"], history["messages"]);
+    // And by title.
+    client
+        .call("session.close", json!({"session_id": new_live}))
+        .await;
+    let by_title = client
+        .call("session.resume", json!({"session_id": "Greetings"}))
+        .await;
+    assert_eq!(by_title["resumed"], stored.as_str());
+    let by_title_live = by_title["session_id"].as_str().unwrap().to_owned();
+    client
+        .call("session.close", json!({"session_id": by_title_live}))
+        .await;
+
+    assert_eq!(
+        client
+            .call("session.delete", json!({"session_id": stored}))
+            .await["deleted"],
+        stored.as_str()
+    );
+    assert_eq!(
+        client
+            .error_code("session.delete", json!({"session_id": stored}))
+            .await,
+        4007
+    );
+    assert_eq!(
+        client.call("session.list", json!({})).await["sessions"],
+        json!([])
+    );
+    peer.stop().await;
+}
+
+async fn restart(target: Target) {
+    let mut peer = Peer::start(target).await;
+    let mut client = peer.connect().await;
+    let (_, stored) = prompted_session(&mut client, "remember me").await;
+    drop(client);
+    peer.restart().await;
+
+    let mut client = peer.connect().await;
+    let resumed = client
+        .call("session.resume", json!({"session_id": stored}))
+        .await;
+    assert_eq!(resumed["resumed"], stored.as_str());
+    assert_eq!(
+        resumed["messages"],
+        json!([
+            {"role": "user", "text": "remember me"},
+            {"role": "assistant", "text": "You said: remember me"}
+        ])
+    );
+    // The conversation goes on: the model gets the earlier messages too.
+    let live = resumed["session_id"].as_str().unwrap().to_owned();
+    client
+        .call(
+            "prompt.submit",
+            json!({"session_id": live, "text": "and now"}),
+        )
+        .await;
+    client.events_until("message.complete").await;
+    let last = peer.model.streamed_requests().pop().unwrap();
+    let texts: Vec<String> = last["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "user" || m["role"] == "assistant")
+        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert!(
+        texts.ends_with(&[
+            "remember me".to_owned(),
+            "You said: remember me".to_owned(),
+            "and now".to_owned()
+        ]),
+        "{texts:?}"
+    );
+    peer.stop().await;
+}
+
+async fn profiles(target: Target) {
+    let peer = Peer::start(target).await;
+    let profile_home = peer.home.join("profiles").join("work");
+    std::fs::create_dir_all(&profile_home).unwrap();
+    std::fs::copy(
+        peer.home.join("config.yaml"),
+        profile_home.join("config.yaml"),
+    )
+    .unwrap();
+
+    let mut client = peer.connect().await;
+    let created = client
+        .call(
+            "session.create",
+            json!({"profile": "work", "source": "conformance"}),
+        )
+        .await;
+    let live = created["session_id"].as_str().unwrap().to_owned();
+    let stored = created["stored_session_id"].as_str().unwrap().to_owned();
+    client
+        .call(
+            "prompt.submit",
+            json!({"session_id": live, "text": "in the work profile"}),
+        )
+        .await;
+    client.events_until("message.complete").await;
+    client
+        .call("session.close", json!({"session_id": live}))
+        .await;
+
+    // The session lives in the profile's own state.db, not in the root's.
+    assert!(profile_home.join("state.db").is_file());
+    let root_sessions = client.call("session.list", json!({})).await["sessions"].clone();
+    assert!(
+        !root_sessions.to_string().contains(&stored),
+        "the root lists the profile's session: {root_sessions}"
+    );
+    assert_eq!(
+        client
+            .error_code("session.resume", json!({"session_id": stored}))
+            .await,
+        4007,
+        "not in the root profile"
+    );
+    let resumed = client
+        .call(
+            "session.resume",
+            json!({"session_id": stored, "profile": "work"}),
+        )
+        .await;
+    assert_eq!(resumed["message_count"], 2, "{resumed}");
+    peer.stop().await;
+}

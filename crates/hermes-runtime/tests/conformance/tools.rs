@@ -1,0 +1,229 @@
+//! Tool calls: an MCP tool served by the test, approvals on the built-in `terminal`, and the
+//! built-in `clarify`.
+
+use serde_json::{Value, json};
+
+use crate::conformance;
+use crate::harness::{Client, McpServer, Peer, PeerOptions, Target, types};
+
+conformance!(an_mcp_tool_is_called_with_the_models_arguments, mcp_tool);
+conformance!(a_denied_approval_blocks_the_command, approval_deny);
+conformance!(approvals_once_session_and_always, approval_grants);
+conformance!(a_clarify_question_gets_the_users_answer, clarify);
+
+async fn session(client: &mut Client) -> Value {
+    client.call("session.create", json!({})).await["session_id"].clone()
+}
+
+async fn mcp_tool(target: Target) {
+    let server = McpServer::start().await;
+    let options = PeerOptions {
+        mcp_servers: vec![("tools".to_owned(), server.url.clone())],
+    };
+    let peer = Peer::start_with(target, options).await;
+    let mut client = peer.connect().await;
+    let live = session(&mut client).await;
+    client
+        .call(
+            "prompt.submit",
+            json!({"session_id": live, "text": r#"CALL word_count {"text": "one two three"}"#}),
+        )
+        .await;
+    let events = client.events_until("message.complete").await;
+    assert_eq!(
+        types(&events),
+        ["message.start", "tool.start", "tool.complete"]
+            .into_iter()
+            .chain(std::iter::repeat_n(
+                "message.delta",
+                types(&events).len() - 4
+            ))
+            .chain(["message.complete"])
+            .collect::<Vec<_>>()
+    );
+    let start = &events[1]["payload"];
+    let complete = &events[2]["payload"];
+    assert_eq!(start["name"], "mcp__tools__word_count");
+    assert_eq!(start["tool_id"], complete["tool_id"]);
+    assert_eq!(complete["name"], "mcp__tools__word_count");
+    assert_eq!(complete["args"], json!({"text": "one two three"}));
+    assert_eq!(complete["result"], json!({"result": "3"}));
+    assert_eq!(
+        *server.calls.lock().unwrap(),
+        [json!({"text": "one two three"})]
+    );
+    let text = events.last().unwrap()["payload"]["text"].clone();
+    assert_eq!(text, r#"Tool result: {"result": "3"}"#);
+    // The tool result went back to the model as a tool message for the call.
+    let request = peer.model.streamed_requests().pop().unwrap();
+    let last = request["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(last["role"], "tool");
+    assert_eq!(last["tool_call_id"], start["tool_id"]);
+    peer.stop().await;
+}
+
+/// Prompts `rm -rf <dir>` and waits for the approval request.
+async fn ask_to_delete(client: &mut Client, live: &Value, dir: &std::path::Path) -> Value {
+    std::fs::create_dir_all(dir).unwrap();
+    let text = format!(
+        "CALL terminal {}",
+        json!({"command": format!("rm -rf {}", dir.display())})
+    );
+    client
+        .call("prompt.submit", json!({"session_id": live, "text": text}))
+        .await;
+    let events = client.events_until("approval.request").await;
+    assert_eq!(
+        types(&events),
+        ["message.start", "tool.start", "approval.request"]
+    );
+    events.last().unwrap()["payload"].clone()
+}
+
+/// After an answer: the tool's result.
+async fn tool_result(client: &mut Client) -> Value {
+    let events = client.events_until("message.complete").await;
+    let complete = events
+        .iter()
+        .find(|e| e["type"] == "tool.complete")
+        .expect("tool.complete");
+    assert_eq!(complete["payload"]["name"], "terminal");
+    complete["payload"]["result"].clone()
+}
+
+async fn approval_deny(target: Target) {
+    let peer = Peer::start(target).await;
+    let mut client = peer.connect().await;
+    let live = session(&mut client).await;
+    let victim = peer.work.join("victim");
+    let request = ask_to_delete(&mut client, &live, &victim).await;
+    assert_eq!(request["command"], format!("rm -rf {}", victim.display()));
+    assert_eq!(
+        request["choices"],
+        json!(["once", "session", "always", "deny"])
+    );
+    assert_eq!(request["allow_permanent"], true);
+    assert!(request["pattern_key"].is_string() && request["description"].is_string());
+    assert_eq!(request["pattern_keys"], json!([request["pattern_key"]]));
+    assert!(
+        request.get("request_id").is_none(),
+        "0.19 approvals carry no request id"
+    );
+
+    let answered = client
+        .call(
+            "approval.respond",
+            json!({"session_id": live, "choice": "deny"}),
+        )
+        .await;
+    assert_eq!(answered["resolved"], 1);
+    let result = tool_result(&mut client).await;
+    assert_eq!(result["exit_code"], -1);
+    assert!(
+        result["error"].as_str().unwrap().starts_with("BLOCKED"),
+        "{result}"
+    );
+    assert!(victim.is_dir(), "a denied command does not run");
+    let none = client
+        .call(
+            "approval.respond",
+            json!({"session_id": live, "choice": "once"}),
+        )
+        .await;
+    assert_eq!(none["resolved"], 0, "nothing pending");
+    peer.stop().await;
+}
+
+async fn approval_grants(target: Target) {
+    let peer = Peer::start(target).await;
+    let mut client = peer.connect().await;
+    let live = session(&mut client).await;
+
+    // once: runs this time only.
+    let first = peer.work.join("once");
+    ask_to_delete(&mut client, &live, &first).await;
+    client
+        .call(
+            "approval.respond",
+            json!({"session_id": live, "choice": "once"}),
+        )
+        .await;
+    let result = tool_result(&mut client).await;
+    assert_eq!(
+        (&result["exit_code"], &result["error"]),
+        (&json!(0), &Value::Null),
+        "{result}"
+    );
+    assert!(!first.exists());
+    ask_to_delete(&mut client, &live, &peer.work.join("once-again")).await;
+
+    // session: this and later matching commands in the session run without asking.
+    client
+        .call(
+            "approval.respond",
+            json!({"session_id": live, "choice": "session"}),
+        )
+        .await;
+    assert_eq!(tool_result(&mut client).await["exit_code"], 0);
+    let later = peer.work.join("later");
+    std::fs::create_dir_all(&later).unwrap();
+    let text = format!(
+        "CALL terminal {}",
+        json!({"command": format!("rm -rf {}", later.display())})
+    );
+    client
+        .call("prompt.submit", json!({"session_id": live, "text": text}))
+        .await;
+    let events = client.events_until("message.complete").await;
+    assert!(!types(&events).contains(&"approval.request"), "{events:?}");
+    assert!(!later.exists());
+    peer.stop().await;
+}
+
+async fn clarify(target: Target) {
+    let peer = Peer::start(target).await;
+    let mut client = peer.connect().await;
+    let live = session(&mut client).await;
+    let text = r#"CALL clarify {"question": "Which color?", "choices": ["red", "blue"]}"#;
+    client
+        .call("prompt.submit", json!({"session_id": live, "text": text}))
+        .await;
+    let events = client.events_until("clarify.request").await;
+    let request = &events.last().unwrap()["payload"];
+    assert_eq!(request["question"], "Which color?");
+    assert_eq!(request["choices"], json!(["red", "blue"]));
+    let request_id = request["request_id"]
+        .as_str()
+        .expect("a request id")
+        .to_owned();
+    assert_eq!(
+        client
+            .error_code(
+                "clarify.respond",
+                json!({"session_id": live, "request_id": "nope", "answer": "x"})
+            )
+            .await,
+        4009
+    );
+    let answered = client
+        .call(
+            "clarify.respond",
+            json!({"session_id": live, "request_id": request_id, "answer": "blue"}),
+        )
+        .await;
+    assert_eq!(answered["status"], "ok");
+    let events = client.events_until("message.complete").await;
+    let complete = events
+        .iter()
+        .find(|e| e["type"] == "tool.complete")
+        .unwrap();
+    assert_eq!(complete["payload"]["name"], "clarify");
+    assert_eq!(complete["payload"]["result"]["user_response"], "blue");
+    assert_eq!(complete["payload"]["result"]["question"], "Which color?");
+    peer.stop().await;
+}

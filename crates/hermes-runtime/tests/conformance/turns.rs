@@ -1,0 +1,174 @@
+//! Prompts: streaming, interrupting, a second prompt while one streams, model failures.
+
+use serde_json::json;
+
+use crate::conformance;
+use crate::harness::{Peer, Target, streamed_text, types};
+
+conformance!(a_prompt_streams_start_deltas_complete, streaming);
+conformance!(an_interrupt_ends_the_turn_as_interrupted, interrupt);
+conformance!(a_prompt_while_streaming_is_queued_and_interrupts, busy);
+conformance!(
+    a_failing_model_ends_the_turn_with_status_error,
+    model_failure
+);
+
+async fn streaming(target: Target) {
+    let peer = Peer::start(target).await;
+    let mut client = peer.connect().await;
+    let live = client.call("session.create", json!({})).await["session_id"].clone();
+    let reply = client
+        .request(
+            "prompt.submit",
+            json!({"session_id": live, "text": "one two three"}),
+        )
+        .await;
+    assert_eq!(reply["result"]["status"], "streaming");
+    let events = client.events_until("message.complete").await;
+    let kinds = types(&events);
+    assert_eq!(kinds.first(), Some(&"message.start"), "{kinds:?}");
+    assert!(
+        kinds[1..kinds.len() - 1]
+            .iter()
+            .all(|k| *k == "message.delta"),
+        "{kinds:?}"
+    );
+    assert!(kinds.len() >= 4, "streamed in pieces: {kinds:?}");
+    assert!(events.iter().all(|e| e["session_id"] == live));
+    let complete = &events.last().unwrap()["payload"];
+    assert_eq!(complete["status"], "complete");
+    assert_eq!(complete["text"], "You said: one two three");
+    assert_eq!(streamed_text(&events), "You said: one two three");
+    let usage = &complete["usage"];
+    assert_eq!(usage["model"], "fake-model");
+    assert_eq!(usage["calls"], 1);
+    assert_eq!(
+        usage["total"].as_u64(),
+        Some(usage["input"].as_u64().unwrap() + usage["output"].as_u64().unwrap())
+    );
+    // The model got the user's text as the last message, with streaming on.
+    let request = peer.model.streamed_requests().pop().unwrap();
+    let last = request["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(
+        (&last["role"], &last["content"]),
+        (&json!("user"), &json!("one two three"))
+    );
+    peer.stop().await;
+}
+
+async fn interrupt(target: Target) {
+    let peer = Peer::start(target).await;
+    let mut client = peer.connect().await;
+    let live = client.call("session.create", json!({})).await["session_id"].clone();
+    client
+        .call(
+            "prompt.submit",
+            json!({"session_id": live, "text": "SLOW please"}),
+        )
+        .await;
+    let mut seen = String::new();
+    loop {
+        let event = client.event().await;
+        if event["type"] == "message.delta" {
+            seen.push_str(event["payload"]["text"].as_str().unwrap());
+            if seen.matches("tick").count() == 2 {
+                break;
+            }
+        }
+    }
+    let interrupted = client
+        .call("session.interrupt", json!({"session_id": live}))
+        .await;
+    assert_eq!(interrupted["status"], "interrupted");
+    let rest = client.events_until("message.complete").await;
+    seen.push_str(&streamed_text(&rest));
+    let complete = &rest.last().unwrap()["payload"];
+    assert_eq!(complete["status"], "interrupted");
+    let text = complete["text"].as_str().unwrap();
+    assert!(text.starts_with("tick tick"), "{text}");
+    assert!(text.matches("tick").count() < 60, "stopped early: {text}");
+    assert_eq!(text.trim(), seen.trim(), "the text is what was streamed");
+    // Interrupting an idle session is harmless.
+    let idle = client
+        .call("session.interrupt", json!({"session_id": live}))
+        .await;
+    assert_eq!(idle["status"], "interrupted");
+    peer.stop().await;
+}
+
+async fn busy(target: Target) {
+    let peer = Peer::start(target).await;
+    let mut client = peer.connect().await;
+    let live = client.call("session.create", json!({})).await["session_id"].clone();
+    client
+        .call(
+            "prompt.submit",
+            json!({"session_id": live, "text": "SLOW first"}),
+        )
+        .await;
+    loop {
+        if client.event().await["type"] == "message.delta" {
+            break;
+        }
+    }
+    let second = client
+        .call(
+            "prompt.submit",
+            json!({"session_id": live, "text": "second"}),
+        )
+        .await;
+    assert_eq!(second["status"], "queued");
+    let first = client.events_until("message.complete").await;
+    assert_eq!(first.last().unwrap()["payload"]["status"], "interrupted");
+    let next = client.events_until("message.complete").await;
+    assert_eq!(next.first().unwrap()["type"], "message.start");
+    let complete = &next.last().unwrap()["payload"];
+    assert_eq!(
+        (&complete["status"], &complete["text"]),
+        (&json!("complete"), &json!("You said: second"))
+    );
+    peer.stop().await;
+}
+
+async fn model_failure(target: Target) {
+    let peer = Peer::start(target).await;
+    let mut client = peer.connect().await;
+    let live = client.call("session.create", json!({})).await["session_id"].clone();
+    client
+        .call(
+            "prompt.submit",
+            json!({"session_id": live, "text": "FAIL please"}),
+        )
+        .await;
+    let events = client.events_until("message.complete").await;
+    let complete = &events.last().unwrap()["payload"];
+    assert_eq!(complete["status"], "error", "{complete}");
+    assert!(
+        complete["text"]
+            .as_str()
+            .unwrap()
+            .contains("the fake model was asked to fail"),
+        "the model's error reaches the client: {complete}"
+    );
+    // The session is usable again afterwards. (Hermes merges the unanswered user message into
+    // the next one, so the echo may carry both.)
+    client
+        .call(
+            "prompt.submit",
+            json!({"session_id": live, "text": "still there?"}),
+        )
+        .await;
+    let events = client.events_until("message.complete").await;
+    let complete = &events.last().unwrap()["payload"];
+    assert_eq!(complete["status"], "complete");
+    assert!(
+        complete["text"].as_str().unwrap().ends_with("still there?"),
+        "{complete}"
+    );
+    peer.stop().await;
+}
