@@ -4,6 +4,11 @@
 //!   (`edith_server::openapi()`).
 //! - `crates/hermes-sdk/src/generated.rs` (the `EdithHermes` operations) is produced from that
 //!   contract.
+//! - `contracts/hermes-native.catalog.json` is extracted from the installed hermes-agent by
+//!   `scripts/native-catalog.py` (`cargo xtask catalog`), with this project's `implemented`
+//!   flags; `crates/hermes-native/src/generated.rs` is generated from it.
+
+pub mod native;
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -236,15 +241,38 @@ pub fn read(relative: &str) -> String {
         .unwrap_or_else(|e| panic!("cannot read {relative}: {e}"))
 }
 
-/// Writes every generated file; returns the ones that changed.
+/// Writes every file generated from the code and the checked-in contracts; returns the ones
+/// that changed. The native catalog is re-flagged (`implemented`) but not re-extracted.
 pub fn write_all() -> std::io::Result<Vec<&'static str>> {
     let contract = contract_text();
     let parsed: Value = serde_json::from_str(&contract).expect("JSON");
-    let mut changed = Vec::new();
-    for (path, text) in [
+    let catalog =
+        native::with_implemented(serde_json::from_str(&read(native::CATALOG)).expect("JSON"));
+    write_files([
         (CONTRACT, contract.clone()),
         (GENERATED_CLIENT, generate_client(&parsed)),
-    ] {
+        (native::CATALOG, native::catalog_text(&catalog)),
+        (
+            native::GENERATED_NAMESPACES,
+            native::generate_namespaces(&catalog),
+        ),
+    ])
+}
+
+/// Re-extracts the native catalog from the installed hermes-agent, then regenerates.
+pub fn write_catalog() -> Result<Vec<&'static str>, String> {
+    let catalog = native::with_implemented(native::extract()?);
+    let mut changed = write_files([(native::CATALOG, native::catalog_text(&catalog))])
+        .map_err(|e| e.to_string())?;
+    changed.extend(write_all().map_err(|e| e.to_string())?);
+    Ok(changed)
+}
+
+fn write_files<const N: usize>(
+    files: [(&'static str, String); N],
+) -> std::io::Result<Vec<&'static str>> {
+    let mut changed = Vec::new();
+    for (path, text) in files {
         let full = root().join(path);
         if std::fs::read_to_string(&full).ok().as_deref() != Some(text.as_str()) {
             std::fs::write(&full, text)?;
@@ -274,6 +302,54 @@ mod tests {
         assert!(
             read(GENERATED_CLIENT) == generate_client(&contract),
             "{GENERATED_CLIENT} differs from the contract: {FIX}"
+        );
+    }
+
+    #[test]
+    fn the_catalog_marks_exactly_the_methods_our_runtime_implements() {
+        let catalog: Value = serde_json::from_str(&read(native::CATALOG)).expect("JSON");
+        assert!(
+            read(native::CATALOG) == native::catalog_text(&native::with_implemented(catalog)),
+            "{} has stale `implemented` flags: {FIX}",
+            native::CATALOG
+        );
+        let names: Vec<String> =
+            serde_json::from_str::<Value>(&read(native::CATALOG)).unwrap()["methods"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|m| m["name"].as_str().unwrap().to_owned())
+                .collect();
+        for method in hermes_runtime::IMPLEMENTED_METHODS {
+            assert!(
+                names.iter().any(|n| n == method),
+                "`{method}` is not a Hermes 0.19 method"
+            );
+        }
+    }
+
+    #[test]
+    fn the_native_namespaces_match_the_catalog() {
+        let catalog: Value = serde_json::from_str(&read(native::CATALOG)).expect("JSON");
+        assert!(
+            read(native::GENERATED_NAMESPACES) == native::generate_namespaces(&catalog),
+            "{} differs from the catalog: {FIX}",
+            native::GENERATED_NAMESPACES
+        );
+    }
+
+    /// Needs the real hermes-agent installed (`scripts/hermes-venv`, which `scripts/test` runs).
+    #[test]
+    fn the_catalog_is_what_the_extractor_reads_from_hermes_agent_0_19_0() {
+        let extracted = native::extract().unwrap_or_else(|e| panic!("{e}"));
+        let checked_in: Value = serde_json::from_str(&read(native::CATALOG)).expect("JSON");
+        assert_eq!(extracted["hermes_agent_version"], "0.19.0");
+        assert!(
+            extracted == native::without_implemented(checked_in),
+            "{} differs from what {} reads from the installed package: run \
+             `cargo xtask catalog` and review the diff",
+            native::CATALOG,
+            native::EXTRACTOR
         );
     }
 

@@ -1,4 +1,6 @@
-//! `cargo xtask codegen`: regenerates the contract and the generated client from the code.
+//! `cargo xtask codegen`: regenerates the contracts and generated code from the code.
+//! `cargo xtask catalog`: re-extracts the native catalog from the installed hermes-agent, then
+//! regenerates.
 
 use std::process::ExitCode;
 
@@ -20,8 +22,20 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+        Some("catalog") => match xtask::write_catalog() {
+            Ok(changed) => {
+                for path in changed {
+                    println!("wrote {path}");
+                }
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("xtask: {e}");
+                ExitCode::FAILURE
+            }
+        },
         _ => {
-            eprintln!("usage: cargo xtask codegen");
+            eprintln!("usage: cargo xtask codegen | cargo xtask catalog");
             ExitCode::from(2)
         }
     }

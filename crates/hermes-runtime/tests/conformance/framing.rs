@@ -69,3 +69,37 @@ async fn replies_by_id(target: Target) {
     }
     peer.stop().await;
 }
+
+conformance!(generated_namespaces_call_the_runtime, generated_namespaces);
+
+/// The generated native namespaces work against both; what our runtime lacks is `Unsupported`.
+async fn generated_namespaces(target: Target) {
+    use hermes_native::{GatewayClient, Native, NativeError, SessionListParams};
+    let peer = Peer::start(target).await;
+    let gateway = GatewayClient::connect(
+        &format!("ws://127.0.0.1:{}/api/ws", peer.port),
+        crate::harness::TOKEN,
+        std::time::Duration::from_secs(60),
+    )
+    .await
+    .expect("connect");
+    let native = Native::new(&gateway);
+    let listed = native
+        .session()
+        .list(&SessionListParams {
+            limit: Some(json!(5)),
+        })
+        .await
+        .expect("session.list");
+    assert_eq!(listed["sessions"], json!([]));
+    let commands = native.commands().catalog().await;
+    match target {
+        Target::Ours => assert!(
+            matches!(&commands, Err(NativeError::Unsupported { method }) if method == "commands.catalog"),
+            "{commands:?}"
+        ),
+        Target::Hermes => assert!(commands.is_ok(), "{commands:?}"),
+    }
+    drop(gateway);
+    peer.stop().await;
+}

@@ -1,0 +1,86 @@
+//! The pinned catalog of Hermes 0.19.0's gateway methods, compiled in.
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use serde::Deserialize;
+
+/// Where a method acts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scope {
+    /// On a live session (`session_id`).
+    Session,
+    /// Per profile (a `profile` param re-binds the home).
+    Profile,
+    /// Runtime-wide.
+    Instance,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct MethodInfo {
+    pub name: String,
+    pub params: Vec<String>,
+    pub scope: Scope,
+    /// Changes the runtime's configuration, credentials or components, or runs commands.
+    pub admin: bool,
+    /// Implemented by `hermes-runtime` (the real Hermes implements them all).
+    pub implemented: bool,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Catalog {
+    pub hermes_agent_version: String,
+    pub methods: Vec<MethodInfo>,
+    pub events: Vec<String>,
+    #[serde(skip)]
+    by_name: HashMap<String, usize>,
+}
+
+impl Catalog {
+    pub fn method(&self, name: &str) -> Option<&MethodInfo> {
+        self.by_name.get(name).map(|i| &self.methods[*i])
+    }
+}
+
+/// The catalog of `contracts/hermes-native.catalog.json`.
+pub fn catalog() -> &'static Catalog {
+    static CATALOG: OnceLock<Catalog> = OnceLock::new();
+    CATALOG.get_or_init(|| {
+        let mut catalog: Catalog = serde_json::from_str(include_str!(
+            "../../../contracts/hermes-native.catalog.json"
+        ))
+        .expect("the checked-in catalog parses");
+        catalog.by_name = catalog
+            .methods
+            .iter()
+            .enumerate()
+            .map(|(i, m)| (m.name.clone(), i))
+            .collect();
+        catalog
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pinned_catalog_is_hermes_0_19_0() {
+        let catalog = catalog();
+        assert_eq!(catalog.hermes_agent_version, "0.19.0");
+        let create = catalog.method("session.create").unwrap();
+        assert_eq!(create.scope, Scope::Profile);
+        assert!(create.implemented);
+        assert_eq!(
+            catalog.method("session.list").unwrap().scope,
+            Scope::Instance
+        );
+        assert_eq!(
+            catalog.method("prompt.submit").unwrap().scope,
+            Scope::Session
+        );
+        assert!(catalog.method("config.set").unwrap().admin);
+        assert!(catalog.events.iter().any(|e| e == "gateway.ready"));
+    }
+}

@@ -1,0 +1,78 @@
+//! Calling native methods over any transport: a direct gateway connection, or the control
+//! plane's native route. The generated namespaces (`generated.rs`) call through here.
+
+use std::future::Future;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::client::{GatewayClient, GatewayError};
+use crate::protocol::codes;
+
+/// Why a native call failed.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum NativeError {
+    /// The runtime does not implement the method (JSON-RPC -32601).
+    #[error("`{method}` is not supported by this runtime")]
+    Unsupported { method: String },
+    /// The runtime answered with an error.
+    #[error("`{method}` failed: {message} ({code})")]
+    Rpc {
+        method: String,
+        code: i64,
+        message: String,
+    },
+    /// The call did not get an answer.
+    #[error("`{method}`: {message}")]
+    Transport { method: String, message: String },
+}
+
+impl NativeError {
+    pub fn code(&self) -> Option<i64> {
+        match self {
+            NativeError::Rpc { code, .. } => Some(*code),
+            NativeError::Unsupported { .. } => Some(codes::METHOD_NOT_FOUND),
+            NativeError::Transport { .. } => None,
+        }
+    }
+}
+
+/// Something that can carry one native call.
+pub trait NativeTransport: Sync {
+    fn native_call(
+        &self,
+        method: &str,
+        params: Value,
+    ) -> impl Future<Output = Result<Value, NativeError>> + Send;
+}
+
+impl NativeTransport for GatewayClient {
+    async fn native_call(&self, method: &str, params: Value) -> Result<Value, NativeError> {
+        self.call(method, params).await.map_err(|e| match e {
+            GatewayError::Rpc { code, .. } if code == codes::METHOD_NOT_FOUND => {
+                NativeError::Unsupported {
+                    method: method.to_owned(),
+                }
+            }
+            GatewayError::Rpc { code, message, .. } => NativeError::Rpc {
+                method: method.to_owned(),
+                code,
+                message,
+            },
+            other => NativeError::Transport {
+                method: method.to_owned(),
+                message: other.to_string(),
+            },
+        })
+    }
+}
+
+pub(crate) async fn call<T: NativeTransport + ?Sized, P: Serialize>(
+    transport: &T,
+    method: &str,
+    params: &P,
+) -> Result<Value, NativeError> {
+    let params = serde_json::to_value(params).expect("params serialize");
+    transport.native_call(method, params).await
+}
