@@ -20,6 +20,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use axum::serve::ListenerExt;
 use edith_store::Store;
 
 pub use api::openapi;
@@ -111,7 +112,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         let shutdown = async move {
             let _ = stopping_server.wait_for(|stop| *stop).await;
         };
-        if let Err(e) = axum::serve(listener, app)
+        if let Err(e) = axum::serve(listener.tap_io(no_delay), app)
             .with_graceful_shutdown(shutdown)
             .await
         {
@@ -165,4 +166,9 @@ impl Drop for RunningServer {
     fn drop(&mut self) {
         let _ = self.stop.send(true);
     }
+}
+
+/// Small frames (stream pieces) go out at once instead of waiting on Nagle's algorithm.
+fn no_delay(stream: &mut tokio::net::TcpStream) {
+    let _ = stream.set_nodelay(true);
 }

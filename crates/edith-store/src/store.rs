@@ -12,7 +12,9 @@ use edith_types::{
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use sqlx::Row;
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+};
 
 use crate::records::{InstanceRecord, ToolHostRecord};
 
@@ -68,6 +70,9 @@ impl Store {
         let options = SqliteConnectOptions::from_str(&format!("sqlite://{}", path.display()))?
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
+            // With WAL, NORMAL never corrupts the database; a power cut may drop the last
+            // commits, a crash of this process loses nothing.
+            .synchronous(SqliteSynchronous::Normal)
             .foreign_keys(true)
             .busy_timeout(Duration::from_secs(10));
         let pool = SqlitePoolOptions::new()

@@ -82,7 +82,8 @@ impl GatewayClient {
         let url = format!("{ws_url}?token={}", encode_query(token));
         let (socket, _) = tokio::time::timeout(
             request_timeout,
-            tokio_tungstenite::connect_async(url.as_str()),
+            // No Nagle: replies and stream pieces are small and latency-bound.
+            tokio_tungstenite::connect_async_with_config(url.as_str(), None, true),
         )
         .await
         .map_err(|_| GatewayError::Connect(format!("no handshake within {request_timeout:?}")))?

@@ -94,7 +94,7 @@ async fn run_model_loop(
     let config = HomeConfig::load(&session.home)
         .await
         .map_err(|e| e.to_string())?;
-    let model = model::from_config(&config).map_err(|e| e.to_string())?;
+    let model = model::from_config(&config, &runtime.http).map_err(|e| e.to_string())?;
     let db = runtime
         .db(&session.home)
         .await

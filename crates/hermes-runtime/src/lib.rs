@@ -26,6 +26,7 @@ use std::time::Duration;
 pub use gateway::IMPLEMENTED_METHODS;
 pub use runtime::valid_profile_name;
 
+use axum::serve::ListenerExt;
 use runtime::Runtime;
 
 /// The Hermes Agent release whose protocol this runtime speaks.
@@ -101,7 +102,7 @@ pub async fn serve(config: RuntimeConfig) -> std::io::Result<RunningRuntime> {
         let shutdown = async move {
             let _ = stopped_server.wait_for(|stop| *stop).await;
         };
-        if let Err(e) = axum::serve(listener, app)
+        if let Err(e) = axum::serve(listener.tap_io(no_delay), app)
             .with_graceful_shutdown(shutdown)
             .await
         {
@@ -148,4 +149,9 @@ impl Drop for RunningRuntime {
     fn drop(&mut self) {
         let _ = self.stop.send(true);
     }
+}
+
+/// Small frames (stream pieces) go out at once instead of waiting on Nagle's algorithm.
+fn no_delay(stream: &mut tokio::net::TcpStream) {
+    let _ = stream.set_nodelay(true);
 }

@@ -20,6 +20,8 @@ pub struct Runtime {
     /// One `state.db` pool per home, opened on first use.
     dbs: tokio::sync::Mutex<HashMap<PathBuf, StateDb>>,
     pub mcp: McpPool,
+    /// For model endpoints: one pool, so connections are reused across turns.
+    pub http: reqwest::Client,
     /// Approvals and questions waiting for a client's answer.
     pub prompts: Prompts,
     /// Seconds a disconnected session survives before it is reaped, unless resumed.
@@ -52,6 +54,11 @@ impl Runtime {
             sessions: Mutex::new(HashMap::new()),
             dbs: tokio::sync::Mutex::new(HashMap::new()),
             mcp: McpPool::default(),
+            http: reqwest::Client::builder()
+                .connect_timeout(std::time::Duration::from_secs(10))
+                .tcp_nodelay(true)
+                .build()
+                .unwrap_or_default(),
             prompts: Prompts::default(),
             orphan_grace,
             stopping,

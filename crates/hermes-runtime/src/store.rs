@@ -4,7 +4,9 @@ use std::path::Path;
 use std::str::FromStr;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+};
 use sqlx::{Row, SqliteConnection};
 
 use crate::model::{ChatMessage, Role, ToolCall};
@@ -84,6 +86,9 @@ impl StateDb {
         ))?
         .create_if_missing(true)
         .journal_mode(SqliteJournalMode::Wal)
+        // With WAL, NORMAL never corrupts the database; a power cut may drop the last
+        // commits, a crash of this process loses nothing.
+        .synchronous(SqliteSynchronous::Normal)
         .busy_timeout(std::time::Duration::from_secs(5));
         let pool = SqlitePoolOptions::new()
             .max_connections(4)

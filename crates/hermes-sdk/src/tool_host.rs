@@ -11,6 +11,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
+use axum::serve::ListenerExt;
 use edith_mcp::server::{ToolCallError, ToolService, handle_post};
 use edith_mcp::{ToolDescriptor, ToolOutput};
 use serde_json::Value;
@@ -96,7 +97,7 @@ impl ToolHost {
             let shutdown = async move {
                 let _ = stopping.wait_for(|stop| *stop).await;
             };
-            if let Err(e) = axum::serve(listener, app)
+            if let Err(e) = axum::serve(listener.tap_io(no_delay), app)
                 .with_graceful_shutdown(shutdown)
                 .await
             {
@@ -159,4 +160,9 @@ async fn mcp(State(tools): State<Arc<Registry>>, headers: HeaderMap, body: Bytes
 
 async fn no_stream() -> StatusCode {
     StatusCode::METHOD_NOT_ALLOWED
+}
+
+/// Small frames (stream pieces) go out at once instead of waiting on Nagle's algorithm.
+fn no_delay(stream: &mut tokio::net::TcpStream) {
+    let _ = stream.set_nodelay(true);
 }

@@ -25,6 +25,7 @@ use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use axum::serve::ListenerExt;
 use futures_util::StreamExt;
 use serde_json::{Value, json};
 
@@ -82,7 +83,7 @@ impl FakeModel {
             let shutdown = async move {
                 let _ = stopping.wait_for(|s| *s).await;
             };
-            let _ = axum::serve(listener, app)
+            let _ = axum::serve(listener.tap_io(no_delay), app)
                 .with_graceful_shutdown(shutdown)
                 .await;
         });
@@ -318,4 +319,9 @@ async fn completions(State(shared): State<Arc<Shared>>, Json(request): Json<Valu
         Body::from_stream(body),
     )
         .into_response()
+}
+
+/// Small frames (stream pieces) go out at once instead of waiting on Nagle's algorithm.
+fn no_delay(stream: &mut tokio::net::TcpStream) {
+    let _ = stream.set_nodelay(true);
 }

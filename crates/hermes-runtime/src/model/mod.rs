@@ -104,11 +104,15 @@ pub trait Model: Send + Sync {
 
 /// The model a home's config asks for: `scripted` (also when there is no `model:` section),
 /// or any OpenAI-compatible endpoint given by `base_url` (Hermes's `custom` provider).
-pub fn from_config(config: &HomeConfig) -> Result<Box<dyn Model>, ModelError> {
+pub fn from_config(
+    config: &HomeConfig,
+    http: &reqwest::Client,
+) -> Result<Box<dyn Model>, ModelError> {
     let section = &config.model;
     match (section.provider.as_deref(), section.base_url.as_deref()) {
         (None | Some("scripted"), None) => Ok(Box::new(ScriptedModel)),
         (_, Some(base_url)) => Ok(Box::new(OpenAiModel::new(
+            http.clone(),
             base_url,
             section.api_key.clone(),
             config.model_name(),

@@ -1,12 +1,10 @@
 //! Any OpenAI-compatible `/v1/chat/completions` endpoint: streamed text, streamed tool calls
 //! (assembled from their deltas), and usage (`stream_options.include_usage`).
 
-use std::collections::BTreeMap;
-use std::time::Duration;
-
 use futures_util::StreamExt;
 use futures_util::stream::{self, BoxStream};
 use serde_json::{Value, json};
+use std::collections::BTreeMap;
 
 use super::{ChatMessage, Model, ModelError, ModelEvent, Role, TokenUsage, ToolCall, ToolSpec};
 
@@ -20,12 +18,15 @@ pub struct OpenAiModel {
 }
 
 impl OpenAiModel {
-    pub fn new(base_url: &str, api_key: Option<String>, model: String) -> Self {
+    /// `http` is shared by the runtime, so connections to the endpoint are kept across turns.
+    pub fn new(
+        http: reqwest::Client,
+        base_url: &str,
+        api_key: Option<String>,
+        model: String,
+    ) -> Self {
         Self {
-            http: reqwest::Client::builder()
-                .connect_timeout(Duration::from_secs(10))
-                .build()
-                .unwrap_or_default(),
+            http,
             base_url: base_url.trim_end_matches('/').to_owned(),
             api_key,
             model,

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use axum::serve::ListenerExt;
 use edith_mcp::server::{ToolCallError, ToolService, handle_post};
 use edith_mcp::{ToolDescriptor, ToolOutput};
 use futures_util::{SinkExt, StreamExt};
@@ -362,7 +363,7 @@ impl McpServer {
         let url = format!("http://{}/mcp", listener.local_addr().unwrap());
         let (stop, mut stopping) = tokio::sync::watch::channel(false);
         tokio::spawn(async move {
-            let _ = axum::serve(listener, app)
+            let _ = axum::serve(listener.tap_io(no_delay), app)
                 .with_graceful_shutdown(async move {
                     let _ = stopping.wait_for(|s| *s).await;
                 })
@@ -374,4 +375,9 @@ impl McpServer {
             _stop: stop,
         }
     }
+}
+
+/// Small frames (stream pieces) go out at once instead of waiting on Nagle's algorithm.
+fn no_delay(stream: &mut tokio::net::TcpStream) {
+    let _ = stream.set_nodelay(true);
 }
