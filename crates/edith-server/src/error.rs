@@ -10,6 +10,8 @@ pub struct AppError {
     pub code: ErrorCode,
     /// What the client is told.
     pub detail: String,
+    /// The runtime's JSON-RPC code, for `native_error`.
+    pub native_code: Option<i64>,
 }
 
 pub type AppResult<T> = Result<T, AppError>;
@@ -19,6 +21,7 @@ impl AppError {
         Self {
             code,
             detail: detail.into(),
+            native_code: None,
         }
     }
 
@@ -40,7 +43,10 @@ impl AppError {
     }
 
     pub fn problem(&self) -> Problem {
-        Problem::new(self.code, self.detail.clone())
+        Problem {
+            native_code: self.native_code,
+            ..Problem::new(self.code, self.detail.clone())
+        }
     }
 }
 

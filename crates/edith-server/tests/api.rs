@@ -363,3 +363,51 @@ async fn the_edith_binary_refuses_bad_arguments() {
         "{stderr}"
     );
 }
+
+#[tokio::test]
+async fn native_calls_are_checked_against_the_pinned_catalog() {
+    let ctx = Ctx::start().await;
+    let iid = ctx.ready_instance().await;
+    let path = format!("/v1/instances/{iid}/native/rpc");
+    let (status, listed) = ctx
+        .post(
+            &path,
+            r#"{"method": "session.list", "params": {"limit": 3}}"#,
+        )
+        .await;
+    assert_eq!(status, 200, "{listed}");
+    assert_eq!(listed["result"]["sessions"], json!([]));
+    assert_problem(
+        &ctx.post(&path, r#"{"method": "no.such.method"}"#).await,
+        501,
+        "unsupported",
+    );
+    assert_problem(
+        &ctx.post(&path, r#"{"method": "commands.catalog"}"#).await,
+        501,
+        "unsupported",
+    );
+    assert_problem(
+        &ctx.post(&path, r#"{"method": "session.list", "params": [1]}"#)
+            .await,
+        400,
+        "invalid_request",
+    );
+    let refused = ctx
+        .post(
+            &path,
+            r#"{"method": "session.history", "params": {"session_id": "nope"}}"#,
+        )
+        .await;
+    assert_problem(&refused, 422, "native_error");
+    assert_eq!(refused.1["native_code"], 4001);
+    assert_problem(
+        &ctx.post(
+            "/v1/instances/inst_nope/native/rpc",
+            r#"{"method": "session.list"}"#,
+        )
+        .await,
+        404,
+        "not_found",
+    );
+}

@@ -24,6 +24,8 @@ pub enum ErrorCode {
     Unsupported,
     /// The runtime behind an instance could not be reached or failed.
     RuntimeUnavailable,
+    /// The runtime answered a native call with an error (its code is in `native_code`).
+    NativeError,
     /// Missing or wrong credentials.
     Unauthorized,
     /// No route matches the path.
@@ -46,6 +48,7 @@ impl ErrorCode {
             ErrorCode::InstanceNotReady => "instance_not_ready",
             ErrorCode::Unsupported => "unsupported",
             ErrorCode::RuntimeUnavailable => "runtime_unavailable",
+            ErrorCode::NativeError => "native_error",
             ErrorCode::Unauthorized => "unauthorized",
             ErrorCode::RouteNotFound => "route_not_found",
             ErrorCode::MethodNotAllowed => "method_not_allowed",
@@ -61,6 +64,7 @@ impl ErrorCode {
             ErrorCode::Conflict | ErrorCode::InstanceNotReady => 409,
             ErrorCode::Unsupported => 501,
             ErrorCode::RuntimeUnavailable => 503,
+            ErrorCode::NativeError => 422,
             ErrorCode::Unauthorized => 401,
             ErrorCode::MethodNotAllowed => 405,
             ErrorCode::Internal => 500,
@@ -89,6 +93,9 @@ pub struct Problem {
     pub code: ErrorCode,
     /// Whether retrying the same request later may succeed.
     pub retryable: bool,
+    /// For `native_error`: the JSON-RPC error code the runtime answered with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub native_code: Option<i64>,
 }
 
 impl Problem {
@@ -100,6 +107,7 @@ impl Problem {
             detail: detail.into(),
             code,
             retryable: code.retryable(),
+            native_code: None,
         }
     }
 }

@@ -377,3 +377,30 @@ pub struct Health {
     pub status: String,
     pub version: String,
 }
+
+/// Body of `native_call`: one method of the native Hermes gateway, run on the instance's
+/// runtime over the control plane's connection to it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NativeCall {
+    /// A method of the pinned catalog, e.g. `session.list`.
+    pub method: String,
+    /// Its params (an object).
+    #[serde(default = "empty_object")]
+    pub params: Value,
+    /// For profile-scoped methods (`session.create`, `session.resume`): the profile whose
+    /// native profile the call acts on, unless `params.profile` names one.
+    #[serde(default)]
+    pub profile_id: Option<ProfileId>,
+}
+
+fn empty_object() -> Value {
+    Value::Object(Default::default())
+}
+
+/// Reply of `native_call`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct NativeReply {
+    /// The method's JSON-RPC result.
+    pub result: Value,
+}

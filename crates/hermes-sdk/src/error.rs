@@ -14,6 +14,8 @@ pub enum Error {
         detail: String,
         /// Whether the same request may succeed later.
         retryable: bool,
+        /// For `native_error`: the runtime's JSON-RPC error code.
+        native_code: Option<i64>,
     },
     /// The request did not get an answer (connection refused, reset, timed out …).
     #[error("transport error: {0}")]
@@ -71,6 +73,7 @@ impl Error {
             code: problem.code,
             detail: problem.detail,
             retryable: problem.retryable,
+            native_code: problem.native_code,
         }
     }
 }

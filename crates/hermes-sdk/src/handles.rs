@@ -129,6 +129,11 @@ impl InstanceHandle {
         }
     }
 
+    /// Native gateway methods on this instance's runtime (instance-wide).
+    pub fn native(&self) -> crate::NativeRoute {
+        crate::NativeRoute::new(self.hermes.clone(), self.id.clone(), None)
+    }
+
     /// Deletes the instance and waits until its runtime is destroyed. An instance still
     /// provisioning is waited for first.
     pub async fn delete(&self) -> Result<()> {
@@ -242,6 +247,16 @@ impl ProfileHandle {
             .sdk()
             .profile_tool_attach(&self.instance.id, &self.id, tool)
             .await
+    }
+
+    /// Native gateway methods on behalf of this profile: profile-scoped methods act on its
+    /// native profile. Instance-wide methods stay instance-wide.
+    pub fn native(&self) -> crate::NativeRoute {
+        crate::NativeRoute::new(
+            self.instance.hermes.clone(),
+            self.instance.id.clone(),
+            Some(self.id.clone()),
+        )
     }
 
     /// The profile's control-plane sessions: create and list.

@@ -15,6 +15,7 @@ mod events;
 mod generated;
 mod handles;
 mod hermes;
+mod native_route;
 mod tool;
 mod tool_host;
 
@@ -29,6 +30,13 @@ pub use handles::{
 pub use hermes::{Hermes, LocalBuilder};
 pub use tool::{Tool, ToolError};
 pub use tool_host::ToolHost;
+
+pub use native_route::NativeRoute;
+
+/// The native gateway: generated namespaces, params, errors and the pinned catalog.
+pub mod native {
+    pub use hermes_native::*;
+}
 
 /// The wire types (resources, events, ids), re-exported.
 pub use edith_types as types;

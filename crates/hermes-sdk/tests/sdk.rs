@@ -256,3 +256,106 @@ async fn a_remote_client_never_deletes_and_leaves_the_callers_http_client_usable
     assert!(health.status().is_success());
     server_side.close().await.expect("close");
 }
+
+#[tokio::test]
+async fn native_methods_run_through_the_control_plane_routed_by_scope() {
+    use hermes::native::{
+        NativeError, PromptSubmitParams, SessionCreateParams, SessionHistoryParams,
+        SessionListParams, SessionResumeParams,
+    };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let hermes = Hermes::local_builder()
+        .data_dir(dir.path())
+        .start()
+        .await
+        .expect("local");
+    let instance = ready_instance(&hermes, "native").await;
+    let profile = instance
+        .profiles()
+        .create(ProfileSpec::new("assistant"))
+        .await
+        .expect("profile");
+    let native = profile.native();
+
+    // session.create is profile-scoped: the control plane fills in the native profile.
+    let created = native
+        .api()
+        .session()
+        .create(&SessionCreateParams {
+            source: Some(json!("sdk")),
+            ..Default::default()
+        })
+        .await
+        .expect("session.create");
+    let live = created["session_id"].clone();
+    let stored = created["stored_session_id"].as_str().unwrap().to_owned();
+    let submitted = native
+        .api()
+        .prompt()
+        .submit(&PromptSubmitParams {
+            session_id: Some(live.clone()),
+            text: Some(json!("through the control plane")),
+            ..Default::default()
+        })
+        .await
+        .expect("prompt.submit");
+    assert_eq!(submitted["status"], "streaming");
+    let history = SessionHistoryParams {
+        session_id: Some(live.clone()),
+    };
+    let mut count = 0;
+    for _ in 0..200 {
+        count = native.api().session().history(&history).await.unwrap()["count"]
+            .as_u64()
+            .unwrap();
+        if count == 2 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(count, 2, "the turn ran on the runtime");
+    let profile_db = dir
+        .path()
+        .join("instances")
+        .join(instance.id().as_str())
+        .join("home/profiles/assistant/state.db");
+    assert!(profile_db.is_file(), "stored in the profile's own home");
+    let root = instance
+        .native()
+        .api()
+        .session()
+        .list(&SessionListParams::default())
+        .await
+        .expect("session.list");
+    assert!(
+        !root.to_string().contains(&stored),
+        "not in the root profile: {root}"
+    );
+    let resumed = native
+        .api()
+        .session()
+        .resume(&SessionResumeParams {
+            session_id: Some(json!(stored)),
+            ..Default::default()
+        })
+        .await
+        .expect("resume in the profile");
+    assert_eq!(resumed["resumed"], stored.as_str());
+
+    // What the runtime lacks is typed; what it refuses keeps its code.
+    let unsupported = native.api().commands().catalog().await.unwrap_err();
+    assert!(
+        matches!(&unsupported, NativeError::Unsupported { method } if method == "commands.catalog"),
+        "{unsupported:?}"
+    );
+    let refused = native
+        .api()
+        .session()
+        .history(&SessionHistoryParams {
+            session_id: Some(json!("00000000")),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), Some(4001), "{refused:?}");
+    hermes.close().await.expect("close");
+}

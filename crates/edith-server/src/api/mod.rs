@@ -2,6 +2,7 @@
 
 pub mod extract;
 mod instances;
+mod native;
 mod resources;
 mod spec;
 mod turns;
@@ -33,6 +34,7 @@ pub fn build() -> (Router<AppState>, Value) {
     instances::routes(&mut api);
     resources::routes(&mut api);
     turns::routes(&mut api);
+    native::routes(&mut api);
     api.add_internal(
         mcp_endpoint::PATH,
         post(mcp_endpoint::post).get(mcp_endpoint::get),
