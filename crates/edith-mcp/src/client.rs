@@ -18,6 +18,8 @@ pub enum ClientError {
         #[source]
         source: reqwest::Error,
     },
+    #[error("MCP server {url} did not answer within {timeout:?}")]
+    Timeout { url: String, timeout: Duration },
     #[error("MCP server {url} answered HTTP {status}: {body}")]
     Http {
         url: String,
@@ -139,7 +141,7 @@ impl McpClient {
             .post(json!({"jsonrpc": "2.0", "method": method}), timeout)
             .send()
             .await
-            .map_err(|source| self.transport(source))?;
+            .map_err(|source| self.transport(source, timeout))?;
         if !response.status().is_success() {
             return Err(self.http_error(response).await);
         }
@@ -160,7 +162,7 @@ impl McpClient {
             )
             .send()
             .await
-            .map_err(|source| self.transport(source))?;
+            .map_err(|source| self.transport(source, timeout))?;
         if !response.status().is_success() {
             return Err(self.http_error(response).await);
         }
@@ -175,7 +177,7 @@ impl McpClient {
         let body = response
             .text()
             .await
-            .map_err(|source| self.transport(source))?;
+            .map_err(|source| self.transport(source, timeout))?;
         let message = if is_sse {
             find_in_sse(&body, id)
         } else {
@@ -198,7 +200,13 @@ impl McpClient {
         Ok(message.get("result").cloned().unwrap_or(Value::Null))
     }
 
-    fn transport(&self, source: reqwest::Error) -> ClientError {
+    fn transport(&self, source: reqwest::Error, timeout: Duration) -> ClientError {
+        if source.is_timeout() {
+            return ClientError::Timeout {
+                url: self.url.clone(),
+                timeout,
+            };
+        }
         ClientError::Transport {
             url: self.url.clone(),
             source,

@@ -48,6 +48,8 @@ fn hermes_bin() -> PathBuf {
 pub struct PeerOptions {
     /// `mcp_servers:` entries: name → url.
     pub mcp_servers: Vec<(String, String)>,
+    /// Seconds an MCP tool call may take (`timeout`); 30 when unset.
+    pub mcp_call_timeout: Option<u64>,
 }
 
 /// A running runtime, its home, and the fake model it talks to.
@@ -140,10 +142,9 @@ fn write_config(home: &Path, model: &FakeModel, options: &PeerOptions) {
             .mcp_servers
             .iter()
             .map(|(name, url)| {
-                (
-                    name.clone(),
-                    json!({"url": url, "timeout": 30, "connect_timeout": 10}),
-                )
+                let timeout = options.mcp_call_timeout.unwrap_or(30);
+                let server = json!({"url": url, "timeout": timeout, "connect_timeout": 10});
+                (name.clone(), server)
             })
             .collect();
         config["mcp_servers"] = Value::Object(servers);
@@ -312,7 +313,8 @@ pub fn streamed_text(events: &[Value]) -> String {
         .collect()
 }
 
-/// An MCP server (Streamable HTTP) run by the test, serving `word_count` and recording calls.
+/// An MCP server (Streamable HTTP) run by the test, serving `word_count` (recording its calls)
+/// and `sleepy` (which takes 10 s).
 pub struct McpServer {
     pub url: String,
     pub calls: Arc<Mutex<Vec<Value>>>,
@@ -325,14 +327,25 @@ struct WordCount {
 
 impl ToolService for WordCount {
     async fn list_tools(&self) -> Result<Vec<ToolDescriptor>, String> {
-        Ok(vec![ToolDescriptor {
-            name: "word_count".into(),
-            description: "Count the words in a text".into(),
-            input_schema: json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}),
-        }])
+        Ok(vec![
+            ToolDescriptor {
+                name: "word_count".into(),
+                description: "Count the words in a text".into(),
+                input_schema: json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}),
+            },
+            ToolDescriptor {
+                name: "sleepy".into(),
+                description: "Takes ten seconds".into(),
+                input_schema: json!({"type": "object", "properties": {}}),
+            },
+        ])
     }
 
     async fn call_tool(&self, name: &str, args: Value) -> Result<ToolOutput, ToolCallError> {
+        if name == "sleepy" {
+            tokio::time::sleep(Duration::from_secs(10)).await;
+            return Ok(ToolOutput::value(json!("awake")));
+        }
         if name != "word_count" {
             return Err(ToolCallError::UnknownTool(name.to_owned()));
         }

@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use crate::harness::{Peer, Target};
+use crate::harness::{McpServer, Peer, PeerOptions, Target};
 
 /// SIGTERM during a turn: the turn ends as interrupted and state.db stays consistent.
 /// (Hermes 0.19 exits on SIGTERM without completing the turn; not a conformance expectation.)
@@ -39,5 +39,87 @@ async fn sigterm_ends_in_flight_turns_as_interrupted() {
         resumed["messages"][0],
         json!({"role": "user", "text": "SLOW shutdown"})
     );
+    peer.stop().await;
+}
+
+/// A model failure is also reported as an `error` event carrying the model's message (Hermes
+/// reports it through `status.update` and `message.complete` only).
+#[tokio::test]
+async fn a_model_failure_is_an_error_event() {
+    let peer = Peer::start(Target::Ours).await;
+    let mut client = peer.connect().await;
+    let live = client.call("session.create", json!({})).await["session_id"].clone();
+    client
+        .call("prompt.submit", json!({"session_id": live, "text": "FAIL"}))
+        .await;
+    let events = client.events_until("message.complete").await;
+    let error = events
+        .iter()
+        .find(|e| e["type"] == "error")
+        .expect("an error event");
+    assert!(
+        error["payload"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("HTTP 500: the fake model was asked to fail"),
+        "{error}"
+    );
+    peer.stop().await;
+}
+
+/// MCP calls have deadlines: a tool slower than `timeout` fails the call, not the turn; a server
+/// that cannot be reached is reported and left out, and the other tools still work.
+#[tokio::test]
+async fn mcp_calls_and_connections_have_deadlines() {
+    let server = McpServer::start().await;
+    let dead = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}/mcp", listener.local_addr().unwrap())
+    }; // nothing listens there any more
+    let options = PeerOptions {
+        mcp_servers: vec![
+            ("tools".to_owned(), server.url.clone()),
+            ("gone".to_owned(), dead),
+        ],
+        mcp_call_timeout: Some(1),
+    };
+    let peer = Peer::start_with(Target::Ours, options).await;
+    let mut client = peer.connect().await;
+    let live = client.call("session.create", json!({})).await["session_id"].clone();
+    let started = std::time::Instant::now();
+    client
+        .call(
+            "prompt.submit",
+            json!({"session_id": live, "text": "CALL sleepy {}"}),
+        )
+        .await;
+    let mut warned = false;
+    let complete = loop {
+        let frame = client.next_frame().await;
+        let event = &frame["params"];
+        if event["type"] == "status.update"
+            && event["payload"]["text"]
+                .as_str()
+                .unwrap_or("")
+                .contains("`gone`")
+        {
+            warned = true;
+        }
+        if event["type"] == "tool.complete" {
+            break event["payload"].clone();
+        }
+    };
+    assert!(warned, "the unreachable server is reported");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(8),
+        "the call gave up at its deadline"
+    );
+    assert_eq!(complete["name"], "mcp__tools__sleepy");
+    let error = complete["result"]["error"]
+        .as_str()
+        .expect("the call failed");
+    assert!(error.ends_with("did not answer within 1s"), "{error}");
+    let events = client.events_until("message.complete").await;
+    assert_eq!(events.last().unwrap()["payload"]["status"], "complete");
     peer.stop().await;
 }

@@ -19,6 +19,7 @@ async fn mcp_tool(target: Target) {
     let server = McpServer::start().await;
     let options = PeerOptions {
         mcp_servers: vec![("tools".to_owned(), server.url.clone())],
+        ..Default::default()
     };
     let peer = Peer::start_with(target, options).await;
     let mut client = peer.connect().await;
