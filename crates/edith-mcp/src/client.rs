@@ -58,10 +58,14 @@ impl McpClient {
     pub async fn connect(
         http: reqwest::Client,
         url: impl Into<String>,
-        headers: HeaderMap,
+        mut headers: HeaderMap,
         connect_timeout: Duration,
         call_timeout: Duration,
     ) -> Result<Self, ClientError> {
+        // The extra headers carry credentials: keep them out of any Debug output.
+        for value in headers.values_mut() {
+            value.set_sensitive(true);
+        }
         let client = Self {
             http,
             url: url.into(),

@@ -25,9 +25,12 @@ impl<E: Clone> Hub<E> {
     /// Follows `key`'s log from now on. Read the store after subscribing, so nothing falls
     /// between the two.
     pub fn subscribe(&self, key: &str) -> broadcast::Receiver<E> {
-        self.channels
-            .lock()
-            .expect("not poisoned")
+        let mut channels = self.channels.lock().expect("not poisoned");
+        // A channel nobody follows can go: publishing to none is a no-op, the store has the
+        // events, and the next follower makes a new one. This also drops the channels of logs
+        // that ended before anyone followed them.
+        channels.retain(|_, sender| sender.receiver_count() > 0);
+        channels
             .entry(key.to_owned())
             .or_insert_with(|| broadcast::channel(CAPACITY).0)
             .subscribe()

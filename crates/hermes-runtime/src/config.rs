@@ -14,7 +14,7 @@ pub struct HomeConfig {
     pub mcp_servers: BTreeMap<String, McpServerConfig>,
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Clone, Default, Deserialize)]
 pub struct ModelSection {
     /// The model name (`default:` in Hermes's config).
     #[serde(default)]
@@ -30,7 +30,18 @@ pub struct ModelSection {
     pub api_key: Option<String>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+impl std::fmt::Debug for ModelSection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ModelSection")
+            .field("default", &self.default)
+            .field("provider", &self.provider)
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .finish()
+    }
+}
+
+#[derive(Clone, Deserialize)]
 pub struct McpServerConfig {
     /// Streamable HTTP endpoint.
     pub url: String,
@@ -42,6 +53,18 @@ pub struct McpServerConfig {
     /// Seconds connecting and listing may take.
     #[serde(default = "default_connect_timeout")]
     pub connect_timeout: f64,
+}
+
+/// Header values are credentials: never printed.
+impl std::fmt::Debug for McpServerConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpServerConfig")
+            .field("url", &self.url)
+            .field("headers", &self.headers.keys().collect::<Vec<_>>())
+            .field("timeout", &self.timeout)
+            .field("connect_timeout", &self.connect_timeout)
+            .finish()
+    }
 }
 
 fn default_call_timeout() -> f64 {
@@ -112,5 +135,7 @@ mod tests {
         let edith = &config.mcp_servers["edith"];
         assert_eq!(edith.headers["Authorization"], "Bearer x");
         assert_eq!(edith.timeout, 120.0);
+        let printed = format!("{config:?}");
+        assert!(!printed.contains("Bearer x"), "{printed}");
     }
 }
