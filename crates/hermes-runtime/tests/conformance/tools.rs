@@ -183,6 +183,31 @@ async fn approval_grants(target: Target) {
     let events = client.events_until("message.complete").await;
     assert!(!types(&events).contains(&"approval.request"), "{events:?}");
     assert!(!later.exists());
+
+    // always: a new session is asked once more (session approval does not carry over), then
+    // never again, in any session.
+    let second = session(&mut client).await;
+    ask_to_delete(&mut client, &second, &peer.work.join("always")).await;
+    client
+        .call(
+            "approval.respond",
+            json!({"session_id": second, "choice": "always"}),
+        )
+        .await;
+    assert_eq!(tool_result(&mut client).await["exit_code"], 0);
+    let third = session(&mut client).await;
+    let forever = peer.work.join("forever");
+    std::fs::create_dir_all(&forever).unwrap();
+    let text = format!(
+        "CALL terminal {}",
+        json!({"command": format!("rm -rf {}", forever.display())})
+    );
+    client
+        .call("prompt.submit", json!({"session_id": third, "text": text}))
+        .await;
+    let events = client.events_until("message.complete").await;
+    assert!(!types(&events).contains(&"approval.request"), "{events:?}");
+    assert!(!forever.exists());
     peer.stop().await;
 }
 
