@@ -5,38 +5,28 @@
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    match std::env::args().nth(1).as_deref() {
-        Some("codegen") => match xtask::write_all() {
-            Ok(changed) if changed.is_empty() => {
-                println!("contracts and generated code are up to date");
-                ExitCode::SUCCESS
-            }
-            Ok(changed) => {
-                for path in changed {
-                    println!("wrote {path}");
-                }
-                ExitCode::SUCCESS
-            }
-            Err(e) => {
-                eprintln!("xtask: {e}");
-                ExitCode::FAILURE
-            }
-        },
-        Some("catalog") => match xtask::write_catalog() {
-            Ok(changed) => {
-                for path in changed {
-                    println!("wrote {path}");
-                }
-                ExitCode::SUCCESS
-            }
-            Err(e) => {
-                eprintln!("xtask: {e}");
-                ExitCode::FAILURE
-            }
-        },
+    let outcome = match std::env::args().nth(1).as_deref() {
+        Some("codegen") => xtask::write_all().map_err(|e| e.to_string()),
+        Some("catalog") => xtask::write_catalog(),
         _ => {
             eprintln!("usage: cargo xtask codegen | cargo xtask catalog");
-            ExitCode::from(2)
+            return ExitCode::from(2);
+        }
+    };
+    match outcome {
+        Ok(changed) if changed.is_empty() => {
+            println!("contracts and generated code are up to date");
+            ExitCode::SUCCESS
+        }
+        Ok(changed) => {
+            for path in changed {
+                println!("wrote {path}");
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("xtask: {e}");
+            ExitCode::FAILURE
         }
     }
 }

@@ -72,15 +72,7 @@ pub async fn run_turn(
         json!({
             "text": final_text,
             "status": status.as_str(),
-            "usage": {
-                "model": session.model_name,
-                "input": usage.input,
-                "output": usage.output,
-                "prompt": usage.input,
-                "completion": usage.output,
-                "total": usage.input + usage.output,
-                "calls": usage.calls,
-            },
+            "usage": usage.to_json(&session.model_name),
         }),
     );
 }

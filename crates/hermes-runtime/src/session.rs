@@ -40,6 +40,21 @@ pub struct SessionUsage {
     pub calls: u64,
 }
 
+impl SessionUsage {
+    /// The `usage` object of `message.complete` and the `session.usage` result.
+    pub fn to_json(self, model: &str) -> serde_json::Value {
+        serde_json::json!({
+            "model": model,
+            "input": self.input,
+            "output": self.output,
+            "prompt": self.input,
+            "completion": self.output,
+            "total": self.input + self.output,
+            "calls": self.calls,
+        })
+    }
+}
+
 pub struct LiveSession {
     pub sid: LiveSessionId,
     pub stored_id: String,

@@ -110,6 +110,23 @@ pub async fn load_instance(state: &AppState, id: &InstanceId) -> AppResult<Insta
         .ok_or_else(|| AppError::not_found(format!("instance `{id}`")))
 }
 
+/// An instance that is `ready`; any other state is 409 `instance_not_ready`.
+pub async fn load_ready_instance(state: &AppState, id: &InstanceId) -> AppResult<InstanceRecord> {
+    let record = load_instance(state, id).await?;
+    let instance = &record.instance;
+    if instance.state != InstanceState::Ready {
+        return Err(AppError::new(
+            ErrorCode::InstanceNotReady,
+            format!(
+                "instance `{}` is {}, not ready",
+                instance.id,
+                instance.state.as_str()
+            ),
+        ));
+    }
+    Ok(record)
+}
+
 async fn get_instance(State(state): State<AppState>, ids: Ids) -> AppResult<Json<Instance>> {
     let record = load_instance(&state, &ids.get("instance_id")?).await?;
     Ok(Json(record.instance))

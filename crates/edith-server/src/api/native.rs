@@ -4,13 +4,13 @@
 use axum::Json;
 use axum::extract::State;
 use axum::routing::post;
-use edith_types::{ErrorCode, InstanceState, NativeCall, NativeReply};
+use edith_types::{ErrorCode, NativeCall, NativeReply};
 use hermes_native::catalog::{Scope, catalog};
 use hermes_native::{GatewayError, codes};
 use serde_json::Value;
 
 use super::extract::{ApiJson, Ids};
-use super::instances::load_instance;
+use super::instances::load_ready_instance;
 use super::spec::{Api, Op};
 use crate::error::{AppError, AppResult};
 use crate::state::AppState;
@@ -31,17 +31,7 @@ async fn native_call(
     ids: Ids,
     ApiJson(body): ApiJson<NativeCall>,
 ) -> AppResult<Json<NativeReply>> {
-    let record = load_instance(&state, &ids.get("instance_id")?).await?;
-    if record.instance.state != InstanceState::Ready {
-        return Err(AppError::new(
-            ErrorCode::InstanceNotReady,
-            format!(
-                "instance `{}` is {}, not ready",
-                record.instance.id,
-                record.instance.state.as_str()
-            ),
-        ));
-    }
+    let record = load_ready_instance(&state, &ids.get("instance_id")?).await?;
     let Value::Object(mut params) = body.params else {
         return Err(AppError::invalid("`params` must be an object"));
     };

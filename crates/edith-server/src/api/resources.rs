@@ -5,14 +5,14 @@ use axum::http::StatusCode;
 use axum::routing::{get, post, put};
 use axum::{Json, response::IntoResponse};
 use edith_types::{
-    CreateProfile, CreateSession, ErrorCode, InstanceId, InstanceState, ModelConfig, Page, Profile,
-    ProfileId, RegisterTool, RegisterToolHost, Session, SessionId, Timestamp, Tool, ToolHost,
-    ToolHostId, ToolId,
+    CreateProfile, CreateSession, ErrorCode, InstanceId, ModelConfig, Page, Profile, ProfileId,
+    RegisterTool, RegisterToolHost, Session, SessionId, Timestamp, Tool, ToolHost, ToolHostId,
+    ToolId,
 };
 use serde_json::json;
 
 use super::extract::{ApiJson, ApiQuery, Ids, PageParams};
-use super::instances::load_instance;
+use super::instances::{load_instance, load_ready_instance};
 use super::spec::{Api, Op};
 use crate::error::{AppError, AppResult};
 use crate::providers::NativeProfileConfig;
@@ -104,18 +104,8 @@ async fn create_profile(
     ids: Ids,
     ApiJson(body): ApiJson<CreateProfile>,
 ) -> AppResult<impl IntoResponse> {
-    let record = load_instance(&state, &ids.get("instance_id")?).await?;
+    let record = load_ready_instance(&state, &ids.get("instance_id")?).await?;
     let instance = &record.instance;
-    if instance.state != InstanceState::Ready {
-        return Err(AppError::new(
-            ErrorCode::InstanceNotReady,
-            format!(
-                "instance `{}` is {}, not ready",
-                instance.id,
-                instance.state.as_str()
-            ),
-        ));
-    }
     if !hermes_runtime::valid_profile_name(&body.name) {
         return Err(AppError::invalid(format!(
             "profile name `{}` must match ^[a-z0-9][a-z0-9_-]{{0,63}}$",

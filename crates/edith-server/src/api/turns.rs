@@ -4,12 +4,10 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::{get, post};
 use axum::{Json, response::IntoResponse};
-use edith_types::{
-    CreateTurn, ErrorCode, InstanceState, Timestamp, Turn, TurnEvent, TurnId, TurnState,
-};
+use edith_types::{CreateTurn, ErrorCode, Timestamp, Turn, TurnEvent, TurnId, TurnState};
 
 use super::extract::{AfterParams, ApiJson, ApiQuery, Ids};
-use super::instances::load_instance;
+use super::instances::load_ready_instance;
 use super::resources::load_session;
 use super::spec::{Api, Op};
 use crate::error::{AppError, AppResult};
@@ -49,17 +47,7 @@ async fn create_turn(
     if body.input.trim().is_empty() {
         return Err(AppError::invalid("`input` must not be empty"));
     }
-    let instance = load_instance(&state, &profile.instance_id).await?.instance;
-    if instance.state != InstanceState::Ready {
-        return Err(AppError::new(
-            ErrorCode::InstanceNotReady,
-            format!(
-                "instance `{}` is {}, not ready",
-                instance.id,
-                instance.state.as_str()
-            ),
-        ));
-    }
+    load_ready_instance(&state, &profile.instance_id).await?;
     let now = Timestamp::now();
     let turn = Turn {
         id: TurnId::generate(),

@@ -448,15 +448,7 @@ async fn session_title(runtime: &Runtime, params: &Value) -> Result<Value> {
 fn session_usage(runtime: &Runtime, params: &Value) -> Result<Value> {
     let session = live_session(runtime, params)?;
     let usage = session.state.lock().expect("not poisoned").usage;
-    Ok(json!({
-        "model": session.model_name,
-        "input": usage.input,
-        "output": usage.output,
-        "prompt": usage.input,
-        "completion": usage.output,
-        "total": usage.input + usage.output,
-        "calls": usage.calls,
-    }))
+    Ok(usage.to_json(&session.model_name))
 }
 
 fn session_interrupt(runtime: &Runtime, params: &Value) -> Result<Value> {
