@@ -100,6 +100,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         turn_events: Default::default(),
         job_events: Default::default(),
         tool_hosts: Default::default(),
+        cancels: Default::default(),
         public_url: url.clone(),
         shutdown: stopping.clone(),
     });

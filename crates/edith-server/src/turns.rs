@@ -23,8 +23,17 @@ pub fn spawn(state: AppState, turn: Turn, session: Session, profile: Profile) {
         if let Err(e) = drive(&state, turn, session, profile).await {
             tracing::error!(turn = %id, detail = %e.detail, "turn could not record its outcome");
         }
+        state.cancels.lock().expect("not poisoned").remove(&id);
         state.turn_events.finish(id.as_str());
     });
+}
+
+fn cancel_requested(state: &AppState, turn: &Turn) -> bool {
+    state
+        .cancels
+        .lock()
+        .expect("not poisoned")
+        .contains(&turn.id)
 }
 
 async fn append(state: &AppState, turn: &Turn, kind: TurnEventKind) -> AppResult<()> {
@@ -62,6 +71,14 @@ async fn drive(
         Ok(outcome) => outcome,
         Err(e) => Outcome::failed(e.detail),
     };
+    // An interrupt the client asked for is a cancellation.
+    let outcome = match outcome.state {
+        TurnState::Interrupted if cancel_requested(state, &turn) => Outcome {
+            state: TurnState::Cancelled,
+            ..outcome
+        },
+        _ => outcome,
+    };
     finish(state, turn, outcome).await
 }
 
@@ -97,6 +114,12 @@ async fn run(
         .await?
         .ok_or_else(|| AppError::not_found("instance"))?;
     let link = state.links.connect(state, &record).await?;
+    if cancel_requested(state, turn) {
+        return Ok(Outcome {
+            state: TurnState::Cancelled,
+            ..Outcome::failed("cancelled before it started")
+        });
+    }
 
     // A live session may have been reaped by the runtime (or the runtime restarted): then the
     // stored session is resumed once and the prompt sent again.
@@ -142,11 +165,51 @@ async fn run(
     Ok(outcome)
 }
 
+/// Moves the turn to `to` (if it is not there), before the event that explains it is logged,
+/// so a client that reacts to the event finds the state already changed.
+async fn set_state(state: &AppState, turn: &mut Turn, to: TurnState) -> AppResult<()> {
+    if turn.state != to {
+        turn.state = to;
+        turn.updated_at = Timestamp::now();
+        state.store.update_turn(turn).await?;
+    }
+    Ok(())
+}
+
+fn strings(value: &Value) -> Vec<String> {
+    value
+        .as_array()
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// Records one runtime event; returns the outcome when it ends the turn.
-async fn translate(state: &AppState, turn: &Turn, event: Event) -> AppResult<Option<Outcome>> {
+async fn translate(state: &AppState, turn: &mut Turn, event: Event) -> AppResult<Option<Outcome>> {
     let p = &event.payload;
     let text = |key: &str| p[key].as_str().unwrap_or_default().to_owned();
+    let waits_for_user = matches!(event.kind.as_str(), "approval.request" | "clarify.request");
+    if waits_for_user {
+        set_state(state, turn, TurnState::RequiresAction).await?;
+    } else if turn.state == TurnState::RequiresAction && event.kind != "session.info" {
+        set_state(state, turn, TurnState::Running).await?;
+    }
     let kind = match event.kind.as_str() {
+        "approval.request" => TurnEventKind::ApprovalRequested {
+            command: text("command"),
+            description: text("description"),
+            pattern_key: text("pattern_key"),
+            choices: strings(&p["choices"]),
+        },
+        "clarify.request" => TurnEventKind::ClarifyRequested {
+            request_id: text("request_id"),
+            question: text("question"),
+            choices: strings(&p["choices"]),
+        },
         "message.start" => TurnEventKind::MessageStarted,
         "message.delta" => TurnEventKind::MessageDelta { text: text("text") },
         "tool.start" => TurnEventKind::ToolStarted {

@@ -4,7 +4,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{InstanceState, JobId, JobState, Timestamp, TurnId, TurnState};
+use crate::{InstanceState, JobId, JobState, Timestamp, TurnAction, TurnId, TurnState};
 
 /// Token accounting of a model call or a whole turn.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -53,6 +53,26 @@ pub enum TurnEventKind {
     /// The assistant's message is complete.
     #[serde(rename = "message.completed")]
     MessageCompleted { text: String, usage: Option<Usage> },
+    /// The runtime asks the user to approve a command; answer with `turn_action`
+    /// (`{"type": "approval", "choice": …}`). The turn is `requires_action` meanwhile.
+    #[serde(rename = "approval.requested")]
+    ApprovalRequested {
+        command: String,
+        description: String,
+        pattern_key: String,
+        choices: Vec<String>,
+    },
+    /// The runtime asks the user a question; answer with `turn_action`
+    /// (`{"type": "clarify", "request_id": …, "answer": …}`).
+    #[serde(rename = "clarify.requested")]
+    ClarifyRequested {
+        request_id: String,
+        question: String,
+        choices: Vec<String>,
+    },
+    /// A `turn_action` was delivered to the runtime.
+    #[serde(rename = "action.answered")]
+    ActionAnswered { action: TurnAction },
     /// The runtime reported an error.
     #[serde(rename = "error")]
     Error { message: String },
@@ -75,6 +95,9 @@ impl TurnEventKind {
             TurnEventKind::ToolStarted { .. } => "tool.started",
             TurnEventKind::ToolCompleted { .. } => "tool.completed",
             TurnEventKind::MessageCompleted { .. } => "message.completed",
+            TurnEventKind::ApprovalRequested { .. } => "approval.requested",
+            TurnEventKind::ClarifyRequested { .. } => "clarify.requested",
+            TurnEventKind::ActionAnswered { .. } => "action.answered",
             TurnEventKind::Error { .. } => "error",
             TurnEventKind::TurnFinished { .. } => "turn.finished",
         }

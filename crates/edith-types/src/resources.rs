@@ -309,6 +309,45 @@ pub struct CreateTurn {
     pub input: String,
 }
 
+/// Body of `turn_action`: the user's answer to what a `requires_action` turn waits for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum TurnAction {
+    /// Answers the oldest pending approval (or all of them, with `all`).
+    Approval {
+        choice: ApprovalChoice,
+        #[serde(default)]
+        all: bool,
+    },
+    /// Answers the question `request_id` of a `clarify.requested` event.
+    Clarify { request_id: String, answer: String },
+}
+
+/// How far an approval reaches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalChoice {
+    /// This command, this time.
+    Once,
+    /// Commands of the same pattern, for the rest of the session.
+    Session,
+    /// Commands of the same pattern, from now on, on this profile.
+    Always,
+    /// Do not run it.
+    Deny,
+}
+
+impl ApprovalChoice {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApprovalChoice::Once => "once",
+            ApprovalChoice::Session => "session",
+            ApprovalChoice::Always => "always",
+            ApprovalChoice::Deny => "deny",
+        }
+    }
+}
+
 /// A callback tool: served by a tool host, called by runtimes through the control plane.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Tool {

@@ -4,9 +4,9 @@
 use std::time::Duration;
 
 use edith_types::{
-    CreateInstance, CreateProfile, CreateSession, CreateTurn, Instance, InstanceId, InstanceState,
-    Job, JobEvent, JobEventKind, ModelConfig, NativeSessionId, Page, Profile, ProfileId,
-    ProviderKind, Session, SessionId, ToolId, Turn, TurnEvent, TurnId,
+    ApprovalChoice, CreateInstance, CreateProfile, CreateSession, CreateTurn, Instance, InstanceId,
+    InstanceState, Job, JobEvent, JobEventKind, ModelConfig, NativeSessionId, Page, Profile,
+    ProfileId, ProviderKind, Session, SessionId, ToolId, Turn, TurnAction, TurnEvent, TurnId,
 };
 use futures_util::StreamExt;
 
@@ -402,6 +402,42 @@ impl TurnHandle {
             .hermes
             .sdk()
             .turn_events(&p.instance.id, &p.id, &s.id, &self.id, after)
+    }
+
+    /// Answers a pending approval (`approval.requested`): `Once`, `Session`, `Always` or `Deny`.
+    pub async fn approve(&self, choice: ApprovalChoice) -> Result<Turn> {
+        self.act(TurnAction::Approval { choice, all: false }).await
+    }
+
+    /// Answers the question of a `clarify.requested` event.
+    pub async fn answer(&self, request_id: &str, answer: &str) -> Result<Turn> {
+        self.act(TurnAction::Clarify {
+            request_id: request_id.to_owned(),
+            answer: answer.to_owned(),
+        })
+        .await
+    }
+
+    async fn act(&self, action: TurnAction) -> Result<Turn> {
+        let s = &self.session;
+        let p = &s.profile;
+        p.instance
+            .hermes
+            .sdk()
+            .turn_action(&p.instance.id, &p.id, &s.id, &self.id, &action)
+            .await
+    }
+
+    /// Cancels the turn (pending approvals are denied); it ends `cancelled`. A finished turn
+    /// stays as it is.
+    pub async fn cancel(&self) -> Result<Turn> {
+        let s = &self.session;
+        let p = &s.profile;
+        p.instance
+            .hermes
+            .sdk()
+            .turn_cancel(&p.instance.id, &p.id, &s.id, &self.id)
+            .await
     }
 
     /// Waits for the turn to finish and returns it.

@@ -5,7 +5,9 @@
 use std::sync::{Arc, Mutex};
 
 use futures_util::StreamExt;
-use hermes::types::{ErrorCode, InstanceState, TurnEvent, TurnEventKind, TurnState, Usage};
+use hermes::types::{
+    ApprovalChoice, ErrorCode, InstanceState, TurnEvent, TurnEventKind, TurnState, Usage,
+};
 use hermes::{Error, Hermes, InstanceHandle, ProfileSpec, Tool, ToolError};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -357,5 +359,142 @@ async fn native_methods_run_through_the_control_plane_routed_by_scope() {
         .await
         .unwrap_err();
     assert_eq!(refused.code(), Some(4001), "{refused:?}");
+    hermes.close().await.expect("close");
+}
+
+/// Follows a turn's events until `pick` finds one; returns it and the events so far.
+async fn until_event<T>(
+    events: &mut hermes::EventStream<TurnEvent>,
+    mut pick: impl FnMut(&TurnEventKind) -> Option<T>,
+) -> T {
+    while let Some(event) = events.next().await {
+        if let Some(found) = pick(&event.expect("event").kind) {
+            return found;
+        }
+    }
+    panic!("the stream ended first");
+}
+
+async fn assistant(hermes: &Hermes) -> hermes::SessionHandle {
+    let instance = ready_instance(hermes, "actions").await;
+    let profile = instance
+        .profiles()
+        .create(ProfileSpec::new("assistant"))
+        .await
+        .expect("profile");
+    profile.sessions().create().await.expect("session")
+}
+
+#[tokio::test]
+async fn an_approval_pauses_the_turn_until_the_application_answers() {
+    let hermes = Hermes::local().await.expect("local");
+    let session = assistant(&hermes).await;
+    let victim = tempfile::tempdir().expect("temp dir");
+    let command = format!("rm -rf {}", victim.path().display());
+    let turn = session
+        .send(&format!("terminal {}", json!({ "command": command })))
+        .await
+        .expect("turn");
+    let mut events = turn.events();
+    let asked = until_event(&mut events, |kind| match kind {
+        TurnEventKind::ApprovalRequested {
+            command, choices, ..
+        } => Some((command.clone(), choices.clone())),
+        _ => None,
+    })
+    .await;
+    assert_eq!(asked.0, command);
+    assert_eq!(asked.1, ["once", "session", "always", "deny"]);
+    assert_eq!(turn.get().await.unwrap().state, TurnState::RequiresAction);
+    assert!(victim.path().exists(), "nothing runs before the answer");
+
+    turn.approve(ApprovalChoice::Once).await.expect("approve");
+    let result = until_event(&mut events, |kind| match kind {
+        TurnEventKind::ToolCompleted { name, result, .. } if name == "terminal" => {
+            Some(result.clone())
+        }
+        _ => None,
+    })
+    .await;
+    assert_eq!(result["exit_code"], 0, "{result}");
+    assert!(!victim.path().exists(), "approved, so it ran");
+    let finished = turn.wait().await.expect("wait");
+    assert_eq!(finished.state, TurnState::Completed);
+    let err = turn.approve(ApprovalChoice::Once).await.unwrap_err();
+    assert_eq!(err.code(), Some(ErrorCode::Conflict), "{err}");
+    hermes.close().await.expect("close");
+}
+
+#[tokio::test]
+async fn a_question_is_answered_through_the_control_plane() {
+    let hermes = Hermes::local().await.expect("local");
+    let session = assistant(&hermes).await;
+    let turn = session
+        .send(r#"clarify {"question": "Which colour?", "choices": ["red", "blue"]}"#)
+        .await
+        .expect("turn");
+    let mut events = turn.events();
+    let request_id = until_event(&mut events, |kind| match kind {
+        TurnEventKind::ClarifyRequested {
+            request_id,
+            question,
+            choices,
+        } => {
+            assert_eq!(
+                (question.as_str(), choices.as_slice()),
+                ("Which colour?", &["red".to_owned(), "blue".to_owned()][..])
+            );
+            Some(request_id.clone())
+        }
+        _ => None,
+    })
+    .await;
+    let err = turn.answer("not-the-id", "red").await.unwrap_err();
+    assert_eq!(err.code(), Some(ErrorCode::Conflict), "{err}");
+    turn.answer(&request_id, "blue").await.expect("answer");
+    let result = until_event(&mut events, |kind| match kind {
+        TurnEventKind::ToolCompleted { result, .. } => Some(result.clone()),
+        _ => None,
+    })
+    .await;
+    assert_eq!(result["user_response"], "blue");
+    let log: Vec<TurnEvent> = collect(turn.events()).await;
+    assert!(
+        log.iter()
+            .any(|e| matches!(&e.kind, TurnEventKind::ActionAnswered { .. }))
+    );
+    assert_eq!(turn.wait().await.unwrap().state, TurnState::Completed);
+    hermes.close().await.expect("close");
+}
+
+#[tokio::test]
+async fn cancelling_a_turn_that_waits_for_approval_denies_it_and_ends_cancelled() {
+    let hermes = Hermes::local().await.expect("local");
+    let session = assistant(&hermes).await;
+    let victim = tempfile::tempdir().expect("temp dir");
+    let command = format!("rm -rf {}", victim.path().display());
+    let turn = session
+        .send(&format!("terminal {}", json!({ "command": command })))
+        .await
+        .expect("turn");
+    let mut events = turn.events();
+    until_event(&mut events, |kind| {
+        matches!(kind, TurnEventKind::ApprovalRequested { .. }).then_some(())
+    })
+    .await;
+    turn.cancel().await.expect("cancel");
+    let finished = turn.wait().await.expect("wait");
+    assert_eq!(finished.state, TurnState::Cancelled, "{finished:?}");
+    assert!(
+        victim.path().exists(),
+        "a cancelled approval never runs the command"
+    );
+    // Cancelling again is harmless, and the session takes the next turn.
+    assert_eq!(turn.cancel().await.unwrap().state, TurnState::Cancelled);
+    let next = session.send("still here").await.expect("next turn");
+    assert_eq!(
+        next.wait().await.unwrap().output.as_deref(),
+        Some("You said: still here")
+    );
     hermes.close().await.expect("close");
 }

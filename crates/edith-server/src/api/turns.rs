@@ -4,7 +4,12 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::{get, post};
 use axum::{Json, response::IntoResponse};
-use edith_types::{CreateTurn, ErrorCode, Timestamp, Turn, TurnEvent, TurnId, TurnState};
+use edith_types::{
+    CreateTurn, ErrorCode, LiveSessionId, Profile, Session, Timestamp, Turn, TurnAction, TurnEvent,
+    TurnEventKind, TurnId, TurnState,
+};
+use hermes_native::{GatewayError, codes};
+use serde_json::json;
 
 use super::extract::{AfterParams, ApiJson, ApiQuery, Ids};
 use super::instances::load_ready_instance;
@@ -17,6 +22,8 @@ use crate::{sse, turns};
 const TURNS: &str = "/v1/instances/{instance_id}/profiles/{profile_id}/sessions/{session_id}/turns";
 const TURN: &str =
     "/v1/instances/{instance_id}/profiles/{profile_id}/sessions/{session_id}/turns/{turn_id}";
+const TURN_ACTIONS: &str = "/v1/instances/{instance_id}/profiles/{profile_id}/sessions/{session_id}/turns/{turn_id}/actions";
+const TURN_CANCEL: &str = "/v1/instances/{instance_id}/profiles/{profile_id}/sessions/{session_id}/turns/{turn_id}/cancel";
 const TURN_EVENTS: &str = "/v1/instances/{instance_id}/profiles/{profile_id}/sessions/{session_id}/turns/{turn_id}/events";
 
 pub fn routes(api: &mut Api) {
@@ -36,6 +43,22 @@ pub fn routes(api: &mut Api) {
             "The turn's event log, then live events until it finishes.",
         );
     api.add(op, get(turn_events));
+    let op = Op::post(TURN_ACTIONS, "turn_action")
+        .summary("Answer what a `requires_action` turn waits for: an approval or a question.")
+        .body::<TurnAction>(api)
+        .returns::<Turn>(
+            api,
+            202,
+            "The turn; it goes on once the runtime has the answer.",
+        );
+    api.add(op, post(turn_action));
+    let op = Op::post(TURN_CANCEL, "turn_cancel")
+        .summary(
+            "Cancel a turn: the runtime interrupts it (pending approvals are denied) and it ends \
+             `cancelled`. Cancelling a finished turn changes nothing.",
+        )
+        .returns::<Turn>(api, 202, "The turn.");
+    api.add(op, post(cancel_turn));
 }
 
 async fn create_turn(
@@ -74,17 +97,110 @@ async fn create_turn(
 }
 
 async fn load_turn(state: &AppState, ids: &Ids) -> AppResult<Turn> {
-    let (_, session) = load_session(state, ids).await?;
+    Ok(load_turn_in_session(state, ids).await?.2)
+}
+
+async fn load_turn_in_session(state: &AppState, ids: &Ids) -> AppResult<(Profile, Session, Turn)> {
+    let (profile, session) = load_session(state, ids).await?;
     let id: TurnId = ids.get("turn_id")?;
-    state
-        .store
-        .turn(&session.id, &id)
-        .await?
-        .ok_or_else(|| AppError::not_found(format!("turn `{id}` of session `{}`", session.id)))
+    let turn =
+        state.store.turn(&session.id, &id).await?.ok_or_else(|| {
+            AppError::not_found(format!("turn `{id}` of session `{}`", session.id))
+        })?;
+    Ok((profile, session, turn))
 }
 
 async fn get_turn(State(state): State<AppState>, ids: Ids) -> AppResult<Json<Turn>> {
     Ok(Json(load_turn(&state, &ids).await?))
+}
+
+/// The runtime connection and live session a running turn uses, if it has one yet.
+async fn live_session(
+    state: &AppState,
+    profile: &Profile,
+    session: &Session,
+) -> AppResult<Option<(std::sync::Arc<crate::links::Link>, LiveSessionId)>> {
+    let record = load_ready_instance(state, &profile.instance_id).await?;
+    let link = state.links.connect(state, &record).await?;
+    let sid = link
+        .live
+        .lock()
+        .expect("not poisoned")
+        .get(&session.id)
+        .cloned();
+    Ok(sid.map(|sid| (link, sid)))
+}
+
+async fn turn_action(
+    State(state): State<AppState>,
+    ids: Ids,
+    ApiJson(action): ApiJson<TurnAction>,
+) -> AppResult<impl IntoResponse> {
+    let (profile, session, turn) = load_turn_in_session(&state, &ids).await?;
+    let conflict = |detail: String| AppError::new(ErrorCode::Conflict, detail);
+    if turn.state != TurnState::RequiresAction {
+        return Err(conflict(format!(
+            "turn `{}` is {}; it waits for no answer",
+            turn.id,
+            turn.state.as_str()
+        )));
+    }
+    let Some((link, sid)) = live_session(&state, &profile, &session).await? else {
+        return Err(conflict(format!("turn `{}` has no live session", turn.id)));
+    };
+    let runtime_error =
+        |e: GatewayError| AppError::new(ErrorCode::RuntimeUnavailable, e.to_string());
+    match &action {
+        TurnAction::Approval { choice, all } => {
+            let reply = link
+                .gateway
+                .call(
+                    "approval.respond",
+                    json!({"session_id": sid, "choice": choice.as_str(), "all": all}),
+                )
+                .await
+                .map_err(runtime_error)?;
+            if reply["resolved"].as_u64().unwrap_or(0) == 0 {
+                return Err(conflict("no approval is pending".to_owned()));
+            }
+        }
+        TurnAction::Clarify { request_id, answer } => {
+            let params = json!({"session_id": sid, "request_id": request_id, "answer": answer});
+            match link.gateway.call("clarify.respond", params).await {
+                Ok(_) => {}
+                Err(e) if e.code() == Some(codes::BUSY) => {
+                    return Err(conflict(format!("no question `{request_id}` is pending")));
+                }
+                Err(e) => return Err(runtime_error(e)),
+            }
+        }
+    }
+    let event = state
+        .store
+        .append_turn_event(&turn.id, &TurnEventKind::ActionAnswered { action })
+        .await?;
+    state.turn_events.publish(turn.id.as_str(), event);
+    Ok((StatusCode::ACCEPTED, Json(turn)))
+}
+
+async fn cancel_turn(State(state): State<AppState>, ids: Ids) -> AppResult<impl IntoResponse> {
+    let (profile, session, turn) = load_turn_in_session(&state, &ids).await?;
+    if turn.state.is_terminal() {
+        return Ok((StatusCode::OK, Json(turn)));
+    }
+    state
+        .cancels
+        .lock()
+        .expect("not poisoned")
+        .insert(turn.id.clone());
+    // Not yet on the runtime: the driver sees the request before it submits the prompt.
+    if let Some((link, sid)) = live_session(&state, &profile, &session).await? {
+        link.gateway
+            .call("session.interrupt", json!({"session_id": sid}))
+            .await
+            .map_err(|e| AppError::new(ErrorCode::RuntimeUnavailable, e.to_string()))?;
+    }
+    Ok((StatusCode::ACCEPTED, Json(turn)))
 }
 
 async fn turn_events(
