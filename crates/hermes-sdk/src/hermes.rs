@@ -52,6 +52,8 @@ struct Local {
     cleanup: bool,
     /// Instances created through this context, deleted at close when `cleanup` is on.
     owned: Mutex<Vec<InstanceId>>,
+    /// Where the embedded control plane keeps its database and runtime homes.
+    data_dir: PathBuf,
     /// A data dir made for this context; removed when the context goes.
     _temp_dir: Option<tempfile::TempDir>,
 }
@@ -91,7 +93,7 @@ impl LocalBuilder {
         };
         let server = edith_server::start(ServerConfig {
             listen: ([127, 0, 0, 1], 0).into(),
-            data_dir,
+            data_dir: data_dir.clone(),
         })
         .await
         .map_err(|e| Error::Local(e.to_string()))?;
@@ -112,6 +114,7 @@ impl LocalBuilder {
                     tool_host_id: host.id,
                     cleanup: self.cleanup,
                     owned: Mutex::new(Vec::new()),
+                    data_dir,
                     _temp_dir: temp_dir,
                 }),
                 closed: AtomicBool::new(false),
@@ -155,6 +158,14 @@ impl Hermes {
                 closed: AtomicBool::new(false),
             }),
         }
+    }
+
+    /// The embedded control plane's data dir (`Hermes::local()` only).
+    pub fn data_dir(&self) -> Option<&std::path::Path> {
+        self.root
+            .local
+            .as_ref()
+            .map(|local| local.data_dir.as_path())
     }
 
     /// The low-level client, with one method per contract operation.

@@ -498,3 +498,32 @@ async fn cancelling_a_turn_that_waits_for_approval_denies_it_and_ends_cancelled(
     );
     hermes.close().await.expect("close");
 }
+
+#[tokio::test]
+async fn dropping_a_local_context_without_close_stops_everything_it_started() {
+    let hermes = Hermes::local().await.expect("local");
+    let instance = ready_instance(&hermes, "dropped").await;
+    let url = hermes.sdk().base_url().to_owned();
+    let data_dir = hermes.data_dir().expect("local").to_path_buf();
+    assert!(
+        data_dir
+            .join("instances")
+            .join(instance.id().as_str())
+            .is_dir()
+    );
+    drop(instance);
+    drop(hermes);
+
+    // The temporary data dir goes at once; the server stops serving shortly after.
+    assert!(!data_dir.exists(), "the temporary data dir is removed");
+    let http = reqwest::Client::new();
+    let mut stopped = false;
+    for _ in 0..100 {
+        if http.get(format!("{url}/healthz")).send().await.is_err() {
+            stopped = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert!(stopped, "the embedded control plane stopped serving");
+}
