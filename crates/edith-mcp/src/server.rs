@@ -40,6 +40,20 @@ const INTERNAL_ERROR: i64 = -32603;
 /// The header that carries the MCP session.
 pub const SESSION_HEADER: &str = "mcp-session-id";
 
+/// Whether the request carries `Authorization: Bearer <secret>`. The comparison takes the same
+/// time wherever the first difference is, so timing does not reveal the secret.
+pub fn bearer_matches(headers: &axum::http::HeaderMap, secret: &str) -> bool {
+    let Some(given) = headers
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+    else {
+        return false;
+    };
+    let (a, b) = (given.as_bytes(), secret.as_bytes());
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
 /// Handles one POSTed message. Notifications get `202 Accepted`; requests get a JSON reply.
 pub async fn handle_post<S: ToolService>(service: &S, body: &[u8]) -> Response {
     let message: Value = match serde_json::from_slice(body) {
@@ -128,4 +142,24 @@ fn json_response(body: Value) -> Response {
         body.to_string(),
     )
         .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bearer_matches;
+    use axum::http::{HeaderMap, HeaderValue, header::AUTHORIZATION};
+
+    #[test]
+    fn only_the_exact_bearer_secret_matches() {
+        let with = |value: &str| {
+            let mut headers = HeaderMap::new();
+            headers.insert(AUTHORIZATION, HeaderValue::from_str(value).unwrap());
+            headers
+        };
+        assert!(bearer_matches(&with("Bearer s3cret"), "s3cret"));
+        for wrong in ["Bearer s3cre", "Bearer s3cret!", "s3cret", "Basic s3cret"] {
+            assert!(!bearer_matches(&with(wrong), "s3cret"), "{wrong}");
+        }
+        assert!(!bearer_matches(&HeaderMap::new(), "s3cret"));
+    }
 }

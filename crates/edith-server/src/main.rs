@@ -76,6 +76,7 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let listen = config.listen;
     let server = match edith_server::start(config).await {
         Ok(server) => server,
         Err(e) => {
@@ -83,6 +84,12 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if !listen.ip().is_loopback() {
+        eprintln!(
+            "edith: warning: listening on {listen}, beyond this machine, and this version has no \
+             API keys yet: anyone who can reach it controls every instance"
+        );
+    }
     println!("EDITH_READY url={}", server.url());
     wait_for_signal().await;
     server.shutdown().await;

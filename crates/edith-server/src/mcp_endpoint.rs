@@ -6,7 +6,7 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use edith_mcp::server::{ToolCallError, ToolService, handle_post};
+use edith_mcp::server::{ToolCallError, ToolService, bearer_matches, handle_post};
 use edith_mcp::{ToolDescriptor, ToolOutput};
 use edith_types::{ErrorCode, InstanceId, ProfileId};
 use serde_json::Value;
@@ -79,11 +79,7 @@ pub async fn post(
         .instance(&instance)
         .await?
         .ok_or_else(|| AppError::not_found("instance"))?;
-    let presented = headers
-        .get("authorization")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
-    if presented != Some(record.mcp_token.as_str()) {
+    if !bearer_matches(&headers, &record.mcp_token) {
         return Err(AppError::new(
             ErrorCode::Unauthorized,
             "this endpoint needs the instance's MCP token",

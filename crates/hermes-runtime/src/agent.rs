@@ -39,12 +39,14 @@ impl Status {
     }
 }
 
+/// Runs one turn; returns the `message.complete` payload, which the caller emits once the
+/// session is ready for the next prompt (so a prompt sent on seeing it is not taken as busy).
 pub async fn run_turn(
     runtime: Arc<Runtime>,
     session: Arc<LiveSession>,
     text: String,
     interrupt: Arc<Notify>,
-) {
+) -> Value {
     session.emit("message.start", json!({}));
     let before = session.state.lock().expect("not poisoned").usage;
     let (status, final_text) = match run_model_loop(&runtime, &session, text, &interrupt).await {
@@ -67,14 +69,11 @@ pub async fn run_turn(
             tracing::warn!(error = %e, "could not record usage");
         }
     }
-    session.emit(
-        "message.complete",
-        json!({
-            "text": final_text,
-            "status": status.as_str(),
-            "usage": usage.to_json(&session.model_name),
-        }),
-    );
+    json!({
+        "text": final_text,
+        "status": status.as_str(),
+        "usage": usage.to_json(&session.model_name),
+    })
 }
 
 async fn run_model_loop(

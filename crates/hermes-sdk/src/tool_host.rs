@@ -12,7 +12,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::serve::ListenerExt;
-use edith_mcp::server::{ToolCallError, ToolService, handle_post};
+use edith_mcp::server::{ToolCallError, ToolService, bearer_matches, handle_post};
 use edith_mcp::{ToolDescriptor, ToolOutput};
 use serde_json::Value;
 
@@ -148,11 +148,7 @@ impl Drop for ToolHost {
 }
 
 async fn mcp(State(tools): State<Arc<Registry>>, headers: HeaderMap, body: Bytes) -> Response {
-    let presented = headers
-        .get("authorization")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
-    if presented != Some(tools.secret.as_str()) {
+    if !bearer_matches(&headers, &tools.secret) {
         return StatusCode::UNAUTHORIZED.into_response();
     }
     handle_post(tools.as_ref(), &body).await

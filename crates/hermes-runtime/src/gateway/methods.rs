@@ -511,17 +511,31 @@ fn prompt_submit(runtime: &Arc<Runtime>, transport: &Transport, params: &Value) 
     }
     let runtime = runtime.clone();
     let turns = async move {
-        let mut next = Some(text);
-        while let Some(text) = next.take() {
-            agent::run_turn(runtime.clone(), session.clone(), text, interrupt.clone()).await;
-            let mut state = session.state.lock().expect("not poisoned");
-            let queued = state.running.as_mut().and_then(|r| r.queued.take());
-            match queued {
-                Some((text, transport)) => {
-                    state.transport = transport;
-                    next = Some(text);
+        let mut next = Some((text, interrupt));
+        while let Some((text, interrupt)) = next.take() {
+            let complete = agent::run_turn(runtime.clone(), session.clone(), text, interrupt).await;
+            // Settle what runs next before telling the client this turn is over, so a prompt
+            // sent on seeing `message.complete` starts a turn instead of being queued.
+            let queued = {
+                let mut state = session.state.lock().expect("not poisoned");
+                let queued = state.running.as_mut().and_then(|r| r.queued.take());
+                match (queued, state.running.as_mut()) {
+                    (Some((text, transport)), Some(running)) => {
+                        // A fresh interrupt: the one that stopped this turn must not stop the
+                        // next.
+                        running.interrupt = Arc::new(Notify::new());
+                        Some((text, transport, running.interrupt.clone()))
+                    }
+                    _ => {
+                        state.running = None;
+                        None
+                    }
                 }
-                None => state.running = None,
+            };
+            session.emit("message.complete", complete);
+            if let Some((text, transport, interrupt)) = queued {
+                session.state.lock().expect("not poisoned").transport = transport;
+                next = Some((text, interrupt));
             }
         }
         drop(done_tx);
