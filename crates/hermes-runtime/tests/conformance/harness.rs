@@ -260,6 +260,17 @@ impl Client {
         reply["result"].clone()
     }
 
+    /// A new live session's id.
+    pub async fn new_session(&mut self) -> Value {
+        self.call("session.create", json!({})).await["session_id"].clone()
+    }
+
+    /// `prompt.submit` of `text` on live session `live`; its result.
+    pub async fn submit(&mut self, live: impl serde::Serialize, text: &str) -> Value {
+        self.call("prompt.submit", json!({"session_id": live, "text": text}))
+            .await
+    }
+
     /// The error code of a call that must fail.
     pub async fn error_code(&mut self, method: &str, params: Value) -> i64 {
         let reply = self.request(method, params).await;
@@ -295,6 +306,16 @@ impl Client {
             }
         }
     }
+}
+
+/// The last message of the model's last streamed request.
+pub fn last_message_to_model(model: &FakeModel) -> Value {
+    let request = model.streamed_requests().pop().expect("a streamed request");
+    request["messages"]
+        .as_array()
+        .and_then(|messages| messages.last())
+        .cloned()
+        .expect("a message")
 }
 
 pub fn types(events: &[Value]) -> Vec<&str> {

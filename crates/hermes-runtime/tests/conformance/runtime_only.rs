@@ -13,12 +13,7 @@ async fn sigterm_ends_in_flight_turns_as_interrupted() {
     let created = client.call("session.create", json!({})).await;
     let live = created["session_id"].clone();
     let stored = created["stored_session_id"].as_str().unwrap().to_owned();
-    client
-        .call(
-            "prompt.submit",
-            json!({"session_id": live, "text": "SLOW shutdown"}),
-        )
-        .await;
+    client.submit(&live, "SLOW shutdown").await;
     loop {
         if client.event().await["type"] == "message.delta" {
             break;
@@ -48,10 +43,8 @@ async fn sigterm_ends_in_flight_turns_as_interrupted() {
 async fn a_model_failure_is_an_error_event() {
     let peer = Peer::start(Target::Ours).await;
     let mut client = peer.connect().await;
-    let live = client.call("session.create", json!({})).await["session_id"].clone();
-    client
-        .call("prompt.submit", json!({"session_id": live, "text": "FAIL"}))
-        .await;
+    let live = client.new_session().await;
+    client.submit(&live, "FAIL").await;
     let events = client.events_until("message.complete").await;
     let error = events
         .iter()
@@ -85,7 +78,7 @@ async fn mcp_calls_and_connections_have_deadlines() {
     };
     let peer = Peer::start_with(Target::Ours, options).await;
     let mut client = peer.connect().await;
-    let live = client.call("session.create", json!({})).await["session_id"].clone();
+    let live = client.new_session().await;
     let started = std::time::Instant::now();
     client
         .call(

@@ -16,9 +16,7 @@ pub async fn prompted_session(client: &mut Client, text: &str) -> (String, Strin
         .await;
     let live = created["session_id"].as_str().unwrap().to_owned();
     let stored = created["stored_session_id"].as_str().unwrap().to_owned();
-    let submitted = client
-        .call("prompt.submit", json!({"session_id": live, "text": text}))
-        .await;
+    let submitted = client.submit(&live, text).await;
     assert_eq!(submitted["status"], "streaming");
     let events = client.events_until("message.complete").await;
     assert_eq!(events.last().unwrap()["payload"]["status"], "complete");
@@ -64,12 +62,7 @@ async fn lifecycle(target: Target) {
         Value::Null
     );
 
-    client
-        .call(
-            "prompt.submit",
-            json!({"session_id": live, "text": "hello there"}),
-        )
-        .await;
+    client.submit(&live, "hello there").await;
     let events = client.events_until("message.complete").await;
     let complete = &events.last().unwrap()["payload"];
     assert_eq!(complete["text"], "You said: hello there");
@@ -252,12 +245,7 @@ async fn restart(target: Target) {
     );
     // The conversation goes on: the model gets the earlier messages too.
     let live = resumed["session_id"].as_str().unwrap().to_owned();
-    client
-        .call(
-            "prompt.submit",
-            json!({"session_id": live, "text": "and now"}),
-        )
-        .await;
+    client.submit(&live, "and now").await;
     client.events_until("message.complete").await;
     let last = peer.model.streamed_requests().pop().unwrap();
     let texts: Vec<String> = last["messages"]
@@ -297,12 +285,7 @@ async fn profiles(target: Target) {
         .await;
     let live = created["session_id"].as_str().unwrap().to_owned();
     let stored = created["stored_session_id"].as_str().unwrap().to_owned();
-    client
-        .call(
-            "prompt.submit",
-            json!({"session_id": live, "text": "in the work profile"}),
-        )
-        .await;
+    client.submit(&live, "in the work profile").await;
     client.events_until("message.complete").await;
     client
         .call("session.close", json!({"session_id": live}))

@@ -4,7 +4,7 @@
 use serde_json::{Value, json};
 
 use crate::conformance;
-use crate::harness::{Client, McpServer, Peer, PeerOptions, Target, types};
+use crate::harness::{Client, McpServer, Peer, PeerOptions, Target, last_message_to_model, types};
 
 conformance!(an_mcp_tool_is_called_with_the_models_arguments, mcp_tool);
 conformance!(a_denied_approval_blocks_the_command, approval_deny);
@@ -12,7 +12,7 @@ conformance!(approvals_once_session_and_always, approval_grants);
 conformance!(a_clarify_question_gets_the_users_answer, clarify);
 
 async fn session(client: &mut Client) -> Value {
-    client.call("session.create", json!({})).await["session_id"].clone()
+    client.new_session().await
 }
 
 async fn mcp_tool(target: Target) {
@@ -56,13 +56,7 @@ async fn mcp_tool(target: Target) {
     let text = events.last().unwrap()["payload"]["text"].clone();
     assert_eq!(text, r#"Tool result: {"result": "3"}"#);
     // The tool result went back to the model as a tool message for the call.
-    let request = peer.model.streamed_requests().pop().unwrap();
-    let last = request["messages"]
-        .as_array()
-        .unwrap()
-        .last()
-        .unwrap()
-        .clone();
+    let last = last_message_to_model(&peer.model);
     assert_eq!(last["role"], "tool");
     assert_eq!(last["tool_call_id"], start["tool_id"]);
     peer.stop().await;
@@ -75,9 +69,7 @@ async fn ask_to_delete(client: &mut Client, live: &Value, dir: &std::path::Path)
         "CALL terminal {}",
         json!({"command": format!("rm -rf {}", dir.display())})
     );
-    client
-        .call("prompt.submit", json!({"session_id": live, "text": text}))
-        .await;
+    client.submit(&live, &text).await;
     let events = client.events_until("approval.request").await;
     assert_eq!(
         types(&events),
@@ -177,9 +169,7 @@ async fn approval_grants(target: Target) {
         "CALL terminal {}",
         json!({"command": format!("rm -rf {}", later.display())})
     );
-    client
-        .call("prompt.submit", json!({"session_id": live, "text": text}))
-        .await;
+    client.submit(&live, &text).await;
     let events = client.events_until("message.complete").await;
     assert!(!types(&events).contains(&"approval.request"), "{events:?}");
     assert!(!later.exists());
@@ -202,9 +192,7 @@ async fn approval_grants(target: Target) {
         "CALL terminal {}",
         json!({"command": format!("rm -rf {}", forever.display())})
     );
-    client
-        .call("prompt.submit", json!({"session_id": third, "text": text}))
-        .await;
+    client.submit(&third, &text).await;
     let events = client.events_until("message.complete").await;
     assert!(!types(&events).contains(&"approval.request"), "{events:?}");
     assert!(!forever.exists());
@@ -216,9 +204,7 @@ async fn clarify(target: Target) {
     let mut client = peer.connect().await;
     let live = session(&mut client).await;
     let text = r#"CALL clarify {"question": "Which color?", "choices": ["red", "blue"]}"#;
-    client
-        .call("prompt.submit", json!({"session_id": live, "text": text}))
-        .await;
+    client.submit(&live, text).await;
     let events = client.events_until("clarify.request").await;
     let request = &events.last().unwrap()["payload"];
     assert_eq!(request["question"], "Which color?");

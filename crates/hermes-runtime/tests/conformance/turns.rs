@@ -3,7 +3,7 @@
 use serde_json::json;
 
 use crate::conformance;
-use crate::harness::{Peer, Target, streamed_text, types};
+use crate::harness::{Peer, Target, last_message_to_model, streamed_text, types};
 
 conformance!(a_prompt_streams_start_deltas_complete, streaming);
 conformance!(an_interrupt_ends_the_turn_as_interrupted, interrupt);
@@ -16,7 +16,7 @@ conformance!(
 async fn streaming(target: Target) {
     let peer = Peer::start(target).await;
     let mut client = peer.connect().await;
-    let live = client.call("session.create", json!({})).await["session_id"].clone();
+    let live = client.new_session().await;
     let reply = client
         .request(
             "prompt.submit",
@@ -47,13 +47,7 @@ async fn streaming(target: Target) {
         Some(usage["input"].as_u64().unwrap() + usage["output"].as_u64().unwrap())
     );
     // The model got the user's text as the last message, with streaming on.
-    let request = peer.model.streamed_requests().pop().unwrap();
-    let last = request["messages"]
-        .as_array()
-        .unwrap()
-        .last()
-        .unwrap()
-        .clone();
+    let last = last_message_to_model(&peer.model);
     assert_eq!(
         (&last["role"], &last["content"]),
         (&json!("user"), &json!("one two three"))
@@ -64,13 +58,8 @@ async fn streaming(target: Target) {
 async fn interrupt(target: Target) {
     let peer = Peer::start(target).await;
     let mut client = peer.connect().await;
-    let live = client.call("session.create", json!({})).await["session_id"].clone();
-    client
-        .call(
-            "prompt.submit",
-            json!({"session_id": live, "text": "SLOW please"}),
-        )
-        .await;
+    let live = client.new_session().await;
+    client.submit(&live, "SLOW please").await;
     let mut seen = String::new();
     loop {
         let event = client.event().await;
@@ -104,24 +93,14 @@ async fn interrupt(target: Target) {
 async fn busy(target: Target) {
     let peer = Peer::start(target).await;
     let mut client = peer.connect().await;
-    let live = client.call("session.create", json!({})).await["session_id"].clone();
-    client
-        .call(
-            "prompt.submit",
-            json!({"session_id": live, "text": "SLOW first"}),
-        )
-        .await;
+    let live = client.new_session().await;
+    client.submit(&live, "SLOW first").await;
     loop {
         if client.event().await["type"] == "message.delta" {
             break;
         }
     }
-    let second = client
-        .call(
-            "prompt.submit",
-            json!({"session_id": live, "text": "second"}),
-        )
-        .await;
+    let second = client.submit(&live, "second").await;
     assert_eq!(second["status"], "queued");
     let first = client.events_until("message.complete").await;
     assert_eq!(first.last().unwrap()["payload"]["status"], "interrupted");
@@ -138,13 +117,8 @@ async fn busy(target: Target) {
 async fn model_failure(target: Target) {
     let peer = Peer::start(target).await;
     let mut client = peer.connect().await;
-    let live = client.call("session.create", json!({})).await["session_id"].clone();
-    client
-        .call(
-            "prompt.submit",
-            json!({"session_id": live, "text": "FAIL please"}),
-        )
-        .await;
+    let live = client.new_session().await;
+    client.submit(&live, "FAIL please").await;
     let events = client.events_until("message.complete").await;
     let complete = &events.last().unwrap()["payload"];
     assert_eq!(complete["status"], "error", "{complete}");
@@ -157,12 +131,7 @@ async fn model_failure(target: Target) {
     );
     // The session is usable again afterwards. (Hermes merges the unanswered user message into
     // the next one, so the echo may carry both.)
-    client
-        .call(
-            "prompt.submit",
-            json!({"session_id": live, "text": "still there?"}),
-        )
-        .await;
+    client.submit(&live, "still there?").await;
     let events = client.events_until("message.complete").await;
     let complete = &events.last().unwrap()["payload"];
     assert_eq!(complete["status"], "complete");
