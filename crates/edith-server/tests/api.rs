@@ -228,6 +228,25 @@ async fn malformed_bodies_are_400s_that_name_the_problem() {
         400,
         "invalid_request",
     );
+    for (model, code) in [
+        (
+            r#"{"provider": "openai_compatible", "base_url": "ftp://x", "model": "m"}"#,
+            "invalid_request",
+        ),
+        (
+            r#"{"provider": "openai_compatible", "base_url": "http://x/v1", "model": " "}"#,
+            "invalid_request",
+        ),
+        (r#"{"provider": "mystery"}"#, "invalid_body"),
+    ] {
+        let body = format!(r#"{{"name": "m", "model": {model}}}"#);
+        assert_problem(
+            &ctx.post(&format!("/v1/instances/{iid}/profiles"), &body)
+                .await,
+            400,
+            code,
+        );
+    }
     let (status, _) = ctx
         .post(&format!("/v1/instances/{iid}/profiles"), r#"{"name": "p"}"#)
         .await;

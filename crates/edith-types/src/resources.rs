@@ -183,13 +183,73 @@ pub enum StepState {
     Failed,
 }
 
-/// The model a profile's runtime uses.
+/// The model a profile's runtime uses, as the control plane shows it (never with a secret).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(tag = "provider", rename_all = "snake_case", deny_unknown_fields)]
+#[serde(tag = "provider", rename_all = "snake_case")]
 pub enum ModelConfig {
     /// The runtime's deterministic offline model: it calls a tool when the input names one
     /// followed by a JSON object of arguments, and otherwise echoes the input.
     Scripted,
+    /// An OpenAI-compatible chat-completions endpoint.
+    OpenaiCompatible {
+        base_url: String,
+        model: String,
+        /// Whether an API key was given (it is kept on the runtime, never shown).
+        api_key_set: bool,
+    },
+}
+
+/// The model for a new profile.
+#[derive(Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "provider", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ModelSpec {
+    /// See [`ModelConfig::Scripted`].
+    Scripted,
+    /// An OpenAI-compatible chat-completions endpoint, e.g. `http://127.0.0.1:8000/v1`.
+    OpenaiCompatible {
+        base_url: String,
+        model: String,
+        /// Sent as `Authorization: Bearer …` to the endpoint; written to the runtime's
+        /// configuration and never returned.
+        #[serde(default)]
+        api_key: Option<String>,
+    },
+}
+
+impl ModelSpec {
+    /// What reads show of this model.
+    pub fn shown(&self) -> ModelConfig {
+        match self {
+            ModelSpec::Scripted => ModelConfig::Scripted,
+            ModelSpec::OpenaiCompatible {
+                base_url,
+                model,
+                api_key,
+            } => ModelConfig::OpenaiCompatible {
+                base_url: base_url.clone(),
+                model: model.clone(),
+                api_key_set: api_key.is_some(),
+            },
+        }
+    }
+}
+
+impl std::fmt::Debug for ModelSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ModelSpec::Scripted => f.write_str("Scripted"),
+            ModelSpec::OpenaiCompatible {
+                base_url,
+                model,
+                api_key,
+            } => f
+                .debug_struct("OpenaiCompatible")
+                .field("base_url", base_url)
+                .field("model", model)
+                .field("api_key", &api_key.as_ref().map(|_| "<redacted>"))
+                .finish(),
+        }
+    }
 }
 
 /// A control-plane profile: one native Hermes profile of an instance.
@@ -215,7 +275,7 @@ pub struct CreateProfile {
     pub name: String,
     /// The model; `scripted` when absent.
     #[serde(default)]
-    pub model: Option<ModelConfig>,
+    pub model: Option<ModelSpec>,
     /// Tools to attach right away.
     #[serde(default)]
     pub tools: Vec<ToolId>,

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use edith_types::{
     ApprovalChoice, CreateInstance, CreateProfile, CreateSession, CreateTurn, Instance, InstanceId,
-    InstanceState, Job, JobEvent, JobEventKind, ModelConfig, NativeSessionId, Page, Profile,
+    InstanceState, Job, JobEvent, JobEventKind, ModelSpec, NativeSessionId, Page, Profile,
     ProfileId, ProviderKind, Session, SessionId, ToolId, Turn, TurnAction, TurnEvent, TurnId,
 };
 use futures_util::StreamExt;
@@ -185,7 +185,8 @@ impl ProfileSpec {
         self
     }
 
-    pub fn model(mut self, model: ModelConfig) -> Self {
+    /// The model (default: `scripted`, offline).
+    pub fn model(mut self, model: ModelSpec) -> Self {
         self.body.model = Some(model);
         self
     }

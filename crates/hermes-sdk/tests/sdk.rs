@@ -527,3 +527,69 @@ async fn dropping_a_local_context_without_close_stops_everything_it_started() {
     }
     assert!(stopped, "the embedded control plane stopped serving");
 }
+
+#[tokio::test]
+async fn a_profile_can_use_an_openai_compatible_model_and_its_key_is_never_shown() {
+    use hermes::types::{ModelConfig, ModelSpec};
+    let model = testkit::FakeModel::start().await;
+    let hermes = Hermes::local().await.expect("local");
+    let (tool, calls) = recording_word_count();
+    let tool = hermes.register_tool(tool).await.expect("register");
+    let instance = ready_instance(&hermes, "openai").await;
+    let key = "sk-test-do-not-show-0123456789";
+    let profile = instance
+        .profiles()
+        .create(
+            ProfileSpec::new("assistant")
+                .tool(&tool)
+                .model(ModelSpec::OpenaiCompatible {
+                    base_url: model.base_url().to_owned(),
+                    model: "fake-model".to_owned(),
+                    api_key: Some(key.to_owned()),
+                }),
+        )
+        .await
+        .expect("profile");
+    let shown = profile.get().await.expect("get");
+    assert_eq!(
+        shown.model,
+        ModelConfig::OpenaiCompatible {
+            base_url: model.base_url().to_owned(),
+            model: "fake-model".to_owned(),
+            api_key_set: true,
+        }
+    );
+    assert!(!serde_json::to_string(&shown).unwrap().contains(key));
+
+    let session = profile.sessions().create().await.expect("session");
+    let plain = session.send("hello model").await.expect("turn");
+    assert_eq!(
+        plain.wait().await.unwrap().output.as_deref(),
+        Some("You said: hello model")
+    );
+    // The model calls the callback tool through the control plane.
+    let with_tool = session
+        .send(r#"CALL word_count {"text": "a b c d"}"#)
+        .await
+        .expect("turn");
+    let events = collect(with_tool.events()).await;
+    assert!(events.iter().any(|e| matches!(
+        &e.kind,
+        TurnEventKind::ToolCompleted { name, result, .. } if name == "word_count" && *result == json!(4)
+    )));
+    assert_eq!(*calls.lock().unwrap(), ["a b c d"]);
+    assert_eq!(
+        with_tool.get().await.unwrap().output.as_deref(),
+        Some(r#"Tool result: {"result": "4"}"#)
+    );
+    // The key went to the model endpoint, with the model's name.
+    let requests = model.streamed_requests();
+    assert_eq!(requests.last().unwrap()["model"], "fake-model");
+    assert!(
+        model
+            .authorizations()
+            .iter()
+            .all(|a| *a == format!("Bearer {key}"))
+    );
+    hermes.close().await.expect("close");
+}

@@ -48,6 +48,8 @@ impl Default for FakeModelOptions {
 
 struct Shared {
     requests: Mutex<Vec<Value>>,
+    /// The `Authorization` header of each request (empty when absent).
+    authorizations: Mutex<Vec<String>>,
     next_call: AtomicU64,
     options: FakeModelOptions,
 }
@@ -67,6 +69,7 @@ impl FakeModel {
     pub async fn start_with(options: FakeModelOptions) -> Self {
         let shared = Arc::new(Shared {
             requests: Mutex::new(Vec::new()),
+            authorizations: Mutex::new(Vec::new()),
             next_call: AtomicU64::new(1),
             options,
         });
@@ -102,6 +105,15 @@ impl FakeModel {
     /// Every chat-completions request body received so far.
     pub fn requests(&self) -> Vec<Value> {
         self.shared.requests.lock().expect("not poisoned").clone()
+    }
+
+    /// The `Authorization` header of every chat-completions request, in order.
+    pub fn authorizations(&self) -> Vec<String> {
+        self.shared
+            .authorizations
+            .lock()
+            .expect("not poisoned")
+            .clone()
     }
 
     /// The streamed (agent-loop) requests only.
@@ -248,7 +260,21 @@ fn usage_chunk(request: &Value, output_chars: usize) -> String {
     format!("data: {body}\n\n")
 }
 
-async fn completions(State(shared): State<Arc<Shared>>, Json(request): Json<Value>) -> Response {
+async fn completions(
+    State(shared): State<Arc<Shared>>,
+    headers: axum::http::HeaderMap,
+    Json(request): Json<Value>,
+) -> Response {
+    let authorization = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    shared
+        .authorizations
+        .lock()
+        .expect("not poisoned")
+        .push(authorization);
     shared
         .requests
         .lock()

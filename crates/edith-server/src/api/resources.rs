@@ -5,7 +5,7 @@ use axum::http::StatusCode;
 use axum::routing::{get, post, put};
 use axum::{Json, response::IntoResponse};
 use edith_types::{
-    CreateProfile, CreateSession, ErrorCode, InstanceId, ModelConfig, Page, Profile, ProfileId,
+    CreateProfile, CreateSession, ErrorCode, InstanceId, ModelSpec, Page, Profile, ProfileId,
     RegisterTool, RegisterToolHost, Session, SessionId, Timestamp, Tool, ToolHost, ToolHostId,
     ToolId,
 };
@@ -115,19 +115,33 @@ async fn create_profile(
     for tool in &body.tools {
         load_tool(&state, tool).await?;
     }
+    let model = body.model.clone().unwrap_or(ModelSpec::Scripted);
+    if let ModelSpec::OpenaiCompatible {
+        base_url, model, ..
+    } = &model
+    {
+        if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
+            return Err(AppError::invalid(
+                "`model.base_url` must be an http:// or https:// URL",
+            ));
+        }
+        if model.trim().is_empty() {
+            return Err(AppError::invalid("`model.model` must name the model"));
+        }
+    }
     let profile = Profile {
         id: ProfileId::generate(),
         instance_id: instance.id.clone(),
         name: body.name.clone(),
         native_name: body.name,
-        model: body.model.unwrap_or(ModelConfig::Scripted),
+        model: model.shown(),
         tools: body.tools,
         created_at: Timestamp::now(),
     };
     // The row first: a duplicate name must not overwrite the other profile's config.
     state.store.insert_profile(&profile).await?;
     let config = NativeProfileConfig {
-        model: model_section(&profile.model),
+        model: model_section(&model),
         mcp_servers: json!({
             turns::MCP_SERVER_NAME: {
                 "url": mcp_endpoint::url(&state, &instance.id, &profile.id),
@@ -145,10 +159,22 @@ async fn create_profile(
     Ok((StatusCode::CREATED, Json(profile)))
 }
 
-/// The `model:` section of a native profile's config.yaml.
-fn model_section(model: &ModelConfig) -> serde_json::Value {
+/// The `model:` section of a native profile's config.yaml (Hermes's keys: an OpenAI-compatible
+/// endpoint is its `custom` provider).
+fn model_section(model: &ModelSpec) -> serde_json::Value {
     match model {
-        ModelConfig::Scripted => json!({"provider": "scripted", "default": "scripted"}),
+        ModelSpec::Scripted => json!({"provider": "scripted", "default": "scripted"}),
+        ModelSpec::OpenaiCompatible {
+            base_url,
+            model,
+            api_key,
+        } => {
+            let mut section = json!({"provider": "custom", "default": model, "base_url": base_url});
+            if let Some(key) = api_key {
+                section["api_key"] = json!(key);
+            }
+            section
+        }
     }
 }
 

@@ -116,6 +116,11 @@ impl RuntimeProvider for EmbeddedProvider {
         tokio::fs::write(&partial, text)
             .await
             .map_err(|e| io_error("cannot write", &partial, e))?;
+        // It holds credentials (the MCP token, a model API key): owner only.
+        use std::os::unix::fs::PermissionsExt;
+        tokio::fs::set_permissions(&partial, std::fs::Permissions::from_mode(0o600))
+            .await
+            .map_err(|e| io_error("cannot protect", &partial, e))?;
         tokio::fs::rename(&partial, &path)
             .await
             .map_err(|e| io_error("cannot write", &path, e))
