@@ -121,8 +121,8 @@ async fn run(
         });
     }
 
-    // A live session may have been reaped by the runtime (or the runtime restarted): then the
-    // stored session is resumed once and the prompt sent again.
+    // A live session may have been reaped by the runtime (Hermes caps idle live sessions):
+    // then the stored session is resumed once and the prompt sent again.
     let mut retried = false;
     let (sid, mut events) = loop {
         let sid = live_session(state, &link, &mut session, profile).await?;
@@ -136,7 +136,7 @@ async fn run(
             .await;
         match submitted {
             Ok(_) => break (sid, events),
-            Err(e) if e.code() == Some(codes::SESSION_NOT_FOUND) && !retried => {
+            Err(e) if e.code() == Some(codes::LIVE_SESSION_NOT_FOUND) && !retried => {
                 link.gateway.unsubscribe(&sid);
                 link.live.lock().expect("not poisoned").remove(&session.id);
                 retried = true;

@@ -11,7 +11,10 @@ pub mod codes {
     pub const METHOD_NOT_FOUND: i64 = -32601;
     pub const INVALID_PARAMS: i64 = -32602;
     pub const HANDLER_ERROR: i64 = -32000;
+    /// A live session id (`session_id` of a live-session method) that this process does not know.
+    pub const LIVE_SESSION_NOT_FOUND: i64 = 4001;
     pub const SESSION_ID_REQUIRED: i64 = 4006;
+    /// A stored session (`session.resume`, `session.delete`) that does not exist.
     pub const SESSION_NOT_FOUND: i64 = 4007;
     pub const BUSY: i64 = 4009;
     pub const INTERNAL: i64 = 5000;

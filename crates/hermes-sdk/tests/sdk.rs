@@ -593,3 +593,54 @@ async fn a_profile_can_use_an_openai_compatible_model_and_its_key_is_never_shown
     );
     hermes.close().await.expect("close");
 }
+
+#[tokio::test]
+async fn a_turn_resumes_the_stored_session_when_its_live_session_is_gone() {
+    use hermes::native::{SessionActiveListParams, SessionCloseParams};
+    let hermes = Hermes::local().await.expect("local");
+    let session = assistant(&hermes).await;
+    let first = session.send("first").await.expect("turn");
+    first.wait().await.expect("wait");
+    let native_id = session
+        .get()
+        .await
+        .unwrap()
+        .native_session_id
+        .expect("native");
+
+    // Close the live session behind the control plane's back, as a runtime reaping it would.
+    let instance = hermes.instance(&session.get().await.unwrap().instance_id);
+    let native = instance.native();
+    let active = native
+        .api()
+        .session()
+        .active_list(&SessionActiveListParams::default())
+        .await
+        .expect("active_list");
+    let live = active["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["session_key"] == native_id.as_str())
+        .expect("live")["id"]
+        .clone();
+    let closed = native
+        .api()
+        .session()
+        .close(&SessionCloseParams {
+            session_id: Some(live),
+        })
+        .await
+        .expect("close");
+    assert_eq!(closed["closed"], true);
+
+    let second = session.send("second").await.expect("turn");
+    let finished = second.wait().await.expect("wait");
+    assert_eq!(finished.state, TurnState::Completed, "{finished:?}");
+    assert_eq!(finished.output.as_deref(), Some("You said: second"));
+    assert_eq!(
+        session.get().await.unwrap().native_session_id,
+        Some(native_id)
+    );
+    hermes.close().await.expect("close");
+}

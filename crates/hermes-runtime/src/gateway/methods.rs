@@ -35,8 +35,6 @@ pub const IMPLEMENTED: &[&str] = &[
     "session.usage",
 ];
 
-/// Hermes's code for an unknown live session (4007 is for stored sessions).
-const LIVE_SESSION_NOT_FOUND: i64 = 4001;
 const TITLE_REQUIRED: i64 = 4021;
 const SESSION_ACTIVE: i64 = 4023;
 
@@ -106,7 +104,7 @@ fn str_param<'p>(params: &'p Value, name: &str) -> Option<&'p str> {
 fn live_session(runtime: &Runtime, params: &Value) -> Result<Arc<LiveSession>> {
     str_param(params, "session_id")
         .and_then(|sid| runtime.session(sid))
-        .ok_or_else(|| RpcError::new(LIVE_SESSION_NOT_FOUND, "session not found"))
+        .ok_or_else(|| RpcError::new(codes::LIVE_SESSION_NOT_FOUND, "session not found"))
 }
 
 fn handler_error(e: impl std::fmt::Display) -> RpcError {
