@@ -7,6 +7,7 @@
 pub mod api;
 mod error;
 mod hub;
+mod idempotency;
 mod jobs;
 mod links;
 mod mcp_endpoint;
@@ -107,7 +108,12 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
     recover(&state).await?;
 
     let (router, _) = api::build();
-    let app = router.with_state(state.clone());
+    let app = router
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            idempotency::guard,
+        ))
+        .with_state(state.clone());
     let mut stopping_server = stopping;
     let server = tokio::spawn(async move {
         let shutdown = async move {

@@ -430,3 +430,51 @@ async fn native_calls_are_checked_against_the_pinned_catalog() {
         "not_found",
     );
 }
+
+#[tokio::test]
+async fn an_idempotency_key_makes_a_retried_post_do_the_work_once() {
+    let ctx = Ctx::start().await;
+    let send = |key: &'static str, body: &'static str| {
+        ctx.http
+            .post(ctx.url("/v1/instances"))
+            .header("content-type", "application/json")
+            .header("Idempotency-Key", key)
+            .body(body)
+            .send()
+    };
+    let first = send("k-1", r#"{"name": "once"}"#).await.unwrap();
+    assert_eq!(first.status(), 202);
+    assert!(first.headers().get("idempotent-replayed").is_none());
+    let first: Value = first.json().await.unwrap();
+    let again = send("k-1", r#"{"name": "once"}"#).await.unwrap();
+    assert_eq!(again.status(), 202);
+    assert_eq!(again.headers()["idempotent-replayed"], "true");
+    let again: Value = again.json().await.unwrap();
+    assert_eq!(again["instance"]["id"], first["instance"]["id"]);
+
+    let other = send("k-1", r#"{"name": "twice"}"#).await.unwrap();
+    assert_eq!(other.status(), 409, "the same key for another request");
+    // A refused request is replayed as refused, too.
+    let bad = send("k-2", r#"{"name": ""}"#).await.unwrap();
+    assert_eq!(bad.status(), 400);
+    assert_eq!(send("k-2", r#"{"name": ""}"#).await.unwrap().status(), 400);
+
+    let (_, listed) = ctx.get("/v1/instances").await;
+    let names: Vec<&str> = listed["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["once"], "one instance for two identical POSTs");
+    let empty = ctx
+        .http
+        .post(ctx.url("/v1/instances"))
+        .header("content-type", "application/json")
+        .header("Idempotency-Key", "")
+        .body(r#"{"name": "x"}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(empty.status(), 400);
+}

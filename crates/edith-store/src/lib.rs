@@ -8,4 +8,4 @@ mod records;
 mod store;
 
 pub use records::{InstanceRecord, ToolHostRecord};
-pub use store::{Store, StoreError};
+pub use store::{Idempotency, Store, StoreError};

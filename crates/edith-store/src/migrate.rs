@@ -3,7 +3,10 @@
 use sqlx::SqlitePool;
 
 /// `(version, sql)`; never edit a released entry, add a new one.
-const SQLITE: &[(i64, &str)] = &[(1, include_str!("../migrations/sqlite/0001_initial.sql"))];
+const SQLITE: &[(i64, &str)] = &[
+    (1, include_str!("../migrations/sqlite/0001_initial.sql")),
+    (2, include_str!("../migrations/sqlite/0002_idempotency.sql")),
+];
 
 pub async fn run(pool: &SqlitePool) -> Result<(), sqlx::Error> {
     sqlx::raw_sql(

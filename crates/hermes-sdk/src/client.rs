@@ -15,6 +15,10 @@ use serde::de::DeserializeOwned;
 use crate::error::{Error, Result};
 use crate::events::{EventStream, LogEvent};
 
+/// How often a POST is sent again after its connection failed (safe: it carries an
+/// `Idempotency-Key`).
+const MAX_POST_RETRIES: u64 = 2;
+
 /// The low-level client. Cheap to clone; clones share one connection pool.
 #[derive(Clone)]
 pub struct EdithHermes {
@@ -97,6 +101,10 @@ impl EdithHermes {
     }
 
     /// Sends one request and reads the JSON reply (or the problem).
+    ///
+    /// Every POST carries a fresh `Idempotency-Key`, so when the connection fails before a
+    /// reply arrives the SDK sends it again (up to twice) without risk of doing the work twice:
+    /// the server replays its first reply.
     pub(crate) async fn call<B: Serialize + ?Sized, T: DeserializeOwned>(
         &self,
         method: Method,
@@ -105,7 +113,7 @@ impl EdithHermes {
         body: Option<&B>,
     ) -> Result<T> {
         let mut request = self
-            .request(method, path)
+            .request(method.clone(), path)
             .header(ACCEPT, "application/json");
         if let Some(page) = page {
             request = request.query(&page.query());
@@ -117,7 +125,29 @@ impl EdithHermes {
             })?;
             request = request.header(CONTENT_TYPE, "application/json").body(json);
         }
-        let response = request.send().await?;
+        let retries = if method == Method::POST {
+            let key = uuid::Uuid::new_v4().simple().to_string();
+            request = request.header("Idempotency-Key", key);
+            MAX_POST_RETRIES
+        } else {
+            0
+        };
+        let mut attempt = 0;
+        let response = loop {
+            let sent = request
+                .try_clone()
+                .expect("bodies are bytes, so requests clone")
+                .send()
+                .await;
+            match sent {
+                Ok(response) => break response,
+                Err(e) if attempt < retries && (e.is_connect() || e.is_request()) => {
+                    attempt += 1;
+                    tokio::time::sleep(std::time::Duration::from_millis(100 * attempt)).await;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        };
         let status = response.status();
         let bytes = response.bytes().await?;
         if !status.is_success() {

@@ -128,6 +128,15 @@ impl Op {
         parameters.extend(self.headers.iter().map(|(name, description)| {
             json!({"name": name, "in": "header", "required": false, "description": description, "schema": {"type": "string"}})
         }));
+        if self.method == "post" {
+            parameters.push(json!({
+                "name": "Idempotency-Key", "in": "header", "required": false,
+                "description": "Retrying with the same key and request returns the first reply \
+                    (marked `Idempotent-Replayed: true`) instead of doing the work twice; the same \
+                    key with another request is 409.",
+                "schema": {"type": "string", "minLength": 1, "maxLength": 255}
+            }));
+        }
         let mut responses = Map::new();
         for (status, what, content) in &self.responses {
             responses.insert(

@@ -1,0 +1,96 @@
+//! `Idempotency-Key` on every POST: the first request with a key is handled and its reply kept;
+//! a retry with the same key and the same request gets that reply again (with
+//! `Idempotent-Replayed: true`) instead of doing the work twice. The same key with another
+//! request is a 409; a retry while the first is still being handled is a 409 as well.
+//! Server errors (5xx) are not kept, so a retry after one runs again.
+
+use axum::body::{Body, to_bytes};
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use edith_store::Idempotency;
+use edith_types::ErrorCode;
+
+use crate::error::AppError;
+use crate::state::AppState;
+
+pub const HEADER: &str = "idempotency-key";
+const REPLAYED: &str = "idempotent-replayed";
+/// Request and reply bodies of this API are small; anything bigger is refused, not buffered.
+const MAX_BODY: usize = 4 * 1024 * 1024;
+
+pub async fn guard(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    if request.method() != Method::POST {
+        return next.run(request).await;
+    }
+    let key = match request.headers().get(HEADER).map(|v| v.to_str()) {
+        None => return next.run(request).await,
+        Some(Ok(key)) if !key.is_empty() && key.len() <= 255 => key.to_owned(),
+        Some(_) => {
+            return AppError::invalid("`Idempotency-Key` must be 1 to 255 visible characters")
+                .into_response();
+        }
+    };
+    let (parts, body) = request.into_parts();
+    let Ok(body) = to_bytes(body, MAX_BODY).await else {
+        return AppError::new(ErrorCode::InvalidBody, "the body is larger than 4 MiB")
+            .into_response();
+    };
+    let path = parts.uri.path().to_owned();
+    let claimed = state
+        .store
+        .claim_idempotent(&key, parts.method.as_str(), &path, &body)
+        .await;
+    match claimed {
+        Err(e) => AppError::from(e).into_response(),
+        Ok(Idempotency::Mismatch) => AppError::new(
+            ErrorCode::Conflict,
+            "this `Idempotency-Key` was used for a different request",
+        )
+        .into_response(),
+        Ok(Idempotency::InProgress) => AppError::new(
+            ErrorCode::Conflict,
+            "the first request with this `Idempotency-Key` is still being handled; retry later",
+        )
+        .into_response(),
+        Ok(Idempotency::Replay {
+            status,
+            body,
+            content_type,
+        }) => {
+            let status = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
+            let mut response = (status, body).into_response();
+            let headers = response.headers_mut();
+            if let Some(value) = content_type.and_then(|c| HeaderValue::from_str(&c).ok()) {
+                headers.insert(header::CONTENT_TYPE, value);
+            }
+            headers.insert(REPLAYED, HeaderValue::from_static("true"));
+            response
+        }
+        Ok(Idempotency::New) => {
+            let response = next.run(Request::from_parts(parts, Body::from(body))).await;
+            let (parts, body) = response.into_parts();
+            let Ok(body) = to_bytes(body, MAX_BODY).await else {
+                let _ = state.store.release_idempotent(&key).await;
+                return AppError::internal("a reply too large to keep").into_response();
+            };
+            let kept = if parts.status.is_server_error() {
+                state.store.release_idempotent(&key).await
+            } else {
+                let content_type = parts
+                    .headers
+                    .get(header::CONTENT_TYPE)
+                    .and_then(|v| v.to_str().ok());
+                state
+                    .store
+                    .finish_idempotent(&key, parts.status.as_u16(), &body, content_type)
+                    .await
+            };
+            if let Err(e) = kept {
+                tracing::error!(error = %e, "could not keep an idempotent reply");
+            }
+            Response::from_parts(parts, Body::from(body))
+        }
+    }
+}
