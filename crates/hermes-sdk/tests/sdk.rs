@@ -385,16 +385,25 @@ async fn assistant(hermes: &Hermes) -> hermes::SessionHandle {
     profile.sessions().create().await.expect("session")
 }
 
+/// Starts a turn whose model runs `rm -rf <victim>` through the built-in `terminal` tool.
+async fn delete_with_terminal(
+    session: &hermes::SessionHandle,
+    victim: &std::path::Path,
+) -> (hermes::TurnHandle, String) {
+    let command = format!("rm -rf {}", victim.display());
+    let turn = session
+        .send(&format!("terminal {}", json!({ "command": command })))
+        .await
+        .expect("turn");
+    (turn, command)
+}
+
 #[tokio::test]
 async fn an_approval_pauses_the_turn_until_the_application_answers() {
     let hermes = Hermes::local().await.expect("local");
     let session = assistant(&hermes).await;
     let victim = tempfile::tempdir().expect("temp dir");
-    let command = format!("rm -rf {}", victim.path().display());
-    let turn = session
-        .send(&format!("terminal {}", json!({ "command": command })))
-        .await
-        .expect("turn");
+    let (turn, command) = delete_with_terminal(&session, victim.path()).await;
     let mut events = turn.events();
     let asked = until_event(&mut events, |kind| match kind {
         TurnEventKind::ApprovalRequested {
@@ -472,11 +481,7 @@ async fn cancelling_a_turn_that_waits_for_approval_denies_it_and_ends_cancelled(
     let hermes = Hermes::local().await.expect("local");
     let session = assistant(&hermes).await;
     let victim = tempfile::tempdir().expect("temp dir");
-    let command = format!("rm -rf {}", victim.path().display());
-    let turn = session
-        .send(&format!("terminal {}", json!({ "command": command })))
-        .await
-        .expect("turn");
+    let (turn, _) = delete_with_terminal(&session, victim.path()).await;
     let mut events = turn.events();
     until_event(&mut events, |kind| {
         matches!(kind, TurnEventKind::ApprovalRequested { .. }).then_some(())
