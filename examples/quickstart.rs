@@ -69,17 +69,22 @@ async fn run(hermes: &Hermes) -> Result<(), Box<dyn std::error::Error>> {
         .send(r#"Please count the words with word_count {"text": "hello from the Hermes runtime"}"#)
         .await?;
     let mut events = turn.events();
-    print!("assistant: ");
+    let mut answering = false;
     while let Some(event) = events.next().await {
         // 5. The scripted model calls the tool through the control plane's MCP endpoint.
         match event?.kind {
-            TurnEventKind::ToolStarted { name, .. } => println!("\n  [event] tool.started {name}"),
+            TurnEventKind::ToolStarted { name, .. } => println!("  [event] tool.started {name}"),
             TurnEventKind::ToolCompleted {
                 name, args, result, ..
             } => {
                 println!("  [event] tool.completed {name}({args}) -> {result}")
             }
-            TurnEventKind::MessageDelta { text } => print!("{text}"),
+            TurnEventKind::MessageDelta { text } => {
+                if !std::mem::replace(&mut answering, true) {
+                    print!("assistant: ");
+                }
+                print!("{text}")
+            }
             TurnEventKind::TurnFinished { state, .. } => println!("\nturn {}", state.as_str()),
             _ => {}
         }
