@@ -22,9 +22,13 @@ pub struct Link {
     pub live: std::sync::Mutex<HashMap<SessionId, LiveSessionId>>,
 }
 
+/// One instance's connection, behind its own lock: connecting to one runtime (which may mean
+/// starting it) never waits on another's.
+type Slot = Arc<Mutex<Option<Arc<Link>>>>;
+
 #[derive(Default)]
 pub struct Links {
-    links: Mutex<HashMap<InstanceId, Arc<Link>>>,
+    slots: std::sync::Mutex<HashMap<InstanceId, Slot>>,
 }
 
 impl Links {
@@ -32,8 +36,15 @@ impl Links {
     /// reconnects when there is no open connection.
     pub async fn connect(&self, state: &AppState, record: &InstanceRecord) -> AppResult<Arc<Link>> {
         let id = &record.instance.id;
-        let mut links = self.links.lock().await;
-        if let Some(link) = links.get(id)
+        let slot = self
+            .slots
+            .lock()
+            .expect("not poisoned")
+            .entry(id.clone())
+            .or_default()
+            .clone();
+        let mut current = slot.lock().await;
+        if let Some(link) = current.as_ref()
             && !link.gateway.is_closed()
         {
             return Ok(link.clone());
@@ -50,16 +61,28 @@ impl Links {
             gateway,
             live: std::sync::Mutex::new(HashMap::new()),
         });
-        links.insert(id.clone(), link.clone());
+        *current = Some(link.clone());
         Ok(link)
     }
 
     /// Forgets the instance's connection (it closes when the last user lets go).
     pub async fn forget(&self, instance: &InstanceId) {
-        self.links.lock().await.remove(instance);
+        let slot = self.slots.lock().expect("not poisoned").remove(instance);
+        if let Some(slot) = slot {
+            slot.lock().await.take();
+        }
     }
 
     pub async fn forget_all(&self) {
-        self.links.lock().await.clear();
+        let slots: Vec<Slot> = self
+            .slots
+            .lock()
+            .expect("not poisoned")
+            .drain()
+            .map(|(_, slot)| slot)
+            .collect();
+        for slot in slots {
+            slot.lock().await.take();
+        }
     }
 }
