@@ -163,7 +163,7 @@ async fn run_model_loop(
                     "duration_s": result.duration.as_secs_f64(),
                 }),
             );
-            let mut message = ChatMessage::plain(Role::Tool, result.text);
+            let mut message = ChatMessage::plain(Role::Tool, result.for_model);
             message.tool_call_id = Some(call.id);
             message.tool_name = Some(call.name);
             record(session, &db, &mut history, message).await?;

@@ -73,8 +73,14 @@ fn reply(messages: &[ChatMessage], tools: &[ToolSpec]) -> Reply {
     Reply::Text(format!("You said: {}", last.content))
 }
 
-/// An MCP result travels as `{"result": "<text>"}`; the model talks about the text.
+/// An MCP result travels as `{"result": "<text>"}`, long ones fenced as untrusted data; the
+/// model talks about the text.
 fn unwrap_result(content: &str) -> String {
+    let content = content
+        .strip_prefix("<untrusted_tool_result")
+        .and_then(|rest| rest.split_once("\n\n"))
+        .and_then(|(_, body)| body.strip_suffix("\n</untrusted_tool_result>"))
+        .unwrap_or(content);
     match serde_json::from_str::<Value>(content) {
         Ok(Value::Object(map)) if map.len() == 1 => match map.get("result") {
             Some(Value::String(text)) => text.clone(),
@@ -187,6 +193,28 @@ mod tests {
             .collect();
         assert_eq!(text, ["You ", "said: ", "hello  ", "there"]);
         assert!(matches!(events.last(), Some(ModelEvent::Done(_))));
+    }
+
+    #[tokio::test]
+    async fn a_fenced_tool_result_is_reported_without_its_fence() {
+        let fenced = crate::tools::for_model(
+            "mcp__edith__word_count",
+            r#"{"result": "a rather long result text, over the limit"}"#,
+        );
+        let mut result = ChatMessage::plain(Role::Tool, fenced);
+        result.tool_name = Some("mcp__edith__word_count".into());
+        let events = run(&[ChatMessage::user("x"), result], &[word_count()]).await;
+        let text: String = events
+            .iter()
+            .filter_map(|e| match e {
+                ModelEvent::Delta(t) => Some(t.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            text,
+            "word_count returned a rather long result text, over the limit."
+        );
     }
 
     #[tokio::test]

@@ -334,8 +334,8 @@ pub fn streamed_text(events: &[Value]) -> String {
         .collect()
 }
 
-/// An MCP server (Streamable HTTP) run by the test, serving `word_count` (recording its calls)
-/// and `sleepy` (which takes 10 s).
+/// An MCP server (Streamable HTTP) run by the test, serving `word_count` (recording its calls),
+/// `fails` (which reports an error) and `sleepy` (which takes 10 s).
 pub struct McpServer {
     pub url: String,
     pub calls: Arc<Mutex<Vec<Value>>>,
@@ -355,6 +355,11 @@ impl ToolService for WordCount {
                 input_schema: json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}),
             },
             ToolDescriptor {
+                name: "fails".into(),
+                description: "Always reports a failure".into(),
+                input_schema: json!({"type": "object", "properties": {}}),
+            },
+            ToolDescriptor {
                 name: "sleepy".into(),
                 description: "Takes ten seconds".into(),
                 input_schema: json!({"type": "object", "properties": {}}),
@@ -363,6 +368,9 @@ impl ToolService for WordCount {
     }
 
     async fn call_tool(&self, name: &str, args: Value) -> Result<ToolOutput, ToolCallError> {
+        if name == "fails" {
+            return Ok(ToolOutput::error("the tool could not do it"));
+        }
         if name == "sleepy" {
             tokio::time::sleep(Duration::from_secs(10)).await;
             return Ok(ToolOutput::value(json!("awake")));
