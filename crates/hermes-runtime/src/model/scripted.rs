@@ -154,6 +154,17 @@ mod tests {
         }
     }
 
+    /// The text of the `Delta` events, joined.
+    fn streamed(events: &[ModelEvent]) -> String {
+        events
+            .iter()
+            .filter_map(|e| match e {
+                ModelEvent::Delta(t) => Some(t.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
     async fn run(messages: &[ChatMessage], tools: &[ToolSpec]) -> Vec<ModelEvent> {
         ScriptedModel
             .stream(messages, tools)
@@ -204,13 +215,7 @@ mod tests {
         let mut result = ChatMessage::plain(Role::Tool, fenced);
         result.tool_name = Some("mcp__edith__word_count".into());
         let events = run(&[ChatMessage::user("x"), result], &[word_count()]).await;
-        let text: String = events
-            .iter()
-            .filter_map(|e| match e {
-                ModelEvent::Delta(t) => Some(t.as_str()),
-                _ => None,
-            })
-            .collect();
+        let text = streamed(&events);
         assert_eq!(
             text,
             "word_count returned a rather long result text, over the limit."
@@ -222,13 +227,7 @@ mod tests {
         let mut result = ChatMessage::plain(Role::Tool, r#"{"result": "3"}"#.into());
         result.tool_name = Some("mcp__edith__word_count".into());
         let events = run(&[ChatMessage::user("x"), result], &[word_count()]).await;
-        let text: String = events
-            .iter()
-            .filter_map(|e| match e {
-                ModelEvent::Delta(t) => Some(t.as_str()),
-                _ => None,
-            })
-            .collect();
+        let text = streamed(&events);
         assert_eq!(text, "word_count returned 3.");
     }
 }

@@ -117,6 +117,19 @@ async fn ask_to_delete(client: &mut Client, live: &Value, dir: &std::path::Path)
     events.last().unwrap()["payload"].clone()
 }
 
+/// Prompts `rm -rf <dir>` where the pattern is already approved: it runs without asking.
+async fn delete_without_asking(client: &mut Client, live: &Value, dir: &std::path::Path) {
+    std::fs::create_dir_all(dir).unwrap();
+    let text = format!(
+        "CALL terminal {}",
+        json!({"command": format!("rm -rf {}", dir.display())})
+    );
+    client.submit(live, &text).await;
+    let events = client.events_until("message.complete").await;
+    assert!(!types(&events).contains(&"approval.request"), "{events:?}");
+    assert!(!dir.exists());
+}
+
 /// After an answer: the tool's result.
 async fn tool_result(client: &mut Client) -> Value {
     let events = client.events_until("message.complete").await;
@@ -202,16 +215,7 @@ async fn approval_grants(target: Target) {
         )
         .await;
     assert_eq!(tool_result(&mut client).await["exit_code"], 0);
-    let later = peer.work.join("later");
-    std::fs::create_dir_all(&later).unwrap();
-    let text = format!(
-        "CALL terminal {}",
-        json!({"command": format!("rm -rf {}", later.display())})
-    );
-    client.submit(&live, &text).await;
-    let events = client.events_until("message.complete").await;
-    assert!(!types(&events).contains(&"approval.request"), "{events:?}");
-    assert!(!later.exists());
+    delete_without_asking(&mut client, &live, &peer.work.join("later")).await;
 
     // always: a new session is asked once more (session approval does not carry over), then
     // never again, in any session.
@@ -225,16 +229,7 @@ async fn approval_grants(target: Target) {
         .await;
     assert_eq!(tool_result(&mut client).await["exit_code"], 0);
     let third = session(&mut client).await;
-    let forever = peer.work.join("forever");
-    std::fs::create_dir_all(&forever).unwrap();
-    let text = format!(
-        "CALL terminal {}",
-        json!({"command": format!("rm -rf {}", forever.display())})
-    );
-    client.submit(&third, &text).await;
-    let events = client.events_until("message.complete").await;
-    assert!(!types(&events).contains(&"approval.request"), "{events:?}");
-    assert!(!forever.exists());
+    delete_without_asking(&mut client, &third, &peer.work.join("forever")).await;
     peer.stop().await;
 }
 
