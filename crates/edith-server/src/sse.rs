@@ -46,16 +46,31 @@ impl LogEvent for JobEvent {
     }
 }
 
+/// The largest sequence number a log can hold (the store keeps them as signed 64-bit).
+const MAX_SEQ: u64 = i64::MAX as u64;
+
 /// The cursor a client resumes from: `Last-Event-ID` wins over `?after=`; 0 means the start.
+/// Either must be a sequence number a log can hold.
 pub fn resume_cursor(headers: &HeaderMap, after: Option<u64>) -> AppResult<u64> {
-    match headers.get("last-event-id") {
-        Some(value) => value
-            .to_str()
-            .ok()
-            .and_then(|v| v.trim().parse().ok())
-            .ok_or_else(|| AppError::invalid("`Last-Event-ID` must be an event sequence number")),
-        None => Ok(after.unwrap_or(0)),
+    let (cursor, name) = match headers.get("last-event-id") {
+        Some(value) => {
+            let seq = value
+                .to_str()
+                .ok()
+                .and_then(|v| v.trim().parse().ok())
+                .ok_or_else(|| {
+                    AppError::invalid("`Last-Event-ID` must be an event sequence number")
+                })?;
+            (seq, "`Last-Event-ID`")
+        }
+        None => (after.unwrap_or(0), "`after`"),
+    };
+    if cursor > MAX_SEQ {
+        return Err(AppError::invalid(format!(
+            "{name} must be at most {MAX_SEQ}, got {cursor}"
+        )));
     }
+    Ok(cursor)
 }
 
 struct Follow<E, R> {

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 struct Ctx {
     server: RunningServer,
     http: reqwest::Client,
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
 }
 
 impl Ctx {
@@ -24,7 +24,7 @@ impl Ctx {
         Self {
             server,
             http: reqwest::Client::new(),
-            _dir: dir,
+            dir,
         }
     }
 
@@ -477,4 +477,54 @@ async fn an_idempotency_key_makes_a_retried_post_do_the_work_once() {
         .await
         .unwrap();
     assert_eq!(empty.status(), 400);
+}
+
+#[tokio::test]
+async fn an_event_cursor_beyond_what_a_log_can_hold_is_a_400() {
+    let ctx = Ctx::start().await;
+    let (_, created) = ctx.post("/v1/instances", r#"{"name": "a"}"#).await;
+    let events = format!("/v1/jobs/{}/events", created["job"]["id"].as_str().unwrap());
+    for after in ["9223372036854775808", "18446744073709551615"] {
+        let response = ctx.get(&format!("{events}?after={after}")).await;
+        assert_problem(&response, 400, "invalid_request");
+        assert!(response.1["detail"].as_str().unwrap().contains("`after`"));
+        let response = ctx
+            .http
+            .get(ctx.url(&events))
+            .header("Last-Event-ID", after)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 400);
+        let body: Value = response.json().await.unwrap();
+        assert_eq!(body["code"], "invalid_request", "{body}");
+    }
+    // The largest cursor a log can hold is fine: nothing comes after it.
+    let tail = ctx.sse(&format!("{events}?after={}", i64::MAX), None).await;
+    assert!(tail.is_empty(), "{tail:?}");
+}
+
+#[tokio::test]
+async fn a_profile_whose_runtime_configuration_fails_leaves_nothing_behind() {
+    let ctx = Ctx::start().await;
+    let iid = ctx.ready_instance().await;
+    // Where the profile's home must go, a file: the runtime cannot be configured.
+    let home = ctx
+        .dir
+        .path()
+        .join(format!("instances/{iid}/home/profiles/blocked"));
+    std::fs::write(&home, "not a directory").unwrap();
+    let profiles = format!("/v1/instances/{iid}/profiles");
+    assert_problem(
+        &ctx.post(&profiles, r#"{"name": "blocked"}"#).await,
+        503,
+        "runtime_unavailable",
+    );
+    let (_, listed) = ctx.get(&profiles).await;
+    assert_eq!(listed["items"], json!([]), "{listed}");
+
+    std::fs::remove_file(&home).unwrap();
+    let (status, profile) = ctx.post(&profiles, r#"{"name": "blocked"}"#).await;
+    assert_eq!(status, 201, "a retry after the failure succeeds: {profile}");
+    assert!(home.join("config.yaml").is_file());
 }

@@ -218,7 +218,7 @@ impl Store {
             "SELECT seq, at, body FROM job_events WHERE job_id = ? AND seq > ? ORDER BY seq",
         )
         .bind(job.as_str())
-        .bind(after as i64)
+        .bind(i64::try_from(after).unwrap_or(i64::MAX))
         .fetch_all(&self.pool)
         .await?;
         rows.iter()
@@ -260,6 +260,15 @@ impl Store {
                 .await?;
         }
         tx.commit().await?;
+        Ok(())
+    }
+
+    /// Removes a profile and, by cascade, its tool attachments, sessions and turns.
+    pub async fn delete_profile(&self, id: &ProfileId) -> Result<()> {
+        sqlx::query("DELETE FROM profiles WHERE id = ?")
+            .bind(id.as_str())
+            .execute(&self.pool)
+            .await?;
         Ok(())
     }
 
@@ -533,7 +542,7 @@ impl Store {
             "SELECT seq, at, body FROM turn_events WHERE turn_id = ? AND seq > ? ORDER BY seq",
         )
         .bind(turn.as_str())
-        .bind(after as i64)
+        .bind(i64::try_from(after).unwrap_or(i64::MAX))
         .fetch_all(&self.pool)
         .await?;
         rows.iter()

@@ -39,7 +39,10 @@ async fn launch(binary: &Path, home: &Path) -> ReadyProcess {
         .current_dir(home)
         .env("HERMES_HOME", home)
         .env("HOME", home)
-        .env("HERMES_DASHBOARD_SESSION_TOKEN", TOKEN);
+        .env("HERMES_DASHBOARD_SESSION_TOKEN", TOKEN)
+        // Hermes pip-installs missing optional packages into its own venv at run time; every
+        // peer shares one venv, so one must never change it under the others.
+        .env("HERMES_DISABLE_LAZY_INSTALLS", "1");
     ReadyProcess::spawn(
         command,
         "HERMES_BACKEND_READY port=",

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use edith_types::{JobEvent, TurnEvent};
+use eventsource_stream::Eventsource;
 use futures_util::stream::{self, BoxStream, Stream, StreamExt};
 use serde::de::DeserializeOwned;
 
@@ -61,12 +62,15 @@ impl<E> std::fmt::Debug for EventStream<E> {
     }
 }
 
+/// The decoded events of one open response body (SSE framing and UTF-8 by `eventsource-stream`,
+/// so a character split across network chunks arrives whole).
+type SseBody = eventsource_stream::EventStream<BoxStream<'static, reqwest::Result<Bytes>>>;
+
 struct Follow<E> {
     client: EdithHermes,
     path: String,
     last: u64,
-    body: Option<BoxStream<'static, reqwest::Result<Bytes>>>,
-    parser: SseParser,
+    body: Option<SseBody>,
     pending: VecDeque<E>,
     reconnects: u32,
     done: bool,
@@ -80,7 +84,6 @@ impl<E: LogEvent> EventStream<E> {
             path,
             last: after,
             body: None,
-            parser: SseParser::default(),
             pending: VecDeque::new(),
             reconnects: 0,
             done: false,
@@ -95,10 +98,7 @@ impl<E: LogEvent> EventStream<E> {
                 }
                 let Some(body) = s.body.as_mut() else {
                     match s.client.open_stream(&s.path, s.last).await {
-                        Ok(body) => {
-                            s.body = Some(body);
-                            s.parser = SseParser::default();
-                        }
+                        Ok(body) => s.body = Some(body.eventsource()),
                         Err(e) if e.is_retryable() && s.reconnects < MAX_RECONNECTS => {
                             s.reconnects += 1;
                             tokio::time::sleep(backoff(s.reconnects)).await;
@@ -111,27 +111,24 @@ impl<E: LogEvent> EventStream<E> {
                     continue;
                 };
                 match body.next().await {
-                    Some(Ok(chunk)) => {
-                        for message in s.parser.push(&chunk) {
-                            match serde_json::from_str::<E>(&message.data) {
-                                Ok(event) if event.seq() <= s.last => {}
-                                Ok(event) => {
-                                    s.last = event.seq();
-                                    s.reconnects = 0;
-                                    s.done = event.is_final();
-                                    s.pending.push_back(event);
-                                }
-                                Err(e) => {
-                                    s.done = true;
-                                    let error = Error::Decode {
-                                        detail: format!("event: {e}"),
-                                        body: message.data,
-                                    };
-                                    return Some((Err(error), s));
-                                }
-                            }
+                    Some(Ok(message)) if message.data.is_empty() => {}
+                    Some(Ok(message)) => match serde_json::from_str::<E>(&message.data) {
+                        Ok(event) if event.seq() <= s.last => {}
+                        Ok(event) => {
+                            s.last = event.seq();
+                            s.reconnects = 0;
+                            s.done = event.is_final();
+                            s.pending.push_back(event);
                         }
-                    }
+                        Err(e) => {
+                            s.done = true;
+                            let error = Error::Decode {
+                                detail: format!("event: {e}"),
+                                body: message.data,
+                            };
+                            return Some((Err(error), s));
+                        }
+                    },
                     // The connection ended or broke before the final event: resume.
                     Some(Err(_)) | None => {
                         s.body = None;
@@ -159,78 +156,80 @@ fn backoff(attempt: u32) -> Duration {
     Duration::from_millis(100 * 2u64.pow(attempt.min(5)))
 }
 
-/// One parsed server-sent event.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub(crate) struct SseMessage {
-    pub event: Option<String>,
-    pub id: Option<String>,
-    pub data: String,
-}
-
-/// Incremental SSE parser: feed it chunks, get the complete events.
-#[derive(Debug, Default)]
-pub(crate) struct SseParser {
-    buffer: String,
-}
-
-impl SseParser {
-    pub fn push(&mut self, chunk: &[u8]) -> Vec<SseMessage> {
-        self.buffer
-            .push_str(&String::from_utf8_lossy(chunk).replace("\r\n", "\n"));
-        let mut messages = Vec::new();
-        while let Some(end) = self.buffer.find("\n\n") {
-            let block: String = self.buffer.drain(..end + 2).collect();
-            let mut message = SseMessage::default();
-            let mut data = Vec::new();
-            for line in block.lines() {
-                if line.starts_with(':') {
-                    continue; // a comment (keep-alive)
-                }
-                let (field, value) = line.split_once(':').unwrap_or((line, ""));
-                let value = value.strip_prefix(' ').unwrap_or(value);
-                match field {
-                    "data" => data.push(value),
-                    "event" => message.event = Some(value.to_owned()),
-                    "id" => message.id = Some(value.to_owned()),
-                    _ => {}
-                }
-            }
-            if !data.is_empty() {
-                message.data = data.join("\n");
-                messages.push(message);
-            }
-        }
-        messages
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use edith_types::TurnEventKind;
 
-    #[test]
-    fn events_split_across_chunks_are_reassembled() {
-        let mut parser = SseParser::default();
-        assert!(
-            parser
-                .push(b": keep-alive\n\nid: 1\nevent: x\ndata: {\"a\"")
-                .is_empty()
+    /// A server that sends a turn's log with every multi-byte character cut in two across
+    /// network writes.
+    async fn serve_split_log(events: Vec<TurnEvent>) -> String {
+        let mut chunks: Vec<Vec<u8>> = Vec::new();
+        for event in &events {
+            let frame = format!(
+                "id: {}\nevent: x\ndata: {}\n\n",
+                event.seq,
+                serde_json::to_string(event).unwrap()
+            )
+            .into_bytes();
+            let cut = frame
+                .iter()
+                .position(|b| *b >= 0x80)
+                .map_or(frame.len(), |i| i + 1);
+            chunks.push(frame[..cut].to_vec());
+            chunks.push(frame[cut..].to_vec());
+        }
+        let app = axum::Router::new().route(
+            "/log",
+            axum::routing::get(move || {
+                let chunks = chunks.clone();
+                async move {
+                    let body = stream::iter(chunks).then(|chunk| async move {
+                        // Separate writes, so the client sees separate chunks.
+                        tokio::time::sleep(Duration::from_millis(15)).await;
+                        Ok::<_, std::convert::Infallible>(chunk)
+                    });
+                    axum::body::Body::from_stream(body)
+                }
+            }),
         );
-        let messages = parser.push(b":1}\n\nid: 2\ndata: two\ndata: lines\n\n");
-        assert_eq!(
-            messages,
-            [
-                SseMessage {
-                    event: Some("x".into()),
-                    id: Some("1".into()),
-                    data: "{\"a\":1}".into()
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        url
+    }
+
+    #[tokio::test]
+    async fn a_character_split_across_chunks_arrives_whole() {
+        let turn = edith_types::TurnId::generate();
+        let event = |seq, kind| TurnEvent {
+            seq,
+            turn_id: turn.clone(),
+            at: edith_types::Timestamp::now(),
+            kind,
+        };
+        let text = "héllo wörld ✓ 🦀".to_owned();
+        let sent = vec![
+            event(1, TurnEventKind::MessageDelta { text: text.clone() }),
+            event(
+                2,
+                TurnEventKind::TurnFinished {
+                    state: edith_types::TurnState::Completed,
+                    output: Some(text.clone()),
+                    error: None,
                 },
-                SseMessage {
-                    event: None,
-                    id: Some("2".into()),
-                    data: "two\nlines".into()
-                },
-            ]
-        );
+            ),
+        ];
+        let url = serve_split_log(sent.clone()).await;
+        let client = EdithHermes::remote(&url, None);
+        let received: Vec<TurnEvent> = tokio::time::timeout(
+            Duration::from_secs(20),
+            EventStream::follow(client, "/log".to_owned(), 0)
+                .map(|e| e.unwrap())
+                .collect(),
+        )
+        .await
+        .expect("the stream ends after the final event");
+        assert_eq!(received, sent);
     }
 }

@@ -36,12 +36,16 @@ pub const MODEL: &str = "fake-model";
 pub struct FakeModelOptions {
     /// Pause before each streamed piece of a normal reply (the model's own time per piece).
     pub piece_delay: Duration,
+    /// Send every streamed frame that holds a multi-byte character as two network writes that
+    /// cut that character in two (clients must reassemble it).
+    pub split_characters: bool,
 }
 
 impl Default for FakeModelOptions {
     fn default() -> Self {
         Self {
             piece_delay: Duration::ZERO,
+            split_characters: false,
         }
     }
 }
@@ -331,11 +335,22 @@ async fn completions(
     };
     frames.push((Duration::ZERO, usage_chunk(&request, output_chars)));
     frames.push((Duration::ZERO, "data: [DONE]\n\n".to_owned()));
-    let body = futures_util::stream::iter(frames).then(|(delay, frame)| async move {
+    let writes: Vec<(Duration, Vec<u8>)> = if shared.options.split_characters {
+        frames
+            .into_iter()
+            .flat_map(split_inside_a_character)
+            .collect()
+    } else {
+        frames
+            .into_iter()
+            .map(|(delay, frame)| (delay, frame.into_bytes()))
+            .collect()
+    };
+    let body = futures_util::stream::iter(writes).then(|(delay, bytes)| async move {
         if !delay.is_zero() {
             tokio::time::sleep(delay).await;
         }
-        Ok::<_, Infallible>(frame)
+        Ok::<_, Infallible>(bytes)
     });
     (
         [
@@ -345,6 +360,19 @@ async fn completions(
         Body::from_stream(body),
     )
         .into_response()
+}
+
+/// A frame as two writes, the first ending inside its first multi-byte character; the second
+/// waits a little so the two leave as separate network packets.
+fn split_inside_a_character((delay, frame): (Duration, String)) -> Vec<(Duration, Vec<u8>)> {
+    let bytes = frame.into_bytes();
+    match bytes.iter().position(|b| *b >= 0x80) {
+        Some(lead) => vec![
+            (delay, bytes[..=lead].to_vec()),
+            (Duration::from_millis(10), bytes[lead + 1..].to_vec()),
+        ],
+        None => vec![(delay, bytes)],
+    }
 }
 
 /// Small frames (stream pieces) go out at once instead of waiting on Nagle's algorithm.

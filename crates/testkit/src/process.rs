@@ -2,44 +2,122 @@
 //! always stopped — by `stop()` (SIGTERM, then SIGKILL after a grace period) or, if the test
 //! fails first, by drop (SIGKILL). The child leads its own process group and signals go to the
 //! whole group, so whatever it started (the real Hermes runs helpers) goes with it.
+//!
+//! A group is only ever signalled while its leader has not been reaped: a zombie leader keeps
+//! the group id reserved, so a signal can never reach an unrelated group that was given the
+//! same number later (this machine wraps around at pid 32768, and a CI run spawns thousands).
+//!
+//! When the child does not get ready, the panic says what happened: whether it exited (and
+//! with which status) or still runs, the last lines it wrote to stderr and stdout, and the tail
+//! of the log files the caller named (a runtime's own log often holds the real cause).
 
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
-use tokio::io::{AsyncBufReadExt, BufReader};
+use rustix::process::{Pid, Signal, WaitId, WaitIdOptions};
+use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 use tokio::process::{Child, Command};
+
+/// How many recent lines of each output stream a failure report shows.
+const KEPT_LINES: usize = 40;
 
 pub struct ReadyProcess {
     child: Child,
     /// The child's pid, which is also its process group id.
-    group: u32,
-    /// Set by `stop()`: the group is gone and its id may be reused, so drop leaves it alone.
-    stopped: bool,
+    group: Pid,
+    /// Set once the leader is reaped: from then on its group id may be reused, so nothing
+    /// signals it any more.
+    reaped: bool,
     /// The line that said the process was ready.
     pub ready_line: String,
 }
 
-/// Sends `signal` to every process of the group.
-fn signal_group(group: u32, signal: &str) {
-    let _ = std::process::Command::new("kill")
-        .args([signal, "--", &format!("-{group}")])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
+/// The last lines of one output stream, shared with the task that reads it.
+type Tail = Arc<Mutex<VecDeque<String>>>;
+
+fn remember(tail: &Tail, line: String) {
+    let mut lines = tail.lock().expect("not poisoned");
+    if lines.len() == KEPT_LINES {
+        lines.pop_front();
+    }
+    lines.push_back(line);
+}
+
+/// Sends `signal` to every process of the group (whose leader must not have been reaped).
+fn signal_group(group: Pid, signal: Signal) {
+    let _ = rustix::process::kill_process_group(group, signal);
+}
+
+/// Whether the leader has exited, without reaping it (it stays a zombie, holding its ids).
+fn leader_exited(group: Pid) -> bool {
+    let options = WaitIdOptions::EXITED | WaitIdOptions::NOWAIT | WaitIdOptions::NOHANG;
+    matches!(
+        rustix::process::waitid(WaitId::Pid(group), options),
+        Ok(Some(_))
+    )
+}
+
+/// Polls [`leader_exited`] for up to `limit`.
+async fn leader_exits_within(group: Pid, limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    loop {
+        if leader_exited(group) {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Copies the child's stderr to ours (the test runner shows it with a failing test) and keeps
+/// its last lines for a failure report.
+fn relay_stderr(stderr: impl AsyncRead + Unpin + Send + 'static, tail: Tail) {
+    tokio::spawn(async move {
+        let mut lines = BufReader::new(stderr).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            eprintln!("{line}");
+            remember(&tail, line);
+        }
+    });
 }
 
 impl ReadyProcess {
     /// Spawns `command` and waits up to `timeout` for a stdout line starting with `ready`.
     /// Panics (after killing the child) if it exits or stays silent.
-    pub async fn spawn(mut command: Command, ready: &str, timeout: Duration) -> Self {
+    pub async fn spawn(command: Command, ready: &str, timeout: Duration) -> Self {
+        Self::spawn_with_logs(command, ready, timeout, &[]).await
+    }
+
+    /// Like [`ReadyProcess::spawn`]; a failure report also shows the tail of each `*.log` file
+    /// in `log_dirs` (or of each file named there).
+    pub async fn spawn_with_logs(
+        mut command: Command,
+        ready: &str,
+        timeout: Duration,
+        log_dirs: &[PathBuf],
+    ) -> Self {
         command
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .process_group(0)
-            .kill_on_drop(true);
+            .stderr(Stdio::piped())
+            .process_group(0);
+        let started = Instant::now();
         let mut child = command.spawn().expect("the process starts");
-        let group = child.id().expect("a pid");
+        let group = child
+            .id()
+            .and_then(|pid| Pid::from_raw(pid as i32))
+            .expect("a pid");
+        let stderr_tail = Tail::default();
+        relay_stderr(
+            child.stderr.take().expect("stderr is piped"),
+            stderr_tail.clone(),
+        );
+        let stdout_tail = Tail::default();
         let stdout = child.stdout.take().expect("stdout is piped");
         let mut lines = BufReader::new(stdout).lines();
         let found = tokio::time::timeout(timeout, async {
@@ -47,21 +125,36 @@ impl ReadyProcess {
                 if line.starts_with(ready) {
                     return Some(line);
                 }
+                remember(&stdout_tail, line);
             }
             None
         })
         .await;
         let Ok(Some(ready_line)) = found else {
-            signal_group(group, "-KILL");
-            let _ = child.kill().await;
-            panic!("the process did not print `{ready}…` within {timeout:?}");
+            // stdout closed (the process is exiting) or the time ran out: say which.
+            let exited = leader_exits_within(group, Duration::from_secs(5)).await;
+            signal_group(group, Signal::KILL);
+            let status = child.wait().await;
+            // Let the stderr relay catch the last lines the process wrote.
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            let what = match status {
+                Ok(status) if exited => format!("exited ({status})"),
+                _ => "was still running and has been killed".to_owned(),
+            };
+            panic!(
+                "the process did not print `{ready}…`: it {what} after {:.1?} (limit {timeout:?})\n{}{}{}",
+                started.elapsed(),
+                report("stderr", &stderr_tail),
+                report("stdout", &stdout_tail),
+                log_report(log_dirs),
+            );
         };
         // Keep draining stdout so the child never blocks on a full pipe.
         tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
         Self {
             child,
             group,
-            stopped: false,
+            reaped: false,
             ready_line,
         }
     }
@@ -80,24 +173,103 @@ impl ReadyProcess {
         self.child.id().expect("the process runs")
     }
 
-    /// SIGTERM, then waits up to `grace` for it to exit (SIGKILL after that).
+    /// SIGTERM to the group, then waits up to `grace` for the process to exit (SIGKILL after
+    /// that); whatever it left running in its group is killed.
     pub async fn stop(mut self, grace: Duration) -> ExitStatus {
-        let pid = self.pid().to_string();
-        let _ = Command::new("kill").args(["-TERM", &pid]).status().await;
-        match tokio::time::timeout(grace, self.child.wait()).await {
-            Ok(status) => status.expect("wait for the process"),
-            Err(_) => {
-                let _ = self.child.kill().await;
-                panic!("the process ignored SIGTERM for {grace:?}");
-            }
-        }
+        signal_group(self.group, Signal::TERM);
+        let exited = leader_exits_within(self.group, grace).await;
+        signal_group(self.group, Signal::KILL);
+        let status = self.child.wait().await.expect("wait for the process");
+        self.reaped = true;
+        assert!(exited, "the process ignored SIGTERM for {grace:?}");
+        status
     }
 }
 
 impl Drop for ReadyProcess {
     fn drop(&mut self) {
-        if !self.stopped {
-            signal_group(self.group, "-KILL");
+        if !self.reaped {
+            signal_group(self.group, Signal::KILL);
         }
+    }
+}
+
+fn report(name: &str, tail: &Tail) -> String {
+    let lines = tail.lock().expect("not poisoned");
+    if lines.is_empty() {
+        return format!("--- {name}: nothing\n");
+    }
+    let text: Vec<&str> = lines.iter().map(String::as_str).collect();
+    format!(
+        "--- last {} lines of {name}:\n{}\n",
+        lines.len(),
+        text.join("\n")
+    )
+}
+
+/// The tail of each log file in (or named by) `paths`.
+fn log_report(paths: &[PathBuf]) -> String {
+    let mut files: Vec<PathBuf> = Vec::new();
+    for path in paths {
+        if path.is_dir() {
+            let Ok(entries) = std::fs::read_dir(path) else {
+                continue;
+            };
+            let mut logs: Vec<PathBuf> = entries
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "log"))
+                .collect();
+            logs.sort();
+            files.extend(logs);
+        } else if path.is_file() {
+            files.push(path.clone());
+        }
+    }
+    files.iter().map(|file| tail_of_file(file)).collect()
+}
+
+fn tail_of_file(file: &Path) -> String {
+    let text = std::fs::read_to_string(file).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    let start = lines.len().saturating_sub(KEPT_LINES);
+    format!(
+        "--- last {} lines of {}:\n{}\n",
+        lines.len() - start,
+        file.display(),
+        lines[start..].join("\n")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_process_that_dies_at_start_is_reported_with_its_status_output_and_logs() {
+        let dir = tempfile::tempdir().unwrap();
+        let logs = dir.path().to_path_buf();
+        std::fs::write(
+            logs.join("agent.log"),
+            "boot\nERROR: cannot bind the lock\n",
+        )
+        .unwrap();
+        let mut command = Command::new("sh");
+        command.args(["-c", "echo starting; echo 'Traceback: boom' >&2; exit 3"]);
+        let outcome = tokio::spawn(async move {
+            ReadyProcess::spawn_with_logs(command, "READY", Duration::from_secs(20), &[logs]).await
+        })
+        .await;
+        let Err(panic) = outcome else {
+            panic!("the process never got ready, yet spawn returned");
+        };
+        let message = panic
+            .into_panic()
+            .downcast::<String>()
+            .map(|m| *m)
+            .unwrap_or_default();
+        assert!(message.contains("exited (exit status: 3)"), "{message}");
+        assert!(message.contains("Traceback: boom"), "{message}");
+        assert!(message.contains("starting"), "{message}");
+        assert!(message.contains("ERROR: cannot bind the lock"), "{message}");
     }
 }

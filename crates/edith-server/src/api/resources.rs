@@ -151,11 +151,15 @@ async fn create_profile(
             }
         }),
     };
-    state
+    let configured = state
         .provider(instance.provider)
         .configure_profile(&instance.id, &profile.native_name, &config)
-        .await
-        .map_err(|e| AppError::new(ErrorCode::RuntimeUnavailable, e.0))?;
+        .await;
+    if let Err(e) = configured {
+        // Nothing half-made stays behind: a retry with the same name must be able to succeed.
+        state.store.delete_profile(&profile.id).await?;
+        return Err(AppError::new(ErrorCode::RuntimeUnavailable, e.0));
+    }
     Ok((StatusCode::CREATED, Json(profile)))
 }
 

@@ -102,28 +102,13 @@ impl RuntimeProvider for EmbeddedProvider {
         } else {
             root.join("profiles").join(native_name)
         };
-        tokio::fs::create_dir_all(&home)
-            .await
-            .map_err(|e| io_error("cannot create", &home, e))?;
-        // JSON is YAML, so the file reads the same to Hermes and to our runtime.
-        let text = serde_json::to_string_pretty(&serde_json::json!({
-            "model": config.model,
-            "mcp_servers": config.mcp_servers,
-        }))
-        .expect("JSON values serialize");
-        let path = home.join("config.yaml");
-        let partial = home.join("config.yaml.partial");
-        tokio::fs::write(&partial, text)
-            .await
-            .map_err(|e| io_error("cannot write", &partial, e))?;
-        // It holds credentials (the MCP token, a model API key): owner only.
-        use std::os::unix::fs::PermissionsExt;
-        tokio::fs::set_permissions(&partial, std::fs::Permissions::from_mode(0o600))
-            .await
-            .map_err(|e| io_error("cannot protect", &partial, e))?;
-        tokio::fs::rename(&partial, &path)
-            .await
-            .map_err(|e| io_error("cannot write", &path, e))
+        let existed = tokio::fs::try_exists(&home).await.unwrap_or(true);
+        let written = write_config(&home, config).await;
+        if written.is_err() && !existed {
+            // Undo: a profile whose configuration failed leaves no home behind.
+            let _ = tokio::fs::remove_dir_all(&home).await;
+        }
+        written
     }
 
     async fn shutdown(&self) {
@@ -132,6 +117,32 @@ impl RuntimeProvider for EmbeddedProvider {
             runtime.shutdown().await;
         }
     }
+}
+
+/// Creates `home` if needed and replaces its `config.yaml` atomically.
+async fn write_config(home: &Path, config: &NativeProfileConfig) -> Result<(), ProviderError> {
+    tokio::fs::create_dir_all(home)
+        .await
+        .map_err(|e| io_error("cannot create", home, e))?;
+    // JSON is YAML, so the file reads the same to Hermes and to our runtime.
+    let text = serde_json::to_string_pretty(&serde_json::json!({
+        "model": config.model,
+        "mcp_servers": config.mcp_servers,
+    }))
+    .expect("JSON values serialize");
+    let path = home.join("config.yaml");
+    let partial = home.join("config.yaml.partial");
+    tokio::fs::write(&partial, text)
+        .await
+        .map_err(|e| io_error("cannot write", &partial, e))?;
+    // It holds credentials (the MCP token, a model API key): owner only.
+    use std::os::unix::fs::PermissionsExt;
+    tokio::fs::set_permissions(&partial, std::fs::Permissions::from_mode(0o600))
+        .await
+        .map_err(|e| io_error("cannot protect", &partial, e))?;
+    tokio::fs::rename(&partial, &path)
+        .await
+        .map_err(|e| io_error("cannot write", &path, e))
 }
 
 fn endpoint(runtime: &RunningRuntime, token: &str) -> RuntimeEndpoint {

@@ -1,6 +1,7 @@
 //! Any OpenAI-compatible `/v1/chat/completions` endpoint: streamed text, streamed tool calls
 //! (assembled from their deltas), and usage (`stream_options.include_usage`).
 
+use eventsource_stream::Eventsource;
 use futures_util::StreamExt;
 use futures_util::stream::{self, BoxStream};
 use serde_json::{Value, json};
@@ -82,9 +83,12 @@ struct PendingCall {
     arguments: String,
 }
 
+/// The decoded events of the response body (SSE framing and UTF-8 by `eventsource-stream`, so
+/// a character split across network chunks arrives whole).
+type SseBody = eventsource_stream::EventStream<BoxStream<'static, reqwest::Result<bytes::Bytes>>>;
+
 struct Reading {
-    body: BoxStream<'static, reqwest::Result<bytes::Bytes>>,
-    buffer: String,
+    body: SseBody,
     calls: BTreeMap<u64, PendingCall>,
     usage: Option<TokenUsage>,
     queued: std::collections::VecDeque<ModelEvent>,
@@ -119,8 +123,7 @@ impl Model for OpenAiModel {
                 return Err(ModelError(format!("HTTP {}: {message}", status.as_u16())));
             }
             Ok(Reading {
-                body: response.bytes_stream().boxed(),
-                buffer: String::new(),
+                body: response.bytes_stream().boxed().eventsource(),
                 calls: BTreeMap::new(),
                 usage: None,
                 queued: Default::default(),
@@ -148,14 +151,10 @@ fn read_events(
                 return None;
             }
             match r.body.next().await {
-                Some(Ok(bytes)) => {
-                    r.buffer.push_str(&String::from_utf8_lossy(&bytes));
-                    while let Some(end) = r.buffer.find('\n') {
-                        let line: String = r.buffer.drain(..=end).collect();
-                        if let Err(e) = r.line(line.trim()) {
-                            r.finished = true;
-                            return Some((Err(e), r));
-                        }
+                Some(Ok(event)) => {
+                    if let Err(e) = r.data(event.data.trim()) {
+                        r.finished = true;
+                        return Some((Err(e), r));
                     }
                 }
                 Some(Err(e)) => {
@@ -169,10 +168,11 @@ fn read_events(
 }
 
 impl Reading {
-    fn line(&mut self, line: &str) -> Result<(), ModelError> {
-        let Some(data) = line.strip_prefix("data:").map(str::trim) else {
-            return Ok(()); // comments, `event:` lines, blank separators
-        };
+    /// One event's `data`: a chunk of the completion, or `[DONE]`.
+    fn data(&mut self, data: &str) -> Result<(), ModelError> {
+        if data.is_empty() {
+            return Ok(());
+        }
         if data == "[DONE]" {
             self.finish();
             return Ok(());
@@ -238,5 +238,44 @@ impl Reading {
         }
         self.queued
             .push_back(ModelEvent::Done(self.usage.unwrap_or_default()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use testkit::{FakeModel, FakeModelOptions};
+
+    #[tokio::test]
+    async fn a_character_split_across_chunks_arrives_whole() {
+        let fake = FakeModel::start_with(FakeModelOptions {
+            split_characters: true,
+            ..Default::default()
+        })
+        .await;
+        let model = OpenAiModel::new(
+            reqwest::Client::new(),
+            fake.base_url(),
+            None,
+            "fake-model".to_owned(),
+        );
+        let said = "héllo wörld ✓ 🦀";
+        let events: Vec<ModelEvent> = tokio::time::timeout(
+            std::time::Duration::from_secs(20),
+            model
+                .stream(&[ChatMessage::user(said.to_owned())], &[])
+                .map(|e| e.expect("no stream error"))
+                .collect(),
+        )
+        .await
+        .expect("the stream ends");
+        let text: String = events
+            .iter()
+            .filter_map(|e| match e {
+                ModelEvent::Delta(piece) => Some(piece.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(text, format!("You said: {said}"));
     }
 }

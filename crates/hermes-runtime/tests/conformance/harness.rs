@@ -168,11 +168,16 @@ async fn launch(target: Target, home: &Path, work: &Path) -> ReadyProcess {
         .current_dir(work)
         .env("HERMES_HOME", home)
         .env("HOME", home.parent().unwrap())
-        .env("HERMES_DASHBOARD_SESSION_TOKEN", TOKEN);
-    ReadyProcess::spawn(
+        .env("HERMES_DASHBOARD_SESSION_TOKEN", TOKEN)
+        // Hermes pip-installs missing optional packages into its own venv at run time; every
+        // peer shares one venv, so one must never change it under the others.
+        .env("HERMES_DISABLE_LAZY_INSTALLS", "1");
+    // A start that fails shows the runtime's own logs too (Hermes writes `$HERMES_HOME/logs`).
+    ReadyProcess::spawn_with_logs(
         command,
         "HERMES_BACKEND_READY port=",
         Duration::from_secs(90),
+        &[home.join("logs")],
     )
     .await
 }
