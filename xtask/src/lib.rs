@@ -353,6 +353,71 @@ mod tests {
         );
     }
 
+    /// Rust sources under `dir`, recursively.
+    fn rust_files(dir: &std::path::Path, found: &mut Vec<std::path::PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for path in entries.flatten().map(|e| e.path()) {
+            if path.is_dir() {
+                rust_files(&path, found);
+            } else if path.extension().is_some_and(|x| x == "rs") {
+                found.push(path);
+            }
+        }
+    }
+
+    /// The protocol is declared once, in `hermes-native`: product code (libraries, binaries,
+    /// examples) names native methods and events through its types, never as strings. Tests may
+    /// use names as data (the conformance suite must stay independent of our declarations).
+    #[test]
+    fn no_native_method_or_event_name_is_written_out_beyond_hermes_native() {
+        let catalog: Value = serde_json::from_str(&read(native::CATALOG)).expect("JSON");
+        let mut names: Vec<&str> = catalog["methods"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["name"].as_str().unwrap())
+            .collect();
+        names.extend(
+            catalog["events"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(Value::as_str),
+        );
+        // Names without a dot (`error`, `reaction`) are ordinary words and JSON keys too.
+        names.retain(|n| n.contains('.'));
+        let mut files = Vec::new();
+        for entry in std::fs::read_dir(root().join("crates")).unwrap().flatten() {
+            if entry.file_name() != "hermes-native" {
+                rust_files(&entry.path().join("src"), &mut files);
+                rust_files(&entry.path().join("examples"), &mut files);
+            }
+        }
+        rust_files(&root().join("examples"), &mut files);
+        rust_files(&root().join("xtask/src"), &mut files);
+        assert!(files.len() > 20, "the scan found the sources: {files:?}");
+        // The control plane's own turn log (another protocol) has an event of the same name.
+        let own_protocol = [("edith-types/src/events.rs", concat!("message", ".delta"))];
+        let mut found = Vec::new();
+        for file in &files {
+            let text = std::fs::read_to_string(file).unwrap();
+            for name in &names {
+                let allowed = own_protocol
+                    .iter()
+                    .any(|(path, n)| file.ends_with(path) && n == name);
+                if !allowed && text.contains(&format!("\"{name}\"")) {
+                    found.push(format!("{}: \"{name}\"", file.display()));
+                }
+            }
+        }
+        assert!(
+            found.is_empty(),
+            "use the declarations of hermes-native instead: {found:#?}"
+        );
+    }
+
     #[test]
     fn every_operation_has_a_snake_case_resource_verb_id() {
         let contract: Value = serde_json::from_str(&read(CONTRACT)).expect("JSON");

@@ -137,7 +137,8 @@ pub fn generate_namespaces(catalog: &Value) -> String {
          // (hermes-agent {version}). Do not edit: regenerate and review the diff.\n"
     );
     out.push_str("use serde::Serialize;\nuse serde_json::Value;\n\n");
-    out.push_str("use crate::native::{NativeError, NativeTransport, call};\n\n");
+    out.push_str("use crate::methods::{self, Method};\n");
+    out.push_str("use crate::native::{NativeError, NativeTransport, call, call_method};\n\n");
     out.push_str("/// The native namespaces over a transport: `native.session().list(..)`.\n");
     out.push_str("pub struct Native<'a, T: ?Sized> {\n    transport: &'a T,\n}\n\n");
     out.push_str("impl<'a, T: NativeTransport + ?Sized> Native<'a, T> {\n");
@@ -203,6 +204,15 @@ fn write_method(out: &mut String, method: &Value) {
         let keys: Vec<&str> = keys.iter().filter_map(Value::as_str).collect();
         let _ = writeln!(out, "    ///\n    /// Result keys: {}.", keys.join(", "));
     }
+    if is_typed(name) {
+        // Declared with its types in `hermes_native::methods`.
+        let marker = format!("methods::{}", camel(name));
+        let _ = writeln!(
+            out,
+            "    pub async fn {fn_name}(&self, params: &<{marker} as Method>::Params) -> Result<<{marker} as Method>::Result, NativeError> {{\n        call_method::<{marker}, _>(self.transport, params).await\n    }}"
+        );
+        return;
+    }
     let params = method["params"].as_array().expect("params");
     if params.is_empty() {
         let _ = writeln!(
@@ -218,10 +228,15 @@ fn write_method(out: &mut String, method: &Value) {
     }
 }
 
+/// Whether `hermes_native::methods` declares the method with its types.
+fn is_typed(name: &str) -> bool {
+    hermes_native::methods::TYPED_METHODS.contains(&name)
+}
+
 fn write_params(out: &mut String, method: &Value) {
     let name = method["name"].as_str().expect("name");
     let params = method["params"].as_array().expect("params");
-    if params.is_empty() {
+    if params.is_empty() || is_typed(name) {
         return;
     }
     let _ = writeln!(

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use edith_store::InstanceRecord;
-use edith_types::{ErrorCode, InstanceId, LiveSessionId, SessionId};
-use hermes_native::GatewayClient;
+use edith_types::{ErrorCode, InstanceId, SessionId};
+use hermes_native::{GatewayClient, LiveSessionId};
 use tokio::sync::Mutex;
 
 use crate::error::{AppError, AppResult};

@@ -4,18 +4,20 @@
 use std::sync::Arc;
 
 use edith_types::{
-    ErrorCode, LiveSessionId, NativeSessionId, Profile, Session, Timestamp, Turn, TurnEventKind,
-    TurnState, Usage,
+    ErrorCode, NativeSessionId, Profile, Session, Timestamp, Turn, TurnEventKind, TurnState, Usage,
 };
-use hermes_native::{Event, GatewayError, codes};
+use hermes_native::config::CONTROL_PLANE_MCP_SERVER;
+use hermes_native::events::CompletionStatus;
+use hermes_native::methods::{
+    PromptSubmit, PromptSubmitParams, SessionCreate, SessionCreateParams, SessionResume,
+    SessionResumeParams,
+};
+use hermes_native::{GatewayError, LiveSessionId, NativeEvent, codes};
 use serde_json::{Value, json};
 
 use crate::error::{AppError, AppResult};
 use crate::links::Link;
 use crate::state::AppState;
-
-/// The `mcp_servers` name under which runtimes reach this control plane's tools.
-pub const MCP_SERVER_NAME: &str = "edith";
 
 pub fn spawn(state: AppState, turn: Turn, session: Session, profile: Profile) {
     tokio::spawn(async move {
@@ -129,10 +131,11 @@ async fn run(
         let events = link.gateway.subscribe(&sid);
         let submitted = link
             .gateway
-            .call(
-                "prompt.submit",
-                json!({"session_id": sid, "text": turn.input}),
-            )
+            .request::<PromptSubmit>(&PromptSubmitParams {
+                session_id: Some(sid.clone()),
+                text: Some(turn.input.clone()),
+                ..Default::default()
+            })
             .await;
         match submitted {
             Ok(_) => break (sid, events),
@@ -176,92 +179,86 @@ async fn set_state(state: &AppState, turn: &mut Turn, to: TurnState) -> AppResul
     Ok(())
 }
 
-fn strings(value: &Value) -> Vec<String> {
-    value
-        .as_array()
-        .map(|items| {
-            items
-                .iter()
-                .filter_map(|v| v.as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 /// Records one runtime event; returns the outcome when it ends the turn.
-async fn translate(state: &AppState, turn: &mut Turn, event: Event) -> AppResult<Option<Outcome>> {
-    let p = &event.payload;
-    let text = |key: &str| p[key].as_str().unwrap_or_default().to_owned();
-    let waits_for_user = matches!(event.kind.as_str(), "approval.request" | "clarify.request");
-    if waits_for_user {
+async fn translate(
+    state: &AppState,
+    turn: &mut Turn,
+    event: NativeEvent,
+) -> AppResult<Option<Outcome>> {
+    if event.waits_for_user() {
         set_state(state, turn, TurnState::RequiresAction).await?;
-    } else if turn.state == TurnState::RequiresAction && event.kind != "session.info" {
+    } else if turn.state == TurnState::RequiresAction
+        && !matches!(event, NativeEvent::SessionInfo(_))
+    {
         set_state(state, turn, TurnState::Running).await?;
     }
-    let kind = match event.kind.as_str() {
-        "approval.request" => TurnEventKind::ApprovalRequested {
-            command: text("command"),
-            description: text("description"),
-            pattern_key: text("pattern_key"),
-            choices: strings(&p["choices"]),
+    let kind = match event {
+        NativeEvent::ApprovalRequest(request) => TurnEventKind::ApprovalRequested {
+            command: request.command,
+            description: request.description,
+            pattern_key: request.pattern_key,
+            choices: request.choices,
         },
-        "clarify.request" => TurnEventKind::ClarifyRequested {
-            request_id: text("request_id"),
-            question: text("question"),
-            choices: strings(&p["choices"]),
+        NativeEvent::ClarifyRequest(request) => TurnEventKind::ClarifyRequested {
+            request_id: request.request_id,
+            question: request.question,
+            choices: request.choices.unwrap_or_default(),
         },
-        "message.start" => TurnEventKind::MessageStarted,
-        "message.delta" => TurnEventKind::MessageDelta { text: text("text") },
-        "tool.start" => TurnEventKind::ToolStarted {
-            tool_call_id: text("tool_id"),
-            name: tool_name(&text("name")),
+        NativeEvent::MessageStart {} => TurnEventKind::MessageStarted,
+        NativeEvent::MessageDelta(delta) => TurnEventKind::MessageDelta { text: delta.text },
+        NativeEvent::ToolStart(tool) => TurnEventKind::ToolStarted {
+            tool_call_id: tool.tool_id,
+            name: tool_name(&tool.name),
         },
-        "tool.complete" => TurnEventKind::ToolCompleted {
-            tool_call_id: text("tool_id"),
-            name: tool_name(&text("name")),
-            args: p.get("args").cloned().unwrap_or(json!({})),
-            result: tool_result(p.get("result")),
+        NativeEvent::ToolComplete(tool) => TurnEventKind::ToolCompleted {
+            tool_call_id: tool.tool_id,
+            name: tool_name(&tool.name),
+            args: match tool.args {
+                Value::Null => json!({}),
+                args => args,
+            },
+            result: tool_result(tool.result),
         },
-        "error" => TurnEventKind::Error {
-            message: text("message"),
+        NativeEvent::Error(error) => TurnEventKind::Error {
+            message: error.message,
         },
-        "message.complete" => {
+        NativeEvent::MessageComplete(complete) => {
             let usage = Usage {
-                input_tokens: p["usage"]["input"].as_u64().unwrap_or_default(),
-                output_tokens: p["usage"]["output"].as_u64().unwrap_or_default(),
-                calls: p["usage"]["calls"].as_u64().unwrap_or_default(),
+                input_tokens: complete.usage.input,
+                output_tokens: complete.usage.output,
+                calls: complete.usage.calls,
             };
-            let final_text = text("text");
             append(
                 state,
                 turn,
                 TurnEventKind::MessageCompleted {
-                    text: final_text.clone(),
+                    text: complete.text.clone(),
                     usage: Some(usage.clone()),
                 },
             )
             .await?;
-            let outcome = match p["status"].as_str().unwrap_or("complete") {
-                "interrupted" => Outcome {
+            let outcome = match complete.status {
+                CompletionStatus::Interrupted => Outcome {
                     state: TurnState::Interrupted,
-                    output: Some(final_text),
+                    output: Some(complete.text),
                     error: None,
                     usage: Some(usage),
                 },
-                "error" => Outcome {
+                CompletionStatus::Error => Outcome {
                     usage: Some(usage),
                     ..Outcome::failed("the runtime reported an error; see the `error` event")
                 },
-                _ => Outcome {
+                CompletionStatus::Complete => Outcome {
                     state: TurnState::Completed,
-                    output: Some(final_text),
+                    output: Some(complete.text),
                     error: None,
                     usage: Some(usage),
                 },
             };
             return Ok(Some(outcome));
         }
-        _ => return Ok(None), // session.info, status.update, thinking…: not part of the log
+        // session.info, status.update, thinking…: not part of the log
+        _ => return Ok(None),
     };
     append(state, turn, kind).await?;
     Ok(None)
@@ -270,7 +267,7 @@ async fn translate(state: &AppState, turn: &mut Turn, event: Event) -> AppResult
 /// Callback tools reach the runtime as `mcp__edith__<name>`; the turn log uses `<name>`.
 fn tool_name(native: &str) -> String {
     native
-        .strip_prefix(&format!("mcp__{MCP_SERVER_NAME}__"))
+        .strip_prefix(&format!("mcp__{CONTROL_PLANE_MCP_SERVER}__"))
         .unwrap_or(native)
         .to_owned()
 }
@@ -278,20 +275,22 @@ fn tool_name(native: &str) -> String {
 /// A tool's result as the turn log shows it. Runtimes report an MCP tool's result as
 /// `{"result": "<text>"}` (Hermes's shape); the text is given back as the JSON value it encodes
 /// when it is JSON. Other results (built-in tools, errors) pass through as they are.
-fn tool_result(result: Option<&Value>) -> Value {
+fn tool_result(result: Value) -> Value {
     let decode = |text: &str| serde_json::from_str(text).unwrap_or_else(|_| json!(text));
     match result {
-        Some(Value::Object(map)) if map.len() == 1 && map.contains_key("result") => {
+        Value::Object(map) if map.len() == 1 && map.contains_key("result") => {
             match &map["result"] {
                 Value::String(text) => decode(text),
                 other => other.clone(),
             }
         }
-        Some(Value::String(text)) => decode(text),
-        Some(other) => other.clone(),
-        None => Value::Null,
+        Value::String(text) => decode(&text),
+        other => other,
     }
 }
+
+/// How sessions the control plane opens are marked in the runtime's store.
+const SOURCE: &str = "edith";
 
 /// The live session serving `session` on this connection, opened when there is none.
 async fn live_session(
@@ -303,46 +302,46 @@ async fn live_session(
     if let Some(sid) = link.live.lock().expect("not poisoned").get(&session.id) {
         return Ok(sid.clone());
     }
-    let reply = match &session.native_session_id {
-        Some(native) => link
-            .gateway
-            .call(
-                "session.resume",
-                json!({"session_id": native, "profile": profile.native_name, "source": "edith"}),
-            )
-            .await
-            .map_err(|e| match e.code() {
-                Some(codes::SESSION_NOT_FOUND) => AppError::new(
-                    ErrorCode::NotFound,
-                    format!("native session `{native}` does not exist on the runtime"),
-                ),
-                _ => gateway_error(e),
-            })?,
-        None => {
-            let reply = link
+    let sid = match &session.native_session_id {
+        Some(native) => {
+            let params = SessionResumeParams {
+                session_id: Some(native.as_str().to_owned()),
+                profile: Some(profile.native_name.clone()),
+                source: Some(SOURCE.to_owned()),
+                ..Default::default()
+            };
+            let resumed = link
                 .gateway
-                .call(
-                    "session.create",
-                    json!({"profile": profile.native_name, "source": "edith", "title": session.title}),
-                )
+                .request::<SessionResume>(&params)
+                .await
+                .map_err(|e| match e.code() {
+                    Some(codes::SESSION_NOT_FOUND) => AppError::new(
+                        ErrorCode::NotFound,
+                        format!("native session `{native}` does not exist on the runtime"),
+                    ),
+                    _ => gateway_error(e),
+                })?;
+            resumed.session_id
+        }
+        None => {
+            let params = SessionCreateParams {
+                profile: Some(profile.native_name.clone()),
+                source: Some(SOURCE.to_owned()),
+                title: session.title.clone(),
+                ..Default::default()
+            };
+            let created = link
+                .gateway
+                .request::<SessionCreate>(&params)
                 .await
                 .map_err(gateway_error)?;
-            if let Some(stored) = reply["stored_session_id"].as_str() {
-                session.native_session_id = Some(NativeSessionId::new(stored));
-                state.store.update_session(session).await?;
-            }
-            reply
+            session.native_session_id = Some(NativeSessionId::new(
+                created.stored_session_id.into_string(),
+            ));
+            state.store.update_session(session).await?;
+            created.session_id
         }
     };
-    let sid = reply["session_id"]
-        .as_str()
-        .map(LiveSessionId::new)
-        .ok_or_else(|| {
-            AppError::new(
-                ErrorCode::RuntimeUnavailable,
-                "the runtime sent no session id",
-            )
-        })?;
     link.live
         .lock()
         .expect("not poisoned")

@@ -224,10 +224,6 @@ native_id!(
     /// A runtime's stored session id (a `state.db` row), e.g. `20261129_075703_0525c1`.
     NativeSessionId
 );
-native_id!(
-    /// A gateway connection's in-memory session id (8 hex), valid only on that runtime process.
-    LiveSessionId
-);
 
 #[cfg(test)]
 mod tests {

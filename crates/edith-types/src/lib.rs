@@ -11,8 +11,7 @@ mod time;
 
 pub use events::{JobEvent, JobEventKind, TurnEvent, TurnEventKind, Usage};
 pub use ids::{
-    IdError, InstanceId, JobId, LiveSessionId, NativeSessionId, ProfileId, SessionId, ToolHostId,
-    ToolId, TurnId,
+    IdError, InstanceId, JobId, NativeSessionId, ProfileId, SessionId, ToolHostId, ToolId, TurnId,
 };
 pub use problem::{ErrorCode, Problem};
 pub use resources::*;

@@ -6,13 +6,15 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use edith_types::LiveSessionId;
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 use tokio_tungstenite::tungstenite::Message;
 
-use crate::protocol::{Event, Incoming};
+use crate::events::{GatewayReady, NativeEvent};
+use crate::ids::LiveSessionId;
+use crate::methods::Method;
+use crate::protocol::Incoming;
 
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum GatewayError {
@@ -28,6 +30,8 @@ pub enum GatewayError {
         code: i64,
         message: String,
     },
+    #[error("`{method}` answered something unexpected: {message}")]
+    Decode { method: String, message: String },
 }
 
 impl GatewayError {
@@ -47,7 +51,7 @@ struct Shared {
     /// Requests waiting for their reply, by id.
     pending: Mutex<Pending>,
     /// Where each live session's events go.
-    subscribers: Mutex<HashMap<LiveSessionId, mpsc::UnboundedSender<Event>>>,
+    subscribers: Mutex<HashMap<LiveSessionId, mpsc::UnboundedSender<NativeEvent>>>,
     /// Set once the socket is gone; every later call fails fast.
     closed: AtomicBool,
 }
@@ -59,7 +63,7 @@ pub struct GatewayClient {
     outgoing: mpsc::UnboundedSender<Message>,
     next_id: Arc<AtomicU64>,
     /// The `gateway.ready` payload.
-    ready: Arc<Value>,
+    ready: Arc<GatewayReady>,
     request_timeout: Duration,
 }
 
@@ -95,10 +99,10 @@ impl GatewayClient {
                 let Ok(Message::Text(text)) = message else {
                     continue;
                 };
-                if let Some(Incoming::Event(event)) = Incoming::parse(&text)
-                    && event.kind == "gateway.ready"
+                if let Some(Incoming::Event(frame)) = Incoming::parse(&text)
+                    && let NativeEvent::GatewayReady(ready) = frame.event
                 {
-                    return Ok(event.payload);
+                    return Ok(ready);
                 }
             }
             Err(GatewayError::Connect(
@@ -149,13 +153,13 @@ impl GatewayClient {
                             let _ = waiter.send(outcome);
                         }
                     }
-                    Some(Incoming::Event(event)) => {
-                        let Some(sid) = event.session_id.clone() else {
+                    Some(Incoming::Event(frame)) => {
+                        let Some(sid) = frame.session_id else {
                             continue;
                         };
                         let subscribers = reader_shared.subscribers.lock().expect("not poisoned");
                         if let Some(tx) = subscribers.get(&sid) {
-                            let _ = tx.send(event);
+                            let _ = tx.send(frame.event);
                         }
                     }
                     Some(Incoming::Other(frame)) => {
@@ -183,12 +187,22 @@ impl GatewayClient {
     }
 
     /// The payload of the `gateway.ready` frame.
-    pub fn ready_payload(&self) -> &Value {
+    pub fn ready_payload(&self) -> &GatewayReady {
         &self.ready
     }
 
     pub fn is_closed(&self) -> bool {
         self.shared.closed.load(Ordering::SeqCst)
+    }
+
+    /// Calls the typed method `M` and waits for its reply.
+    pub async fn request<M: Method>(&self, params: &M::Params) -> Result<M::Result, GatewayError> {
+        let params = serde_json::to_value(params).expect("params serialize");
+        let result = self.call(M::NAME, params).await?;
+        serde_json::from_value(result).map_err(|e| GatewayError::Decode {
+            method: M::NAME.to_owned(),
+            message: e.to_string(),
+        })
     }
 
     /// Calls `method` and waits for its reply.
@@ -240,7 +254,7 @@ impl GatewayClient {
 
     /// Routes `session`'s events to the returned receiver (replacing an earlier subscriber).
     /// Subscribe before the call that makes the session emit, so nothing is missed.
-    pub fn subscribe(&self, session: &LiveSessionId) -> mpsc::UnboundedReceiver<Event> {
+    pub fn subscribe(&self, session: &LiveSessionId) -> mpsc::UnboundedReceiver<NativeEvent> {
         let (tx, rx) = mpsc::unbounded_channel();
         self.shared
             .subscribers

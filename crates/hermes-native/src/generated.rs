@@ -4,7 +4,8 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::native::{NativeError, NativeTransport, call};
+use crate::methods::{self, Method};
+use crate::native::{NativeError, NativeTransport, call, call_method};
 
 /// The native namespaces over a transport: `native.session().list(..)`.
 pub struct Native<'a, T: ?Sized> {
@@ -280,20 +281,9 @@ impl<T: NativeTransport + ?Sized> ApprovalNamespace<'_, T> {
     /// `approval.respond` (scope: session).
     ///
     /// Result keys: resolved.
-    pub async fn respond(&self, params: &ApprovalRespondParams) -> Result<Value, NativeError> {
-        call(self.transport, "approval.respond", params).await
+    pub async fn respond(&self, params: &<methods::ApprovalRespond as Method>::Params) -> Result<<methods::ApprovalRespond as Method>::Result, NativeError> {
+        call_method::<methods::ApprovalRespond, _>(self.transport, params).await
     }
-}
-
-/// Params of `approval.respond`; unset fields are not sent.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct ApprovalRespondParams {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub all: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub choice: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub session_id: Option<Value>,
 }
 
 /// The `billing.*` methods.
@@ -404,18 +394,9 @@ pub struct ClarifyNamespace<'a, T: ?Sized> {
 
 impl<T: NativeTransport + ?Sized> ClarifyNamespace<'_, T> {
     /// `clarify.respond` (scope: instance).
-    pub async fn respond(&self, params: &ClarifyRespondParams) -> Result<Value, NativeError> {
-        call(self.transport, "clarify.respond", params).await
+    pub async fn respond(&self, params: &<methods::ClarifyRespond as Method>::Params) -> Result<<methods::ClarifyRespond as Method>::Result, NativeError> {
+        call_method::<methods::ClarifyRespond, _>(self.transport, params).await
     }
-}
-
-/// Params of `clarify.respond`; unset fields are not sent.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct ClarifyRespondParams {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub answer: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub request_id: Option<Value>,
 }
 
 /// The `cli.*` methods.
@@ -1655,8 +1636,8 @@ impl<T: NativeTransport + ?Sized> PromptNamespace<'_, T> {
     /// `prompt.submit` (scope: session).
     ///
     /// Result keys: status.
-    pub async fn submit(&self, params: &PromptSubmitParams) -> Result<Value, NativeError> {
-        call(self.transport, "prompt.submit", params).await
+    pub async fn submit(&self, params: &<methods::PromptSubmit as Method>::Params) -> Result<<methods::PromptSubmit as Method>::Result, NativeError> {
+        call_method::<methods::PromptSubmit, _>(self.transport, params).await
     }
 }
 
@@ -1667,17 +1648,6 @@ pub struct PromptBackgroundParams {
     pub session_id: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub text: Option<Value>,
-}
-
-/// Params of `prompt.submit`; unset fields are not sent.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct PromptSubmitParams {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub session_id: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub text: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub truncate_before_user_ordinal: Option<Value>,
 }
 
 /// The `reload.*` methods.
@@ -1798,8 +1768,8 @@ impl<T: NativeTransport + ?Sized> SessionNamespace<'_, T> {
     /// `session.active_list` (scope: instance; may reply out of order).
     ///
     /// Result keys: sessions.
-    pub async fn active_list(&self, params: &SessionActiveListParams) -> Result<Value, NativeError> {
-        call(self.transport, "session.active_list", params).await
+    pub async fn active_list(&self, params: &<methods::SessionActiveList as Method>::Params) -> Result<<methods::SessionActiveList as Method>::Result, NativeError> {
+        call_method::<methods::SessionActiveList, _>(self.transport, params).await
     }
 
     /// `session.branch` (scope: session; may reply out of order; not implemented by hermes-runtime: answers Unsupported there).
@@ -1812,8 +1782,8 @@ impl<T: NativeTransport + ?Sized> SessionNamespace<'_, T> {
     /// `session.close` (scope: session).
     ///
     /// Result keys: closed.
-    pub async fn close(&self, params: &SessionCloseParams) -> Result<Value, NativeError> {
-        call(self.transport, "session.close", params).await
+    pub async fn close(&self, params: &<methods::SessionClose as Method>::Params) -> Result<<methods::SessionClose as Method>::Result, NativeError> {
+        call_method::<methods::SessionClose, _>(self.transport, params).await
     }
 
     /// `session.compress` (scope: session; may reply out of order; not implemented by hermes-runtime: answers Unsupported there).
@@ -1833,8 +1803,8 @@ impl<T: NativeTransport + ?Sized> SessionNamespace<'_, T> {
     /// `session.create` (scope: profile).
     ///
     /// Result keys: info, message_count, messages, session_id, stored_session_id.
-    pub async fn create(&self, params: &SessionCreateParams) -> Result<Value, NativeError> {
-        call(self.transport, "session.create", params).await
+    pub async fn create(&self, params: &<methods::SessionCreate as Method>::Params) -> Result<<methods::SessionCreate as Method>::Result, NativeError> {
+        call_method::<methods::SessionCreate, _>(self.transport, params).await
     }
 
     /// `session.cwd.set` (scope: session; not implemented by hermes-runtime: answers Unsupported there).
@@ -1845,43 +1815,43 @@ impl<T: NativeTransport + ?Sized> SessionNamespace<'_, T> {
     /// `session.delete` (scope: session).
     ///
     /// Result keys: deleted.
-    pub async fn delete(&self, params: &SessionDeleteParams) -> Result<Value, NativeError> {
-        call(self.transport, "session.delete", params).await
+    pub async fn delete(&self, params: &<methods::SessionDelete as Method>::Params) -> Result<<methods::SessionDelete as Method>::Result, NativeError> {
+        call_method::<methods::SessionDelete, _>(self.transport, params).await
     }
 
     /// `session.history` (scope: session).
     ///
     /// Result keys: count, messages.
-    pub async fn history(&self, params: &SessionHistoryParams) -> Result<Value, NativeError> {
-        call(self.transport, "session.history", params).await
+    pub async fn history(&self, params: &<methods::SessionHistory as Method>::Params) -> Result<<methods::SessionHistory as Method>::Result, NativeError> {
+        call_method::<methods::SessionHistory, _>(self.transport, params).await
     }
 
     /// `session.interrupt` (scope: session).
     ///
     /// Result keys: status, turn_isolation.
-    pub async fn interrupt(&self, params: &SessionInterruptParams) -> Result<Value, NativeError> {
-        call(self.transport, "session.interrupt", params).await
+    pub async fn interrupt(&self, params: &<methods::SessionInterrupt as Method>::Params) -> Result<<methods::SessionInterrupt as Method>::Result, NativeError> {
+        call_method::<methods::SessionInterrupt, _>(self.transport, params).await
     }
 
     /// `session.list` (scope: instance; may reply out of order).
     ///
     /// Result keys: sessions.
-    pub async fn list(&self, params: &SessionListParams) -> Result<Value, NativeError> {
-        call(self.transport, "session.list", params).await
+    pub async fn list(&self, params: &<methods::SessionList as Method>::Params) -> Result<<methods::SessionList as Method>::Result, NativeError> {
+        call_method::<methods::SessionList, _>(self.transport, params).await
     }
 
     /// `session.most_recent` (scope: instance).
     ///
     /// Result keys: session_id, source, started_at, title.
-    pub async fn most_recent(&self) -> Result<Value, NativeError> {
-        call(self.transport, "session.most_recent", &serde_json::Map::new()).await
+    pub async fn most_recent(&self, params: &<methods::SessionMostRecent as Method>::Params) -> Result<<methods::SessionMostRecent as Method>::Result, NativeError> {
+        call_method::<methods::SessionMostRecent, _>(self.transport, params).await
     }
 
     /// `session.resume` (scope: profile; may reply out of order).
     ///
     /// Result keys: inflight, info, message_count, messages, resumed, running, session_id, session_key, started_at, status.
-    pub async fn resume(&self, params: &SessionResumeParams) -> Result<Value, NativeError> {
-        call(self.transport, "session.resume", params).await
+    pub async fn resume(&self, params: &<methods::SessionResume as Method>::Params) -> Result<<methods::SessionResume as Method>::Result, NativeError> {
+        call_method::<methods::SessionResume, _>(self.transport, params).await
     }
 
     /// `session.save` (scope: session; not implemented by hermes-runtime: answers Unsupported there).
@@ -1908,8 +1878,8 @@ impl<T: NativeTransport + ?Sized> SessionNamespace<'_, T> {
     /// `session.title` (scope: session).
     ///
     /// Result keys: pending, session_key, title.
-    pub async fn title(&self, params: &SessionTitleParams) -> Result<Value, NativeError> {
-        call(self.transport, "session.title", params).await
+    pub async fn title(&self, params: &<methods::SessionTitle as Method>::Params) -> Result<<methods::SessionTitle as Method>::Result, NativeError> {
+        call_method::<methods::SessionTitle, _>(self.transport, params).await
     }
 
     /// `session.undo` (scope: session; not implemented by hermes-runtime: answers Unsupported there).
@@ -1920,8 +1890,8 @@ impl<T: NativeTransport + ?Sized> SessionNamespace<'_, T> {
     }
 
     /// `session.usage` (scope: session; may reply out of order).
-    pub async fn usage(&self, params: &SessionUsageParams) -> Result<Value, NativeError> {
-        call(self.transport, "session.usage", params).await
+    pub async fn usage(&self, params: &<methods::SessionUsage as Method>::Params) -> Result<<methods::SessionUsage as Method>::Result, NativeError> {
+        call_method::<methods::SessionUsage, _>(self.transport, params).await
     }
 }
 
@@ -1932,25 +1902,11 @@ pub struct SessionActivateParams {
     pub session_id: Option<Value>,
 }
 
-/// Params of `session.active_list`; unset fields are not sent.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct SessionActiveListParams {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub current_session_id: Option<Value>,
-}
-
 /// Params of `session.branch`; unset fields are not sent.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct SessionBranchParams {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub session_id: Option<Value>,
-}
-
-/// Params of `session.close`; unset fields are not sent.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct SessionCloseParams {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_id: Option<Value>,
 }
@@ -1971,37 +1927,6 @@ pub struct SessionContextBreakdownParams {
     pub session_id: Option<Value>,
 }
 
-/// Params of `session.create`; unset fields are not sent.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct SessionCreateParams {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub close_on_disconnect: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cols: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cwd: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub fast: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub messages: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub model: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub parent_session_id: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub profile: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub provider: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub reasoning_effort: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub session_id: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub source: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub title: Option<Value>,
-}
-
 /// Params of `session.cwd.set`; unset fields are not sent.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct SessionCwdSetParams {
@@ -2009,53 +1934,6 @@ pub struct SessionCwdSetParams {
     pub cwd: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_id: Option<Value>,
-}
-
-/// Params of `session.delete`; unset fields are not sent.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct SessionDeleteParams {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub session_id: Option<Value>,
-}
-
-/// Params of `session.history`; unset fields are not sent.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct SessionHistoryParams {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub session_id: Option<Value>,
-}
-
-/// Params of `session.interrupt`; unset fields are not sent.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct SessionInterruptParams {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub session_id: Option<Value>,
-}
-
-/// Params of `session.list`; unset fields are not sent.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct SessionListParams {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub limit: Option<Value>,
-}
-
-/// Params of `session.resume`; unset fields are not sent.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct SessionResumeParams {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub close_on_disconnect: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cols: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub eager_build: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub lazy: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub profile: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub session_id: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub source: Option<Value>,
 }
 
 /// Params of `session.save`; unset fields are not sent.
@@ -2081,25 +1959,9 @@ pub struct SessionSteerParams {
     pub text: Option<Value>,
 }
 
-/// Params of `session.title`; unset fields are not sent.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct SessionTitleParams {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub session_id: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub title: Option<Value>,
-}
-
 /// Params of `session.undo`; unset fields are not sent.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct SessionUndoParams {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub session_id: Option<Value>,
-}
-
-/// Params of `session.usage`; unset fields are not sent.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct SessionUsageParams {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_id: Option<Value>,
 }

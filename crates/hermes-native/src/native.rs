@@ -7,6 +7,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::client::{GatewayClient, GatewayError};
+use crate::methods::Method;
 use crate::protocol::codes;
 
 /// Why a native call failed.
@@ -26,6 +27,9 @@ pub enum NativeError {
     /// The call did not get an answer.
     #[error("`{method}`: {message}")]
     Transport { method: String, message: String },
+    /// The answer is not what the method returns.
+    #[error("`{method}` answered something unexpected: {message}")]
+    Decode { method: String, message: String },
 }
 
 impl NativeError {
@@ -33,7 +37,7 @@ impl NativeError {
         match self {
             NativeError::Rpc { code, .. } => Some(*code),
             NativeError::Unsupported { .. } => Some(codes::METHOD_NOT_FOUND),
-            NativeError::Transport { .. } => None,
+            NativeError::Transport { .. } | NativeError::Decode { .. } => None,
         }
     }
 }
@@ -75,4 +79,16 @@ pub(crate) async fn call<T: NativeTransport + ?Sized, P: Serialize>(
 ) -> Result<Value, NativeError> {
     let params = serde_json::to_value(params).expect("params serialize");
     transport.native_call(method, params).await
+}
+
+/// Calls the typed method `M`.
+pub(crate) async fn call_method<M: Method, T: NativeTransport + ?Sized>(
+    transport: &T,
+    params: &M::Params,
+) -> Result<M::Result, NativeError> {
+    let result = call(transport, M::NAME, params).await?;
+    serde_json::from_value(result).map_err(|e| NativeError::Decode {
+        method: M::NAME.to_owned(),
+        message: e.to_string(),
+    })
 }

@@ -1,8 +1,8 @@
 //! Frames and error codes of the gateway protocol.
 
-use edith_types::LiveSessionId;
-use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
+
+use crate::events::EventFrame;
 
 /// JSON-RPC and Hermes domain error codes, as 0.19 sends them.
 pub mod codes {
@@ -16,36 +16,13 @@ pub mod codes {
     pub const SESSION_ID_REQUIRED: i64 = 4006;
     /// A stored session (`session.resume`, `session.delete`) that does not exist.
     pub const SESSION_NOT_FOUND: i64 = 4007;
+    /// Busy, or no pending request to answer.
     pub const BUSY: i64 = 4009;
+    /// `session.title` with an empty title.
+    pub const TITLE_REQUIRED: i64 = 4021;
+    /// `session.delete` of a session that is live.
+    pub const SESSION_ACTIVE: i64 = 4023;
     pub const INTERNAL: i64 = 5000;
-}
-
-/// A server push: `params` of a `{"method":"event"}` notification.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Event {
-    /// `message.delta`, `tool.start`, …
-    #[serde(rename = "type")]
-    pub kind: String,
-    /// The live session the event belongs to; absent for connection-wide events.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub session_id: Option<LiveSessionId>,
-    #[serde(default)]
-    pub payload: Value,
-}
-
-impl Event {
-    pub fn new(kind: &str, session_id: Option<&LiveSessionId>, payload: Value) -> Self {
-        Self {
-            kind: kind.to_owned(),
-            session_id: session_id.cloned(),
-            payload,
-        }
-    }
-
-    /// The whole notification frame.
-    pub fn to_frame(&self) -> Value {
-        json!({"jsonrpc": "2.0", "method": "event", "params": self})
-    }
 }
 
 /// One incoming frame, as a client sees it.
@@ -56,7 +33,7 @@ pub enum Incoming {
         id: Value,
         outcome: Result<Value, (i64, String)>,
     },
-    Event(Event),
+    Event(EventFrame),
     /// Anything else (a server request this client does not know); ignored.
     Other(Value),
 }
@@ -91,6 +68,9 @@ impl Incoming {
 mod tests {
     use super::*;
 
+    use crate::events::{NativeEvent, TextPayload};
+    use serde_json::json;
+
     #[test]
     fn events_and_replies_are_told_apart() {
         let event = Incoming::parse(
@@ -99,7 +79,10 @@ mod tests {
         let Some(Incoming::Event(event)) = event else {
             panic!("not an event")
         };
-        assert_eq!(event.kind, "message.delta");
+        assert_eq!(
+            event.event,
+            NativeEvent::MessageDelta(TextPayload { text: "hi".into() })
+        );
         assert_eq!(event.session_id.unwrap().as_str(), "ab12cd34");
 
         let reply = Incoming::parse(

@@ -7,8 +7,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
-use hermes_native::{Event, GatewayClient};
-use serde_json::{Value, json};
+use hermes_native::methods::{Method, PromptSubmit, PromptSubmitParams, SessionCreate};
+use hermes_native::{GatewayClient, LiveSessionId, NativeEvent};
+use serde_json::json;
 use testkit::{FakeModel, ReadyProcess};
 
 const TOKEN: &str = "bench-token-0123456789";
@@ -78,25 +79,30 @@ fn tree_rss_kib(pid: u32) -> u64 {
 }
 
 /// One turn: (time to the first delta, time to message.complete).
-async fn turn(gateway: &GatewayClient, sid: &Value, text: &str) -> (Duration, Duration) {
-    let sid_typed = edith_types::LiveSessionId::new(sid.as_str().unwrap());
-    let mut events = gateway.subscribe(&sid_typed);
+async fn turn(gateway: &GatewayClient, sid: &LiveSessionId, text: &str) -> (Duration, Duration) {
+    let mut events = gateway.subscribe(sid);
     let started = Instant::now();
+    let params = PromptSubmitParams {
+        session_id: Some(sid.clone()),
+        text: Some(text.to_owned()),
+        ..Default::default()
+    };
     gateway
-        .call("prompt.submit", json!({"session_id": sid, "text": text}))
+        .request::<PromptSubmit>(&params)
         .await
-        .expect("prompt.submit");
+        .expect(PromptSubmit::NAME);
     let mut first_delta = None;
-    while let Some(Event { kind, .. }) = events.recv().await {
-        if kind == "message.delta" && first_delta.is_none() {
-            first_delta = Some(started.elapsed());
-        }
-        if kind == "message.complete" {
-            break;
+    while let Some(event) = events.recv().await {
+        match event {
+            NativeEvent::MessageDelta(_) if first_delta.is_none() => {
+                first_delta = Some(started.elapsed());
+            }
+            NativeEvent::MessageComplete(_) => break,
+            _ => {}
         }
     }
     let complete = started.elapsed();
-    gateway.unsubscribe(&sid_typed);
+    gateway.unsubscribe(sid);
     (first_delta.unwrap_or(complete), complete)
 }
 
@@ -120,13 +126,17 @@ async fn measure(binary: &Path, model: &FakeModel) -> Figures {
         .expect("connect");
 
     let mut creates = Vec::new();
-    let mut sid = Value::Null;
+    let mut sid = None;
     for _ in 0..CREATES {
         let started = Instant::now();
-        let created = gateway.call("session.create", json!({})).await.unwrap();
+        let created = gateway
+            .request::<SessionCreate>(&Default::default())
+            .await
+            .unwrap();
         creates.push(started.elapsed());
-        sid = created["session_id"].clone();
+        sid = Some(created.session_id);
     }
+    let sid = sid.expect("a session");
     let (first_delta_cold, complete_cold) = turn(&gateway, &sid, "hello there").await;
     let mut warm_first = Vec::new();
     let mut warm_complete = Vec::new();
@@ -136,7 +146,10 @@ async fn measure(binary: &Path, model: &FakeModel) -> Figures {
         warm_complete.push(complete);
     }
     for _ in CREATES..SESSIONS {
-        gateway.call("session.create", json!({})).await.unwrap();
+        gateway
+            .request::<SessionCreate>(&Default::default())
+            .await
+            .unwrap();
     }
     // Let deferred work (Hermes builds agents after session.create) settle before reading.
     tokio::time::sleep(Duration::from_secs(3)).await;

@@ -9,10 +9,15 @@
 use std::sync::Arc;
 
 use futures_util::StreamExt;
+use hermes_native::NativeEvent;
+use hermes_native::config::HermesConfig;
+use hermes_native::events::{
+    CompletionStatus, ErrorPayload, MessageComplete, StatusUpdate, TextPayload, ToolComplete,
+    ToolGenerating, ToolStart,
+};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 
-use crate::config::HomeConfig;
 use crate::model::{self, ChatMessage, ModelEvent, Role};
 use crate::runtime::Runtime;
 use crate::session::LiveSession;
@@ -22,38 +27,26 @@ use crate::tools::{ToolBox, TurnContext};
 /// A turn may not loop through the model more often than this.
 const MAX_MODEL_CALLS: u64 = 16;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Status {
-    Complete,
-    Interrupted,
-    Error,
-}
-
-impl Status {
-    fn as_str(self) -> &'static str {
-        match self {
-            Status::Complete => "complete",
-            Status::Interrupted => "interrupted",
-            Status::Error => "error",
-        }
-    }
-}
-
-/// Runs one turn; returns the `message.complete` payload, which the caller emits once the
+/// Runs one turn; returns the `message.complete` event, which the caller emits once the
 /// session is ready for the next prompt (so a prompt sent on seeing it is not taken as busy).
 pub async fn run_turn(
     runtime: Arc<Runtime>,
     session: Arc<LiveSession>,
     text: String,
     interrupt: Arc<Notify>,
-) -> Value {
-    session.emit("message.start", json!({}));
+) -> NativeEvent {
+    session.emit(NativeEvent::MessageStart {});
     let before = session.state.lock().expect("not poisoned").usage;
     let (status, final_text) = match run_model_loop(&runtime, &session, text, &interrupt).await {
         Ok(outcome) => outcome,
         Err(message) => {
-            session.emit("error", json!({ "message": message }));
-            (Status::Error, format!("API call failed: {message}"))
+            session.emit(NativeEvent::Error(ErrorPayload {
+                message: message.clone(),
+            }));
+            (
+                CompletionStatus::Error,
+                format!("API call failed: {message}"),
+            )
         }
     };
     let (usage, persisted) = {
@@ -69,10 +62,10 @@ pub async fn run_turn(
             tracing::warn!(error = %e, "could not record usage");
         }
     }
-    json!({
-        "text": final_text,
-        "status": status.as_str(),
-        "usage": usage.to_json(&session.model_name),
+    NativeEvent::MessageComplete(MessageComplete {
+        text: final_text,
+        status,
+        usage: usage.native(&session.model_name),
     })
 }
 
@@ -81,8 +74,8 @@ async fn run_model_loop(
     session: &LiveSession,
     text: String,
     interrupt: &Notify,
-) -> Result<(Status, String), String> {
-    let config = HomeConfig::load(&session.home)
+) -> Result<(CompletionStatus, String), String> {
+    let config = HermesConfig::load(&session.home)
         .await
         .map_err(|e| e.to_string())?;
     let model = model::from_config(&config, &runtime.http).map_err(|e| e.to_string())?;
@@ -95,7 +88,10 @@ async fn run_model_loop(
 
     let (toolbox, problems) = ToolBox::for_turn(runtime, &config).await;
     for problem in problems {
-        session.emit("status.update", json!({"kind": "warn", "text": problem}));
+        session.emit(NativeEvent::StatusUpdate(StatusUpdate {
+            kind: "warn".to_owned(),
+            text: problem,
+        }));
     }
     let specs = toolbox.specs();
     let ctx = TurnContext { runtime, session };
@@ -111,7 +107,7 @@ async fn run_model_loop(
                     if !partial.is_empty() {
                         record(session, &db, &mut history, reply).await?;
                     }
-                    return Ok((Status::Interrupted, partial));
+                    return Ok((CompletionStatus::Interrupted, partial));
                 }
                 next = stream.next() => next,
             };
@@ -119,11 +115,15 @@ async fn run_model_loop(
                 None => break,
                 Some(Err(e)) => return Err(e.to_string()),
                 Some(Ok(ModelEvent::Delta(piece))) => {
-                    session.emit("message.delta", json!({ "text": piece }));
+                    session.emit(NativeEvent::MessageDelta(TextPayload {
+                        text: piece.clone(),
+                    }));
                     reply.content.push_str(&piece);
                 }
                 Some(Ok(ModelEvent::ToolCall(call))) => {
-                    session.emit("tool.generating", json!({"name": call.name}));
+                    session.emit(NativeEvent::ToolGenerating(ToolGenerating {
+                        name: call.name.clone(),
+                    }));
                     reply.tool_calls.push(call);
                 }
                 Some(Ok(ModelEvent::Done(step))) => {
@@ -138,31 +138,31 @@ async fn run_model_loop(
         let reply_text = reply.content.clone();
         record(session, &db, &mut history, reply).await?;
         if tool_calls.is_empty() {
-            return Ok((Status::Complete, reply_text));
+            return Ok((CompletionStatus::Complete, reply_text));
         }
         for call in tool_calls {
-            session.emit(
-                "tool.start",
-                json!({"tool_id": call.id, "name": call.name, "context": summarize(&call.arguments)}),
-            );
+            session.emit(NativeEvent::ToolStart(ToolStart {
+                tool_id: call.id.clone(),
+                name: call.name.clone(),
+                context: summarize(&call.arguments),
+            }));
             let result = tokio::select! {
                 biased;
-                _ = interrupt.notified() => return Ok((Status::Interrupted, String::new())),
+                _ = interrupt.notified() => {
+                    return Ok((CompletionStatus::Interrupted, String::new()));
+                }
                 result = toolbox.call(&ctx, &call.name, call.arguments.clone()) => result,
             };
             // Like Hermes: the event carries the result decoded when it is JSON.
             let decoded: Value =
                 serde_json::from_str(&result.text).unwrap_or_else(|_| json!(result.text));
-            session.emit(
-                "tool.complete",
-                json!({
-                    "tool_id": call.id,
-                    "name": call.name,
-                    "args": call.arguments,
-                    "result": decoded,
-                    "duration_s": result.duration.as_secs_f64(),
-                }),
-            );
+            session.emit(NativeEvent::ToolComplete(ToolComplete {
+                tool_id: call.id.clone(),
+                name: call.name.clone(),
+                args: call.arguments.clone(),
+                result: decoded,
+                duration_s: result.duration.as_secs_f64(),
+            }));
             let mut message = ChatMessage::plain(Role::Tool, result.for_model);
             message.tool_call_id = Some(call.id);
             message.tool_name = Some(call.name);

@@ -7,7 +7,6 @@
 //! either without knowing which one it got.
 
 mod agent;
-pub mod config;
 mod gateway;
 mod http;
 pub mod model;
@@ -24,7 +23,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use gateway::IMPLEMENTED_METHODS;
-pub use runtime::valid_profile_name;
 
 use axum::serve::ListenerExt;
 use runtime::Runtime;

@@ -10,36 +10,18 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use edith_types::LiveSessionId;
+use hermes_native::LiveSessionId;
+use hermes_native::methods::ApprovalChoice;
 use tokio::sync::oneshot;
 
 /// How long a question waits for its answer.
 pub const CLARIFY_TIMEOUT: Duration = Duration::from_secs(300);
 pub const APPROVAL_TIMEOUT: Duration = Duration::from_secs(300);
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Choice {
-    Once,
-    Session,
-    Always,
-    Deny,
-}
-
-impl Choice {
-    pub fn parse(value: &str) -> Self {
-        match value {
-            "once" | "approve" | "allow" => Choice::Once,
-            "session" => Choice::Session,
-            "always" => Choice::Always,
-            _ => Choice::Deny,
-        }
-    }
-}
-
 #[derive(Default)]
 pub struct Prompts {
     /// Pending approvals per live session, oldest first.
-    approvals: Mutex<HashMap<LiveSessionId, VecDeque<oneshot::Sender<Choice>>>>,
+    approvals: Mutex<HashMap<LiveSessionId, VecDeque<oneshot::Sender<ApprovalChoice>>>>,
     /// Pending questions by request id, with the session that asked.
     questions: Mutex<HashMap<String, (LiveSessionId, oneshot::Sender<String>)>>,
     /// Patterns approved for the rest of a live session.
@@ -50,7 +32,7 @@ pub struct Prompts {
 
 impl Prompts {
     /// Waits for the session's next approval answer (deny on timeout or release).
-    pub fn approval(&self, session: &LiveSessionId) -> oneshot::Receiver<Choice> {
+    pub fn approval(&self, session: &LiveSessionId) -> oneshot::Receiver<ApprovalChoice> {
         let (tx, rx) = oneshot::channel();
         self.approvals
             .lock()
@@ -62,7 +44,12 @@ impl Prompts {
     }
 
     /// Resolves the oldest pending approval (or all); returns how many were resolved.
-    pub fn resolve_approvals(&self, session: &LiveSessionId, choice: Choice, all: bool) -> usize {
+    pub fn resolve_approvals(
+        &self,
+        session: &LiveSessionId,
+        choice: ApprovalChoice,
+        all: bool,
+    ) -> usize {
         let mut approvals = self.approvals.lock().expect("not poisoned");
         let Some(queue) = approvals.get_mut(session) else {
             return 0;
@@ -117,7 +104,7 @@ impl Prompts {
     /// Releases everything the session waits on: approvals are denied, questions answered
     /// empty (an interrupt must not leave a tool blocked).
     pub fn release(&self, session: &LiveSessionId) {
-        self.resolve_approvals(session, Choice::Deny, true);
+        self.resolve_approvals(session, ApprovalChoice::Deny, true);
         let mut questions = self.questions.lock().expect("not poisoned");
         questions.retain(|_, (owner, _)| owner != session);
     }
@@ -191,11 +178,20 @@ mod tests {
         let sid = LiveSessionId::new("abcd1234");
         let first = prompts.approval(&sid);
         let second = prompts.approval(&sid);
-        assert_eq!(prompts.resolve_approvals(&sid, Choice::Once, false), 1);
-        assert_eq!(first.await.unwrap(), Choice::Once);
-        assert_eq!(prompts.resolve_approvals(&sid, Choice::Deny, true), 1);
-        assert_eq!(second.await.unwrap(), Choice::Deny);
-        assert_eq!(prompts.resolve_approvals(&sid, Choice::Once, false), 0);
+        assert_eq!(
+            prompts.resolve_approvals(&sid, ApprovalChoice::Once, false),
+            1
+        );
+        assert_eq!(first.await.unwrap(), ApprovalChoice::Once);
+        assert_eq!(
+            prompts.resolve_approvals(&sid, ApprovalChoice::Deny, true),
+            1
+        );
+        assert_eq!(second.await.unwrap(), ApprovalChoice::Deny);
+        assert_eq!(
+            prompts.resolve_approvals(&sid, ApprovalChoice::Once, false),
+            0
+        );
     }
 
     #[test]

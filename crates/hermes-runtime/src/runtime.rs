@@ -4,7 +4,8 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use edith_types::LiveSessionId;
+use hermes_native::LiveSessionId;
+use hermes_native::profile::{DEFAULT_PROFILE, PROFILE_NAME_RULE, valid_profile_name};
 
 use crate::prompts::Prompts;
 use crate::session::LiveSession;
@@ -28,17 +29,6 @@ pub struct Runtime {
     pub orphan_grace: std::time::Duration,
     /// Becomes `true` when the runtime stops; connections end on it.
     pub stopping: tokio::sync::watch::Receiver<bool>,
-}
-
-/// Profile names as Hermes accepts them.
-pub fn valid_profile_name(name: &str) -> bool {
-    let bytes = name.as_bytes();
-    !bytes.is_empty()
-        && bytes.len() <= 64
-        && (bytes[0].is_ascii_lowercase() || bytes[0].is_ascii_digit())
-        && bytes
-            .iter()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'_' || *b == b'-')
 }
 
 impl Runtime {
@@ -68,9 +58,10 @@ impl Runtime {
     /// The home of `profile` (`None` or `default` is the root). Errors name what is wrong.
     pub fn profile_home(&self, profile: Option<&str>) -> Result<PathBuf, String> {
         match profile {
-            None | Some("") | Some("default") => Ok(self.root.clone()),
+            None | Some("") => Ok(self.root.clone()),
+            Some(name) if name == DEFAULT_PROFILE => Ok(self.root.clone()),
             Some(name) if !valid_profile_name(name) => Err(format!(
-                "invalid profile name `{name}`: must match ^[a-z0-9][a-z0-9_-]{{0,63}}$"
+                "invalid profile name `{name}`: must match {PROFILE_NAME_RULE}"
             )),
             Some(name) => {
                 let home = self.root.join("profiles").join(name);

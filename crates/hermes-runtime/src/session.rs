@@ -7,9 +7,8 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use edith_types::LiveSessionId;
-use hermes_native::Event;
-use serde_json::Value;
+use hermes_native::events::NativeUsage;
+use hermes_native::{EventFrame, LiveSessionId, NativeEvent};
 use tokio::sync::{Notify, mpsc};
 
 use crate::model::ChatMessage;
@@ -42,16 +41,17 @@ pub struct SessionUsage {
 
 impl SessionUsage {
     /// The `usage` object of `message.complete` and the `session.usage` result.
-    pub fn to_json(self, model: &str) -> serde_json::Value {
-        serde_json::json!({
-            "model": model,
-            "input": self.input,
-            "output": self.output,
-            "prompt": self.input,
-            "completion": self.output,
-            "total": self.input + self.output,
-            "calls": self.calls,
-        })
+    pub fn native(self, model: &str) -> NativeUsage {
+        NativeUsage {
+            model: model.to_owned(),
+            input: self.input,
+            output: self.output,
+            prompt: self.input,
+            completion: self.output,
+            total: self.input + self.output,
+            calls: self.calls,
+            other: Default::default(),
+        }
     }
 }
 
@@ -82,8 +82,8 @@ pub struct SessionState {
 
 impl LiveSession {
     /// Sends an event to whichever connection the session is bound to now.
-    pub fn emit(&self, kind: &str, payload: Value) {
-        let frame = Event::new(kind, Some(&self.sid), payload).to_frame();
+    pub fn emit(&self, event: NativeEvent) {
+        let frame = EventFrame::new(Some(self.sid.clone()), event).to_frame();
         let transport = self.state.lock().expect("not poisoned").transport.clone();
         let _ = transport.frames.send(frame.to_string());
     }

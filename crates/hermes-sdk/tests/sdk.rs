@@ -262,7 +262,7 @@ async fn a_remote_client_never_deletes_and_leaves_the_callers_http_client_usable
 #[tokio::test]
 async fn native_methods_run_through_the_control_plane_routed_by_scope() {
     use hermes::native::{
-        NativeError, PromptSubmitParams, SessionCreateParams, SessionHistoryParams,
+        LiveSessionId, LiveSessionParams, NativeError, PromptSubmitParams, SessionCreateParams,
         SessionListParams, SessionResumeParams,
     };
     let dir = tempfile::tempdir().expect("temp dir");
@@ -284,32 +284,36 @@ async fn native_methods_run_through_the_control_plane_routed_by_scope() {
         .api()
         .session()
         .create(&SessionCreateParams {
-            source: Some(json!("sdk")),
+            source: Some("sdk".to_owned()),
             ..Default::default()
         })
         .await
         .expect("session.create");
-    let live = created["session_id"].clone();
-    let stored = created["stored_session_id"].as_str().unwrap().to_owned();
+    let live = created.session_id.clone();
+    let stored = created.stored_session_id.as_str().to_owned();
     let submitted = native
         .api()
         .prompt()
         .submit(&PromptSubmitParams {
             session_id: Some(live.clone()),
-            text: Some(json!("through the control plane")),
+            text: Some("through the control plane".to_owned()),
             ..Default::default()
         })
         .await
         .expect("prompt.submit");
-    assert_eq!(submitted["status"], "streaming");
-    let history = SessionHistoryParams {
+    assert_eq!(submitted.status, "streaming");
+    let history = LiveSessionParams {
         session_id: Some(live.clone()),
     };
     let mut count = 0;
     for _ in 0..200 {
-        count = native.api().session().history(&history).await.unwrap()["count"]
-            .as_u64()
-            .unwrap();
+        count = native
+            .api()
+            .session()
+            .history(&history)
+            .await
+            .unwrap()
+            .count;
         if count == 2 {
             break;
         }
@@ -330,19 +334,19 @@ async fn native_methods_run_through_the_control_plane_routed_by_scope() {
         .await
         .expect("session.list");
     assert!(
-        !root.to_string().contains(&stored),
-        "not in the root profile: {root}"
+        !root.sessions.iter().any(|s| s.id.as_str() == stored),
+        "not in the root profile: {root:?}"
     );
     let resumed = native
         .api()
         .session()
         .resume(&SessionResumeParams {
-            session_id: Some(json!(stored)),
+            session_id: Some(stored.clone()),
             ..Default::default()
         })
         .await
         .expect("resume in the profile");
-    assert_eq!(resumed["resumed"], stored.as_str());
+    assert_eq!(resumed.resumed.as_str(), stored.as_str());
 
     // What the runtime lacks is typed; what it refuses keeps its code.
     let unsupported = native.api().commands().catalog().await.unwrap_err();
@@ -353,8 +357,8 @@ async fn native_methods_run_through_the_control_plane_routed_by_scope() {
     let refused = native
         .api()
         .session()
-        .history(&SessionHistoryParams {
-            session_id: Some(json!("00000000")),
+        .history(&LiveSessionParams {
+            session_id: Some(LiveSessionId::new("00000000")),
         })
         .await
         .unwrap_err();
@@ -601,7 +605,7 @@ async fn a_profile_can_use_an_openai_compatible_model_and_its_key_is_never_shown
 
 #[tokio::test]
 async fn a_turn_resumes_the_stored_session_when_its_live_session_is_gone() {
-    use hermes::native::{SessionActiveListParams, SessionCloseParams};
+    use hermes::native::{LiveSessionParams, SessionActiveListParams};
     let hermes = Hermes::local().await.expect("local");
     let session = assistant(&hermes).await;
     let first = session.send("first").await.expect("turn");
@@ -622,22 +626,22 @@ async fn a_turn_resumes_the_stored_session_when_its_live_session_is_gone() {
         .active_list(&SessionActiveListParams::default())
         .await
         .expect("active_list");
-    let live = active["sessions"]
-        .as_array()
-        .unwrap()
+    let live = active
+        .sessions
         .iter()
-        .find(|s| s["session_key"] == native_id.as_str())
-        .expect("live")["id"]
+        .find(|s| s.session_key == native_id.as_str())
+        .expect("live")
+        .id
         .clone();
     let closed = native
         .api()
         .session()
-        .close(&SessionCloseParams {
+        .close(&LiveSessionParams {
             session_id: Some(live),
         })
         .await
         .expect("close");
-    assert_eq!(closed["closed"], true);
+    assert!(closed.closed);
 
     let second = session.send("second").await.expect("turn");
     let finished = second.wait().await.expect("wait");

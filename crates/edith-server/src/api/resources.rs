@@ -1,5 +1,7 @@
 //! Profiles, sessions, tools and tool hosts.
 
+use std::collections::BTreeMap;
+
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::{get, post, put};
@@ -9,15 +11,17 @@ use edith_types::{
     RegisterTool, RegisterToolHost, Session, SessionId, Timestamp, Tool, ToolHost, ToolHostId,
     ToolId,
 };
-use serde_json::json;
+use hermes_native::config::{
+    CONTROL_PLANE_MCP_SERVER, HermesConfig, McpServer, ModelSection, Seconds,
+};
+use hermes_native::profile::{PROFILE_NAME_RULE, valid_profile_name};
 
 use super::extract::{ApiJson, ApiQuery, Ids, PageParams};
 use super::instances::{load_instance, load_ready_instance};
 use super::spec::{Api, Op};
 use crate::error::{AppError, AppResult};
-use crate::providers::NativeProfileConfig;
+use crate::mcp_endpoint;
 use crate::state::AppState;
-use crate::{mcp_endpoint, turns};
 
 const PROFILES: &str = "/v1/instances/{instance_id}/profiles";
 const PROFILE: &str = "/v1/instances/{instance_id}/profiles/{profile_id}";
@@ -106,9 +110,9 @@ async fn create_profile(
 ) -> AppResult<impl IntoResponse> {
     let record = load_ready_instance(&state, &ids.get("instance_id")?).await?;
     let instance = &record.instance;
-    if !hermes_runtime::valid_profile_name(&body.name) {
+    if !valid_profile_name(&body.name) {
         return Err(AppError::invalid(format!(
-            "profile name `{}` must match ^[a-z0-9][a-z0-9_-]{{0,63}}$",
+            "profile name `{}` must match {PROFILE_NAME_RULE}",
             body.name
         )));
     }
@@ -140,16 +144,20 @@ async fn create_profile(
     };
     // The row first: a duplicate name must not overwrite the other profile's config.
     state.store.insert_profile(&profile).await?;
-    let config = NativeProfileConfig {
+    let tools = McpServer {
+        url: mcp_endpoint::url(&state, &instance.id, &profile.id),
+        headers: BTreeMap::from([(
+            "Authorization".to_owned(),
+            format!("Bearer {}", record.mcp_token),
+        )]),
+        timeout: Seconds::new(120.0).expect("a valid timeout"),
+        connect_timeout: Seconds::new(30.0).expect("a valid timeout"),
+        other: BTreeMap::new(),
+    };
+    let config = HermesConfig {
         model: model_section(&model),
-        mcp_servers: json!({
-            turns::MCP_SERVER_NAME: {
-                "url": mcp_endpoint::url(&state, &instance.id, &profile.id),
-                "headers": {"Authorization": format!("Bearer {}", record.mcp_token)},
-                "timeout": 120,
-                "connect_timeout": 30,
-            }
-        }),
+        mcp_servers: BTreeMap::from([(CONTROL_PLANE_MCP_SERVER.to_owned(), tools)]),
+        other: BTreeMap::new(),
     };
     let configured = state
         .provider(instance.provider)
@@ -165,20 +173,24 @@ async fn create_profile(
 
 /// The `model:` section of a native profile's config.yaml (Hermes's keys: an OpenAI-compatible
 /// endpoint is its `custom` provider).
-fn model_section(model: &ModelSpec) -> serde_json::Value {
+fn model_section(model: &ModelSpec) -> ModelSection {
     match model {
-        ModelSpec::Scripted => json!({"provider": "scripted", "default": "scripted"}),
+        ModelSpec::Scripted => ModelSection {
+            provider: Some("scripted".to_owned()),
+            default: Some("scripted".to_owned()),
+            ..Default::default()
+        },
         ModelSpec::OpenaiCompatible {
             base_url,
             model,
             api_key,
-        } => {
-            let mut section = json!({"provider": "custom", "default": model, "base_url": base_url});
-            if let Some(key) = api_key {
-                section["api_key"] = json!(key);
-            }
-            section
-        }
+        } => ModelSection {
+            provider: Some("custom".to_owned()),
+            default: Some(model.clone()),
+            base_url: Some(base_url.clone()),
+            api_key: api_key.clone(),
+            ..Default::default()
+        },
     }
 }
 

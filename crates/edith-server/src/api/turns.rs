@@ -5,11 +5,14 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::routing::{get, post};
 use axum::{Json, response::IntoResponse};
 use edith_types::{
-    CreateTurn, ErrorCode, LiveSessionId, Profile, Session, Timestamp, Turn, TurnAction, TurnEvent,
-    TurnEventKind, TurnId, TurnState,
+    CreateTurn, ErrorCode, Profile, Session, Timestamp, Turn, TurnAction, TurnEvent, TurnEventKind,
+    TurnId, TurnState,
 };
-use hermes_native::{GatewayError, codes};
-use serde_json::json;
+use hermes_native::methods::{
+    ApprovalRespond, ApprovalRespondParams, ClarifyRespond, ClarifyRespondParams,
+    LiveSessionParams, SessionInterrupt,
+};
+use hermes_native::{GatewayError, LiveSessionId, codes};
 
 use super::extract::{AfterParams, ApiJson, ApiQuery, Ids};
 use super::instances::load_ready_instance;
@@ -152,21 +155,27 @@ async fn turn_action(
         |e: GatewayError| AppError::new(ErrorCode::RuntimeUnavailable, e.to_string());
     match &action {
         TurnAction::Approval { choice, all } => {
+            let params = ApprovalRespondParams {
+                session_id: Some(sid),
+                choice: Some(choice.as_str().to_owned()),
+                all: Some(*all),
+            };
             let reply = link
                 .gateway
-                .call(
-                    "approval.respond",
-                    json!({"session_id": sid, "choice": choice.as_str(), "all": all}),
-                )
+                .request::<ApprovalRespond>(&params)
                 .await
                 .map_err(runtime_error)?;
-            if reply["resolved"].as_u64().unwrap_or(0) == 0 {
+            if reply.resolved == 0 {
                 return Err(conflict("no approval is pending".to_owned()));
             }
         }
         TurnAction::Clarify { request_id, answer } => {
-            let params = json!({"session_id": sid, "request_id": request_id, "answer": answer});
-            match link.gateway.call("clarify.respond", params).await {
+            let params = ClarifyRespondParams {
+                session_id: Some(sid),
+                request_id: Some(request_id.clone()),
+                answer: Some(answer.clone()),
+            };
+            match link.gateway.request::<ClarifyRespond>(&params).await {
                 Ok(_) => {}
                 Err(e) if e.code() == Some(codes::BUSY) => {
                     return Err(conflict(format!("no question `{request_id}` is pending")));
@@ -196,7 +205,7 @@ async fn cancel_turn(State(state): State<AppState>, ids: Ids) -> AppResult<impl 
     // Not yet on the runtime: the driver sees the request before it submits the prompt.
     if let Some((link, sid)) = live_session(&state, &profile, &session).await? {
         link.gateway
-            .call("session.interrupt", json!({"session_id": sid}))
+            .request::<SessionInterrupt>(&LiveSessionParams::new(&sid))
             .await
             .map_err(|e| AppError::new(ErrorCode::RuntimeUnavailable, e.to_string()))?;
     }

@@ -11,7 +11,10 @@ use edith_types::InstanceId;
 use hermes_runtime::{RunningRuntime, RuntimeConfig};
 use tokio::sync::Mutex;
 
-use super::{NativeProfileConfig, ProviderError, RuntimeEndpoint, RuntimeProvider};
+use hermes_native::config::{CONFIG_FILE, HermesConfig};
+use hermes_native::profile::DEFAULT_PROFILE;
+
+use super::{ProviderError, RuntimeEndpoint, RuntimeProvider};
 
 pub struct EmbeddedProvider {
     /// `<data-dir>/instances`: one `<instance id>/home` (the runtime's HERMES_HOME) each.
@@ -94,10 +97,10 @@ impl RuntimeProvider for EmbeddedProvider {
         &self,
         instance: &InstanceId,
         native_name: &str,
-        config: &NativeProfileConfig,
+        config: &HermesConfig,
     ) -> Result<(), ProviderError> {
         let root = self.home(instance);
-        let home = if native_name == "default" {
+        let home = if native_name == DEFAULT_PROFILE {
             root
         } else {
             root.join("profiles").join(native_name)
@@ -119,27 +122,29 @@ impl RuntimeProvider for EmbeddedProvider {
     }
 }
 
-/// Creates `home` if needed and replaces its `config.yaml` atomically.
-async fn write_config(home: &Path, config: &NativeProfileConfig) -> Result<(), ProviderError> {
+/// Creates `home` if needed and replaces its `config.yaml` atomically. The file holds
+/// credentials (the MCP token, a model API key), so it is the owner's only from its first byte.
+async fn write_config(home: &Path, config: &HermesConfig) -> Result<(), ProviderError> {
+    use tokio::io::AsyncWriteExt;
     tokio::fs::create_dir_all(home)
         .await
         .map_err(|e| io_error("cannot create", home, e))?;
-    // JSON is YAML, so the file reads the same to Hermes and to our runtime.
-    let text = serde_json::to_string_pretty(&serde_json::json!({
-        "model": config.model,
-        "mcp_servers": config.mcp_servers,
-    }))
-    .expect("JSON values serialize");
-    let path = home.join("config.yaml");
-    let partial = home.join("config.yaml.partial");
-    tokio::fs::write(&partial, text)
+    let path = home.join(CONFIG_FILE);
+    let partial = home.join(format!("{CONFIG_FILE}.partial"));
+    let write = async {
+        let mut file = tokio::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&partial)
+            .await?;
+        file.write_all(config.to_yaml().as_bytes()).await?;
+        file.sync_all().await
+    };
+    write
         .await
         .map_err(|e| io_error("cannot write", &partial, e))?;
-    // It holds credentials (the MCP token, a model API key): owner only.
-    use std::os::unix::fs::PermissionsExt;
-    tokio::fs::set_permissions(&partial, std::fs::Permissions::from_mode(0o600))
-        .await
-        .map_err(|e| io_error("cannot protect", &partial, e))?;
     tokio::fs::rename(&partial, &path)
         .await
         .map_err(|e| io_error("cannot write", &path, e))

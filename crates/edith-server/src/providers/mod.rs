@@ -5,6 +5,7 @@ mod embedded;
 use async_trait::async_trait;
 use edith_store::InstanceRecord;
 use edith_types::InstanceId;
+use hermes_native::config::HermesConfig;
 
 pub use embedded::EmbeddedProvider;
 
@@ -22,15 +23,6 @@ pub struct RuntimeEndpoint {
     pub token: String,
 }
 
-/// A native profile's configuration, written into its home's `config.yaml`.
-#[derive(Debug, Clone)]
-pub struct NativeProfileConfig {
-    /// The `model:` section.
-    pub model: serde_json::Value,
-    /// The `mcp_servers:` section.
-    pub mcp_servers: serde_json::Value,
-}
-
 #[async_trait]
 pub trait RuntimeProvider: Send + Sync {
     /// Prepares what the runtime needs. Idempotent.
@@ -41,12 +33,13 @@ pub trait RuntimeProvider: Send + Sync {
     async fn stop(&self, instance: &InstanceId) -> Result<(), ProviderError>;
     /// Removes everything `provision` made. Idempotent.
     async fn destroy(&self, instance: &InstanceId) -> Result<(), ProviderError>;
-    /// Creates or rewrites a native profile's home and `config.yaml`.
+    /// Creates or rewrites a native profile's home and `config.yaml`; on failure, a home it
+    /// created is removed again.
     async fn configure_profile(
         &self,
         instance: &InstanceId,
         native_name: &str,
-        config: &NativeProfileConfig,
+        config: &HermesConfig,
     ) -> Result<(), ProviderError>;
     /// Stops every runtime this provider runs (the control plane is shutting down).
     async fn shutdown(&self);

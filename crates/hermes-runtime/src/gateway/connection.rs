@@ -5,7 +5,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use axum::extract::ws::{Message, WebSocket};
 use futures_util::{SinkExt, StreamExt};
-use hermes_native::{Event, codes};
+use hermes_native::events::GatewayReady;
+use hermes_native::{EventFrame, NativeEvent, codes};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
@@ -31,7 +32,12 @@ pub async fn serve_connection(runtime: Arc<Runtime>, socket: WebSocket) {
         }
     });
 
-    let ready = Event::new("gateway.ready", None, json!({"skin": {"name": "default"}}));
+    let ready = EventFrame::new(
+        None,
+        NativeEvent::GatewayReady(GatewayReady {
+            skin: json!({"name": "default"}),
+        }),
+    );
     let _ = transport.frames.send(ready.to_frame().to_string());
 
     let mut stopping = runtime.stopping.clone();

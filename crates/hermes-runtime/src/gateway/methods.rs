@@ -1,42 +1,25 @@
 //! The gateway methods this runtime implements, with Hermes 0.19's shapes and error codes.
-//! Every other method answers `-32601`.
+//! Every other method answers `-32601`. Each method's name, params and result are declared once,
+//! in `hermes_native::methods`; the table below binds each to its handler, and the list of
+//! implemented methods is that table.
 
 use std::sync::{Arc, Mutex};
 
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
-use hermes_native::codes;
-use serde_json::{Value, json};
+use hermes_native::config::HermesConfig;
+use hermes_native::methods::*;
+use hermes_native::profile::DEFAULT_PROFILE;
+use hermes_native::{LiveSessionId, StoredSessionId, codes};
+use serde::Serialize;
+use serde_json::{Map, Value, json};
 use tokio::sync::Notify;
 
 use crate::agent;
-use crate::config::HomeConfig;
 use crate::model::{ChatMessage, Role};
-use crate::prompts::Choice;
 use crate::runtime::Runtime;
 use crate::session::{self, LiveSession, RunningTurn, SessionState, Transport};
 use crate::store::{SessionRow, unix_now};
-
-/// Methods this runtime answers; the native catalog marks them as implemented.
-pub const IMPLEMENTED: &[&str] = &[
-    "approval.respond",
-    "clarify.respond",
-    "prompt.submit",
-    "session.active_list",
-    "session.close",
-    "session.create",
-    "session.delete",
-    "session.history",
-    "session.interrupt",
-    "session.list",
-    "session.most_recent",
-    "session.resume",
-    "session.title",
-    "session.usage",
-];
-
-const TITLE_REQUIRED: i64 = 4021;
-const SESSION_ACTIVE: i64 = 4023;
 
 #[derive(Debug, Clone)]
 pub struct RpcError {
@@ -61,49 +44,77 @@ pub enum Handled {
 
 type Result<T> = std::result::Result<T, RpcError>;
 
-pub async fn dispatch(
-    runtime: &Arc<Runtime>,
-    transport: &Transport,
-    method: &str,
-    params: Value,
-) -> Result<Handled> {
-    let p = &params;
-    let reply = match method {
-        "session.create" => session_create(runtime, transport, p).await?,
-        "session.resume" => session_resume(runtime, transport, p).await?,
-        "session.list" => session_list(runtime, p).await?,
-        "session.most_recent" => session_most_recent(runtime, p).await?,
-        "session.active_list" => session_active_list(runtime, p),
-        "session.history" => session_history(runtime, p)?,
-        "session.close" => session_close(runtime, p).await,
-        "session.delete" => session_delete(runtime, p).await?,
-        "session.title" => session_title(runtime, p).await?,
-        "session.usage" => session_usage(runtime, p)?,
-        "session.interrupt" => session_interrupt(runtime, p)?,
-        "approval.respond" => approval_respond(runtime, p)?,
-        "clarify.respond" => clarify_respond(runtime, p)?,
-        "prompt.submit" => return prompt_submit(runtime, transport, p),
-        other => {
-            return Err(RpcError::new(
-                codes::METHOD_NOT_FOUND,
-                format!("unknown method: {other}"),
-            ));
-        }
-    };
-    Ok(Handled::Reply(reply))
+/// The reply of a handler: its method's result type.
+fn reply<T: Serialize>(result: T) -> Result<Handled> {
+    serde_json::to_value(result)
+        .map(Handled::Reply)
+        .map_err(handler_error)
 }
 
-fn str_param<'p>(params: &'p Value, name: &str) -> Option<&'p str> {
-    params
-        .get(name)
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
+/// The params of method `M`; a shape that does not fit is `-32602`.
+fn params<M: Method>(params: Value) -> Result<M::Params> {
+    serde_json::from_value(params).map_err(|e| {
+        RpcError::new(
+            codes::INVALID_PARAMS,
+            format!("invalid params for {}: {e}", M::NAME),
+        )
+    })
+}
+
+/// Binds each implemented method to its handler: `Method => handler(args…)`, where the handler
+/// gets the method's typed params as `p`. Generates `dispatch` and `IMPLEMENTED`.
+macro_rules! methods {
+    ($runtime:ident, $transport:ident, $p:ident; $($method:ty => $call:expr,)*) => {
+        /// Methods this runtime answers; the native catalog marks them as implemented.
+        pub const IMPLEMENTED: &[&str] = &[$(<$method as Method>::NAME),*];
+
+        pub async fn dispatch(
+            $runtime: &Arc<Runtime>,
+            $transport: &Transport,
+            method: &str,
+            raw: Value,
+        ) -> Result<Handled> {
+            $(
+                if method == <$method as Method>::NAME {
+                    let $p = params::<$method>(raw)?;
+                    return $call;
+                }
+            )*
+            Err(RpcError::new(
+                codes::METHOD_NOT_FOUND,
+                format!("unknown method: {method}"),
+            ))
+        }
+    };
+}
+
+methods! { runtime, transport, p;
+    SessionCreate => reply(session_create(runtime, transport, p).await?),
+    SessionResume => reply(session_resume(runtime, transport, p).await?),
+    SessionList => reply(session_list(runtime, p).await?),
+    SessionMostRecent => reply(session_most_recent(runtime, p).await?),
+    SessionActiveList => reply(session_active_list(runtime, p)),
+    SessionHistory => reply(session_history(runtime, p)?),
+    SessionClose => reply(session_close(runtime, p).await),
+    SessionDelete => reply(session_delete(runtime, p).await?),
+    SessionTitle => reply(session_title(runtime, p).await?),
+    SessionUsage => reply(session_usage(runtime, p)?),
+    SessionInterrupt => reply(session_interrupt(runtime, p)?),
+    ApprovalRespond => reply(approval_respond(runtime, p)?),
+    ClarifyRespond => reply(clarify_respond(runtime, p)?),
+    PromptSubmit => prompt_submit(runtime, transport, p),
+}
+
+/// A param that is set and not empty (Hermes treats `""` as unset).
+fn given(param: &Option<String>) -> Option<&str> {
+    param.as_deref().filter(|s| !s.is_empty())
 }
 
 /// The live session named by `session_id`; missing or unknown is 4001, as in Hermes.
-fn live_session(runtime: &Runtime, params: &Value) -> Result<Arc<LiveSession>> {
-    str_param(params, "session_id")
-        .and_then(|sid| runtime.session(sid))
+fn live_session(runtime: &Runtime, sid: &Option<LiveSessionId>) -> Result<Arc<LiveSession>> {
+    sid.as_ref()
+        .filter(|sid| !sid.as_str().is_empty())
+        .and_then(|sid| runtime.session(sid.as_str()))
         .ok_or_else(|| RpcError::new(codes::LIVE_SESSION_NOT_FOUND, "session not found"))
 }
 
@@ -112,59 +123,74 @@ fn handler_error(e: impl std::fmt::Display) -> RpcError {
 }
 
 /// Messages as Hermes shows them: tool rows by name, empty assistant rows left out.
-fn history_json(messages: &[ChatMessage]) -> Vec<Value> {
+fn history(messages: &[ChatMessage]) -> Vec<HistoryMessage> {
     messages
         .iter()
         .filter_map(|m| match m.role {
             Role::System => None,
-            Role::Tool => Some(json!({
-                "role": "tool",
-                "name": m.tool_name,
-                "context": m.content,
-            })),
+            Role::Tool => Some(HistoryMessage {
+                role: "tool".to_owned(),
+                name: m.tool_name.clone(),
+                context: Some(m.content.clone()),
+                ..Default::default()
+            }),
             _ if m.content.trim().is_empty() => None,
-            role => Some(json!({"role": role.as_str(), "text": m.content})),
+            role => Some(HistoryMessage {
+                role: role.as_str().to_owned(),
+                text: Some(m.content.clone()),
+                ..Default::default()
+            }),
         })
         .collect()
 }
 
-fn info(session: &LiveSession) -> Value {
-    json!({
+fn info(session: &LiveSession) -> Map<String, Value> {
+    let info = json!({
         "model": session.model_name,
         "tools": {},
         "skills": {},
         "cwd": std::env::current_dir().map(|d| d.display().to_string()).unwrap_or_default(),
         "lazy": true,
         "desktop_contract": 4,
-        "profile_name": session.profile.as_deref().unwrap_or("default"),
-    })
+        "profile_name": session.profile.as_deref().unwrap_or(DEFAULT_PROFILE),
+    });
+    match info {
+        Value::Object(map) => map,
+        _ => unreachable!("a JSON object literal"),
+    }
+}
+
+/// What opening a live session needs from the params of `session.create` or `session.resume`.
+struct Opening<'p> {
+    profile: Option<&'p str>,
+    source: Option<&'p str>,
+    close_on_disconnect: bool,
 }
 
 /// Registers a new live session bound to `transport`.
 async fn open_live(
     runtime: &Runtime,
     transport: &Transport,
-    params: &Value,
+    opening: Opening<'_>,
     row: SessionRow,
     messages: Vec<ChatMessage>,
     persisted: bool,
 ) -> Result<Arc<LiveSession>> {
-    let profile = str_param(params, "profile")
-        .filter(|p| *p != "default")
+    let profile = opening
+        .profile
+        .filter(|p| *p != DEFAULT_PROFILE)
         .map(str::to_owned);
     let home = runtime
         .profile_home(profile.as_deref())
         .map_err(handler_error)?;
-    let config = HomeConfig::load(&home).await.map_err(handler_error)?;
+    let config = HermesConfig::load(&home).await.map_err(handler_error)?;
     let now = unix_now();
     let session = Arc::new(LiveSession {
         sid: session::new_live_id(),
         stored_id: row.id,
         home,
         profile,
-        source: str_param(params, "source")
-            .unwrap_or(&row.source)
-            .to_owned(),
+        source: opening.source.unwrap_or(&row.source).to_owned(),
         started_at: if persisted { row.started_at } else { now },
         model_name: config.model_name(),
         state: Mutex::new(SessionState {
@@ -173,7 +199,7 @@ async fn open_live(
             running: None,
             title: row.title,
             persisted,
-            close_on_disconnect: params["close_on_disconnect"].as_bool().unwrap_or(false),
+            close_on_disconnect: opening.close_on_disconnect,
             usage: Default::default(),
             last_active: now,
         }),
@@ -186,32 +212,44 @@ async fn open_live(
     Ok(session)
 }
 
-async fn session_create(runtime: &Runtime, transport: &Transport, params: &Value) -> Result<Value> {
+async fn session_create(
+    runtime: &Runtime,
+    transport: &Transport,
+    p: SessionCreateParams,
+) -> Result<SessionCreated> {
     let row = SessionRow {
         id: session::new_stored_id(),
         source: "tui".to_owned(),
         model: String::new(),
         started_at: unix_now(),
-        title: str_param(params, "title").map(str::to_owned),
+        title: given(&p.title).map(str::to_owned),
         message_count: 0,
         profile_name: None,
     };
-    let session = open_live(runtime, transport, params, row, Vec::new(), false).await?;
-    Ok(json!({
-        "session_id": session.sid,
-        "stored_session_id": session.stored_id,
-        "message_count": 0,
-        "messages": [],
-        "info": info(&session),
-    }))
+    let opening = Opening {
+        profile: given(&p.profile),
+        source: given(&p.source),
+        close_on_disconnect: p.close_on_disconnect.unwrap_or(false),
+    };
+    let session = open_live(runtime, transport, opening, row, Vec::new(), false).await?;
+    Ok(SessionCreated {
+        session_id: session.sid.clone(),
+        stored_session_id: StoredSessionId::new(session.stored_id.clone()),
+        message_count: 0,
+        messages: Vec::new(),
+        info: info(&session),
+    })
 }
 
-async fn session_resume(runtime: &Runtime, transport: &Transport, params: &Value) -> Result<Value> {
-    let wanted = str_param(params, "session_id")
+async fn session_resume(
+    runtime: &Runtime,
+    transport: &Transport,
+    p: SessionResumeParams,
+) -> Result<SessionResumed> {
+    let wanted = given(&p.session_id)
         .ok_or_else(|| RpcError::new(codes::SESSION_ID_REQUIRED, "session_id required"))?;
-    let home = runtime
-        .profile_home(str_param(params, "profile").filter(|p| *p != "default"))
-        .map_err(handler_error)?;
+    let profile = given(&p.profile).filter(|p| *p != DEFAULT_PROFILE);
+    let home = runtime.profile_home(profile).map_err(handler_error)?;
     let db = runtime.db(&home).await.map_err(handler_error)?;
     let row = db
         .session(wanted)
@@ -238,69 +276,73 @@ async fn session_resume(runtime: &Runtime, transport: &Transport, params: &Value
         }
         None => {
             let messages = db.messages(&stored_id).await.map_err(handler_error)?;
-            open_live(runtime, transport, params, row, messages, true).await?
+            let opening = Opening {
+                profile: given(&p.profile),
+                source: given(&p.source),
+                close_on_disconnect: p.close_on_disconnect.unwrap_or(false),
+            };
+            open_live(runtime, transport, opening, row, messages, true).await?
         }
     };
-    let (history, running) = {
+    let (messages, running) = {
         let state = session.state.lock().expect("not poisoned");
-        (history_json(&state.messages), state.running.is_some())
+        (history(&state.messages), state.running.is_some())
     };
-    Ok(json!({
-        "session_id": session.sid,
-        "resumed": stored_id,
-        "session_key": stored_id,
-        "message_count": history.len(),
-        "messages": history,
-        "info": info(&session),
-        "inflight": null,
-        "running": running,
-        "status": if running { "streaming" } else { "idle" },
-        "started_at": session.started_at,
-    }))
+    Ok(SessionResumed {
+        session_id: session.sid.clone(),
+        resumed: StoredSessionId::new(stored_id.clone()),
+        session_key: stored_id,
+        message_count: messages.len() as u64,
+        messages,
+        info: info(&session),
+        inflight: Value::Null,
+        running,
+        status: if running { "streaming" } else { "idle" }.to_owned(),
+        started_at: session.started_at,
+    })
 }
 
-async fn session_list(runtime: &Runtime, params: &Value) -> Result<Value> {
+async fn session_list(runtime: &Runtime, p: SessionListParams) -> Result<SessionListed> {
     let home = runtime
-        .profile_home(str_param(params, "profile"))
+        .profile_home(given(&p.profile))
         .map_err(handler_error)?;
-    let limit = params["limit"].as_u64().filter(|l| *l > 0).unwrap_or(200);
+    let limit = p.limit.filter(|l| *l > 0).unwrap_or(200);
     let db = runtime.db(&home).await.map_err(handler_error)?;
     let rows = db.list_sessions(limit).await.map_err(handler_error)?;
-    let sessions: Vec<Value> = rows
+    let sessions = rows
         .into_iter()
-        .map(|row| {
-            json!({
-                "id": row.id,
-                "title": row.title.unwrap_or_default(),
-                "preview": row.preview,
-                "started_at": row.started_at,
-                "message_count": row.message_count,
-                "source": row.source,
-            })
+        .map(|row| StoredSessionSummary {
+            id: StoredSessionId::new(row.id),
+            title: row.title.unwrap_or_default(),
+            preview: row.preview,
+            started_at: row.started_at,
+            message_count: row.message_count.max(0) as u64,
+            source: row.source,
+            other: Default::default(),
         })
         .collect();
-    Ok(json!({ "sessions": sessions }))
+    Ok(SessionListed { sessions })
 }
 
-async fn session_most_recent(runtime: &Runtime, params: &Value) -> Result<Value> {
+async fn session_most_recent(runtime: &Runtime, p: ProfileParams) -> Result<MostRecentSession> {
     let home = runtime
-        .profile_home(str_param(params, "profile"))
+        .profile_home(given(&p.profile))
         .map_err(handler_error)?;
     let db = runtime.db(&home).await.map_err(handler_error)?;
     let newest = db.list_sessions(1).await.map_err(handler_error)?;
     Ok(match newest.into_iter().next() {
-        Some(row) => json!({
-            "session_id": row.id,
-            "title": row.title.unwrap_or_default(),
-            "started_at": row.started_at,
-            "source": row.source,
-        }),
-        None => json!({"session_id": null}),
+        Some(row) => MostRecentSession {
+            session_id: Some(StoredSessionId::new(row.id)),
+            title: Some(row.title.unwrap_or_default()),
+            started_at: Some(row.started_at),
+            source: Some(row.source),
+        },
+        None => MostRecentSession::default(),
     })
 }
 
-fn session_active_list(runtime: &Runtime, params: &Value) -> Value {
-    let current = str_param(params, "current_session_id").unwrap_or_default();
+fn session_active_list(runtime: &Runtime, p: SessionActiveListParams) -> ActiveSessions {
+    let current = given(&p.current_session_id).unwrap_or_default();
     let mut sessions: Vec<Arc<LiveSession>> = runtime
         .sessions
         .lock()
@@ -309,7 +351,7 @@ fn session_active_list(runtime: &Runtime, params: &Value) -> Value {
         .cloned()
         .collect();
     sessions.sort_by(|a, b| a.started_at.total_cmp(&b.started_at));
-    let rows: Vec<Value> = sessions
+    let sessions = sessions
         .iter()
         .map(|s| {
             let state = s.state.lock().expect("not poisoned");
@@ -320,36 +362,45 @@ fn session_active_list(runtime: &Runtime, params: &Value) -> Value {
                 .find(|m| m.role != Role::Tool && !m.content.trim().is_empty())
                 .map(|m| m.content.chars().take(160).collect::<String>())
                 .unwrap_or_default();
-            json!({
-                "current": s.sid.as_str() == current,
-                "id": s.sid,
-                "last_active": state.last_active,
-                "message_count": state.messages.len(),
-                "model": s.model_name,
-                "preview": preview,
-                "session_key": s.stored_id,
-                "started_at": s.started_at,
-                "status": if state.running.is_some() { "streaming" } else { "idle" },
-                "title": state.title.clone().unwrap_or_default(),
-            })
+            ActiveSession {
+                current: s.sid.as_str() == current,
+                id: s.sid.clone(),
+                last_active: state.last_active,
+                message_count: state.messages.len() as u64,
+                model: s.model_name.clone(),
+                preview,
+                session_key: s.stored_id.clone(),
+                started_at: s.started_at,
+                status: if state.running.is_some() {
+                    "streaming"
+                } else {
+                    "idle"
+                }
+                .to_owned(),
+                title: state.title.clone().unwrap_or_default(),
+                other: Default::default(),
+            }
         })
         .collect();
-    json!({ "sessions": rows })
+    ActiveSessions { sessions }
 }
 
-fn session_history(runtime: &Runtime, params: &Value) -> Result<Value> {
-    let session = live_session(runtime, params)?;
-    let history = history_json(&session.state.lock().expect("not poisoned").messages);
-    Ok(json!({"count": history.len(), "messages": history}))
+fn session_history(runtime: &Runtime, p: LiveSessionParams) -> Result<HistoryReply> {
+    let session = live_session(runtime, &p.session_id)?;
+    let messages = history(&session.state.lock().expect("not poisoned").messages);
+    Ok(HistoryReply {
+        count: messages.len() as u64,
+        messages,
+    })
 }
 
 /// Closing a live session that does not exist is not an error: `{closed: false}`.
-async fn session_close(runtime: &Runtime, params: &Value) -> Value {
-    let Some(session) = str_param(params, "session_id").and_then(|sid| runtime.session(sid)) else {
-        return json!({"closed": false});
+async fn session_close(runtime: &Runtime, p: LiveSessionParams) -> SessionClosed {
+    let Ok(session) = live_session(runtime, &p.session_id) else {
+        return SessionClosed { closed: false };
     };
     close(runtime, &session, "tui_close").await;
-    json!({"closed": true})
+    SessionClosed { closed: true }
 }
 
 /// Interrupts the session's turn, forgets the live session and ends its stored row.
@@ -377,11 +428,11 @@ pub async fn close(runtime: &Runtime, session: &LiveSession, reason: &str) {
     }
 }
 
-async fn session_delete(runtime: &Runtime, params: &Value) -> Result<Value> {
-    let target = str_param(params, "session_id")
+async fn session_delete(runtime: &Runtime, p: SessionDeleteParams) -> Result<SessionDeleted> {
+    let target = given(&p.session_id)
         .ok_or_else(|| RpcError::new(codes::SESSION_ID_REQUIRED, "session_id required"))?;
     let home = runtime
-        .profile_home(str_param(params, "profile"))
+        .profile_home(given(&p.profile))
         .map_err(handler_error)?;
     let active = runtime
         .sessions
@@ -391,31 +442,33 @@ async fn session_delete(runtime: &Runtime, params: &Value) -> Result<Value> {
         .any(|s| s.stored_id == target);
     if active {
         return Err(RpcError::new(
-            SESSION_ACTIVE,
+            codes::SESSION_ACTIVE,
             "cannot delete an active session",
         ));
     }
     let db = runtime.db(&home).await.map_err(handler_error)?;
     if db.delete_session(target).await.map_err(handler_error)? {
-        Ok(json!({"deleted": target}))
+        Ok(SessionDeleted {
+            deleted: StoredSessionId::new(target),
+        })
     } else {
         Err(RpcError::new(codes::SESSION_NOT_FOUND, "session not found"))
     }
 }
 
-async fn session_title(runtime: &Runtime, params: &Value) -> Result<Value> {
-    let session = live_session(runtime, params)?;
-    if params.get("title").is_none() {
+async fn session_title(runtime: &Runtime, p: SessionTitleParams) -> Result<SessionTitled> {
+    let session = live_session(runtime, &p.session_id)?;
+    let Some(title) = p.title else {
         let title = session.state.lock().expect("not poisoned").title.clone();
-        return Ok(json!({"title": title.unwrap_or_default(), "session_key": session.stored_id}));
-    }
-    let title = params["title"]
-        .as_str()
-        .unwrap_or_default()
-        .trim()
-        .to_owned();
+        return Ok(SessionTitled {
+            title: title.unwrap_or_default(),
+            session_key: Some(session.stored_id.clone()),
+            pending: None,
+        });
+    };
+    let title = title.trim().to_owned();
     if title.is_empty() {
-        return Err(RpcError::new(TITLE_REQUIRED, "title required"));
+        return Err(RpcError::new(codes::TITLE_REQUIRED, "title required"));
     }
     let persisted = {
         let mut state = session.state.lock().expect("not poisoned");
@@ -440,17 +493,24 @@ async fn session_title(runtime: &Runtime, params: &Value) -> Result<Value> {
     db.set_title(&session.stored_id, &title)
         .await
         .map_err(handler_error)?;
-    Ok(json!({"pending": false, "title": title}))
+    Ok(SessionTitled {
+        pending: Some(false),
+        title,
+        session_key: None,
+    })
 }
 
-fn session_usage(runtime: &Runtime, params: &Value) -> Result<Value> {
-    let session = live_session(runtime, params)?;
+fn session_usage(
+    runtime: &Runtime,
+    p: LiveSessionParams,
+) -> Result<hermes_native::events::NativeUsage> {
+    let session = live_session(runtime, &p.session_id)?;
     let usage = session.state.lock().expect("not poisoned").usage;
-    Ok(usage.to_json(&session.model_name))
+    Ok(usage.native(&session.model_name))
 }
 
-fn session_interrupt(runtime: &Runtime, params: &Value) -> Result<Value> {
-    let session = live_session(runtime, params)?;
+fn session_interrupt(runtime: &Runtime, p: LiveSessionParams) -> Result<StatusReply> {
+    let session = live_session(runtime, &p.session_id)?;
     {
         let mut state = session.state.lock().expect("not poisoned");
         if let Some(running) = state.running.as_mut() {
@@ -459,22 +519,26 @@ fn session_interrupt(runtime: &Runtime, params: &Value) -> Result<Value> {
         }
     }
     runtime.prompts.release(&session.sid);
-    Ok(json!({"status": "interrupted"}))
+    Ok(StatusReply::new("interrupted"))
 }
 
-fn approval_respond(runtime: &Runtime, params: &Value) -> Result<Value> {
-    let session = live_session(runtime, params)?;
-    let choice = Choice::parse(str_param(params, "choice").unwrap_or("deny"));
-    let all = params["all"].as_bool().unwrap_or(false);
+fn approval_respond(runtime: &Runtime, p: ApprovalRespondParams) -> Result<ApprovalResolved> {
+    let session = live_session(runtime, &p.session_id)?;
+    let choice = ApprovalChoice::parse(given(&p.choice).unwrap_or("deny"));
+    let all = p.all.unwrap_or(false);
     let resolved = runtime.prompts.resolve_approvals(&session.sid, choice, all);
-    Ok(json!({ "resolved": resolved }))
+    Ok(ApprovalResolved {
+        resolved: resolved as u64,
+    })
 }
 
-fn clarify_respond(runtime: &Runtime, params: &Value) -> Result<Value> {
-    let request_id = str_param(params, "request_id").unwrap_or_default();
-    let answer = params["answer"].as_str().unwrap_or_default().to_owned();
-    if runtime.prompts.answer(request_id, answer) {
-        Ok(json!({"status": "ok"}))
+fn clarify_respond(runtime: &Runtime, p: ClarifyRespondParams) -> Result<StatusReply> {
+    let request_id = given(&p.request_id).unwrap_or_default();
+    if runtime
+        .prompts
+        .answer(request_id, p.answer.unwrap_or_default())
+    {
+        Ok(StatusReply::new("ok"))
     } else {
         Err(RpcError::new(codes::BUSY, "no pending answer request"))
     }
@@ -482,13 +546,15 @@ fn clarify_respond(runtime: &Runtime, params: &Value) -> Result<Value> {
 
 /// Starts a turn; while one runs, the prompt is queued to run next and the running turn is
 /// interrupted (Hermes's default `busy_input_mode: interrupt`), answering `{status: queued}`.
-fn prompt_submit(runtime: &Arc<Runtime>, transport: &Transport, params: &Value) -> Result<Handled> {
-    let session = live_session(runtime, params)?;
-    let text = params
-        .get("text")
-        .and_then(Value::as_str)
-        .ok_or_else(|| RpcError::new(codes::INVALID_PARAMS, "text required"))?
-        .to_owned();
+fn prompt_submit(
+    runtime: &Arc<Runtime>,
+    transport: &Transport,
+    p: PromptSubmitParams,
+) -> Result<Handled> {
+    let session = live_session(runtime, &p.session_id)?;
+    let text = p
+        .text
+        .ok_or_else(|| RpcError::new(codes::INVALID_PARAMS, "text required"))?;
     let interrupt = Arc::new(Notify::new());
     let (done_tx, done_rx) = tokio::sync::watch::channel(());
     {
@@ -497,7 +563,7 @@ fn prompt_submit(runtime: &Arc<Runtime>, transport: &Transport, params: &Value) 
         if let Some(running) = state.running.as_mut() {
             running.queued = Some((text, transport.clone()));
             running.interrupt.notify_one();
-            return Ok(Handled::Reply(json!({"status": "queued"})));
+            return reply(StatusReply::new("queued"));
         }
         // Like Hermes, a prompt re-binds the session to the connection that sent it.
         state.transport = transport.clone();
@@ -530,7 +596,7 @@ fn prompt_submit(runtime: &Arc<Runtime>, transport: &Transport, params: &Value) 
                     }
                 }
             };
-            session.emit("message.complete", complete);
+            session.emit(complete);
             if let Some((text, transport, interrupt)) = queued {
                 session.state.lock().expect("not poisoned").transport = transport;
                 next = Some((text, interrupt));
@@ -538,10 +604,8 @@ fn prompt_submit(runtime: &Arc<Runtime>, transport: &Transport, params: &Value) 
         }
         drop(done_tx);
     };
-    Ok(Handled::ReplyThen(
-        json!({"status": "streaming"}),
-        turns.boxed(),
-    ))
+    let streaming = serde_json::to_value(StatusReply::new("streaming")).map_err(handler_error)?;
+    Ok(Handled::ReplyThen(streaming, turns.boxed()))
 }
 
 /// A connection went away: its sessions are reaped after the grace period unless a client

@@ -11,7 +11,7 @@ use serde_json::Value;
 pub use openai::OpenAiModel;
 pub use scripted::ScriptedModel;
 
-use crate::config::HomeConfig;
+use hermes_native::config::HermesConfig;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -105,7 +105,7 @@ pub trait Model: Send + Sync {
 /// The model a home's config asks for: `scripted` (also when there is no `model:` section),
 /// or any OpenAI-compatible endpoint given by `base_url` (Hermes's `custom` provider).
 pub fn from_config(
-    config: &HomeConfig,
+    config: &HermesConfig,
     http: &reqwest::Client,
 ) -> Result<Box<dyn Model>, ModelError> {
     let section = &config.model;

@@ -5,6 +5,8 @@ use serde_json::{Value, json};
 use super::TurnContext;
 use crate::model::ToolSpec;
 use crate::prompts::CLARIFY_TIMEOUT;
+use hermes_native::NativeEvent;
+use hermes_native::events::ClarifyRequest;
 
 pub fn spec() -> ToolSpec {
     ToolSpec {
@@ -29,10 +31,12 @@ pub async fn call(ctx: &TurnContext<'_>, args: &Value) -> Value {
     let choices = args.get("choices").cloned().unwrap_or(Value::Null);
     let prompts = &ctx.runtime.prompts;
     let (request_id, answer) = prompts.question(&ctx.session.sid);
-    ctx.session.emit(
-        "clarify.request",
-        json!({"question": question, "choices": choices, "request_id": request_id}),
-    );
+    ctx.session
+        .emit(NativeEvent::ClarifyRequest(ClarifyRequest {
+            question: question.to_owned(),
+            choices: offered(&choices),
+            request_id: request_id.clone(),
+        }));
     let user_response = match tokio::time::timeout(CLARIFY_TIMEOUT, answer).await {
         Ok(Ok(answer)) => answer,
         // Released by an interrupt, or nobody answered in time.
@@ -42,4 +46,14 @@ pub async fn call(ctx: &TurnContext<'_>, args: &Value) -> Value {
         }
     };
     json!({"question": question, "choices_offered": choices, "user_response": user_response})
+}
+
+/// The answers a question offers: the strings of `choices`, or none when it is not a list.
+fn offered(choices: &Value) -> Option<Vec<String>> {
+    choices.as_array().map(|items| {
+        items
+            .iter()
+            .filter_map(|c| c.as_str().map(str::to_owned))
+            .collect()
+    })
 }

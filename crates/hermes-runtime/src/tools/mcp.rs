@@ -2,14 +2,13 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 use edith_mcp::McpClient;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use tokio::sync::Mutex;
 
-use crate::config::{HomeConfig, McpServerConfig};
 use crate::model::ToolSpec;
+use hermes_native::config::{HermesConfig, McpServer};
 
 /// A listed tool: how the model sees it, the connection that serves it, its name there.
 pub type Listed = (ToolSpec, Arc<McpClient>, String);
@@ -23,7 +22,7 @@ pub struct McpPool {
 }
 
 impl McpPool {
-    async fn client(&self, config: &McpServerConfig) -> Result<Arc<McpClient>, String> {
+    async fn client(&self, config: &McpServer) -> Result<Arc<McpClient>, String> {
         let key = format!("{} {:?}", config.url, config.headers);
         if let Some(client) = self.clients.lock().await.get(&key) {
             return Ok(client.clone());
@@ -38,8 +37,8 @@ impl McpPool {
             self.http.clone(),
             config.url.clone(),
             headers,
-            Duration::from_secs_f64(config.connect_timeout),
-            Duration::from_secs_f64(config.timeout),
+            config.connect_timeout.duration(),
+            config.timeout.duration(),
         )
         .await
         .map_err(|e| e.to_string())?;
@@ -51,7 +50,7 @@ impl McpPool {
     /// Lists the tools of every configured server, with the connection that serves each and its
     /// name there. A server that cannot be reached is left out and reported, so one bad server
     /// does not take the others down.
-    pub async fn list(&self, config: &HomeConfig) -> (Vec<Listed>, Vec<String>) {
+    pub async fn list(&self, config: &HermesConfig) -> (Vec<Listed>, Vec<String>) {
         let mut tools = Vec::new();
         let mut problems = Vec::new();
         for (server, server_config) in &config.mcp_servers {

@@ -91,7 +91,7 @@ impl ToolBox {
     /// and reported.
     pub async fn for_turn(
         runtime: &Runtime,
-        config: &crate::config::HomeConfig,
+        config: &hermes_native::config::HermesConfig,
     ) -> (Self, Vec<String>) {
         let mut tools = vec![
             (terminal::spec(), Handler::Terminal),

@@ -9,7 +9,10 @@ use serde_json::{Value, json};
 
 use super::TurnContext;
 use crate::model::ToolSpec;
-use crate::prompts::{APPROVAL_TIMEOUT, Choice};
+use crate::prompts::APPROVAL_TIMEOUT;
+use hermes_native::NativeEvent;
+use hermes_native::events::ApprovalRequest;
+use hermes_native::methods::ApprovalChoice;
 
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(180);
 const MAX_OUTPUT: usize = 50_000;
@@ -106,23 +109,24 @@ pub async fn call(ctx: &TurnContext<'_>, args: &Value) -> Value {
         let (sid, home) = (&ctx.session.sid, &ctx.session.home);
         if !prompts.is_allowed(sid, home, pattern) {
             let answer = prompts.approval(sid);
-            ctx.session.emit(
-                "approval.request",
-                json!({
-                    "command": command,
-                    "pattern_key": pattern,
-                    "pattern_keys": [pattern],
-                    "description": description,
-                    "allow_permanent": true,
-                    "choices": ["once", "session", "always", "deny"],
-                }),
-            );
+            ctx.session
+                .emit(NativeEvent::ApprovalRequest(ApprovalRequest {
+                    command: command.to_owned(),
+                    pattern_key: pattern.to_owned(),
+                    pattern_keys: vec![pattern.to_owned()],
+                    description: description.to_owned(),
+                    allow_permanent: true,
+                    choices: ApprovalChoice::ALL
+                        .iter()
+                        .map(|c| c.as_str().to_owned())
+                        .collect(),
+                }));
             let choice = match tokio::time::timeout(APPROVAL_TIMEOUT, answer).await {
                 Ok(Ok(choice)) => choice,
-                Ok(Err(_)) | Err(_) => Choice::Deny,
+                Ok(Err(_)) | Err(_) => ApprovalChoice::Deny,
             };
             match choice {
-                Choice::Deny => {
+                ApprovalChoice::Deny => {
                     return json!({
                         "output": "",
                         "exit_code": -1,
@@ -131,13 +135,13 @@ pub async fn call(ctx: &TurnContext<'_>, args: &Value) -> Value {
                         "status": "blocked",
                     });
                 }
-                Choice::Session => prompts.allow_for_session(sid, pattern),
-                Choice::Always => {
+                ApprovalChoice::Session => prompts.allow_for_session(sid, pattern),
+                ApprovalChoice::Always => {
                     if let Err(e) = prompts.allow_always(home, pattern) {
                         tracing::warn!(error = %e, "could not persist an approval");
                     }
                 }
-                Choice::Once => {}
+                ApprovalChoice::Once => {}
             }
             approval_note = Some(format!(
                 "Command required approval ({description}) and was approved by the user."

@@ -87,11 +87,12 @@ async fn generated_namespaces(target: Target) {
     let listed = native
         .session()
         .list(&SessionListParams {
-            limit: Some(json!(5)),
+            limit: Some(5),
+            ..Default::default()
         })
         .await
         .expect("session.list");
-    assert_eq!(listed["sessions"], json!([]));
+    assert_eq!(listed.sessions, []);
     let commands = native.commands().catalog().await;
     match target {
         Target::Ours => assert!(

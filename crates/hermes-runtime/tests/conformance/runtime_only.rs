@@ -116,3 +116,42 @@ async fn mcp_calls_and_connections_have_deadlines() {
     assert_eq!(events.last().unwrap()["payload"]["status"], "complete");
     peer.stop().await;
 }
+
+/// A `config.yaml` whose MCP timeout is negative, NaN or infinite is refused with a clear
+/// configuration error in the turn (it once panicked the turn's task, and the turn never ended).
+#[tokio::test]
+async fn a_bad_timeout_in_the_config_ends_the_turn_with_a_configuration_error() {
+    let peer = Peer::start(Target::Ours).await;
+    let config_path = peer.home.join("config.yaml");
+    let good = std::fs::read_to_string(&config_path).unwrap();
+    let mut client = peer.connect().await;
+    for bad in ["-1", ".nan", ".inf"] {
+        std::fs::write(&config_path, &good).unwrap();
+        let live = client.new_session().await;
+        let mut config: serde_yaml::Value = serde_yaml::from_str(&good).unwrap();
+        config["mcp_servers"] = serde_yaml::from_str(&format!(
+            "tools:\n  url: http://127.0.0.1:9/mcp\n  timeout: {bad}\n"
+        ))
+        .unwrap();
+        std::fs::write(&config_path, serde_yaml::to_string(&config).unwrap()).unwrap();
+        client.submit(&live, "hello").await;
+        let events = client.events_until("message.complete").await;
+        let error = events
+            .iter()
+            .find(|e| e["type"] == "error")
+            .unwrap_or_else(|| panic!("an error event for timeout {bad}: {events:?}"));
+        let message = error["payload"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("config.yaml") && message.contains("timeout"),
+            "{bad}: {message}"
+        );
+        assert_eq!(events.last().unwrap()["payload"]["status"], "error");
+    }
+    // Mended, the same runtime runs turns again.
+    std::fs::write(&config_path, &good).unwrap();
+    let live = client.new_session().await;
+    client.submit(&live, "hello again").await;
+    let events = client.events_until("message.complete").await;
+    assert_eq!(events.last().unwrap()["payload"]["status"], "complete");
+    peer.stop().await;
+}

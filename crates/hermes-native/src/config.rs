@@ -1,0 +1,300 @@
+//! `config.yaml` of a Hermes home: one type for both directions. The control plane writes it for
+//! each native profile; the runtime (ours) reads it; the real Hermes reads the same file, so the
+//! keys are Hermes's. Keys this type does not model are kept, so reading and writing a file
+//! loses nothing.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::Path;
+use std::time::Duration;
+
+use serde::{Deserialize, Deserializer, Serialize};
+
+/// The file's name inside a home.
+pub const CONFIG_FILE: &str = "config.yaml";
+
+/// The `mcp_servers` name under which a runtime reaches the control plane's callback tools;
+/// their tools reach the model as `mcp__edith__<tool>`.
+pub const CONTROL_PLANE_MCP_SERVER: &str = "edith";
+
+/// The whole file.
+#[derive(Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HermesConfig {
+    #[serde(default)]
+    pub model: ModelSection,
+    /// MCP servers whose tools the agent may call, by name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub mcp_servers: BTreeMap<String, McpServer>,
+    /// Every other key (`approvals`, `toolsets`, …), as it was.
+    #[serde(flatten)]
+    pub other: BTreeMap<String, serde_yaml::Value>,
+}
+
+/// The `model:` section.
+#[derive(Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ModelSection {
+    /// The model name (`default:` in Hermes's config).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default: Option<String>,
+    /// `custom` (an OpenAI-compatible endpoint at `base_url`) or `scripted` (ours, offline).
+    /// Absent (and no `base_url`) means `scripted`, so a bare home works offline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    /// An OpenAI-compatible endpoint, e.g. `http://127.0.0.1:8000/v1`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+    /// A credential: never printed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key: Option<String>,
+    /// Every other key of the section (`context_length`, …), as it was.
+    #[serde(flatten)]
+    pub other: BTreeMap<String, serde_yaml::Value>,
+}
+
+/// One entry of `mcp_servers:`: a Streamable HTTP endpoint.
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
+pub struct McpServer {
+    pub url: String,
+    /// Sent with every request; credentials, so never printed.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, String>,
+    /// How long a tool call may take.
+    #[serde(default = "Seconds::call_default")]
+    pub timeout: Seconds,
+    /// How long connecting and listing tools may take.
+    #[serde(default = "Seconds::connect_default")]
+    pub connect_timeout: Seconds,
+    /// Every other key of the entry, as it was.
+    #[serde(flatten)]
+    pub other: BTreeMap<String, serde_yaml::Value>,
+}
+
+/// A timeout in seconds, as config files write them: positive and finite, at most a day. Anything
+/// else is refused when the file is read, with the offending value named.
+#[derive(Clone, Copy, PartialEq, PartialOrd, Serialize)]
+#[serde(transparent)]
+pub struct Seconds(f64);
+
+impl Seconds {
+    /// The longest timeout a config may ask for.
+    pub const MAX: f64 = 86_400.0;
+
+    pub fn new(seconds: f64) -> Result<Self, String> {
+        if seconds.is_finite() && seconds > 0.0 && seconds <= Self::MAX {
+            Ok(Self(seconds))
+        } else {
+            Err(format!(
+                "a timeout must be a number of seconds above 0 and at most {}, got {seconds}",
+                Self::MAX
+            ))
+        }
+    }
+
+    pub fn get(self) -> f64 {
+        self.0
+    }
+
+    pub fn duration(self) -> Duration {
+        Duration::from_secs_f64(self.0)
+    }
+
+    fn call_default() -> Self {
+        Self(120.0)
+    }
+
+    fn connect_default() -> Self {
+        Self(30.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for Seconds {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let seconds = f64::deserialize(deserializer)?;
+        Self::new(seconds).map_err(serde::de::Error::custom)
+    }
+}
+
+impl fmt::Debug for Seconds {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}s", self.0)
+    }
+}
+
+/// Why a config file could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{path} is not a valid Hermes config: {source}")]
+    Parse {
+        path: String,
+        source: serde_yaml::Error,
+    },
+}
+
+impl HermesConfig {
+    /// Parses the text of a `config.yaml`; an empty file is an empty config.
+    pub fn from_yaml(text: &str) -> Result<Self, serde_yaml::Error> {
+        if text.trim().is_empty() {
+            return Ok(Self::default());
+        }
+        serde_yaml::from_str(text)
+    }
+
+    /// The text of a `config.yaml`.
+    pub fn to_yaml(&self) -> String {
+        serde_yaml::to_string(self).expect("a config always serializes")
+    }
+
+    /// Reads `<home>/config.yaml`; a missing file is an empty config.
+    pub async fn load(home: &Path) -> Result<Self, ConfigError> {
+        let path = home.join(CONFIG_FILE);
+        let shown = || path.display().to_string();
+        let text = match tokio::fs::read_to_string(&path).await {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Self::default()),
+            Err(source) => {
+                return Err(ConfigError::Read {
+                    path: shown(),
+                    source,
+                });
+            }
+        };
+        Self::from_yaml(&text).map_err(|source| ConfigError::Parse {
+            path: shown(),
+            source,
+        })
+    }
+
+    /// The model name a runtime reports (`scripted` when none is set).
+    pub fn model_name(&self) -> String {
+        self.model
+            .default
+            .clone()
+            .unwrap_or_else(|| "scripted".to_owned())
+    }
+}
+
+/// Keys of sections that may hold credentials; their values are never printed.
+fn keys<V>(map: &BTreeMap<String, V>) -> Vec<&str> {
+    map.keys().map(String::as_str).collect()
+}
+
+impl fmt::Debug for HermesConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HermesConfig")
+            .field("model", &self.model)
+            .field("mcp_servers", &self.mcp_servers)
+            .field("other", &keys(&self.other))
+            .finish()
+    }
+}
+
+impl fmt::Debug for ModelSection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ModelSection")
+            .field("default", &self.default)
+            .field("provider", &self.provider)
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("other", &keys(&self.other))
+            .finish()
+    }
+}
+
+impl fmt::Debug for McpServer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("McpServer")
+            .field("url", &self.url)
+            .field("headers", &keys(&self.headers))
+            .field("timeout", &self.timeout)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("other", &keys(&self.other))
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HERMES_STYLE: &str = "\
+model:
+  default: fake-model
+  provider: custom
+  base_url: http://127.0.0.1:1/v1
+  api_key: sk-secret
+  context_length: 131072
+approvals:
+  mode: manual
+mcp_servers:
+  edith:
+    url: http://127.0.0.1:1/mcp
+    headers:
+      Authorization: Bearer mcp-secret
+    connect_timeout: 10
+";
+
+    #[test]
+    fn a_hermes_style_config_reads_and_writes_back_unchanged() {
+        let config = HermesConfig::from_yaml(HERMES_STYLE).unwrap();
+        assert_eq!(config.model_name(), "fake-model");
+        let edith = &config.mcp_servers[CONTROL_PLANE_MCP_SERVER];
+        assert_eq!(edith.headers["Authorization"], "Bearer mcp-secret");
+        assert_eq!(edith.timeout.get(), 120.0);
+        assert_eq!(edith.connect_timeout.get(), 10.0);
+        assert!(config.other.contains_key("approvals"));
+        assert!(config.model.other.contains_key("context_length"));
+
+        let written = config.to_yaml();
+        assert_eq!(
+            HermesConfig::from_yaml(&written).unwrap(),
+            config,
+            "{written}"
+        );
+    }
+
+    #[test]
+    fn a_config_the_control_plane_builds_round_trips() {
+        let mut config = HermesConfig::default();
+        config.model.provider = Some("scripted".to_owned());
+        config.model.default = Some("scripted".to_owned());
+        config.mcp_servers.insert(
+            CONTROL_PLANE_MCP_SERVER.to_owned(),
+            McpServer {
+                url: "http://127.0.0.1:2/v1/mcp".to_owned(),
+                headers: BTreeMap::from([("Authorization".to_owned(), "Bearer t".to_owned())]),
+                timeout: Seconds::new(120.0).unwrap(),
+                connect_timeout: Seconds::new(30.0).unwrap(),
+                other: BTreeMap::new(),
+            },
+        );
+        assert_eq!(HermesConfig::from_yaml(&config.to_yaml()).unwrap(), config);
+    }
+
+    #[test]
+    fn credentials_are_never_printed() {
+        let printed = format!("{:?}", HermesConfig::from_yaml(HERMES_STYLE).unwrap());
+        for secret in ["sk-secret", "mcp-secret"] {
+            assert!(!printed.contains(secret), "{printed}");
+        }
+    }
+
+    #[test]
+    fn bad_timeouts_are_refused_with_the_value_named() {
+        for bad in ["-1", "0", ".nan", ".inf", "100000", "\"soon\""] {
+            let text = format!("mcp_servers:\n  s:\n    url: http://x/mcp\n    timeout: {bad}\n");
+            let err = HermesConfig::from_yaml(&text).expect_err(bad).to_string();
+            assert!(
+                err.contains("timeout") || err.contains("invalid type"),
+                "{bad}: {err}"
+            );
+        }
+        let text = "mcp_servers:\n  s:\n    url: http://x/mcp\n    connect_timeout: -5\n";
+        let err = HermesConfig::from_yaml(text).unwrap_err().to_string();
+        assert!(err.contains("got -5"), "{err}");
+    }
+}

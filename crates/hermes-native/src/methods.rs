@@ -1,0 +1,465 @@
+//! The gateway methods this project calls or serves, with typed params and results. Each is
+//! declared once here; the generated namespaces, the control plane and our runtime all use these
+//! declarations, so a method's name and shape cannot drift between them.
+//!
+//! Params mirror what Hermes 0.19 reads (`params.get`): every field is optional and unset fields
+//! are not sent. Results carry what Hermes returns; fields a reply may lack default, and the
+//! fields Hermes adds that no one here reads are kept in `other`.
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::events::NativeUsage;
+use crate::ids::{LiveSessionId, StoredSessionId};
+
+/// A gateway method: its name, what it takes and what it answers.
+pub trait Method {
+    /// The JSON-RPC method name.
+    const NAME: &'static str;
+    type Params: Serialize + DeserializeOwned + Default + Send + Sync;
+    type Result: Serialize + DeserializeOwned + Send;
+}
+
+macro_rules! methods {
+    ($($(#[$doc:meta])* $name:ident = $wire:literal ($params:ty) -> $result:ty;)*) => {
+        $(
+            $(#[$doc])*
+            #[derive(Debug, Clone, Copy)]
+            pub struct $name;
+
+            impl Method for $name {
+                const NAME: &'static str = $wire;
+                type Params = $params;
+                type Result = $result;
+            }
+        )*
+
+        /// The names of the methods declared with types here (the code generator gives these
+        /// their types instead of untyped params).
+        pub const TYPED_METHODS: &[&str] = &[$($wire),*];
+
+        #[cfg(test)]
+        const PARAM_PROBES: &[(&str, fn(&str) -> bool)] = &[$(($wire, tests::has_field::<$name>)),*];
+    };
+}
+
+methods! {
+    /// Opens a live session (no stored row until the first prompt).
+    SessionCreate = "session.create" (SessionCreateParams) -> SessionCreated;
+    /// Opens a live session on a stored one (by stored id or title).
+    SessionResume = "session.resume" (SessionResumeParams) -> SessionResumed;
+    /// Stored sessions, newest first.
+    SessionList = "session.list" (SessionListParams) -> SessionListed;
+    /// The newest stored session.
+    SessionMostRecent = "session.most_recent" (ProfileParams) -> MostRecentSession;
+    /// The live sessions of this process.
+    SessionActiveList = "session.active_list" (SessionActiveListParams) -> ActiveSessions;
+    /// A live session's messages.
+    SessionHistory = "session.history" (LiveSessionParams) -> HistoryReply;
+    /// Closes a live session (ends its stored row).
+    SessionClose = "session.close" (LiveSessionParams) -> SessionClosed;
+    /// Deletes a stored session that is not live.
+    SessionDelete = "session.delete" (SessionDeleteParams) -> SessionDeleted;
+    /// Reads (no `title`) or sets a live session's title.
+    SessionTitle = "session.title" (SessionTitleParams) -> SessionTitled;
+    /// A live session's token accounting.
+    SessionUsage = "session.usage" (LiveSessionParams) -> NativeUsage;
+    /// Interrupts a live session's running turn.
+    SessionInterrupt = "session.interrupt" (LiveSessionParams) -> StatusReply;
+    /// Starts a turn (or queues the prompt behind the running one).
+    PromptSubmit = "prompt.submit" (PromptSubmitParams) -> StatusReply;
+    /// Answers the session's pending approvals, oldest first.
+    ApprovalRespond = "approval.respond" (ApprovalRespondParams) -> ApprovalResolved;
+    /// Answers a `clarify.request`.
+    ClarifyRespond = "clarify.respond" (ClarifyRespondParams) -> StatusReply;
+}
+
+/// Anything a reply holds that the types here do not name.
+pub type Extra = Map<String, Value>;
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionCreateParams {
+    /// The native profile whose home the session lives in (absent: `default`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
+    /// Who opened it (`tui`, `edith`, …); stored with the session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Close the session as soon as this connection drops (no orphan grace).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub close_on_disconnect: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cols: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fast: Option<Value>,
+    /// Seed history.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub messages: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_session_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_effort: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionCreated {
+    pub session_id: LiveSessionId,
+    pub stored_session_id: StoredSessionId,
+    #[serde(default)]
+    pub message_count: u64,
+    #[serde(default)]
+    pub messages: Vec<HistoryMessage>,
+    #[serde(default)]
+    pub info: Map<String, Value>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionResumeParams {
+    /// The stored session's id, or its title.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub close_on_disconnect: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cols: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eager_build: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lazy: Option<Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionResumed {
+    /// The new live id.
+    pub session_id: LiveSessionId,
+    /// The stored session now live.
+    pub resumed: StoredSessionId,
+    #[serde(default)]
+    pub session_key: String,
+    #[serde(default)]
+    pub message_count: u64,
+    #[serde(default)]
+    pub messages: Vec<HistoryMessage>,
+    #[serde(default)]
+    pub info: Map<String, Value>,
+    #[serde(default)]
+    pub inflight: Value,
+    #[serde(default)]
+    pub running: bool,
+    /// `idle` or `streaming`.
+    #[serde(default)]
+    pub status: String,
+    #[serde(default)]
+    pub started_at: f64,
+}
+
+/// `profile` is read by `hermes-runtime` only (Hermes 0.19 lists the root home's sessions).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionListParams {
+    /// At most this many (Hermes: 200 when unset).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionListed {
+    pub sessions: Vec<StoredSessionSummary>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredSessionSummary {
+    pub id: StoredSessionId,
+    #[serde(default)]
+    pub title: String,
+    #[serde(default)]
+    pub preview: String,
+    #[serde(default)]
+    pub started_at: f64,
+    #[serde(default)]
+    pub message_count: u64,
+    #[serde(default)]
+    pub source: String,
+    #[serde(flatten)]
+    pub other: Extra,
+}
+
+/// `profile` is read by `hermes-runtime` only.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProfileParams {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
+}
+
+/// `session_id` is `null` (and nothing else is set) when there is no stored session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MostRecentSession {
+    pub session_id: Option<StoredSessionId>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionActiveListParams {
+    /// Marks that session `current` in the reply.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub current_session_id: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ActiveSessions {
+    pub sessions: Vec<ActiveSession>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ActiveSession {
+    pub id: LiveSessionId,
+    #[serde(default)]
+    pub current: bool,
+    #[serde(default)]
+    pub last_active: f64,
+    #[serde(default)]
+    pub message_count: u64,
+    #[serde(default)]
+    pub model: String,
+    #[serde(default)]
+    pub preview: String,
+    /// The stored session's id.
+    #[serde(default)]
+    pub session_key: String,
+    #[serde(default)]
+    pub started_at: f64,
+    /// `idle` or `streaming`.
+    #[serde(default)]
+    pub status: String,
+    #[serde(default)]
+    pub title: String,
+    #[serde(flatten)]
+    pub other: Extra,
+}
+
+/// Methods on one live session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LiveSessionParams {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<LiveSessionId>,
+}
+
+impl LiveSessionParams {
+    pub fn new(session_id: &LiveSessionId) -> Self {
+        Self {
+            session_id: Some(session_id.clone()),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HistoryReply {
+    #[serde(default)]
+    pub count: u64,
+    #[serde(default)]
+    pub messages: Vec<HistoryMessage>,
+}
+
+/// A message as Hermes shows history: `{role, text}`, or `{role: tool, name, context}`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HistoryMessage {
+    pub role: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// A tool row's tool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// A tool row's result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<String>,
+    #[serde(flatten)]
+    pub other: Extra,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionClosed {
+    /// `false` when no such live session existed.
+    pub closed: bool,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionDeleteParams {
+    /// The stored session's id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// Read by `hermes-runtime` only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionDeleted {
+    pub deleted: StoredSessionId,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionTitleParams {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<LiveSessionId>,
+    /// Absent: read the title.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+}
+
+/// A read answers `{title, session_key}`; a write answers `{pending, title}`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionTitled {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending: Option<bool>,
+    #[serde(default)]
+    pub title: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_key: Option<String>,
+}
+
+/// `{status}`: `streaming` / `queued` / `steered` for a prompt, `interrupted` for an interrupt,
+/// `ok` / `expired` for an answer.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StatusReply {
+    pub status: String,
+    #[serde(flatten)]
+    pub other: Extra,
+}
+
+impl StatusReply {
+    pub fn new(status: &str) -> Self {
+        Self {
+            status: status.to_owned(),
+            other: Extra::new(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PromptSubmitParams {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<LiveSessionId>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub truncate_before_user_ordinal: Option<Value>,
+}
+
+/// How far an approval reaches, as `approval.respond`'s `choice` and `approval.request`'s
+/// `choices` name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalChoice {
+    /// This command, this time.
+    Once,
+    /// Commands of the same pattern, for the rest of the session.
+    Session,
+    /// Commands of the same pattern, from now on, in this home.
+    Always,
+    /// Do not run it.
+    Deny,
+}
+
+impl ApprovalChoice {
+    /// Every choice, in the order Hermes offers them.
+    pub const ALL: [ApprovalChoice; 4] = [Self::Once, Self::Session, Self::Always, Self::Deny];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Once => "once",
+            Self::Session => "session",
+            Self::Always => "always",
+            Self::Deny => "deny",
+        }
+    }
+
+    /// A `choice` as Hermes reads it: `approve` and `allow` also mean once; anything it does
+    /// not know denies.
+    pub fn parse(value: &str) -> Self {
+        match value {
+            "once" | "approve" | "allow" => Self::Once,
+            "session" => Self::Session,
+            "always" => Self::Always,
+            _ => Self::Deny,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ApprovalRespondParams {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<LiveSessionId>,
+    /// An [`ApprovalChoice`] (`deny` when unset); a string, because Hermes also reads aliases.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub choice: Option<String>,
+    /// Resolve every pending approval of the session, not just the oldest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub all: Option<bool>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ApprovalResolved {
+    /// How many approvals the answer resolved (0: none was pending).
+    pub resolved: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ClarifyRespondParams {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<String>,
+    /// Sent by clients; not read by Hermes 0.19 (the request id is enough).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<LiveSessionId>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::catalog;
+
+    /// Whether `M::Params` has a field named `param`: a field rejects an object of the wrong
+    /// type or sends it back; an unknown key is silently dropped.
+    pub(super) fn has_field<M: Method>(param: &str) -> bool {
+        let probe = serde_json::json!({ param: {"probe": true} });
+        match serde_json::from_value::<M::Params>(probe) {
+            Err(_) => true,
+            Ok(params) => serde_json::to_value(params).unwrap().get(param).is_some(),
+        }
+    }
+
+    #[test]
+    fn every_typed_method_is_in_the_pinned_catalog_and_takes_every_param_hermes_reads() {
+        for (name, has) in PARAM_PROBES {
+            let info = catalog()
+                .method(name)
+                .unwrap_or_else(|| panic!("{name} is not a Hermes 0.19 method"));
+            for param in &info.params {
+                assert!(has(param), "{name}: no field for the param `{param}`");
+            }
+        }
+        assert_eq!(PARAM_PROBES.len(), TYPED_METHODS.len());
+    }
+}
