@@ -1,9 +1,13 @@
-//! The one domain error of the control plane, turned into `application/problem+json` in one
-//! place. Internal failures are logged with their cause and answered without it.
+//! The one domain error of the control plane. Every lower-level error (store, ids, providers,
+//! runtime gateways) converts into it here, once; it becomes `application/problem+json` in one
+//! place (`IntoResponse`). Internal failures are logged with their cause and answered without it.
 
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use edith_types::{ErrorCode, IdError, Problem};
+use hermes_native::{GatewayError, codes};
+
+use crate::runtime::ProviderError;
 
 #[derive(Debug, Clone)]
 pub struct AppError {
@@ -64,6 +68,39 @@ impl From<edith_store::StoreError> for AppError {
 impl From<IdError> for AppError {
     fn from(e: IdError) -> Self {
         AppError::new(ErrorCode::InvalidId, e.to_string())
+    }
+}
+
+impl From<ProviderError> for AppError {
+    fn from(e: ProviderError) -> Self {
+        AppError::new(ErrorCode::RuntimeUnavailable, e.0)
+    }
+}
+
+/// A runtime's answer keeps its meaning: a method it lacks is `unsupported`, a refusal is a
+/// `native_error` carrying the runtime's code; a runtime that does not answer is unavailable.
+impl From<GatewayError> for AppError {
+    fn from(e: GatewayError) -> Self {
+        match e {
+            GatewayError::Rpc { code, method, .. } if code == codes::METHOD_NOT_FOUND => {
+                AppError::new(
+                    ErrorCode::Unsupported,
+                    format!("`{method}` is not supported by this instance's runtime"),
+                )
+            }
+            GatewayError::Rpc {
+                code,
+                method,
+                message,
+            } => AppError {
+                native_code: Some(code),
+                ..AppError::new(ErrorCode::NativeError, format!("`{method}`: {message}"))
+            },
+            other => AppError::new(
+                ErrorCode::RuntimeUnavailable,
+                format!("runtime gateway: {other}"),
+            ),
+        }
     }
 }
 

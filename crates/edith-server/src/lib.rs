@@ -4,18 +4,12 @@
 //! REST + SSE under `/v1`; the control plane routes each instance to its runtime provider and
 //! talks to the runtime only through the native Hermes gateway protocol.
 
-pub mod api;
+mod app;
 mod error;
-mod hub;
-mod idempotency;
-mod jobs;
-mod links;
-mod mcp_endpoint;
-mod providers;
-mod sse;
+mod http;
+mod runtime;
 mod state;
-mod tool_hosts;
-mod turns;
+mod tools;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -24,8 +18,8 @@ use std::sync::Arc;
 use axum::serve::ListenerExt;
 use edith_store::Store;
 
-pub use api::openapi;
 pub use error::AppError;
+pub use http::openapi;
 
 use state::{AppState, Inner};
 
@@ -96,8 +90,8 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
     let (stop, stopping) = tokio::sync::watch::channel(false);
     let state = AppState::new(Inner {
         store,
-        embedded: Arc::new(providers::EmbeddedProvider::new(data_dir)),
-        links: Default::default(),
+        embedded: Arc::new(runtime::EmbeddedProvider::new(data_dir)),
+        gateways: Default::default(),
         turn_events: Default::default(),
         job_events: Default::default(),
         tool_hosts: Default::default(),
@@ -107,11 +101,11 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
     });
     recover(&state).await?;
 
-    let (router, _) = api::build();
+    let (router, _) = http::build();
     let app = router
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
-            idempotency::guard,
+            http::idempotency::guard,
         ))
         .with_state(state.clone());
     let mut stopping_server = stopping;
@@ -138,7 +132,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
 /// turns end as interrupted.
 async fn recover(state: &AppState) -> Result<(), StartError> {
     let recover_error = |e: AppError| StartError::Recover(e.detail);
-    turns::recover(state).await.map_err(recover_error)?;
+    app::turns::recover(state).await.map_err(recover_error)?;
     let jobs = state
         .store
         .unfinished_jobs()
@@ -146,7 +140,7 @@ async fn recover(state: &AppState) -> Result<(), StartError> {
         .map_err(|e| StartError::Recover(e.to_string()))?;
     for job in jobs {
         tracing::info!(job = %job.id, "resuming an unfinished job");
-        jobs::spawn(state.clone(), job);
+        app::jobs::spawn(state.clone(), job);
     }
     Ok(())
 }
@@ -163,7 +157,7 @@ impl RunningServer {
         if let Some(server) = self.server.take() {
             let _ = server.await;
         }
-        self.state.links.forget_all().await;
+        self.state.gateways.forget_all().await;
         self.state.embedded.shutdown().await;
         self.state.store.close().await;
     }

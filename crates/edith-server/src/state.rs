@@ -3,13 +3,13 @@
 use std::ops::Deref;
 use std::sync::Arc;
 
-use edith_store::Store;
+use edith_store::{InstanceRecord, Store};
 use edith_types::{JobEvent, ProviderKind, TurnEvent};
 
-use crate::hub::Hub;
-use crate::links::Links;
-use crate::providers::RuntimeProvider;
-use crate::tool_hosts::ToolHosts;
+use crate::app::Hub;
+use crate::error::AppResult;
+use crate::runtime::{GatewayPool, Link, RuntimeProvider};
+use crate::tools::ToolHosts;
 
 #[derive(Clone)]
 pub struct AppState(Arc<Inner>);
@@ -19,7 +19,7 @@ pub struct Inner {
     /// The `embedded` provider (the only one so far).
     pub embedded: Arc<dyn RuntimeProvider>,
     /// Open native gateway connections, one per running instance.
-    pub links: Links,
+    pub gateways: GatewayPool,
     pub turn_events: Hub<TurnEvent>,
     pub job_events: Hub<JobEvent>,
     /// MCP connections to tool hosts.
@@ -41,6 +41,12 @@ impl AppState {
         match kind {
             ProviderKind::Embedded => &self.embedded,
         }
+    }
+
+    /// The instance's gateway connection, starting its runtime if needed.
+    pub async fn gateway(&self, record: &InstanceRecord) -> AppResult<Arc<Link>> {
+        let provider = self.provider(record.instance.provider).as_ref();
+        self.gateways.connect(provider, record).await
     }
 }
 

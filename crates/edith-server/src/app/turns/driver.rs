@@ -1,5 +1,5 @@
-//! Runs a turn on its instance's runtime through the native gateway, and turns the runtime's
-//! events into the turn's durable event log.
+//! The turn driver: runs a turn on its instance's runtime through the native gateway, and turns
+//! the runtime's events into the turn's durable event log.
 
 use std::sync::Arc;
 
@@ -12,11 +12,11 @@ use hermes_native::methods::{
     PromptSubmit, PromptSubmitParams, SessionCreate, SessionCreateParams, SessionResume,
     SessionResumeParams,
 };
-use hermes_native::{GatewayError, LiveSessionId, NativeEvent, codes};
+use hermes_native::{LiveSessionId, NativeEvent, codes};
 use serde_json::{Value, json};
 
 use crate::error::{AppError, AppResult};
-use crate::links::Link;
+use crate::runtime::Link;
 use crate::state::AppState;
 
 pub fn spawn(state: AppState, turn: Turn, session: Session, profile: Profile) {
@@ -115,7 +115,7 @@ async fn run(
         .instance(&profile.instance_id)
         .await?
         .ok_or_else(|| AppError::not_found("instance"))?;
-    let link = state.links.connect(state, &record).await?;
+    let link = state.gateway(&record).await?;
     if cancel_requested(state, turn) {
         return Ok(Outcome {
             state: TurnState::Cancelled,
@@ -146,7 +146,7 @@ async fn run(
             }
             Err(e) => {
                 link.gateway.unsubscribe(&sid);
-                return Err(gateway_error(e));
+                return Err(e.into());
             }
         }
     };
@@ -319,7 +319,7 @@ async fn live_session(
                         ErrorCode::NotFound,
                         format!("native session `{native}` does not exist on the runtime"),
                     ),
-                    _ => gateway_error(e),
+                    _ => e.into(),
                 })?;
             resumed.session_id
         }
@@ -330,11 +330,7 @@ async fn live_session(
                 title: session.title.clone(),
                 ..Default::default()
             };
-            let created = link
-                .gateway
-                .request::<SessionCreate>(&params)
-                .await
-                .map_err(gateway_error)?;
+            let created = link.gateway.request::<SessionCreate>(&params).await?;
             session.native_session_id = Some(NativeSessionId::new(
                 created.stored_session_id.into_string(),
             ));
@@ -347,13 +343,6 @@ async fn live_session(
         .expect("not poisoned")
         .insert(session.id.clone(), sid.clone());
     Ok(sid)
-}
-
-fn gateway_error(e: GatewayError) -> AppError {
-    AppError::new(
-        ErrorCode::RuntimeUnavailable,
-        format!("runtime gateway: {e}"),
-    )
 }
 
 /// Turns left unfinished by an earlier process end as interrupted: nothing can resume them.

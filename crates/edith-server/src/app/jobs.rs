@@ -9,14 +9,51 @@ use edith_types::{
 use crate::error::{AppError, AppResult};
 use crate::state::AppState;
 
-const PROVISION_STEPS: &[&str] = &["prepare_home", "start_runtime", "connect_gateway"];
-const DELETE_STEPS: &[&str] = &["disconnect", "destroy_runtime", "remove_records"];
+/// One step of a job. Its name is what jobs record and clients see.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr, strum::EnumString)]
+#[strum(serialize_all = "snake_case")]
+enum Step {
+    /// Make the runtime's home.
+    PrepareHome,
+    /// Start the runtime (a no-op when it runs).
+    StartRuntime,
+    /// Open the native gateway connection.
+    ConnectGateway,
+    /// Close the gateway connection.
+    Disconnect,
+    /// Stop the runtime and remove its home.
+    DestroyRuntime,
+    /// Forget the instance and everything in it.
+    RemoveRecords,
+}
+
+impl Step {
+    fn of(kind: JobKind) -> &'static [Step] {
+        match kind {
+            JobKind::InstanceProvision => {
+                &[Step::PrepareHome, Step::StartRuntime, Step::ConnectGateway]
+            }
+            JobKind::InstanceDelete => {
+                &[Step::Disconnect, Step::DestroyRuntime, Step::RemoveRecords]
+            }
+        }
+    }
+
+    fn name(self) -> &'static str {
+        self.into()
+    }
+}
+
+pub async fn load(state: &AppState, id: &JobId) -> AppResult<Job> {
+    state
+        .store
+        .job(id)
+        .await?
+        .ok_or_else(|| AppError::not_found(format!("job `{id}`")))
+}
 
 pub fn new_job(instance: &InstanceId, kind: JobKind) -> Job {
-    let steps = match kind {
-        JobKind::InstanceProvision => PROVISION_STEPS,
-        JobKind::InstanceDelete => DELETE_STEPS,
-    };
+    let steps = Step::of(kind);
     let now = Timestamp::now();
     Job {
         id: JobId::generate(),
@@ -25,8 +62,8 @@ pub fn new_job(instance: &InstanceId, kind: JobKind) -> Job {
         state: JobState::Queued,
         steps: steps
             .iter()
-            .map(|name| JobStep {
-                name: (*name).to_owned(),
+            .map(|step| JobStep {
+                name: step.name().to_owned(),
                 state: StepState::Pending,
             })
             .collect(),
@@ -91,35 +128,45 @@ async fn run(state: &AppState, mut job: Job) -> AppResult<()> {
     finish(state, job, Ok(())).await
 }
 
-async fn run_step(state: &AppState, job: &Job, step: &str) -> AppResult<()> {
+async fn run_step(state: &AppState, job: &Job, name: &str) -> AppResult<()> {
+    let step: Step = name
+        .parse()
+        .map_err(|_| AppError::internal(format!("unknown job step `{name}`")))?;
     let id = &job.instance_id;
-    if step == "remove_records" {
-        return Ok(state.store.purge_instance(id).await?);
+    match step {
+        Step::PrepareHome => {
+            let record = instance(state, id).await?;
+            state
+                .provider(record.instance.provider)
+                .provision(&record)
+                .await?
+        }
+        Step::StartRuntime => {
+            let record = instance(state, id).await?;
+            drop(
+                state
+                    .provider(record.instance.provider)
+                    .start(&record)
+                    .await?,
+            )
+        }
+        Step::ConnectGateway => drop(state.gateway(&instance(state, id).await?).await?),
+        Step::Disconnect => state.gateways.forget(id).await,
+        Step::DestroyRuntime => {
+            let record = instance(state, id).await?;
+            state.provider(record.instance.provider).destroy(id).await?
+        }
+        Step::RemoveRecords => state.store.purge_instance(id).await?,
     }
-    let record = state
+    Ok(())
+}
+
+async fn instance(state: &AppState, id: &InstanceId) -> AppResult<edith_store::InstanceRecord> {
+    state
         .store
         .instance(id)
         .await?
-        .ok_or_else(|| AppError::not_found("instance"))?;
-    let provider = state.provider(record.instance.provider);
-    let provider_error = |e: crate::providers::ProviderError| {
-        AppError::new(edith_types::ErrorCode::RuntimeUnavailable, e.0)
-    };
-    match step {
-        "prepare_home" => provider.provision(&record).await.map_err(provider_error),
-        "start_runtime" => provider
-            .start(&record)
-            .await
-            .map(drop)
-            .map_err(provider_error),
-        "connect_gateway" => state.links.connect(state, &record).await.map(drop),
-        "disconnect" => {
-            state.links.forget(id).await;
-            Ok(())
-        }
-        "destroy_runtime" => provider.destroy(id).await.map_err(provider_error),
-        other => Err(AppError::internal(format!("unknown job step `{other}`"))),
-    }
+        .ok_or_else(|| AppError::not_found("instance"))
 }
 
 async fn finish(state: &AppState, mut job: Job, outcome: Result<(), String>) -> AppResult<()> {

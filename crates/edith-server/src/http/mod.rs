@@ -1,10 +1,14 @@
-//! The REST + SSE surface under `/v1`, declared once for both the router and the contract.
+//! The HTTP layer: the REST + SSE surface under `/v1`, declared once for both the router and
+//! the contract (`spec`), with the extractors, SSE streams and `Idempotency-Key` handling it
+//! needs. Handlers are thin: they parse the request and call `crate::app`.
 
 pub mod extract;
+pub mod idempotency;
 mod instances;
 mod native;
 mod resources;
 mod spec;
+mod sse;
 mod turns;
 
 use axum::Router;
@@ -14,8 +18,8 @@ use edith_types::{ErrorCode, Health};
 use serde_json::Value;
 
 use crate::error::AppError;
-use crate::mcp_endpoint;
 use crate::state::AppState;
+use crate::tools::mcp_endpoint;
 use spec::Api;
 
 pub use spec::Op;

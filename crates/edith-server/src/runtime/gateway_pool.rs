@@ -1,17 +1,17 @@
-//! The control plane's connections to its runtimes: one multiplexed gateway connection per
-//! instance, shared by every turn, plus which live session serves each control-plane session.
+//! The gateway pool: one multiplexed native gateway connection per instance, shared by every
+//! turn, plus which live session serves each control-plane session on it.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use edith_store::InstanceRecord;
-use edith_types::{ErrorCode, InstanceId, SessionId};
+use edith_types::{InstanceId, SessionId};
 use hermes_native::{GatewayClient, LiveSessionId};
 use tokio::sync::Mutex;
 
-use crate::error::{AppError, AppResult};
-use crate::state::AppState;
+use super::RuntimeProvider;
+use crate::error::AppResult;
 
 /// Replies slower than this mean the runtime is stuck.
 const GATEWAY_TIMEOUT: Duration = Duration::from_secs(60);
@@ -27,14 +27,18 @@ pub struct Link {
 type Slot = Arc<Mutex<Option<Arc<Link>>>>;
 
 #[derive(Default)]
-pub struct Links {
+pub struct GatewayPool {
     slots: std::sync::Mutex<HashMap<InstanceId, Slot>>,
 }
 
-impl Links {
-    /// The instance's gateway connection; starts the runtime (a no-op when it runs) and
-    /// reconnects when there is no open connection.
-    pub async fn connect(&self, state: &AppState, record: &InstanceRecord) -> AppResult<Arc<Link>> {
+impl GatewayPool {
+    /// The instance's gateway connection; starts the runtime with `provider` (a no-op when it
+    /// runs) and reconnects when there is no open connection.
+    pub async fn connect(
+        &self,
+        provider: &dyn RuntimeProvider,
+        record: &InstanceRecord,
+    ) -> AppResult<Arc<Link>> {
         let id = &record.instance.id;
         let slot = self
             .slots
@@ -49,14 +53,9 @@ impl Links {
         {
             return Ok(link.clone());
         }
-        let endpoint = state
-            .provider(record.instance.provider)
-            .start(record)
-            .await
-            .map_err(|e| AppError::new(ErrorCode::RuntimeUnavailable, e.0))?;
-        let gateway = GatewayClient::connect(&endpoint.ws_url, &endpoint.token, GATEWAY_TIMEOUT)
-            .await
-            .map_err(|e| AppError::new(ErrorCode::RuntimeUnavailable, e.to_string()))?;
+        let endpoint = provider.start(record).await?;
+        let gateway =
+            GatewayClient::connect(&endpoint.ws_url, &endpoint.token, GATEWAY_TIMEOUT).await?;
         let link = Arc::new(Link {
             gateway,
             live: std::sync::Mutex::new(HashMap::new()),

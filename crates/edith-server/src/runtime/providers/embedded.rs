@@ -153,7 +153,6 @@ async fn write_config(home: &Path, config: &HermesConfig) -> Result<(), Provider
 fn endpoint(runtime: &RunningRuntime, token: &str) -> RuntimeEndpoint {
     RuntimeEndpoint {
         ws_url: runtime.ws_url(),
-        http_url: runtime.http_url(),
         token: token.to_owned(),
     }
 }

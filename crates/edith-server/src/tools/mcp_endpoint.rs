@@ -11,8 +11,8 @@ use edith_mcp::{ToolDescriptor, ToolOutput};
 use edith_types::{ErrorCode, InstanceId, ProfileId};
 use serde_json::Value;
 
-use crate::api::extract::Ids;
 use crate::error::{AppError, AppResult};
+use crate::http::extract::Ids;
 use crate::state::AppState;
 
 /// The endpoint's path; runtimes get it in their `mcp_servers` config.

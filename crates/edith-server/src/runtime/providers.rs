@@ -18,8 +18,6 @@ pub struct ProviderError(pub String);
 pub struct RuntimeEndpoint {
     /// `ws://host:port/api/ws`
     pub ws_url: String,
-    /// `http://host:port`
-    pub http_url: String,
     pub token: String,
 }
 

@@ -1,0 +1,13 @@
+//! What the control plane does, apart from how it is asked: instances and their provisioning
+//! jobs, profiles, sessions, tools, native calls, and the turn driver. HTTP handlers call these.
+
+mod hub;
+pub mod instances;
+pub mod jobs;
+pub mod native;
+pub mod profiles;
+pub mod sessions;
+pub mod tools;
+pub mod turns;
+
+pub use hub::Hub;

@@ -1,0 +1,138 @@
+//! Profiles: each is a native Hermes profile of its instance, whose `config.yaml` names its
+//! model and points its runtime at the control plane's MCP endpoint for its tools.
+
+use std::collections::BTreeMap;
+
+use edith_types::{CreateProfile, InstanceId, ModelSpec, Profile, ProfileId, Timestamp, ToolId};
+use hermes_native::config::{
+    CONTROL_PLANE_MCP_SERVER, HermesConfig, McpServer, ModelSection, Seconds,
+};
+use hermes_native::profile::{PROFILE_NAME_RULE, valid_profile_name};
+
+use super::{instances, tools};
+use crate::error::{AppError, AppResult};
+use crate::state::AppState;
+use crate::tools::mcp_endpoint;
+
+pub async fn load(state: &AppState, instance: &InstanceId, id: &ProfileId) -> AppResult<Profile> {
+    instances::load(state, instance).await?;
+    state
+        .store
+        .profile(instance, id)
+        .await?
+        .ok_or_else(|| AppError::not_found(format!("profile `{id}` of instance `{instance}`")))
+}
+
+/// Records the profile and configures its native home on the runtime; if the runtime cannot be
+/// configured, nothing is left behind, so a retry with the same name can succeed.
+pub async fn create(
+    state: &AppState,
+    instance: &InstanceId,
+    body: CreateProfile,
+) -> AppResult<Profile> {
+    let record = instances::load_ready(state, instance).await?;
+    if !valid_profile_name(&body.name) {
+        return Err(AppError::invalid(format!(
+            "profile name `{}` must match {PROFILE_NAME_RULE}",
+            body.name
+        )));
+    }
+    for tool in &body.tools {
+        tools::load(state, tool).await?;
+    }
+    let model = body.model.clone().unwrap_or(ModelSpec::Scripted);
+    check_model(&model)?;
+    let profile = Profile {
+        id: ProfileId::generate(),
+        instance_id: instance.clone(),
+        name: body.name.clone(),
+        native_name: body.name,
+        model: model.shown(),
+        tools: body.tools,
+        created_at: Timestamp::now(),
+    };
+    // The row first: a duplicate name must not overwrite the other profile's config.
+    state.store.insert_profile(&profile).await?;
+    let config = HermesConfig {
+        model: model_section(&model),
+        mcp_servers: BTreeMap::from([(
+            CONTROL_PLANE_MCP_SERVER.to_owned(),
+            tool_relay(state, &profile, &record.mcp_token),
+        )]),
+        other: BTreeMap::new(),
+    };
+    let configured = state
+        .provider(record.instance.provider)
+        .configure_profile(instance, &profile.native_name, &config)
+        .await;
+    if let Err(e) = configured {
+        state.store.delete_profile(&profile.id).await?;
+        return Err(e.into());
+    }
+    Ok(profile)
+}
+
+fn check_model(model: &ModelSpec) -> AppResult<()> {
+    if let ModelSpec::OpenaiCompatible {
+        base_url, model, ..
+    } = model
+    {
+        if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
+            return Err(AppError::invalid(
+                "`model.base_url` must be an http:// or https:// URL",
+            ));
+        }
+        if model.trim().is_empty() {
+            return Err(AppError::invalid("`model.model` must name the model"));
+        }
+    }
+    Ok(())
+}
+
+/// The profile's `mcp_servers` entry: the control plane's MCP endpoint for it, with the
+/// instance's MCP token.
+fn tool_relay(state: &AppState, profile: &Profile, mcp_token: &str) -> McpServer {
+    McpServer {
+        url: mcp_endpoint::url(state, &profile.instance_id, &profile.id),
+        headers: BTreeMap::from([("Authorization".to_owned(), format!("Bearer {mcp_token}"))]),
+        timeout: Seconds::new(120.0).expect("a valid timeout"),
+        connect_timeout: Seconds::new(30.0).expect("a valid timeout"),
+        other: BTreeMap::new(),
+    }
+}
+
+/// The `model:` section of a native profile's config.yaml (Hermes's keys: an OpenAI-compatible
+/// endpoint is its `custom` provider).
+fn model_section(model: &ModelSpec) -> ModelSection {
+    match model {
+        ModelSpec::Scripted => ModelSection {
+            provider: Some("scripted".to_owned()),
+            default: Some("scripted".to_owned()),
+            ..Default::default()
+        },
+        ModelSpec::OpenaiCompatible {
+            base_url,
+            model,
+            api_key,
+        } => ModelSection {
+            provider: Some("custom".to_owned()),
+            default: Some(model.clone()),
+            base_url: Some(base_url.clone()),
+            api_key: api_key.clone(),
+            ..Default::default()
+        },
+    }
+}
+
+/// Attaches a tool; attaching twice is a no-op.
+pub async fn attach_tool(
+    state: &AppState,
+    instance: &InstanceId,
+    id: &ProfileId,
+    tool: &ToolId,
+) -> AppResult<Profile> {
+    let profile = load(state, instance, id).await?;
+    let tool = tools::load(state, tool).await?;
+    state.store.attach_tool(&profile.id, &tool.id).await?;
+    load(state, instance, id).await
+}

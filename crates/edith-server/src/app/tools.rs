@@ -1,0 +1,80 @@
+//! Callback tools and the tool hosts that serve them.
+
+use edith_store::ToolHostRecord;
+use edith_types::{RegisterTool, RegisterToolHost, Timestamp, Tool, ToolHost, ToolHostId, ToolId};
+
+use crate::error::{AppError, AppResult};
+use crate::state::AppState;
+
+pub async fn register_host(state: &AppState, body: RegisterToolHost) -> AppResult<ToolHost> {
+    if !(body.url.starts_with("http://") || body.url.starts_with("https://")) {
+        return Err(AppError::invalid(
+            "`url` must be an http:// or https:// URL",
+        ));
+    }
+    if body.secret.len() < 16 {
+        return Err(AppError::invalid("`secret` must be at least 16 characters"));
+    }
+    let host = ToolHost {
+        id: ToolHostId::generate(),
+        url: body.url,
+        created_at: Timestamp::now(),
+    };
+    let record = ToolHostRecord {
+        host: host.clone(),
+        secret: body.secret,
+    };
+    state.store.insert_tool_host(&record).await?;
+    Ok(host)
+}
+
+pub async fn load_host(state: &AppState, id: &ToolHostId) -> AppResult<ToolHost> {
+    state
+        .store
+        .tool_host(id)
+        .await?
+        .ok_or_else(|| AppError::not_found(format!("tool host `{id}`")))
+}
+
+fn valid_tool_name(name: &str) -> bool {
+    let bytes = name.as_bytes();
+    !bytes.is_empty()
+        && bytes.len() <= 64
+        && bytes[0].is_ascii_alphabetic()
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || *b == b'_' || *b == b'-')
+}
+
+pub async fn register(state: &AppState, body: RegisterTool) -> AppResult<Tool> {
+    if !valid_tool_name(&body.name) {
+        return Err(AppError::invalid(format!(
+            "tool name `{}` must match ^[A-Za-z][A-Za-z0-9_-]{{0,63}}$",
+            body.name
+        )));
+    }
+    if body.input_schema.get("type").and_then(|t| t.as_str()) != Some("object") {
+        return Err(AppError::invalid(
+            "`input_schema` must be a JSON Schema with \"type\": \"object\"",
+        ));
+    }
+    load_host(state, &body.host_id).await?;
+    let tool = Tool {
+        id: ToolId::generate(),
+        name: body.name,
+        description: body.description,
+        input_schema: body.input_schema,
+        host_id: body.host_id,
+        created_at: Timestamp::now(),
+    };
+    state.store.insert_tool(&tool).await?;
+    Ok(tool)
+}
+
+pub async fn load(state: &AppState, id: &ToolId) -> AppResult<Tool> {
+    state
+        .store
+        .tool(id)
+        .await?
+        .ok_or_else(|| AppError::not_found(format!("tool `{id}`")))
+}

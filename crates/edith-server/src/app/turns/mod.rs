@@ -1,0 +1,159 @@
+//! Turns: started, answered and cancelled on behalf of clients; run by the driver.
+
+mod driver;
+
+use std::sync::Arc;
+
+use edith_types::{
+    CreateTurn, ErrorCode, Profile, Session, Timestamp, Turn, TurnAction, TurnEventKind, TurnId,
+    TurnState,
+};
+use hermes_native::LiveSessionId;
+use hermes_native::codes;
+use hermes_native::methods::{
+    ApprovalRespond, ApprovalRespondParams, ClarifyRespond, ClarifyRespondParams,
+    LiveSessionParams, SessionInterrupt,
+};
+
+pub use driver::recover;
+
+use super::instances;
+use crate::error::{AppError, AppResult};
+use crate::runtime::Link;
+use crate::state::AppState;
+
+/// Queues a turn on an idle session and starts driving it; one turn runs at a time per session.
+pub async fn start(
+    state: &AppState,
+    profile: Profile,
+    session: Session,
+    body: CreateTurn,
+) -> AppResult<Turn> {
+    if body.input.trim().is_empty() {
+        return Err(AppError::invalid("`input` must not be empty"));
+    }
+    instances::load_ready(state, &profile.instance_id).await?;
+    let now = Timestamp::now();
+    let turn = Turn {
+        id: TurnId::generate(),
+        session_id: session.id.clone(),
+        state: TurnState::Queued,
+        input: body.input,
+        output: None,
+        error: None,
+        usage: None,
+        created_at: now.clone(),
+        updated_at: now,
+    };
+    if let Some(busy) = state.store.insert_turn_if_idle(&turn).await? {
+        return Err(AppError::new(
+            ErrorCode::Conflict,
+            format!(
+                "session `{}` already has turn `{busy}` in progress",
+                session.id
+            ),
+        ));
+    }
+    driver::spawn(state.clone(), turn.clone(), session, profile);
+    Ok(turn)
+}
+
+pub async fn load(state: &AppState, session: &Session, id: &TurnId) -> AppResult<Turn> {
+    state
+        .store
+        .turn(&session.id, id)
+        .await?
+        .ok_or_else(|| AppError::not_found(format!("turn `{id}` of session `{}`", session.id)))
+}
+
+/// The runtime connection and live session a running turn uses, if it has one yet.
+async fn live_session(
+    state: &AppState,
+    profile: &Profile,
+    session: &Session,
+) -> AppResult<Option<(Arc<Link>, LiveSessionId)>> {
+    let record = instances::load_ready(state, &profile.instance_id).await?;
+    let link = state.gateway(&record).await?;
+    let sid = link
+        .live
+        .lock()
+        .expect("not poisoned")
+        .get(&session.id)
+        .cloned();
+    Ok(sid.map(|sid| (link, sid)))
+}
+
+/// Gives the runtime what a `requires_action` turn waits for, and logs the answer.
+pub async fn answer(
+    state: &AppState,
+    profile: &Profile,
+    session: &Session,
+    turn: Turn,
+    action: TurnAction,
+) -> AppResult<Turn> {
+    let conflict = |detail: String| AppError::new(ErrorCode::Conflict, detail);
+    if turn.state != TurnState::RequiresAction {
+        return Err(conflict(format!(
+            "turn `{}` is {}; it waits for no answer",
+            turn.id,
+            turn.state.as_str()
+        )));
+    }
+    let Some((link, sid)) = live_session(state, profile, session).await? else {
+        return Err(conflict(format!("turn `{}` has no live session", turn.id)));
+    };
+    match &action {
+        TurnAction::Approval { choice, all } => {
+            let params = ApprovalRespondParams {
+                session_id: Some(sid),
+                choice: Some(choice.as_str().to_owned()),
+                all: Some(*all),
+            };
+            let reply = link.gateway.request::<ApprovalRespond>(&params).await?;
+            if reply.resolved == 0 {
+                return Err(conflict("no approval is pending".to_owned()));
+            }
+        }
+        TurnAction::Clarify { request_id, answer } => {
+            let params = ClarifyRespondParams {
+                session_id: Some(sid),
+                request_id: Some(request_id.clone()),
+                answer: Some(answer.clone()),
+            };
+            match link.gateway.request::<ClarifyRespond>(&params).await {
+                Ok(_) => {}
+                Err(e) if e.code() == Some(codes::BUSY) => {
+                    return Err(conflict(format!("no question `{request_id}` is pending")));
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+    let event = state
+        .store
+        .append_turn_event(&turn.id, &TurnEventKind::ActionAnswered { action })
+        .await?;
+    state.turn_events.publish(turn.id.as_str(), event);
+    Ok(turn)
+}
+
+/// Asks the runtime to interrupt the turn; the driver ends it `cancelled`. A turn not yet on
+/// the runtime is cancelled by the driver before it submits the prompt.
+pub async fn cancel(
+    state: &AppState,
+    profile: &Profile,
+    session: &Session,
+    turn: Turn,
+) -> AppResult<Turn> {
+    state
+        .cancels
+        .lock()
+        .expect("not poisoned")
+        .insert(turn.id.clone());
+    if let Some((link, sid)) = live_session(state, profile, session).await? {
+        link.gateway
+            .request::<SessionInterrupt>(&LiveSessionParams::new(&sid))
+            .await?;
+    }
+    Ok(turn)
+}

@@ -1,0 +1,99 @@
+//! Instances and their provisioning jobs.
+
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::routing::get;
+use axum::{Json, response::IntoResponse};
+use edith_types::{CreateInstance, Instance, InstanceId, InstanceWithJob, Job, JobEvent, Page};
+
+use super::extract::{AfterParams, ApiJson, ApiQuery, Ids, PageParams};
+use super::spec::{Api, Op};
+use super::sse;
+use crate::app::{instances, jobs};
+use crate::error::AppResult;
+use crate::state::AppState;
+
+pub fn routes(api: &mut Api) {
+    let create = Op::post("/v1/instances", "instance_create")
+        .summary("Create an instance; a provisioning job brings it to `ready`.")
+        .body::<CreateInstance>(api)
+        .returns::<InstanceWithJob>(api, 202, "The instance (provisioning) and its job.");
+    let list = Op::get("/v1/instances", "instance_list")
+        .summary("List instances.")
+        .paginated()
+        .returns::<Page<Instance>>(api, 200, "A page of instances.");
+    api.add(create, axum::routing::post(create_instance));
+    api.add(list, get(list_instances));
+
+    let get_op = Op::get("/v1/instances/{instance_id}", "instance_get")
+        .summary("Get an instance.")
+        .returns::<Instance>(api, 200, "The instance.");
+    let delete = Op::delete("/v1/instances/{instance_id}", "instance_delete")
+        .summary("Delete an instance: a job stops and destroys its runtime, then forgets it.")
+        .returns::<InstanceWithJob>(api, 202, "The instance (deleting) and its job.");
+    api.add(get_op, get(get_instance));
+    api.add(delete, axum::routing::delete(delete_instance));
+
+    let job = Op::get("/v1/jobs/{job_id}", "job_get")
+        .summary("Get a provisioning job.")
+        .returns::<Job>(api, 200, "The job.");
+    api.add(job, get(get_job));
+    let events = Op::get("/v1/jobs/{job_id}/events", "job_events")
+        .summary("Stream a job's events (SSE), from the start or after a sequence number.")
+        .streams::<JobEvent>(
+            api,
+            "The job's event log, then live events until it finishes.",
+        );
+    api.add(events, get(job_events));
+}
+
+async fn create_instance(
+    State(state): State<AppState>,
+    ApiJson(body): ApiJson<CreateInstance>,
+) -> AppResult<impl IntoResponse> {
+    let created = instances::create(&state, body).await?;
+    Ok((StatusCode::ACCEPTED, Json(created)))
+}
+
+async fn list_instances(
+    State(state): State<AppState>,
+    ApiQuery(params): ApiQuery<PageParams>,
+) -> AppResult<Json<Page<Instance>>> {
+    let page = state
+        .store
+        .list_instances(params.cursor::<InstanceId>()?.as_ref(), params.limit()?)
+        .await?;
+    Ok(Json(page))
+}
+
+async fn get_instance(State(state): State<AppState>, ids: Ids) -> AppResult<Json<Instance>> {
+    let record = instances::load(&state, &ids.get("instance_id")?).await?;
+    Ok(Json(record.instance))
+}
+
+async fn delete_instance(State(state): State<AppState>, ids: Ids) -> AppResult<impl IntoResponse> {
+    let deleting = instances::delete(&state, &ids.get("instance_id")?).await?;
+    Ok((StatusCode::ACCEPTED, Json(deleting)))
+}
+
+async fn get_job(State(state): State<AppState>, ids: Ids) -> AppResult<Json<Job>> {
+    Ok(Json(jobs::load(&state, &ids.get("job_id")?).await?))
+}
+
+async fn job_events(
+    State(state): State<AppState>,
+    ids: Ids,
+    headers: HeaderMap,
+    ApiQuery(params): ApiQuery<AfterParams>,
+) -> AppResult<impl IntoResponse> {
+    let job = jobs::load(&state, &ids.get("job_id")?).await?;
+    let after = sse::resume_cursor(&headers, params.after)?;
+    let live = state.job_events.subscribe(job.id.as_str());
+    let store = state.store.clone();
+    let id = job.id.clone();
+    let replay = move |after: u64| {
+        let (store, id) = (store.clone(), id.clone());
+        async move { Ok(store.job_events_after(&id, after).await?) }
+    };
+    Ok(sse::follow(live, replay, after, state.shutdown.clone()))
+}

@@ -1,0 +1,201 @@
+//! Profiles, sessions, tools and tool hosts.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::routing::{get, post, put};
+use axum::{Json, response::IntoResponse};
+use edith_types::{
+    CreateProfile, CreateSession, InstanceId, Page, Profile, ProfileId, RegisterTool,
+    RegisterToolHost, Session, SessionId, Tool, ToolHost, ToolId,
+};
+
+use super::extract::{ApiJson, ApiQuery, Ids, PageParams};
+use super::spec::{Api, Op};
+use crate::app::{instances, profiles, sessions, tools};
+use crate::error::AppResult;
+use crate::state::AppState;
+
+const PROFILES: &str = "/v1/instances/{instance_id}/profiles";
+const PROFILE: &str = "/v1/instances/{instance_id}/profiles/{profile_id}";
+const PROFILE_TOOL: &str = "/v1/instances/{instance_id}/profiles/{profile_id}/tools/{tool_id}";
+const SESSIONS: &str = "/v1/instances/{instance_id}/profiles/{profile_id}/sessions";
+const SESSION: &str = "/v1/instances/{instance_id}/profiles/{profile_id}/sessions/{session_id}";
+
+pub fn routes(api: &mut Api) {
+    let create = Op::post(PROFILES, "profile_create")
+        .summary("Create a profile (a native Hermes profile of the instance).")
+        .body::<CreateProfile>(api)
+        .returns::<Profile>(api, 201, "The profile.");
+    let list = Op::get(PROFILES, "profile_list")
+        .summary("List the instance's profiles.")
+        .paginated()
+        .returns::<Page<Profile>>(api, 200, "A page of profiles.");
+    api.add(create, post(create_profile));
+    api.add(list, get(list_profiles));
+    let op = Op::get(PROFILE, "profile_get")
+        .summary("Get a profile.")
+        .returns::<Profile>(api, 200, "The profile.");
+    api.add(op, get(get_profile));
+    let op = Op::put(PROFILE_TOOL, "profile_tool_attach")
+        .summary("Attach a callback tool to the profile; attaching twice is a no-op.")
+        .returns::<Profile>(api, 200, "The profile with the tool attached.");
+    api.add(op, put(attach_tool));
+
+    let create = Op::post(SESSIONS, "session_create")
+        .summary("Create a session, optionally continuing a stored native session.")
+        .body::<CreateSession>(api)
+        .returns::<Session>(api, 201, "The session.");
+    let list = Op::get(SESSIONS, "session_list")
+        .summary("List the profile's sessions.")
+        .paginated()
+        .returns::<Page<Session>>(api, 200, "A page of sessions.");
+    api.add(create, post(create_session));
+    api.add(list, get(list_sessions));
+    let op = Op::get(SESSION, "session_get")
+        .summary("Get a session.")
+        .returns::<Session>(api, 200, "The session.");
+    api.add(op, get(get_session));
+
+    let op = Op::post("/v1/tool-hosts", "tool_host_register")
+        .summary("Register an MCP endpoint that serves callback tools, with its secret.")
+        .body::<RegisterToolHost>(api)
+        .returns::<ToolHost>(api, 201, "The tool host (the secret is never returned).");
+    api.add(op, post(register_tool_host));
+    let op = Op::get("/v1/tool-hosts/{tool_host_id}", "tool_host_get")
+        .summary("Get a tool host.")
+        .returns::<ToolHost>(api, 200, "The tool host.");
+    api.add(op, get(get_tool_host));
+
+    let create = Op::post("/v1/tools", "tool_register")
+        .summary("Register a callback tool served by a tool host.")
+        .body::<RegisterTool>(api)
+        .returns::<Tool>(api, 201, "The tool.");
+    let list = Op::get("/v1/tools", "tool_list")
+        .summary("List callback tools.")
+        .paginated()
+        .returns::<Page<Tool>>(api, 200, "A page of tools.");
+    api.add(create, post(register_tool));
+    api.add(list, get(list_tools));
+    let op = Op::get("/v1/tools/{tool_id}", "tool_get")
+        .summary("Get a callback tool.")
+        .returns::<Tool>(api, 200, "The tool.");
+    api.add(op, get(get_tool));
+}
+
+// ---- profiles ----
+
+async fn create_profile(
+    State(state): State<AppState>,
+    ids: Ids,
+    ApiJson(body): ApiJson<CreateProfile>,
+) -> AppResult<impl IntoResponse> {
+    let profile = profiles::create(&state, &ids.get("instance_id")?, body).await?;
+    Ok((StatusCode::CREATED, Json(profile)))
+}
+
+async fn list_profiles(
+    State(state): State<AppState>,
+    ids: Ids,
+    ApiQuery(params): ApiQuery<PageParams>,
+) -> AppResult<Json<Page<Profile>>> {
+    let instance: InstanceId = ids.get("instance_id")?;
+    instances::load(&state, &instance).await?;
+    let page = state
+        .store
+        .list_profiles(
+            &instance,
+            params.cursor::<ProfileId>()?.as_ref(),
+            params.limit()?,
+        )
+        .await?;
+    Ok(Json(page))
+}
+
+async fn get_profile(State(state): State<AppState>, ids: Ids) -> AppResult<Json<Profile>> {
+    let profile = profiles::load(&state, &ids.get("instance_id")?, &ids.get("profile_id")?).await?;
+    Ok(Json(profile))
+}
+
+async fn attach_tool(State(state): State<AppState>, ids: Ids) -> AppResult<Json<Profile>> {
+    let (instance, profile) = (ids.get("instance_id")?, ids.get("profile_id")?);
+    let attached = profiles::attach_tool(&state, &instance, &profile, &ids.get("tool_id")?).await?;
+    Ok(Json(attached))
+}
+
+// ---- sessions ----
+
+/// The session the path names, with its profile.
+pub async fn load_session(state: &AppState, ids: &Ids) -> AppResult<(Profile, Session)> {
+    let (instance, profile) = (ids.get("instance_id")?, ids.get("profile_id")?);
+    sessions::load(state, &instance, &profile, &ids.get("session_id")?).await
+}
+
+async fn create_session(
+    State(state): State<AppState>,
+    ids: Ids,
+    ApiJson(body): ApiJson<CreateSession>,
+) -> AppResult<impl IntoResponse> {
+    let (instance, profile) = (ids.get("instance_id")?, ids.get("profile_id")?);
+    let session = sessions::create(&state, &instance, &profile, body).await?;
+    Ok((StatusCode::CREATED, Json(session)))
+}
+
+async fn list_sessions(
+    State(state): State<AppState>,
+    ids: Ids,
+    ApiQuery(params): ApiQuery<PageParams>,
+) -> AppResult<Json<Page<Session>>> {
+    let profile = profiles::load(&state, &ids.get("instance_id")?, &ids.get("profile_id")?).await?;
+    let page = state
+        .store
+        .list_sessions(
+            &profile.id,
+            params.cursor::<SessionId>()?.as_ref(),
+            params.limit()?,
+        )
+        .await?;
+    Ok(Json(page))
+}
+
+async fn get_session(State(state): State<AppState>, ids: Ids) -> AppResult<Json<Session>> {
+    Ok(Json(load_session(&state, &ids).await?.1))
+}
+
+// ---- tools and tool hosts ----
+
+async fn register_tool_host(
+    State(state): State<AppState>,
+    ApiJson(body): ApiJson<RegisterToolHost>,
+) -> AppResult<impl IntoResponse> {
+    let host = tools::register_host(&state, body).await?;
+    Ok((StatusCode::CREATED, Json(host)))
+}
+
+async fn get_tool_host(State(state): State<AppState>, ids: Ids) -> AppResult<Json<ToolHost>> {
+    Ok(Json(
+        tools::load_host(&state, &ids.get("tool_host_id")?).await?,
+    ))
+}
+
+async fn register_tool(
+    State(state): State<AppState>,
+    ApiJson(body): ApiJson<RegisterTool>,
+) -> AppResult<impl IntoResponse> {
+    let tool = tools::register(&state, body).await?;
+    Ok((StatusCode::CREATED, Json(tool)))
+}
+
+async fn list_tools(
+    State(state): State<AppState>,
+    ApiQuery(params): ApiQuery<PageParams>,
+) -> AppResult<Json<Page<Tool>>> {
+    let page = state
+        .store
+        .list_tools(params.cursor::<ToolId>()?.as_ref(), params.limit()?)
+        .await?;
+    Ok(Json(page))
+}
+
+async fn get_tool(State(state): State<AppState>, ids: Ids) -> AppResult<Json<Tool>> {
+    Ok(Json(tools::load(&state, &ids.get("tool_id")?).await?))
+}

@@ -1,0 +1,115 @@
+//! Turns and their event streams.
+
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::routing::{get, post};
+use axum::{Json, response::IntoResponse};
+use edith_types::{CreateTurn, Profile, Session, Turn, TurnAction, TurnEvent};
+
+use super::extract::{AfterParams, ApiJson, ApiQuery, Ids};
+use super::resources::load_session;
+use super::spec::{Api, Op};
+use super::sse;
+use crate::app::turns;
+use crate::error::AppResult;
+use crate::state::AppState;
+
+const TURNS: &str = "/v1/instances/{instance_id}/profiles/{profile_id}/sessions/{session_id}/turns";
+const TURN: &str =
+    "/v1/instances/{instance_id}/profiles/{profile_id}/sessions/{session_id}/turns/{turn_id}";
+const TURN_ACTIONS: &str = "/v1/instances/{instance_id}/profiles/{profile_id}/sessions/{session_id}/turns/{turn_id}/actions";
+const TURN_CANCEL: &str = "/v1/instances/{instance_id}/profiles/{profile_id}/sessions/{session_id}/turns/{turn_id}/cancel";
+const TURN_EVENTS: &str = "/v1/instances/{instance_id}/profiles/{profile_id}/sessions/{session_id}/turns/{turn_id}/events";
+
+pub fn routes(api: &mut Api) {
+    let op = Op::post(TURNS, "turn_create")
+        .summary("Start a turn; one runs at a time per session.")
+        .body::<CreateTurn>(api)
+        .returns::<Turn>(api, 202, "The turn (queued); follow its events.");
+    api.add(op, post(create_turn));
+    let op = Op::get(TURN, "turn_get")
+        .summary("Get a turn.")
+        .returns::<Turn>(api, 200, "The turn.");
+    api.add(op, get(get_turn));
+    let op = Op::get(TURN_EVENTS, "turn_events")
+        .summary("Stream a turn's events (SSE), from the start or after a sequence number.")
+        .streams::<TurnEvent>(
+            api,
+            "The turn's event log, then live events until it finishes.",
+        );
+    api.add(op, get(turn_events));
+    let op = Op::post(TURN_ACTIONS, "turn_action")
+        .summary("Answer what a `requires_action` turn waits for: an approval or a question.")
+        .body::<TurnAction>(api)
+        .returns::<Turn>(
+            api,
+            202,
+            "The turn; it goes on once the runtime has the answer.",
+        );
+    api.add(op, post(turn_action));
+    let op = Op::post(TURN_CANCEL, "turn_cancel")
+        .summary(
+            "Cancel a turn: the runtime interrupts it (pending approvals are denied) and it ends \
+             `cancelled`. Cancelling a finished turn changes nothing.",
+        )
+        .returns::<Turn>(api, 202, "The turn.");
+    api.add(op, post(cancel_turn));
+}
+
+async fn create_turn(
+    State(state): State<AppState>,
+    ids: Ids,
+    ApiJson(body): ApiJson<CreateTurn>,
+) -> AppResult<impl IntoResponse> {
+    let (profile, session) = load_session(&state, &ids).await?;
+    let turn = turns::start(&state, profile, session, body).await?;
+    Ok((StatusCode::ACCEPTED, Json(turn)))
+}
+
+/// The turn the path names, with its session and profile.
+async fn load_turn(state: &AppState, ids: &Ids) -> AppResult<(Profile, Session, Turn)> {
+    let (profile, session) = load_session(state, ids).await?;
+    let turn = turns::load(state, &session, &ids.get("turn_id")?).await?;
+    Ok((profile, session, turn))
+}
+
+async fn get_turn(State(state): State<AppState>, ids: Ids) -> AppResult<Json<Turn>> {
+    Ok(Json(load_turn(&state, &ids).await?.2))
+}
+
+async fn turn_action(
+    State(state): State<AppState>,
+    ids: Ids,
+    ApiJson(action): ApiJson<TurnAction>,
+) -> AppResult<impl IntoResponse> {
+    let (profile, session, turn) = load_turn(&state, &ids).await?;
+    let turn = turns::answer(&state, &profile, &session, turn, action).await?;
+    Ok((StatusCode::ACCEPTED, Json(turn)))
+}
+
+async fn cancel_turn(State(state): State<AppState>, ids: Ids) -> AppResult<impl IntoResponse> {
+    let (profile, session, turn) = load_turn(&state, &ids).await?;
+    if turn.state.is_terminal() {
+        return Ok((StatusCode::OK, Json(turn)));
+    }
+    let turn = turns::cancel(&state, &profile, &session, turn).await?;
+    Ok((StatusCode::ACCEPTED, Json(turn)))
+}
+
+async fn turn_events(
+    State(state): State<AppState>,
+    ids: Ids,
+    headers: HeaderMap,
+    ApiQuery(params): ApiQuery<AfterParams>,
+) -> AppResult<impl IntoResponse> {
+    let (_, _, turn) = load_turn(&state, &ids).await?;
+    let after = sse::resume_cursor(&headers, params.after)?;
+    let live = state.turn_events.subscribe(turn.id.as_str());
+    let store = state.store.clone();
+    let id = turn.id.clone();
+    let replay = move |after: u64| {
+        let (store, id) = (store.clone(), id.clone());
+        async move { Ok(store.turn_events_after(&id, after).await?) }
+    };
+    Ok(sse::follow(live, replay, after, state.shutdown.clone()))
+}

@@ -1,0 +1,8 @@
+//! The runtimes behind instances: the providers that make, start, stop and destroy them, and the
+//! pool of native gateway connections the control plane talks to them through.
+
+mod gateway_pool;
+mod providers;
+
+pub use gateway_pool::{GatewayPool, Link};
+pub use providers::{EmbeddedProvider, ProviderError, RuntimeProvider};
