@@ -418,6 +418,37 @@ mod tests {
         );
     }
 
+    /// A `Hermes::remote` user does not compile a server, a database or the runtime.
+    #[test]
+    fn a_remote_only_sdk_build_needs_no_server_database_or_runtime() {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+        let tree = std::process::Command::new(cargo)
+            .current_dir(root())
+            .args(["tree", "--offline", "--locked", "-p", "hermes-sdk"])
+            .args(["--no-default-features", "-e", "normal", "--prefix", "none"])
+            .output()
+            .expect("cargo tree runs");
+        assert!(
+            tree.status.success(),
+            "{}",
+            String::from_utf8_lossy(&tree.stderr)
+        );
+        let tree = String::from_utf8(tree.stdout).unwrap();
+        assert!(tree.contains("hermes-native"), "{tree}");
+        for heavy in [
+            "axum ",
+            "sqlx ",
+            "hermes-runtime ",
+            "edith-server ",
+            "edith-store ",
+        ] {
+            assert!(
+                !tree.contains(heavy),
+                "a remote-only build pulls in {heavy}:\n{tree}"
+            );
+        }
+    }
+
     #[test]
     fn every_operation_has_a_snake_case_resource_verb_id() {
         let contract: Value = serde_json::from_str(&read(CONTRACT)).expect("JSON");

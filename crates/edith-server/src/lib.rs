@@ -13,7 +13,6 @@ mod tools;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use axum::serve::ListenerExt;
 use edith_store::Store;
@@ -90,7 +89,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
     let (stop, stopping) = tokio::sync::watch::channel(false);
     let state = AppState::new(Inner {
         store,
-        embedded: Arc::new(runtime::EmbeddedProvider::new(data_dir)),
+        providers: runtime::Providers::new(data_dir),
         gateways: Default::default(),
         turn_events: Default::default(),
         job_events: Default::default(),
@@ -158,7 +157,7 @@ impl RunningServer {
             let _ = server.await;
         }
         self.state.gateways.forget_all().await;
-        self.state.embedded.shutdown().await;
+        self.state.providers.shutdown().await;
         self.state.store.close().await;
     }
 }

@@ -8,7 +8,7 @@ use edith_types::{JobEvent, ProviderKind, TurnEvent};
 
 use crate::app::Hub;
 use crate::error::AppResult;
-use crate::runtime::{GatewayPool, Link, RuntimeProvider};
+use crate::runtime::{GatewayPool, Link, Providers, RuntimeProvider};
 use crate::tools::ToolHosts;
 
 #[derive(Clone)]
@@ -16,8 +16,8 @@ pub struct AppState(Arc<Inner>);
 
 pub struct Inner {
     pub store: Store,
-    /// The `embedded` provider (the only one so far).
-    pub embedded: Arc<dyn RuntimeProvider>,
+    /// The runtime providers this build has.
+    pub providers: Providers,
     /// Open native gateway connections, one per running instance.
     pub gateways: GatewayPool,
     pub turn_events: Hub<TurnEvent>,
@@ -37,15 +37,13 @@ impl AppState {
         Self(Arc::new(inner))
     }
 
-    pub fn provider(&self, kind: ProviderKind) -> &Arc<dyn RuntimeProvider> {
-        match kind {
-            ProviderKind::Embedded => &self.embedded,
-        }
+    pub fn provider(&self, kind: ProviderKind) -> AppResult<&dyn RuntimeProvider> {
+        self.providers.get(kind)
     }
 
     /// The instance's gateway connection, starting its runtime if needed.
     pub async fn gateway(&self, record: &InstanceRecord) -> AppResult<Arc<Link>> {
-        let provider = self.provider(record.instance.provider).as_ref();
+        let provider = self.provider(record.instance.provider)?;
         self.gateways.connect(provider, record).await
     }
 }

@@ -6,6 +6,10 @@
 //!   control-plane contract (`hermes.sdk()`).
 //! - [`Tool`] and [`ToolHost`]: callback tools that live in your process.
 //!
+//! Features: `local` (default) adds `Hermes::local()`, an embedded control plane and runtime;
+//! `tool-host` (implied by `local`) adds `ToolHost` and `Tool`. Without them the SDK talks to a
+//! remote control plane only, and compiles without axum, sqlx or the runtime.
+//!
 //! The README's example is compiled as a doctest (see [`ReadmeDoctests`]).
 
 mod client;
@@ -15,8 +19,12 @@ mod events;
 mod generated;
 mod handles;
 mod hermes;
+#[cfg(feature = "local")]
+mod local;
 mod native_route;
+#[cfg(feature = "tool-host")]
 mod tool;
+#[cfg(feature = "tool-host")]
 mod tool_host;
 
 pub use client::{EdithHermes, PageRequest};
@@ -27,8 +35,12 @@ pub use handles::{
     InstanceCreation, InstanceHandle, Instances, ProfileHandle, ProfileSpec, Profiles,
     SessionHandle, Sessions, TurnHandle,
 };
-pub use hermes::{Hermes, LocalBuilder};
+pub use hermes::Hermes;
+#[cfg(feature = "local")]
+pub use local::LocalBuilder;
+#[cfg(feature = "tool-host")]
 pub use tool::{Tool, ToolError};
+#[cfg(feature = "tool-host")]
 pub use tool_host::ToolHost;
 
 pub use native_route::NativeRoute;
@@ -42,6 +54,6 @@ pub mod native {
 pub use edith_types as types;
 
 /// Compiles the README's Rust examples, so the README stays true.
-#[cfg(doctest)]
+#[cfg(all(doctest, feature = "local"))]
 #[doc = include_str!("../../../README.md")]
 pub struct ReadmeDoctests;

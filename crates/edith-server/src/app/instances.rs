@@ -16,6 +16,7 @@ pub async fn create(state: &AppState, body: CreateInstance) -> AppResult<Instanc
     if name.is_empty() || name.chars().count() > 128 {
         return Err(AppError::invalid("`name` must be 1 to 128 characters"));
     }
+    state.provider(body.provider)?;
     let now = Timestamp::now();
     let instance = Instance {
         id: InstanceId::generate(),

@@ -137,7 +137,7 @@ async fn run_step(state: &AppState, job: &Job, name: &str) -> AppResult<()> {
         Step::PrepareHome => {
             let record = instance(state, id).await?;
             state
-                .provider(record.instance.provider)
+                .provider(record.instance.provider)?
                 .provision(&record)
                 .await?
         }
@@ -145,7 +145,7 @@ async fn run_step(state: &AppState, job: &Job, name: &str) -> AppResult<()> {
             let record = instance(state, id).await?;
             drop(
                 state
-                    .provider(record.instance.provider)
+                    .provider(record.instance.provider)?
                     .start(&record)
                     .await?,
             )
@@ -154,7 +154,10 @@ async fn run_step(state: &AppState, job: &Job, name: &str) -> AppResult<()> {
         Step::Disconnect => state.gateways.forget(id).await,
         Step::DestroyRuntime => {
             let record = instance(state, id).await?;
-            state.provider(record.instance.provider).destroy(id).await?
+            state
+                .provider(record.instance.provider)?
+                .destroy(id)
+                .await?
         }
         Step::RemoveRecords => state.store.purge_instance(id).await?,
     }

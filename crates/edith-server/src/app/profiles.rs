@@ -62,7 +62,7 @@ pub async fn create(
         other: BTreeMap::new(),
     };
     let configured = state
-        .provider(record.instance.provider)
+        .provider(record.instance.provider)?
         .configure_profile(instance, &profile.native_name, &config)
         .await;
     if let Err(e) = configured {

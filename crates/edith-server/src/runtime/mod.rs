@@ -5,4 +5,4 @@ mod gateway_pool;
 mod providers;
 
 pub use gateway_pool::{GatewayPool, Link};
-pub use providers::{EmbeddedProvider, ProviderError, RuntimeProvider};
+pub use providers::{ProviderError, Providers, RuntimeProvider};

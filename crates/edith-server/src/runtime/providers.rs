@@ -1,12 +1,16 @@
 //! Runtime providers: how an instance's Hermes runtime is made, started, stopped and destroyed.
 
+#[cfg(feature = "embedded")]
 mod embedded;
 
 use async_trait::async_trait;
 use edith_store::InstanceRecord;
-use edith_types::InstanceId;
+use edith_types::{InstanceId, ProviderKind};
+
+use crate::error::AppResult;
 use hermes_native::config::HermesConfig;
 
+#[cfg(feature = "embedded")]
 pub use embedded::EmbeddedProvider;
 
 #[derive(Debug, Clone, thiserror::Error)]
@@ -21,6 +25,8 @@ pub struct RuntimeEndpoint {
     pub token: String,
 }
 
+// Without any built-in provider (no default features) nothing calls it; the interface stays.
+#[cfg_attr(not(feature = "embedded"), allow(dead_code))]
 #[async_trait]
 pub trait RuntimeProvider: Send + Sync {
     /// Prepares what the runtime needs. Idempotent.
@@ -41,4 +47,39 @@ pub trait RuntimeProvider: Send + Sync {
     ) -> Result<(), ProviderError>;
     /// Stops every runtime this provider runs (the control plane is shutting down).
     async fn shutdown(&self);
+}
+
+/// The providers this control plane was built with, by kind.
+pub struct Providers {
+    #[cfg(feature = "embedded")]
+    embedded: EmbeddedProvider,
+}
+
+impl Providers {
+    /// Providers keeping what they make under `data_dir`.
+    pub fn new(data_dir: &std::path::Path) -> Self {
+        let _ = data_dir;
+        Self {
+            #[cfg(feature = "embedded")]
+            embedded: EmbeddedProvider::new(data_dir),
+        }
+    }
+
+    /// The provider of `kind`; one this build lacks is the caller's mistake, said clearly.
+    pub fn get(&self, kind: ProviderKind) -> AppResult<&dyn RuntimeProvider> {
+        match kind {
+            #[cfg(feature = "embedded")]
+            ProviderKind::Embedded => Ok(&self.embedded),
+            #[cfg(not(feature = "embedded"))]
+            ProviderKind::Embedded => Err(crate::error::AppError::invalid(
+                "this control plane was built without the `embedded` provider (feature `embedded`)",
+            )),
+        }
+    }
+
+    /// Stops every runtime the providers run (the control plane is shutting down).
+    pub async fn shutdown(&self) {
+        #[cfg(feature = "embedded")]
+        self.embedded.shutdown().await;
+    }
 }
