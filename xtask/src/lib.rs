@@ -340,7 +340,7 @@ mod tests {
 
     /// Needs the real hermes-agent installed (`scripts/hermes-venv`, which `scripts/test` runs).
     #[test]
-    fn the_catalog_is_what_the_extractor_reads_from_hermes_agent_0_19_0() {
+    fn the_catalog_is_what_the_extractor_reads_from_the_real_hermes_0_19_0() {
         let extracted = native::extract().unwrap_or_else(|e| panic!("{e}"));
         let checked_in: Value = serde_json::from_str(&read(native::CATALOG)).expect("JSON");
         assert_eq!(extracted["hermes_agent_version"], "0.19.0");

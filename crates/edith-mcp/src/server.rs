@@ -8,6 +8,7 @@ use std::future::Future;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
+use subtle::ConstantTimeEq;
 
 use crate::protocol::{PROTOCOL_VERSIONS, ToolDescriptor, ToolOutput};
 
@@ -50,8 +51,7 @@ pub fn bearer_matches(headers: &axum::http::HeaderMap, secret: &str) -> bool {
     else {
         return false;
     };
-    let (a, b) = (given.as_bytes(), secret.as_bytes());
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+    given.as_bytes().ct_eq(secret.as_bytes()).into()
 }
 
 /// Handles one POSTed message. Notifications get `202 Accepted`; requests get a JSON reply.

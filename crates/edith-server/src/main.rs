@@ -1,54 +1,43 @@
-//! `edith serve --listen ADDR --data-dir DIR`: the control plane as a process.
+//! `edith serve [--listen ADDR] [--data-dir DIR]`: the control plane as a process;
+//! `edith openapi`: its contract.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use clap::{Args, Parser, Subcommand};
 use edith_server::ServerConfig;
 
-const USAGE: &str = "usage: edith serve [--listen ADDR] [--data-dir DIR]
-
-Serves the EDITH control plane (REST + SSE under /v1).
-  --listen ADDR     address to bind, e.g. 127.0.0.1:8080; port 0 lets the OS pick
-                    (default 127.0.0.1:8080)
-  --data-dir DIR    where edith.db and the embedded runtimes' homes live (default ./edith-data)
-Prints `EDITH_READY url=http://<addr>` once it accepts requests.
-Other commands:
-  edith openapi     prints the control-plane contract (OpenAPI 3.1)";
-
-enum Command {
-    Serve(ServerConfig),
-    OpenApi,
-    Help,
+/// The EDITH control plane for Hermes agent runtimes.
+#[derive(Parser)]
+#[command(name = "edith", version, arg_required_else_help = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
 }
 
-fn parse_args(args: &[String]) -> Result<Command, String> {
-    let mut args = args.iter();
-    match args.next().map(String::as_str) {
-        Some("serve") => {}
-        Some("openapi") => return Ok(Command::OpenApi),
-        Some("-h" | "--help") | None => return Ok(Command::Help),
-        Some(other) => return Err(format!("unknown command `{other}`")),
-    }
-    let mut config = ServerConfig {
-        listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
-        data_dir: PathBuf::from("edith-data"),
-    };
-    while let Some(flag) = args.next() {
-        let mut value = || args.next().ok_or_else(|| format!("`{flag}` needs a value"));
-        match flag.as_str() {
-            "--listen" => {
-                let raw = value()?;
-                config.listen = raw.parse().map_err(|_| {
-                    format!("`--listen {raw}` is not an address like 127.0.0.1:8080")
-                })?;
-            }
-            "--data-dir" => config.data_dir = PathBuf::from(value()?),
-            "-h" | "--help" => return Ok(Command::Help),
-            other => return Err(format!("unknown option `{other}`")),
-        }
-    }
-    Ok(Command::Serve(config))
+#[derive(Subcommand)]
+enum Command {
+    /// Serve the control plane (REST + SSE under /v1). Prints `EDITH_READY url=http://<addr>`
+    /// once it accepts requests; stops cleanly on SIGTERM or Ctrl-C.
+    Serve(Serve),
+    /// Print the control-plane contract (OpenAPI 3.1).
+    Openapi,
+}
+
+#[derive(Args)]
+struct Serve {
+    /// Address to bind, e.g. 127.0.0.1:8080; port 0 lets the OS pick.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080", value_parser = listen_addr)]
+    listen: SocketAddr,
+    /// Where edith.db and the embedded runtimes' homes live.
+    #[arg(long, value_name = "DIR", default_value = "edith-data")]
+    data_dir: PathBuf,
+}
+
+fn listen_addr(raw: &str) -> Result<SocketAddr, String> {
+    raw.parse()
+        .map_err(|_| format!("`--listen {raw}` is not an address like 127.0.0.1:8080"))
 }
 
 #[tokio::main]
@@ -57,23 +46,17 @@ async fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .with_target(false)
         .init();
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let config = match parse_args(&args) {
-        Ok(Command::Serve(config)) => config,
-        Ok(Command::OpenApi) => {
+    let config = match Cli::parse().command {
+        Command::Serve(serve) => ServerConfig {
+            listen: serve.listen,
+            data_dir: serve.data_dir,
+        },
+        Command::Openapi => {
             println!(
                 "{}",
                 serde_json::to_string_pretty(edith_server::openapi()).expect("JSON")
             );
             return ExitCode::SUCCESS;
-        }
-        Ok(Command::Help) => {
-            println!("{USAGE}");
-            return ExitCode::SUCCESS;
-        }
-        Err(problem) => {
-            eprintln!("edith: {problem}\n\n{USAGE}");
-            return ExitCode::from(2);
         }
     };
     let listen = config.listen;

@@ -1,36 +1,131 @@
-//! Append-only migrations: each file runs once, in order, inside a transaction.
+//! Append-only migrations, one set per backend, applied by sqlx's migrator: each file runs once,
+//! in order, in a transaction, and a released file that was edited is refused by its checksum.
+//! Never edit a released migration; add a new one.
 
 use sqlx::SqlitePool;
+use sqlx::migrate::{MigrateError, Migrator};
 
-/// `(version, sql)`; never edit a released entry, add a new one.
-const SQLITE: &[(i64, &str)] = &[
-    (1, include_str!("../migrations/sqlite/0001_initial.sql")),
-    (2, include_str!("../migrations/sqlite/0002_idempotency.sql")),
-];
+static SQLITE: Migrator = sqlx::migrate!("migrations/sqlite");
 
-pub async fn run(pool: &SqlitePool) -> Result<(), sqlx::Error> {
-    sqlx::raw_sql(
-        "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)",
+pub async fn run(pool: &SqlitePool) -> Result<(), MigrateError> {
+    adopt_legacy_record(pool).await?;
+    SQLITE.run(pool).await
+}
+
+/// Data dirs made before the store used sqlx's migrator recorded applied versions in
+/// `schema_migrations`. Those versions are recorded for the migrator as applied (once), so no
+/// migration runs twice on an existing database.
+async fn adopt_legacy_record(pool: &SqlitePool) -> Result<(), sqlx::Error> {
+    let legacy: Option<String> = sqlx::query_scalar(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'",
     )
-    .execute(pool)
+    .fetch_optional(pool)
     .await?;
-    for (version, sql) in SQLITE {
-        let mut tx = pool.begin().await?;
-        let applied: Option<i64> =
-            sqlx::query_scalar("SELECT version FROM schema_migrations WHERE version = ?")
-                .bind(version)
-                .fetch_optional(&mut *tx)
-                .await?;
-        if applied.is_none() {
-            sqlx::raw_sql(*sql).execute(&mut *tx).await?;
-            sqlx::query(
-                "INSERT INTO schema_migrations (version, applied_at) VALUES (?, datetime('now'))",
-            )
-            .bind(version)
-            .execute(&mut *tx)
-            .await?;
-        }
-        tx.commit().await?;
+    if legacy.is_none() {
+        return Ok(());
     }
-    Ok(())
+    let mut tx = pool.begin().await?;
+    // The migrator's own table, as it creates it.
+    sqlx::raw_sql(
+        "CREATE TABLE IF NOT EXISTS _sqlx_migrations (
+            version BIGINT PRIMARY KEY,
+            description TEXT NOT NULL,
+            installed_on TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP,
+            success BOOLEAN NOT NULL,
+            checksum BLOB NOT NULL,
+            execution_time BIGINT NOT NULL
+        )",
+    )
+    .execute(&mut *tx)
+    .await?;
+    let applied: Vec<i64> = sqlx::query_scalar("SELECT version FROM schema_migrations")
+        .fetch_all(&mut *tx)
+        .await?;
+    for migration in SQLITE.iter().filter(|m| applied.contains(&m.version)) {
+        sqlx::query(
+            "INSERT OR IGNORE INTO _sqlx_migrations \
+             (version, description, success, checksum, execution_time) VALUES (?, ?, 1, ?, 0)",
+        )
+        .bind(migration.version)
+        .bind(migration.description.as_ref())
+        .bind(migration.checksum.as_ref())
+        .execute(&mut *tx)
+        .await?;
+    }
+    sqlx::raw_sql("DROP TABLE schema_migrations")
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sqlx::sqlite::SqlitePoolOptions;
+
+    async fn pool() -> SqlitePool {
+        SqlitePoolOptions::new()
+            .max_connections(1)
+            .connect("sqlite::memory:")
+            .await
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn migrations_apply_cleanly_and_twice_is_a_no_op() {
+        let pool = pool().await;
+        run(&pool).await.unwrap();
+        run(&pool).await.unwrap();
+        let versions: Vec<i64> = sqlx::query_scalar("SELECT version FROM _sqlx_migrations")
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+        let expected: Vec<i64> = SQLITE.iter().map(|m| m.version).collect();
+        assert_eq!(versions, expected);
+    }
+
+    /// A database the earlier hand-written runner made keeps its data and gets only what it
+    /// lacked.
+    #[tokio::test]
+    async fn a_database_of_the_earlier_runner_is_adopted_without_running_anything_twice() {
+        let pool = pool().await;
+        sqlx::raw_sql(
+            "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)",
+        )
+        .execute(&pool)
+        .await
+        .unwrap();
+        let first = SQLITE.iter().next().unwrap();
+        sqlx::raw_sql(first.sql.as_ref())
+            .execute(&pool)
+            .await
+            .unwrap();
+        sqlx::query("INSERT INTO schema_migrations VALUES (?, datetime('now'))")
+            .bind(first.version)
+            .execute(&pool)
+            .await
+            .unwrap();
+        sqlx::raw_sql("INSERT INTO tool_hosts (id, body, secret) VALUES ('th_1', '{}', 'kept')")
+            .execute(&pool)
+            .await
+            .unwrap();
+
+        run(&pool).await.expect("adopted, then the rest applied");
+        let kept: String = sqlx::query_scalar("SELECT secret FROM tool_hosts WHERE id = 'th_1'")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+        assert_eq!(kept, "kept");
+        let versions: Vec<i64> = sqlx::query_scalar("SELECT version FROM _sqlx_migrations")
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+        assert_eq!(versions.len(), SQLITE.iter().count());
+        let legacy: Option<String> =
+            sqlx::query_scalar("SELECT name FROM sqlite_master WHERE name = 'schema_migrations'")
+                .fetch_optional(&pool)
+                .await
+                .unwrap();
+        assert_eq!(legacy, None);
+    }
 }

@@ -22,6 +22,8 @@ use crate::records::{InstanceRecord, ToolHostRecord};
 pub enum StoreError {
     #[error("database error: {0}")]
     Db(#[from] sqlx::Error),
+    #[error("cannot migrate the database: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
     #[error("stored record is corrupt: {0}")]
     Corrupt(#[from] serde_json::Error),
     /// A uniqueness rule was broken (e.g. a second profile with the same name).

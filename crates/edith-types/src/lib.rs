@@ -16,3 +16,35 @@ pub use ids::{
 pub use problem::{ErrorCode, Problem};
 pub use resources::*;
 pub use time::Timestamp;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use strum::VariantArray;
+
+    /// Each enum's wire name is declared once (serde's rename rule); its `as_str` and `parse`
+    /// come from the same rule (strum's). This checks the two rules agree for every variant.
+    fn agrees<T>()
+    where
+        T: VariantArray + Copy + serde::Serialize + Into<&'static str> + std::str::FromStr,
+        T: PartialEq + std::fmt::Debug,
+    {
+        for &variant in T::VARIANTS {
+            let wire = serde_json::to_value(variant).unwrap();
+            let name: &'static str = variant.into();
+            assert_eq!(wire, serde_json::Value::String(name.to_owned()));
+            assert_eq!(name.parse::<T>().ok(), Some(variant));
+        }
+    }
+
+    #[test]
+    fn enum_names_are_the_wire_names() {
+        agrees::<ProviderKind>();
+        agrees::<InstanceState>();
+        agrees::<JobState>();
+        agrees::<JobKind>();
+        agrees::<TurnState>();
+        agrees::<ApprovalChoice>();
+        agrees::<ErrorCode>();
+    }
+}

@@ -4,9 +4,23 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// Stable, machine-readable error codes. Clients match on these, never on messages.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    Deserialize,
+    JsonSchema,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
+#[strum(serialize_all = "snake_case")]
 pub enum ErrorCode {
     /// The resource does not exist (or no longer does).
     NotFound,
@@ -39,21 +53,7 @@ pub enum ErrorCode {
 impl ErrorCode {
     /// The snake_case name used on the wire.
     pub fn as_str(self) -> &'static str {
-        match self {
-            ErrorCode::NotFound => "not_found",
-            ErrorCode::InvalidId => "invalid_id",
-            ErrorCode::InvalidBody => "invalid_body",
-            ErrorCode::InvalidRequest => "invalid_request",
-            ErrorCode::Conflict => "conflict",
-            ErrorCode::InstanceNotReady => "instance_not_ready",
-            ErrorCode::Unsupported => "unsupported",
-            ErrorCode::RuntimeUnavailable => "runtime_unavailable",
-            ErrorCode::NativeError => "native_error",
-            ErrorCode::Unauthorized => "unauthorized",
-            ErrorCode::RouteNotFound => "route_not_found",
-            ErrorCode::MethodNotAllowed => "method_not_allowed",
-            ErrorCode::Internal => "internal",
-        }
+        self.into()
     }
 
     /// The HTTP status this code is sent with.

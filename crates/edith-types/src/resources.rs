@@ -10,8 +10,22 @@ use crate::{
 };
 
 /// Which runtime provider runs an instance.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    Deserialize,
+    JsonSchema,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum ProviderKind {
     /// The project's own Hermes-compatible runtime, inside the control-plane process.
     Embedded,
@@ -19,15 +33,27 @@ pub enum ProviderKind {
 
 impl ProviderKind {
     pub fn as_str(self) -> &'static str {
-        match self {
-            ProviderKind::Embedded => "embedded",
-        }
+        self.into()
     }
 }
 
 /// Lifecycle of an instance.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    Deserialize,
+    JsonSchema,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum InstanceState {
     Provisioning,
     Ready,
@@ -42,20 +68,11 @@ pub enum InstanceState {
 
 impl InstanceState {
     pub fn as_str(self) -> &'static str {
-        match self {
-            InstanceState::Provisioning => "provisioning",
-            InstanceState::Ready => "ready",
-            InstanceState::Stopping => "stopping",
-            InstanceState::Stopped => "stopped",
-            InstanceState::Failed => "failed",
-            InstanceState::Lost => "lost",
-            InstanceState::Deleting => "deleting",
-            InstanceState::Deleted => "deleted",
-        }
+        self.into()
     }
 
     pub fn parse(value: &str) -> Option<Self> {
-        serde_json::from_value(Value::String(value.to_owned())).ok()
+        value.parse().ok()
     }
 }
 
@@ -96,8 +113,22 @@ pub struct InstanceWithJob {
 }
 
 /// Lifecycle of a provisioning job.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    Deserialize,
+    JsonSchema,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum JobState {
     Queued,
     Running,
@@ -108,17 +139,11 @@ pub enum JobState {
 
 impl JobState {
     pub fn as_str(self) -> &'static str {
-        match self {
-            JobState::Queued => "queued",
-            JobState::Running => "running",
-            JobState::Succeeded => "succeeded",
-            JobState::Failed => "failed",
-            JobState::Cancelled => "cancelled",
-        }
+        self.into()
     }
 
     pub fn parse(value: &str) -> Option<Self> {
-        serde_json::from_value(Value::String(value.to_owned())).ok()
+        value.parse().ok()
     }
 
     pub fn is_terminal(self) -> bool {
@@ -130,24 +155,36 @@ impl JobState {
 }
 
 /// What a job does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    Deserialize,
+    JsonSchema,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+)]
 pub enum JobKind {
     #[serde(rename = "instance.provision")]
+    #[strum(serialize = "instance.provision")]
     InstanceProvision,
     #[serde(rename = "instance.delete")]
+    #[strum(serialize = "instance.delete")]
     InstanceDelete,
 }
 
 impl JobKind {
     pub fn as_str(self) -> &'static str {
-        match self {
-            JobKind::InstanceProvision => "instance.provision",
-            JobKind::InstanceDelete => "instance.delete",
-        }
+        self.into()
     }
 
     pub fn parse(value: &str) -> Option<Self> {
-        serde_json::from_value(Value::String(value.to_owned())).ok()
+        value.parse().ok()
     }
 }
 
@@ -305,8 +342,22 @@ pub struct CreateSession {
 }
 
 /// Lifecycle of a turn.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    Deserialize,
+    JsonSchema,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum TurnState {
     Queued,
     Running,
@@ -319,19 +370,11 @@ pub enum TurnState {
 
 impl TurnState {
     pub fn as_str(self) -> &'static str {
-        match self {
-            TurnState::Queued => "queued",
-            TurnState::Running => "running",
-            TurnState::RequiresAction => "requires_action",
-            TurnState::Completed => "completed",
-            TurnState::Failed => "failed",
-            TurnState::Cancelled => "cancelled",
-            TurnState::Interrupted => "interrupted",
-        }
+        self.into()
     }
 
     pub fn parse(value: &str) -> Option<Self> {
-        serde_json::from_value(Value::String(value.to_owned())).ok()
+        value.parse().ok()
     }
 
     pub fn is_terminal(self) -> bool {
@@ -384,8 +427,22 @@ pub enum TurnAction {
 }
 
 /// How far an approval reaches.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    Deserialize,
+    JsonSchema,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum ApprovalChoice {
     /// This command, this time.
     Once,
@@ -399,12 +456,7 @@ pub enum ApprovalChoice {
 
 impl ApprovalChoice {
     pub fn as_str(self) -> &'static str {
-        match self {
-            ApprovalChoice::Once => "once",
-            ApprovalChoice::Session => "session",
-            ApprovalChoice::Always => "always",
-            ApprovalChoice::Deny => "deny",
-        }
+        self.into()
     }
 }
 

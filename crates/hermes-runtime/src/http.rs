@@ -10,6 +10,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde::Deserialize;
 use serde_json::json;
+use subtle::ConstantTimeEq;
 
 use crate::gateway::serve_connection;
 use crate::runtime::Runtime;
@@ -122,6 +123,5 @@ fn rest_authorized(headers: &HeaderMap, token: &str) -> bool {
 /// Compares in time independent of where the first difference is.
 fn token_matches(given: Option<&str>, expected: &str) -> bool {
     let Some(given) = given else { return false };
-    let (a, b) = (given.as_bytes(), expected.as_bytes());
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+    given.as_bytes().ct_eq(expected.as_bytes()).into()
 }

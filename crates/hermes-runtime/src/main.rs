@@ -4,49 +4,41 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use clap::{Parser, Subcommand};
 use hermes_runtime::RuntimeConfig;
 
-const USAGE: &str = "usage: hermes-runtime serve [--host HOST] [--port PORT]
-
-Serves the Hermes 0.19 gateway (/api/ws) and REST routes (/api/*).
-  --host HOST   address to bind (default 127.0.0.1)
-  --port PORT   port to bind; 0 lets the OS pick (default 9119)
-Environment:
+/// A Hermes-compatible agent runtime, launched like `hermes serve`.
+#[derive(Parser)]
+#[command(name = "hermes-runtime", version, arg_required_else_help = true)]
+#[command(after_help = "Environment:
   HERMES_HOME                      the home directory (default ~/.hermes)
-  HERMES_DASHBOARD_SESSION_TOKEN   the token clients must present (random when unset)
-Prints `HERMES_BACKEND_READY port=<n>` once it accepts connections.";
+  HERMES_DASHBOARD_SESSION_TOKEN   the token clients must present (random when unset)")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
 
-fn parse_args(args: &[String]) -> Result<(IpAddr, u16), String> {
-    let mut args = args.iter();
-    match args.next().map(String::as_str) {
-        Some("serve") => {}
-        Some("-h" | "--help") | None => return Err(String::new()),
-        Some(other) => return Err(format!("unknown command `{other}`")),
+#[derive(Subcommand)]
+enum Command {
+    /// Serve the Hermes 0.19 gateway (/api/ws) and REST routes (/api/*). Prints
+    /// `HERMES_BACKEND_READY port=<n>` once it accepts connections.
+    Serve {
+        /// Address to bind.
+        #[arg(long, default_value = "127.0.0.1", value_parser = host)]
+        host: IpAddr,
+        /// Port to bind; 0 lets the OS pick.
+        #[arg(long, default_value_t = 9119)]
+        port: u16,
+    },
+}
+
+/// An IP address, or `localhost`.
+fn host(raw: &str) -> Result<IpAddr, String> {
+    if raw == "localhost" {
+        return Ok([127, 0, 0, 1].into());
     }
-    let (mut host, mut port): (IpAddr, u16) = ([127, 0, 0, 1].into(), 9119);
-    while let Some(flag) = args.next() {
-        let mut value = || args.next().ok_or_else(|| format!("`{flag}` needs a value"));
-        match flag.as_str() {
-            "--host" => {
-                let raw = value()?;
-                host = if raw == "localhost" {
-                    [127, 0, 0, 1].into()
-                } else {
-                    raw.parse()
-                        .map_err(|_| format!("`--host {raw}` is not an IP address"))?
-                };
-            }
-            "--port" => {
-                let raw = value()?;
-                port = raw
-                    .parse()
-                    .map_err(|_| format!("`--port {raw}` is not a port number"))?;
-            }
-            "-h" | "--help" => return Err(String::new()),
-            other => return Err(format!("unknown option `{other}`")),
-        }
-    }
-    Ok((host, port))
+    raw.parse()
+        .map_err(|_| format!("`--host {raw}` is not an IP address"))
 }
 
 fn home_dir() -> PathBuf {
@@ -73,18 +65,7 @@ async fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .with_target(false)
         .init();
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let (host, port) = match parse_args(&args) {
-        Ok(parsed) => parsed,
-        Err(problem) if problem.is_empty() => {
-            println!("{USAGE}");
-            return ExitCode::SUCCESS;
-        }
-        Err(problem) => {
-            eprintln!("hermes-runtime: {problem}\n\n{USAGE}");
-            return ExitCode::from(2);
-        }
-    };
+    let Command::Serve { host, port } = Cli::parse().command;
     let token = std::env::var("HERMES_DASHBOARD_SESSION_TOKEN")
         .ok()
         .filter(|t| !t.is_empty())
