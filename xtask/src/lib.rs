@@ -418,6 +418,89 @@ mod tests {
         );
     }
 
+    /// The crate graph of `docs/architecture.md`: each crate uses only the workspace crates
+    /// listed for it (normal dependencies; `?` marks an optional one).
+    #[test]
+    fn crates_depend_only_on_what_the_architecture_allows() {
+        let allowed: &[(&str, &[&str])] = &[
+            ("edith-types", &[]),
+            ("hermes-native", &[]),
+            ("edith-mcp", &[]),
+            ("testkit", &[]),
+            ("edith-store", &["edith-types"]),
+            ("hermes-runtime", &["edith-mcp", "hermes-native"]),
+            (
+                "edith-server",
+                &[
+                    "edith-mcp",
+                    "edith-store",
+                    "edith-types",
+                    "hermes-native",
+                    "hermes-runtime?",
+                ],
+            ),
+            (
+                "hermes-sdk",
+                &[
+                    "edith-mcp?",
+                    "edith-server?",
+                    "edith-types",
+                    "hermes-native",
+                ],
+            ),
+            (
+                "xtask",
+                &["edith-server", "hermes-native", "hermes-runtime"],
+            ),
+        ];
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+        let output = std::process::Command::new(cargo)
+            .current_dir(root())
+            .args([
+                "metadata",
+                "--format-version",
+                "1",
+                "--no-deps",
+                "--offline",
+            ])
+            .output()
+            .expect("cargo metadata runs");
+        let metadata: Value = serde_json::from_slice(&output.stdout).expect("metadata");
+        let packages = metadata["packages"].as_array().unwrap();
+        let members: BTreeSet<&str> = packages
+            .iter()
+            .map(|p| p["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            members.len(),
+            allowed.len(),
+            "a crate is missing from this list: {members:?}"
+        );
+        for package in packages {
+            let name = package["name"].as_str().unwrap();
+            let mut deps: Vec<String> = package["dependencies"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|d| d["kind"].is_null() && members.contains(d["name"].as_str().unwrap()))
+                .map(|d| {
+                    let optional = if d["optional"] == true { "?" } else { "" };
+                    format!("{}{optional}", d["name"].as_str().unwrap())
+                })
+                .collect();
+            deps.sort();
+            let expected = allowed
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, d)| d.to_vec());
+            assert_eq!(
+                Some(deps.iter().map(String::as_str).collect()),
+                expected,
+                "{name}"
+            );
+        }
+    }
+
     /// A `Hermes::remote` user does not compile a server, a database or the runtime.
     #[test]
     fn a_remote_only_sdk_build_needs_no_server_database_or_runtime() {
