@@ -4,11 +4,18 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use eventsource_stream::{EventStreamError, Eventsource};
+use futures_util::StreamExt;
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderValue};
 use serde_json::{Value, json};
 
 use crate::protocol::{PROTOCOL_VERSIONS, ToolDescriptor, ToolOutput};
 use crate::server::SESSION_HEADER;
+
+/// `tools/list` pages followed at most (a server that pages forever is refused, not followed).
+pub const MAX_PAGES: usize = 100;
+/// How long telling the server about a cancelled call may take.
+const CANCEL_TIMEOUT: Duration = Duration::from_secs(2);
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
@@ -100,25 +107,53 @@ impl McpClient {
         &self.url
     }
 
+    /// Every tool the server offers, following its pages (at most [`MAX_PAGES`]).
     pub async fn list_tools(&self) -> Result<Vec<ToolDescriptor>, ClientError> {
-        let result = self
-            .request("tools/list", json!({}), self.connect_timeout)
-            .await?;
-        serde_json::from_value(result["tools"].clone()).map_err(|e| ClientError::Protocol {
+        let mut tools = Vec::new();
+        let mut cursor: Option<String> = None;
+        for _ in 0..MAX_PAGES {
+            let params = match &cursor {
+                Some(cursor) => json!({"cursor": cursor}),
+                None => json!({}),
+            };
+            let result = self
+                .request("tools/list", params, self.connect_timeout)
+                .await?;
+            let page: Vec<ToolDescriptor> = serde_json::from_value(result["tools"].clone())
+                .map_err(|e| ClientError::Protocol {
+                    url: self.url.clone(),
+                    detail: format!("tools/list result: {e}"),
+                })?;
+            tools.extend(page);
+            cursor = result["nextCursor"].as_str().map(str::to_owned);
+            if cursor.is_none() {
+                return Ok(tools);
+            }
+        }
+        Err(ClientError::Protocol {
             url: self.url.clone(),
-            detail: format!("tools/list result: {e}"),
+            detail: format!("tools/list had more than {MAX_PAGES} pages"),
         })
     }
 
+    /// Calls a tool. When the call takes longer than the call deadline, the server is told the
+    /// request is cancelled (best effort) before the timeout is returned.
     pub async fn call_tool(&self, name: &str, args: Value) -> Result<ToolOutput, ClientError> {
-        let result = self
-            .request(
-                "tools/call",
-                json!({"name": name, "arguments": args}),
-                self.call_timeout,
-            )
-            .await?;
-        Ok(ToolOutput::from_result(&result))
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let params = json!({"name": name, "arguments": args});
+        match self
+            .request_with_id(id, "tools/call", params, self.call_timeout)
+            .await
+        {
+            Ok(result) => Ok(ToolOutput::from_result(&result)),
+            Err(e @ ClientError::Timeout { .. }) => {
+                let cancelled = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                    "params": {"requestId": id, "reason": "the call timed out"}});
+                let _ = self.post(cancelled, CANCEL_TIMEOUT).send().await;
+                Err(e)
+            }
+            Err(e) => Err(e),
+        }
     }
 
     fn post(&self, body: Value, timeout: Duration) -> reqwest::RequestBuilder {
@@ -159,6 +194,16 @@ impl McpClient {
         timeout: Duration,
     ) -> Result<Value, ClientError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        self.request_with_id(id, method, params, timeout).await
+    }
+
+    async fn request_with_id(
+        &self,
+        id: u64,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+    ) -> Result<Value, ClientError> {
         let response = self
             .post(
                 json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
@@ -178,20 +223,17 @@ impl McpClient {
             .get(CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.starts_with("text/event-stream"));
-        let body = response
-            .text()
-            .await
-            .map_err(|source| self.transport(source, timeout))?;
         let message = if is_sse {
-            find_in_sse(&body, id)
+            self.reply_in_stream(response, id, method, timeout).await?
         } else {
-            serde_json::from_str(&body).ok()
-        };
-        let Some(message) = message else {
-            return Err(ClientError::Protocol {
+            let body = response
+                .text()
+                .await
+                .map_err(|source| self.transport(source, timeout))?;
+            serde_json::from_str(&body).map_err(|_| ClientError::Protocol {
                 url: self.url.clone(),
                 detail: format!("no JSON-RPC reply to `{method}` in: {}", truncate(&body)),
-            });
+            })?
         };
         if let Some(error) = message.get("error") {
             return Err(ClientError::Rpc {
@@ -202,6 +244,36 @@ impl McpClient {
             });
         }
         Ok(message.get("result").cloned().unwrap_or(Value::Null))
+    }
+
+    /// Reads an SSE reply until the message answering `id` (the server may send other messages
+    /// first); stops there rather than waiting for the stream to end.
+    async fn reply_in_stream(
+        &self,
+        response: reqwest::Response,
+        id: u64,
+        method: &str,
+        timeout: Duration,
+    ) -> Result<Value, ClientError> {
+        let mut events = response.bytes_stream().eventsource();
+        while let Some(event) = events.next().await {
+            let event = event.map_err(|e| match e {
+                EventStreamError::Transport(source) => self.transport(source, timeout),
+                other => ClientError::Protocol {
+                    url: self.url.clone(),
+                    detail: format!("unreadable event stream: {other}"),
+                },
+            })?;
+            if let Ok(message) = serde_json::from_str::<Value>(&event.data)
+                && message["id"].as_u64() == Some(id)
+            {
+                return Ok(message);
+            }
+        }
+        Err(ClientError::Protocol {
+            url: self.url.clone(),
+            detail: format!("the event stream ended without a reply to `{method}`"),
+        })
     }
 
     fn transport(&self, source: reqwest::Error, timeout: Duration) -> ClientError {
@@ -228,20 +300,6 @@ impl McpClient {
     }
 }
 
-/// Finds the reply with `id` among the `data:` lines of an SSE body.
-fn find_in_sse(body: &str, id: u64) -> Option<Value> {
-    body.split("\n\n").find_map(|event| {
-        let data: String = event
-            .lines()
-            .filter_map(|line| line.strip_prefix("data:"))
-            .map(str::trim_start)
-            .collect::<Vec<_>>()
-            .join("\n");
-        let message: Value = serde_json::from_str(&data).ok()?;
-        (message["id"].as_u64() == Some(id)).then_some(message)
-    })
-}
-
 fn truncate(body: &str) -> String {
     const MAX: usize = 500;
     match body.char_indices().nth(MAX) {
@@ -253,12 +311,92 @@ fn truncate(body: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Arc;
 
-    #[test]
-    fn replies_are_found_in_an_sse_body() {
-        let body = "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"x\"}\n\n\
-                    event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"ok\":true}}\n\n";
-        assert_eq!(find_in_sse(body, 7).unwrap()["result"]["ok"], true);
-        assert!(find_in_sse(body, 8).is_none());
+    use axum::Json;
+    use axum::extract::State;
+    use axum::response::{IntoResponse, Response};
+
+    /// Every message the test server received.
+    type Seen = Arc<std::sync::Mutex<Vec<Value>>>;
+
+    /// A scripted MCP server: `tools/list` in two pages (the second as SSE, after an unrelated
+    /// notification), and a `tools/call` that never answers in time.
+    async fn scripted_server() -> (String, Seen) {
+        async fn handle(State(seen): State<Seen>, Json(message): Json<Value>) -> Response {
+            seen.lock().unwrap().push(message.clone());
+            let id = message["id"].clone();
+            let reply = |result: Value| json!({"jsonrpc": "2.0", "id": id, "result": result});
+            let tool = |name: &str| json!({"name": name, "inputSchema": {"type": "object"}});
+            match message["method"].as_str().unwrap_or_default() {
+                "initialize" => {
+                    Json(reply(json!({"protocolVersion": "2025-11-25"}))).into_response()
+                }
+                "tools/list" if message["params"]["cursor"].is_null() => {
+                    Json(reply(json!({"tools": [tool("first")], "nextCursor": "p2"})))
+                        .into_response()
+                }
+                "tools/list" => {
+                    let body = format!(
+                        "event: message\ndata: {}\n\nevent: message\ndata: {}\n\n",
+                        json!({"jsonrpc": "2.0", "method": "notifications/progress"}),
+                        reply(json!({"tools": [tool("second")]}))
+                    );
+                    ([(CONTENT_TYPE, "text/event-stream")], body).into_response()
+                }
+                "tools/call" => {
+                    tokio::time::sleep(Duration::from_secs(5)).await;
+                    Json(reply(json!({"content": []}))).into_response()
+                }
+                _ => axum::http::StatusCode::ACCEPTED.into_response(),
+            }
+        }
+        let seen = Seen::default();
+        let app = axum::Router::new()
+            .route("/mcp", axum::routing::post(handle))
+            .with_state(seen.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        (url, seen)
+    }
+
+    async fn connect(url: &str) -> McpClient {
+        let timeout = Duration::from_millis(300);
+        McpClient::connect(
+            reqwest::Client::new(),
+            url,
+            HeaderMap::new(),
+            Duration::from_secs(5),
+            timeout,
+        )
+        .await
+        .expect("connect")
+    }
+
+    #[tokio::test]
+    async fn tools_are_listed_across_pages_and_sse_replies() {
+        let (url, _) = scripted_server().await;
+        let tools = connect(&url).await.list_tools().await.expect("list");
+        let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["first", "second"]);
+    }
+
+    #[tokio::test]
+    async fn a_call_that_times_out_is_cancelled_on_the_server() {
+        let (url, seen) = scripted_server().await;
+        let client = connect(&url).await;
+        let error = client.call_tool("slow", json!({})).await.unwrap_err();
+        assert!(matches!(error, ClientError::Timeout { .. }), "{error}");
+        let seen = seen.lock().unwrap().clone();
+        let call = seen
+            .iter()
+            .find(|m| m["method"] == "tools/call")
+            .expect("the call");
+        let cancel = seen
+            .iter()
+            .find(|m| m["method"] == "notifications/cancelled")
+            .expect("a cancellation");
+        assert_eq!(cancel["params"]["requestId"], call["id"]);
     }
 }

@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 
 /// Protocol revisions we speak, newest first. The server answers a client's requested revision
 /// when it is one of these and its newest otherwise, as the spec asks.
-pub const PROTOCOL_VERSIONS: &[&str] = &["2025-06-18", "2025-03-26", "2024-11-05"];
+pub const PROTOCOL_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
 
 /// A tool as `tools/list` describes it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
