@@ -44,6 +44,7 @@ fn id_type(param: &str) -> &'static str {
         "tool_id" => "ToolId",
         "tool_host_id" => "ToolHostId",
         "job_id" => "JobId",
+        "key_id" => "ApiKeyId",
         other => panic!("path parameter `{other}` has no id type; add it to xtask"),
     }
 }

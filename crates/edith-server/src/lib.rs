@@ -5,6 +5,7 @@
 //! talks to the runtime only through the native Hermes gateway protocol.
 
 mod app;
+mod auth;
 mod error;
 mod http;
 mod runtime;
@@ -17,6 +18,7 @@ use std::path::PathBuf;
 use axum::serve::ListenerExt;
 use edith_store::Store;
 
+pub use auth::ADMIN_KEY_FILE;
 pub use error::AppError;
 pub use http::openapi;
 
@@ -29,6 +31,24 @@ pub struct ServerConfig {
     pub listen: SocketAddr,
     /// Holds `edith.db` and the embedded runtimes' homes.
     pub data_dir: PathBuf,
+    /// The first admin API key (`EDITH_API_KEY`). Without it, one is made on a store that has
+    /// none and written to `<data_dir>/admin.key` (mode 0600).
+    pub admin_key: Option<String>,
+    /// Listening beyond loopback is refused unless TLS terminates in front of this server and
+    /// this says so.
+    pub behind_tls_proxy: bool,
+}
+
+impl ServerConfig {
+    /// A loopback control plane keeping its data in `data_dir`, port chosen by the OS.
+    pub fn local(data_dir: PathBuf) -> Self {
+        Self {
+            listen: ([127, 0, 0, 1], 0).into(),
+            data_dir,
+            admin_key: None,
+            behind_tls_proxy: false,
+        }
+    }
 }
 
 /// A control plane serving on a socket.
@@ -63,11 +83,22 @@ pub enum StartError {
     },
     #[error("cannot recover unfinished work: {0}")]
     Recover(String),
+    #[error("admin API key: {0}")]
+    AdminKey(String),
+    #[error(
+        "refusing to listen on {0}, beyond this machine, without TLS in front: API keys would \
+         cross the network in clear. Listen on 127.0.0.1 behind a TLS proxy and say so with \
+         --behind-tls-proxy"
+    )]
+    Insecure(SocketAddr),
 }
 
 /// Opens the store, binds, recovers unfinished work and starts serving.
 pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
     let data_dir = &config.data_dir;
+    if !config.listen.ip().is_loopback() && !config.behind_tls_proxy {
+        return Err(StartError::Insecure(config.listen));
+    }
     tokio::fs::create_dir_all(data_dir)
         .await
         .map_err(|source| StartError::DataDir {
@@ -75,6 +106,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
             source,
         })?;
     let store = Store::open_sqlite(&data_dir.join("edith.db")).await?;
+    auth::bootstrap(&store, data_dir, config.admin_key.as_deref()).await?;
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .map_err(|source| StartError::Listen {
@@ -95,17 +127,24 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         job_events: Default::default(),
         tool_hosts: Default::default(),
         cancels: Default::default(),
+        last_use: Default::default(),
         public_url: url.clone(),
         shutdown: stopping.clone(),
     });
     recover(&state).await?;
 
-    let (router, _) = http::build();
+    let (router, _, _) = http::build();
+    // Outermost first: the key is checked before `Idempotency-Key` is looked at.
     let app = router
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             http::idempotency::guard,
         ))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            auth::authenticate,
+        ))
+        .layer(http::request_log())
         .with_state(state.clone());
     let mut stopping_server = stopping;
     let server = tokio::spawn(async move {

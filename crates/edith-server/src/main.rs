@@ -19,7 +19,8 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Serve the control plane (REST + SSE under /v1). Prints `EDITH_READY url=http://<addr>`
-    /// once it accepts requests; stops cleanly on SIGTERM or Ctrl-C.
+    /// once it accepts requests; stops cleanly on SIGTERM or Ctrl-C. Its first admin API key is
+    /// `EDITH_API_KEY`; without it, one is made and written to `<data-dir>/admin.key`.
     Serve(Serve),
     /// Print the control-plane contract (OpenAPI 3.1).
     Openapi,
@@ -33,6 +34,10 @@ struct Serve {
     /// Where edith.db and the embedded runtimes' homes live.
     #[arg(long, value_name = "DIR", default_value = "edith-data")]
     data_dir: PathBuf,
+    /// Allow listening beyond loopback: say so only when TLS terminates in front of this
+    /// server (API keys must not cross a network in clear).
+    #[arg(long)]
+    behind_tls_proxy: bool,
 }
 
 fn listen_addr(raw: &str) -> Result<SocketAddr, String> {
@@ -50,6 +55,11 @@ async fn main() -> ExitCode {
         Command::Serve(serve) => ServerConfig {
             listen: serve.listen,
             data_dir: serve.data_dir,
+            // From the environment, never a flag: a flag shows in every process listing.
+            admin_key: std::env::var("EDITH_API_KEY")
+                .ok()
+                .filter(|k| !k.is_empty()),
+            behind_tls_proxy: serve.behind_tls_proxy,
         },
         Command::Openapi => {
             println!(
@@ -59,20 +69,17 @@ async fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
     };
-    let listen = config.listen;
     let server = match edith_server::start(config).await {
         Ok(server) => server,
+        Err(e @ edith_server::StartError::Insecure(_)) => {
+            eprintln!("edith: {e}");
+            return ExitCode::from(2);
+        }
         Err(e) => {
             eprintln!("edith: {e}");
             return ExitCode::FAILURE;
         }
     };
-    if !listen.ip().is_loopback() {
-        eprintln!(
-            "edith: warning: listening on {listen}, beyond this machine, and this version has no \
-             API keys yet: anyone who can reach it controls every instance"
-        );
-    }
     println!("EDITH_READY url={}", server.url());
     wait_for_signal().await;
     server.shutdown().await;

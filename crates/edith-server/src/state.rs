@@ -24,6 +24,8 @@ pub struct Inner {
     pub job_events: Hub<JobEvent>,
     /// MCP connections to tool hosts.
     pub tool_hosts: ToolHosts,
+    /// When each API key's last use was last written.
+    pub last_use: crate::auth::LastUse,
     /// Turns a client asked to cancel; their driver ends them `cancelled`.
     pub cancels: std::sync::Mutex<std::collections::HashSet<edith_types::TurnId>>,
     /// This server's own base URL, which runtimes use to reach its MCP endpoints.

@@ -5,9 +5,9 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use edith_types::{
-    Instance, InstanceId, Job, JobEvent, JobEventKind, JobId, Page, Profile, ProfileId, Session,
-    SessionId, Timestamp, Tool, ToolHost, ToolHostId, ToolId, Turn, TurnEvent, TurnEventKind,
-    TurnId,
+    ApiKey, ApiKeyId, Instance, InstanceId, Job, JobEvent, JobEventKind, JobId, Page, Profile,
+    ProfileId, Session, SessionId, Timestamp, Tool, ToolHost, ToolHostId, ToolId, Turn, TurnEvent,
+    TurnEventKind, TurnId,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -355,6 +355,63 @@ impl Store {
                 ))
             })
             .collect()
+    }
+
+    // ---- API keys ----
+
+    /// Stores a key by the hash of its secret (never the secret).
+    pub async fn insert_api_key(&self, key: &ApiKey, hash: &[u8]) -> Result<()> {
+        sqlx::query("INSERT INTO api_keys (id, hash, body) VALUES (?, ?, ?)")
+            .bind(key.id.as_str())
+            .bind(hash)
+            .bind(to_json(key))
+            .execute(&self.pool)
+            .await
+            .map_err(|e| duplicate_or_db(e, "a key with this secret".to_owned()))?;
+        Ok(())
+    }
+
+    /// The key whose secret hashes to `hash`.
+    pub async fn api_key_by_hash(&self, hash: &[u8]) -> Result<Option<ApiKey>> {
+        let row = sqlx::query("SELECT body FROM api_keys WHERE hash = ?")
+            .bind(hash)
+            .fetch_optional(&self.pool)
+            .await?;
+        row.map(|row| from_body(&row)).transpose()
+    }
+
+    pub async fn api_key(&self, id: &ApiKeyId) -> Result<Option<ApiKey>> {
+        let row = sqlx::query("SELECT body FROM api_keys WHERE id = ?")
+            .bind(id.as_str())
+            .fetch_optional(&self.pool)
+            .await?;
+        row.map(|row| from_body(&row)).transpose()
+    }
+
+    pub async fn list_api_keys(
+        &self,
+        cursor: Option<&ApiKeyId>,
+        limit: usize,
+    ) -> Result<Page<ApiKey>> {
+        let rows = sqlx::query(
+            "SELECT body FROM api_keys WHERE (?2 IS NULL OR rowid > (SELECT rowid FROM api_keys WHERE id = ?2)) ORDER BY rowid LIMIT ?1",
+        )
+        .bind(limit as i64 + 1)
+        .bind(cursor.map(|c| c.as_str()))
+        .fetch_all(&self.pool)
+        .await?;
+        let items = rows.iter().map(from_body).collect::<Result<Vec<_>>>()?;
+        Ok(page(items, limit, |k: &ApiKey| k.id.to_string()))
+    }
+
+    /// Rewrites a key's visible record (revocation, last use).
+    pub async fn update_api_key(&self, key: &ApiKey) -> Result<()> {
+        sqlx::query("UPDATE api_keys SET body = ? WHERE id = ?")
+            .bind(to_json(key))
+            .bind(key.id.as_str())
+            .execute(&self.pool)
+            .await?;
+        Ok(())
     }
 
     // ---- tools and tool hosts ----

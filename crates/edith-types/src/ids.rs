@@ -179,6 +179,10 @@ prefixed_id!(
     ToolId, "tool", "a tool"
 );
 prefixed_id!(
+    /// An API key (its id, never its secret).
+    ApiKeyId, "key", "an API key"
+);
+prefixed_id!(
     /// A registered tool host: an MCP endpoint that serves callback tools.
     ToolHostId, "th", "a tool host"
 );

@@ -5,14 +5,17 @@
 
 mod events;
 mod ids;
+mod keys;
 mod problem;
 mod resources;
 mod time;
 
 pub use events::{JobEvent, JobEventKind, TurnEvent, TurnEventKind, Usage};
 pub use ids::{
-    IdError, InstanceId, JobId, NativeSessionId, ProfileId, SessionId, ToolHostId, ToolId, TurnId,
+    ApiKeyId, IdError, InstanceId, JobId, NativeSessionId, ProfileId, SessionId, ToolHostId,
+    ToolId, TurnId,
 };
+pub use keys::{ApiKey, CreateApiKey, CreatedApiKey, Scope};
 pub use problem::{ErrorCode, Problem};
 pub use resources::*;
 pub use time::Timestamp;
@@ -46,5 +49,6 @@ mod tests {
         agrees::<TurnState>();
         agrees::<ApprovalChoice>();
         agrees::<ErrorCode>();
+        agrees::<Scope>();
     }
 }

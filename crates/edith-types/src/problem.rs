@@ -42,6 +42,8 @@ pub enum ErrorCode {
     NativeError,
     /// Missing or wrong credentials.
     Unauthorized,
+    /// The credentials are good but do not allow this operation (a scope or instance is missing).
+    Forbidden,
     /// No route matches the path.
     RouteNotFound,
     /// The method is not allowed on this path.
@@ -66,6 +68,7 @@ impl ErrorCode {
             ErrorCode::RuntimeUnavailable => 503,
             ErrorCode::NativeError => 422,
             ErrorCode::Unauthorized => 401,
+            ErrorCode::Forbidden => 403,
             ErrorCode::MethodNotAllowed => 405,
             ErrorCode::Internal => 500,
         }

@@ -61,13 +61,18 @@ impl LocalBuilder {
                 (temp.path().to_path_buf(), Some(temp))
             }
         };
-        let server = edith_server::start(ServerConfig {
-            listen: ([127, 0, 0, 1], 0).into(),
-            data_dir: data_dir.clone(),
-        })
-        .await
-        .map_err(|e| Error::Local(e.to_string()))?;
-        let sdk = EdithHermes::remote(server.url(), None);
+        let server = edith_server::start(ServerConfig::local(data_dir.clone()))
+            .await
+            .map_err(|e| Error::Local(e.to_string()))?;
+        // The embedded control plane keeps its first admin key in its data dir.
+        let key_file = data_dir.join(edith_server::ADMIN_KEY_FILE);
+        let key = tokio::fs::read_to_string(&key_file).await.map_err(|e| {
+            Error::Local(format!(
+                "cannot read the admin key {}: {e}",
+                key_file.display()
+            ))
+        })?;
+        let sdk = EdithHermes::remote(server.url(), Some(key.trim()));
         let tool_host = ToolHost::serve(([127, 0, 0, 1], 0).into()).await?;
         let host = sdk
             .tool_host_register(&RegisterToolHost {

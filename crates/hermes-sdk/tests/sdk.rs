@@ -245,8 +245,10 @@ async fn a_remote_client_never_deletes_and_leaves_the_callers_http_client_usable
     let instance = ready_instance(&server_side, "shared").await;
     let url = server_side.sdk().base_url().to_owned();
 
+    let key_file = server_side.data_dir().unwrap().join("admin.key");
+    let key = std::fs::read_to_string(key_file).expect("the local context's admin key");
     let http = reqwest::Client::new();
-    let remote = Hermes::remote_with_http_client(&url, None, http.clone());
+    let remote = Hermes::remote_with_http_client(&url, Some(key.trim()), http.clone());
     let seen = remote.open_instance(instance.id()).await.expect("open");
     remote.close().await.expect("close");
     assert_eq!(seen.get().await.expect("get").state, InstanceState::Ready);

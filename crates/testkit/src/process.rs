@@ -22,10 +22,14 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 use tokio::process::{Child, Command};
 
 /// How many recent lines of each output stream a failure report shows.
-const KEPT_LINES: usize = 40;
+const REPORTED_LINES: usize = 40;
+/// How many lines of stderr are kept for [`ReadyProcess::stderr`] (the oldest go first).
+const KEPT_LINES: usize = 20_000;
 
 pub struct ReadyProcess {
     child: Child,
+    /// What the process wrote to stderr so far.
+    stderr: Tail,
     /// The child's pid, which is also its process group id.
     group: Pid,
     /// Set once the leader is reaped: from then on its group id may be reused, so nothing
@@ -153,6 +157,7 @@ impl ReadyProcess {
         tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
         Self {
             child,
+            stderr: stderr_tail,
             group,
             reaped: false,
             ready_line,
@@ -167,6 +172,16 @@ impl ReadyProcess {
             .find_map(|word| word.strip_prefix(&prefix))
             .unwrap_or_else(|| panic!("no `{key}=` in `{}`", self.ready_line))
             .to_owned()
+    }
+
+    /// The lines the process wrote to stderr so far (they are also copied to the test's).
+    pub fn stderr(&self) -> Vec<String> {
+        self.stderr
+            .lock()
+            .expect("not poisoned")
+            .iter()
+            .cloned()
+            .collect()
     }
 
     pub fn pid(&self) -> u32 {
@@ -199,10 +214,11 @@ fn report(name: &str, tail: &Tail) -> String {
     if lines.is_empty() {
         return format!("--- {name}: nothing\n");
     }
-    let text: Vec<&str> = lines.iter().map(String::as_str).collect();
+    let start = lines.len().saturating_sub(REPORTED_LINES);
+    let text: Vec<&str> = lines.iter().skip(start).map(String::as_str).collect();
     format!(
         "--- last {} lines of {name}:\n{}\n",
-        lines.len(),
+        text.len(),
         text.join("\n")
     )
 }
@@ -231,7 +247,7 @@ fn log_report(paths: &[PathBuf]) -> String {
 fn tail_of_file(file: &Path) -> String {
     let text = std::fs::read_to_string(file).unwrap_or_default();
     let lines: Vec<&str> = text.lines().collect();
-    let start = lines.len().saturating_sub(KEPT_LINES);
+    let start = lines.len().saturating_sub(REPORTED_LINES);
     format!(
         "--- last {} lines of {}:\n{}\n",
         lines.len() - start,

@@ -184,6 +184,13 @@ async fn finish(state: &AppState, mut job: Job, outcome: Result<(), String>) -> 
         record.instance.updated_at = Timestamp::now();
         state.store.update_instance(&record.instance).await?;
     }
+    tracing::info!(
+        job = %job.id,
+        instance = %job.instance_id,
+        kind = job.kind.as_str(),
+        error = outcome.as_ref().err().map(String::as_str).unwrap_or(""),
+        "job finished"
+    );
     job.state = if outcome.is_ok() {
         JobState::Succeeded
     } else {

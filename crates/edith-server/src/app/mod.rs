@@ -4,6 +4,7 @@
 mod hub;
 pub mod instances;
 pub mod jobs;
+pub mod keys;
 pub mod native;
 pub mod profiles;
 pub mod sessions;

@@ -1,16 +1,21 @@
 //! One native gateway call on an instance's runtime, over the control plane's connection to
 //! it; profile-scoped methods get the profile's native name (the pinned catalog says which).
 
+use edith_types::Scope as KeyScope;
 use edith_types::{ErrorCode, InstanceId, NativeCall, NativeReply};
 use hermes_native::catalog::{Scope, catalog};
 use serde_json::Value;
 
 use super::instances;
+use crate::auth::Principal;
 use crate::error::{AppError, AppResult};
 use crate::state::AppState;
 
+/// Runs `body` on the instance's runtime for `caller`; methods the catalog marks as
+/// administering the runtime need the `admin` scope.
 pub async fn call(
     state: &AppState,
+    caller: &Principal,
     instance: &InstanceId,
     body: NativeCall,
 ) -> AppResult<NativeReply> {
@@ -27,6 +32,12 @@ pub async fn call(
             ),
         )
     })?;
+    if info.admin {
+        caller.require(
+            KeyScope::Admin,
+            &format!("`{}` administers the runtime: it", body.method),
+        )?;
+    }
     if let Some(profile_id) = &body.profile_id {
         let profile = state
             .store

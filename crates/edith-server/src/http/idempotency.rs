@@ -12,6 +12,7 @@ use axum::response::{IntoResponse, Response};
 use edith_store::Idempotency;
 use edith_types::ErrorCode;
 
+use crate::auth::Principal;
 use crate::error::AppError;
 use crate::state::AppState;
 
@@ -31,6 +32,12 @@ pub async fn guard(State(state): State<AppState>, request: Request, next: Next) 
             return AppError::invalid("`Idempotency-Key` must be 1 to 255 visible characters")
                 .into_response();
         }
+    };
+    // Keys are the caller's own: another caller's same key is another key, and never gets
+    // this caller's replies.
+    let key = match request.extensions().get::<Principal>() {
+        Some(Principal(caller)) => format!("{}:{key}", caller.id),
+        None => key,
     };
     let (parts, body) = request.into_parts();
     let Ok(body) = to_bytes(body, MAX_BODY).await else {

@@ -95,5 +95,6 @@ async fn job_events(
         let (store, id) = (store.clone(), id.clone());
         async move { Ok(store.job_events_after(&id, after).await?) }
     };
-    Ok(sse::follow(live, replay, after, state.shutdown.clone()))
+    let ended = job.state.is_terminal();
+    Ok(sse::follow(live, replay, after, ended, state.shutdown.clone()))
 }

@@ -5,6 +5,7 @@
 pub mod extract;
 pub mod idempotency;
 mod instances;
+mod keys;
 mod native;
 mod resources;
 mod spec;
@@ -22,13 +23,14 @@ use crate::state::AppState;
 use crate::tools::mcp_endpoint;
 use spec::Api;
 
-pub use spec::Op;
+pub use spec::{Access, Op};
 
-/// The router (without state) and the OpenAPI document describing it.
-pub fn build() -> (Router<AppState>, Value) {
+/// The router (without state), the OpenAPI document describing it and each route's access rule.
+pub fn build() -> (Router<AppState>, Value, spec::AccessRules) {
     let mut api = Api::new();
     let op = Op::get("/healthz", "health_get")
-        .summary("Liveness: the server answers.")
+        .public()
+        .summary("Liveness: the server answers; the only operation that needs no key.")
         .returns::<Health>(&mut api, 200, "The server is up.");
     api.add(op, get(health));
     let op = Op::get("/v1/openapi.json", "openapi_get")
@@ -36,6 +38,7 @@ pub fn build() -> (Router<AppState>, Value) {
         .returns::<Value>(&mut api, 200, "The OpenAPI document.");
     api.add(op, get(openapi_json));
     instances::routes(&mut api);
+    keys::routes(&mut api);
     resources::routes(&mut api);
     turns::routes(&mut api);
     native::routes(&mut api);
@@ -43,7 +46,7 @@ pub fn build() -> (Router<AppState>, Value) {
         mcp_endpoint::PATH,
         post(mcp_endpoint::post).get(mcp_endpoint::get),
     );
-    let (router, doc) = api.finish();
+    let (router, doc, rules) = api.finish();
     let router = router
         .fallback(|| async { AppError::new(ErrorCode::RouteNotFound, "no such route") })
         .method_not_allowed_fallback(|| async {
@@ -52,13 +55,21 @@ pub fn build() -> (Router<AppState>, Value) {
                 "this route does not take that method",
             )
         });
-    (router, doc)
+    (router, doc, rules)
 }
 
 /// The contract as served and as checked in at `contracts/control-plane.openapi.json`.
 pub fn openapi() -> &'static Value {
     static DOC: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
     DOC.get_or_init(|| build().1)
+}
+
+/// Who may call the route `path` (a route pattern, as `MatchedPath` gives it) with `method`;
+/// `None` for routes outside the contract (the MCP endpoint, which checks its own token).
+pub fn access(method: &axum::http::Method, path: &str) -> Option<Access> {
+    static RULES: std::sync::OnceLock<spec::AccessRules> = std::sync::OnceLock::new();
+    let rules = RULES.get_or_init(|| build().2);
+    rules.get(path)?.get(method).copied()
 }
 
 async fn health() -> axum::Json<Health> {
@@ -70,4 +81,19 @@ async fn health() -> axum::Json<Health> {
 
 async fn openapi_json() -> (StatusCode, axum::Json<Value>) {
     (StatusCode::OK, axum::Json(openapi().clone()))
+}
+
+/// One log line per request: method, path, status and time taken — never a header (the
+/// `Authorization` header carries a key) or a body.
+pub fn request_log() -> tower_http::trace::TraceLayer<
+    tower_http::classify::SharedClassifier<tower_http::classify::ServerErrorsAsFailures>,
+> {
+    use tower_http::trace::{DefaultMakeSpan, DefaultOnResponse, TraceLayer};
+    TraceLayer::new_for_http()
+        .make_span_with(
+            DefaultMakeSpan::new()
+                .level(tracing::Level::INFO)
+                .include_headers(false),
+        )
+        .on_response(DefaultOnResponse::new().level(tracing::Level::INFO))
 }

@@ -1,5 +1,6 @@
 //! `native_call`: one native gateway call on an instance's runtime.
 
+use axum::Extension;
 use axum::Json;
 use axum::extract::State;
 use axum::routing::post;
@@ -8,6 +9,7 @@ use edith_types::{NativeCall, NativeReply};
 use super::extract::{ApiJson, Ids};
 use super::spec::{Api, Op};
 use crate::app::native;
+use crate::auth::Principal;
 use crate::error::AppResult;
 use crate::state::AppState;
 
@@ -24,10 +26,10 @@ pub fn routes(api: &mut Api) {
 
 async fn native_call(
     State(state): State<AppState>,
+    Extension(caller): Extension<Principal>,
     ids: Ids,
     ApiJson(body): ApiJson<NativeCall>,
 ) -> AppResult<Json<NativeReply>> {
-    Ok(Json(
-        native::call(&state, &ids.get("instance_id")?, body).await?,
-    ))
+    let reply = native::call(&state, &caller, &ids.get("instance_id")?, body).await?;
+    Ok(Json(reply))
 }

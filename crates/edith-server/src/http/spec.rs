@@ -1,16 +1,33 @@
 //! Declares each operation once: the same call adds the axum route and its OpenAPI entry, so the
 //! served surface and the checked-in contract cannot drift apart.
 
+use std::collections::HashMap;
+
 use axum::Router;
+use axum::http::Method;
 use axum::routing::MethodRouter;
+use edith_types::Scope;
 use schemars::generate::SchemaSettings;
 use schemars::{JsonSchema, SchemaGenerator};
 use serde_json::{Map, Value, json};
 
 use crate::state::AppState;
 
+/// Who may call an operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Anyone (only `/healthz`).
+    Public,
+    /// A key holding this scope (or a wider one).
+    Key(Scope),
+}
+
+/// The access rule of each route, by route pattern and method.
+pub type AccessRules = HashMap<&'static str, HashMap<Method, Access>>;
+
 /// One operation's contract.
 pub struct Op {
+    access: Access,
     method: &'static str,
     path: &'static str,
     id: &'static str,
@@ -21,16 +38,24 @@ pub struct Op {
     headers: Vec<(&'static str, &'static str)>,
 }
 
-/// Builds the router and the OpenAPI document together.
+/// Builds the router, the OpenAPI document and the access rules together.
 pub struct Api {
     router: Router<AppState>,
     paths: Map<String, Value>,
     generator: SchemaGenerator,
+    rules: AccessRules,
 }
 
 impl Op {
     fn new(method: &'static str, path: &'static str, id: &'static str) -> Self {
+        // Reading needs `read`; anything that changes something needs `write`.
+        let scope = if method == "get" {
+            Scope::Read
+        } else {
+            Scope::Write
+        };
         Self {
+            access: Access::Key(scope),
             method,
             path,
             id,
@@ -56,6 +81,18 @@ impl Op {
 
     pub fn delete(path: &'static str, id: &'static str) -> Self {
         Self::new("delete", path, id)
+    }
+
+    /// Callable without a key.
+    pub fn public(mut self) -> Self {
+        self.access = Access::Public;
+        self
+    }
+
+    /// Needs `scope` rather than the method's default (`read` for GET, `write` otherwise).
+    pub fn scope(mut self, scope: Scope) -> Self {
+        self.access = Access::Key(scope);
+        self
     }
 
     pub fn summary(mut self, summary: &'static str) -> Self {
@@ -157,6 +194,13 @@ impl Op {
             "parameters": parameters,
             "responses": responses,
         });
+        match self.access {
+            Access::Public => op["security"] = json!([]),
+            Access::Key(scope) => {
+                op["security"] = json!([{"apiKey": []}]);
+                op["x-edith-scope"] = json!(scope.as_str());
+            }
+        }
         if let Some(body) = &self.body {
             op["requestBody"] =
                 json!({"required": true, "content": {"application/json": {"schema": body}}});
@@ -179,6 +223,7 @@ impl Api {
             router: Router::new(),
             paths: Map::new(),
             generator,
+            rules: AccessRules::new(),
         };
         api.generator.subschema_for::<edith_types::Problem>();
         api
@@ -191,6 +236,11 @@ impl Api {
             .entry(op.path.to_owned())
             .or_insert_with(|| json!({}));
         entry[op.method] = op.to_openapi();
+        let method = Method::from_bytes(op.method.to_uppercase().as_bytes()).expect("a method");
+        self.rules
+            .entry(op.path)
+            .or_default()
+            .insert(method, op.access);
         let router = std::mem::take(&mut self.router);
         self.router = router.route(op.path, handler);
     }
@@ -201,7 +251,7 @@ impl Api {
         self.router = router.route(path, handler);
     }
 
-    pub fn finish(mut self) -> (Router<AppState>, Value) {
+    pub fn finish(mut self) -> (Router<AppState>, Value, AccessRules) {
         let schemas = self.generator.take_definitions(true);
         let doc = json!({
             "openapi": "3.1.0",
@@ -211,8 +261,16 @@ impl Api {
                 "description": "Manage Hermes runtime instances, profiles, sessions, turns, tools and provisioning jobs.",
             },
             "paths": self.paths,
-            "components": {"schemas": schemas},
+            "components": {
+                "schemas": schemas,
+                "securitySchemes": {"apiKey": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "description": "An API key. Each operation names the scope it needs in \
+                        `x-edith-scope`: `read` < `write` < `admin`."
+                }},
+            },
         });
-        (self.router, doc)
+        (self.router, doc, self.rules)
     }
 }

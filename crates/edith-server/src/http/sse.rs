@@ -82,11 +82,14 @@ struct Follow<E, R> {
 }
 
 /// Streams the log: `replay(after)` reads stored events after a seq; `live` must have been
-/// subscribed before the first replay.
+/// subscribed before the first replay. `ended` says the log's owner (job, turn) had finished
+/// when the stream was asked for: then a log whose final event is stored, at or before the
+/// cursor too, ends the stream at once instead of waiting for events that will never come.
 pub fn follow<E, R, F>(
     live: broadcast::Receiver<E>,
     replay: R,
     after: u64,
+    ended: bool,
     mut shutdown: tokio::sync::watch::Receiver<bool>,
 ) -> Sse<impl Stream<Item = Result<Event, Infallible>>>
 where
@@ -101,9 +104,17 @@ where
         replay,
         done: false,
     };
-    let events = stream::unfold((state, true), |(mut s, first)| async move {
+    let events = stream::unfold((state, true), move |(mut s, first)| async move {
         if first {
-            s.buffer.extend(load(&s.replay, s.last).await);
+            if ended {
+                let whole = load(&s.replay, 0).await;
+                if whole.iter().any(LogEvent::is_final) {
+                    s.done = true;
+                }
+                s.buffer.extend(whole);
+            } else {
+                s.buffer.extend(load(&s.replay, s.last).await);
+            }
         }
         loop {
             if let Some(event) = s.buffer.pop_front() {
@@ -111,7 +122,7 @@ where
                     continue;
                 }
                 s.last = event.seq();
-                s.done = event.is_final();
+                s.done = s.done || event.is_final();
                 return Some((to_sse(&event), (s, false)));
             }
             if s.done {

@@ -111,5 +111,6 @@ async fn turn_events(
         let (store, id) = (store.clone(), id.clone());
         async move { Ok(store.turn_events_after(&id, after).await?) }
     };
-    Ok(sse::follow(live, replay, after, state.shutdown.clone()))
+    let ended = turn.state.is_terminal();
+    Ok(sse::follow(live, replay, after, ended, state.shutdown.clone()))
 }

@@ -86,6 +86,13 @@ async fn drive(
 
 /// Records the final state and the final event.
 async fn finish(state: &AppState, mut turn: Turn, outcome: Outcome) -> AppResult<()> {
+    tracing::info!(
+        turn = %turn.id,
+        session = %turn.session_id,
+        state = outcome.state.as_str(),
+        error = outcome.error.as_deref().unwrap_or(""),
+        "turn finished"
+    );
     turn.state = outcome.state;
     turn.output = outcome.output.clone();
     turn.error = outcome.error.clone();

@@ -1,13 +1,30 @@
 //! The control plane over real HTTP on loopback: bad input gets problem details with stable
 //! codes (never a 500), streams resume, and the `edith` binary keeps its launch contract.
 
+mod auth;
+
 use std::time::Duration;
 
 use edith_server::{RunningServer, ServerConfig};
 use serde_json::{Value, json};
 
+/// The admin key every test context starts its control plane with.
+const ADMIN_KEY: &str = "edk_test_admin_key_0123456789abcdef";
+
+/// An HTTP client that sends `key` with every request.
+fn client_with_key(key: &str) -> reqwest::Client {
+    let mut headers = reqwest::header::HeaderMap::new();
+    let bearer = format!("Bearer {key}").parse().expect("a header value");
+    headers.insert(reqwest::header::AUTHORIZATION, bearer);
+    reqwest::Client::builder()
+        .default_headers(headers)
+        .build()
+        .expect("a client")
+}
+
 struct Ctx {
     server: RunningServer,
+    /// Sends the admin key.
     http: reqwest::Client,
     dir: tempfile::TempDir,
 }
@@ -16,14 +33,14 @@ impl Ctx {
     async fn start() -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let server = edith_server::start(ServerConfig {
-            listen: ([127, 0, 0, 1], 0).into(),
-            data_dir: dir.path().to_path_buf(),
+            admin_key: Some(ADMIN_KEY.to_owned()),
+            ..ServerConfig::local(dir.path().to_path_buf())
         })
         .await
         .expect("start");
         Self {
             server,
-            http: reqwest::Client::new(),
+            http: client_with_key(ADMIN_KEY),
             dir,
         }
     }
@@ -33,7 +50,18 @@ impl Ctx {
     }
 
     async fn send(&self, method: reqwest::Method, path: &str, body: Option<&str>) -> (u16, Value) {
-        let mut request = self.http.request(method, self.url(path));
+        self.send_with(&self.http, method, path, body).await
+    }
+
+    /// Sends through `http` (which carries some key, or none).
+    async fn send_with(
+        &self,
+        http: &reqwest::Client,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<&str>,
+    ) -> (u16, Value) {
+        let mut request = http.request(method, self.url(path));
         if let Some(body) = body {
             request = request
                 .header("content-type", "application/json")
@@ -339,12 +367,13 @@ async fn the_edith_binary_prints_its_ready_line_and_serves_its_contract() {
     let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_edith"));
     command
         .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
-        .arg(dir.path());
+        .arg(dir.path())
+        .env("EDITH_API_KEY", ADMIN_KEY);
     let process =
         testkit::ReadyProcess::spawn(command, "EDITH_READY url=", Duration::from_secs(30)).await;
     let url = process.ready_value("url");
     assert!(url.starts_with("http://127.0.0.1:"), "{url}");
-    let http = reqwest::Client::new();
+    let http = client_with_key(ADMIN_KEY);
     let health: Value = http
         .get(format!("{url}/healthz"))
         .send()

@@ -1,0 +1,56 @@
+//! API keys: made (the secret shown once), listed, revoked.
+
+use edith_types::{ApiKey, ApiKeyId, CreateApiKey, CreatedApiKey, Timestamp};
+
+use super::instances;
+use crate::auth::{hash, new_secret, shown_prefix};
+use crate::error::{AppError, AppResult};
+use crate::state::AppState;
+
+pub async fn create(state: &AppState, body: CreateApiKey) -> AppResult<CreatedApiKey> {
+    let name = body.name.trim();
+    if name.is_empty() || name.chars().count() > 128 {
+        return Err(AppError::invalid("`name` must be 1 to 128 characters"));
+    }
+    if let Some(limited) = &body.instances {
+        if limited.is_empty() {
+            return Err(AppError::invalid(
+                "`instances` must name at least one instance (leave it out for all)",
+            ));
+        }
+        for instance in limited {
+            instances::load(state, instance).await?;
+        }
+    }
+    let secret = new_secret();
+    let key = ApiKey {
+        id: ApiKeyId::generate(),
+        name: name.to_owned(),
+        prefix: shown_prefix(&secret),
+        scope: body.scope,
+        instances: body.instances,
+        created_at: Timestamp::now(),
+        last_used_at: None,
+        revoked_at: None,
+    };
+    state.store.insert_api_key(&key, &hash(&secret)).await?;
+    Ok(CreatedApiKey { key, secret })
+}
+
+pub async fn load(state: &AppState, id: &ApiKeyId) -> AppResult<ApiKey> {
+    state
+        .store
+        .api_key(id)
+        .await?
+        .ok_or_else(|| AppError::not_found(format!("API key `{id}`")))
+}
+
+/// Revokes a key: from now on it is refused. Revoking twice changes nothing.
+pub async fn revoke(state: &AppState, id: &ApiKeyId) -> AppResult<ApiKey> {
+    let mut key = load(state, id).await?;
+    if key.revoked_at.is_none() {
+        key.revoked_at = Some(Timestamp::now());
+        state.store.update_api_key(&key).await?;
+    }
+    Ok(key)
+}

@@ -1,0 +1,107 @@
+//! The check every request passes before its handler (and before `Idempotency-Key` handling).
+
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::{HeaderValue, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use edith_types::{ErrorCode, Timestamp};
+
+use super::{Principal, hash};
+use crate::error::{AppError, AppResult};
+use crate::http::{self, Access};
+use crate::state::AppState;
+
+/// Authenticates the request's key and checks it against the route's access rule; the key
+/// reaches the handler as a [`Principal`] extension.
+pub async fn authenticate(
+    State(state): State<AppState>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|m| m.as_str().to_owned());
+    let access = match &route {
+        Some(route) => http::access(request.method(), route),
+        // No route matched: the caller still needs a key to learn that.
+        None => Some(Access::Key(edith_types::Scope::Read)),
+    };
+    let scope = match access {
+        None | Some(Access::Public) => return next.run(request).await,
+        Some(Access::Key(scope)) => scope,
+    };
+    let bearer = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(|v| v.trim().to_owned());
+    let principal = match principal(&state, bearer.as_deref()).await {
+        Ok(principal) => principal,
+        Err(e) => return unauthorized(e),
+    };
+    if let Err(e) = principal.require(scope, "this operation") {
+        return e.into_response();
+    }
+    if let Some(route) = &route
+        && let Err(e) = reaches_route(&principal, route, request.uri().path())
+    {
+        return e.into_response();
+    }
+    request.extensions_mut().insert(principal);
+    next.run(request).await
+}
+
+/// The key of `Authorization: Bearer <secret>`, if it is known and not revoked.
+async fn principal(state: &AppState, bearer: Option<&str>) -> AppResult<Principal> {
+    let unauthorized = |detail: &str| AppError::new(ErrorCode::Unauthorized, detail);
+    let secret = bearer.filter(|s| !s.is_empty()).ok_or_else(|| {
+        unauthorized("this operation needs an API key: `Authorization: Bearer <key>`")
+    })?;
+    // Found by its hash: how long the lookup takes depends on the hash, never on how much of
+    // the secret a guess got right, so timing reveals nothing of it.
+    let Some(mut key) = state.store.api_key_by_hash(&hash(secret)).await? else {
+        return Err(unauthorized("the API key is not known"));
+    };
+    if key.revoked_at.is_some() {
+        return Err(unauthorized("the API key was revoked"));
+    }
+    if state.last_use.due(&key.id) {
+        key.last_used_at = Some(Timestamp::now());
+        if let Err(e) = state.store.update_api_key(&key).await {
+            tracing::warn!(key = %key.id, error = %e, "could not record a key's last use");
+        }
+    }
+    Ok(Principal(key))
+}
+
+/// A key limited to some instances reaches only routes about one of them.
+fn reaches_route(principal: &Principal, route: &str, path: &str) -> AppResult<()> {
+    if !principal.is_limited() {
+        return Ok(());
+    }
+    let instance = route
+        .split('/')
+        .zip(path.split('/'))
+        .find_map(|(pattern, value)| (pattern == "{instance_id}").then_some(value));
+    match instance {
+        Some(instance) if principal.reaches(instance) => Ok(()),
+        Some(instance) => Err(AppError::new(
+            ErrorCode::Forbidden,
+            format!("this key does not reach instance `{instance}`"),
+        )),
+        None => Err(AppError::new(
+            ErrorCode::Forbidden,
+            "this key is limited to some instances; this operation is not about one of them",
+        )),
+    }
+}
+
+fn unauthorized(error: AppError) -> Response {
+    let mut response = error.into_response();
+    response
+        .headers_mut()
+        .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    response
+}

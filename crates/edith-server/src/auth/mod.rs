@@ -1,0 +1,99 @@
+//! API keys: nobody reaches the control plane without one. Only a SHA-256 hash of each secret
+//! is stored, and a key is found by the hash of what the caller sent (so timing says nothing
+//! about the secret); every route but `/healthz` needs a key with the scope
+//! the contract names for it; a key limited to some instances reaches only routes about them.
+
+mod bootstrap;
+mod middleware;
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use edith_types::{ApiKey, ApiKeyId, Scope};
+use sha2::{Digest, Sha256};
+
+pub use bootstrap::{ADMIN_KEY_FILE, bootstrap};
+pub use middleware::authenticate;
+
+use crate::error::{AppError, AppResult};
+use edith_types::ErrorCode;
+
+/// Secrets start with this, so they are recognisable (in a leak scan, say).
+pub const SECRET_PREFIX: &str = "edk_";
+
+/// How often a key's `last_used_at` is written at most.
+const LAST_USED_EVERY: Duration = Duration::from_secs(60);
+
+/// The caller of a request, as its key says: put in the request's extensions.
+#[derive(Debug, Clone)]
+pub struct Principal(pub ApiKey);
+
+impl Principal {
+    /// Refuses (403, naming the scope) unless the key holds `scope` or a wider one.
+    pub fn require(&self, scope: Scope, what: &str) -> AppResult<()> {
+        if self.0.scope.grants(scope) {
+            return Ok(());
+        }
+        Err(AppError::new(
+            ErrorCode::Forbidden,
+            format!(
+                "{what} needs the `{}` scope; this key has `{}`",
+                scope.as_str(),
+                self.0.scope.as_str()
+            ),
+        ))
+    }
+
+    /// Whether the key may act on `instance`.
+    pub fn reaches(&self, instance: &str) -> bool {
+        match &self.0.instances {
+            None => true,
+            Some(allowed) => allowed.iter().any(|i| i.as_str() == instance),
+        }
+    }
+
+    /// Whether the key is limited to some instances.
+    pub fn is_limited(&self) -> bool {
+        self.0.instances.is_some()
+    }
+}
+
+/// A new secret: the prefix and 256 random bits.
+pub fn new_secret() -> String {
+    format!(
+        "{SECRET_PREFIX}{}{}",
+        uuid::Uuid::new_v4().simple(),
+        uuid::Uuid::new_v4().simple()
+    )
+}
+
+/// What is stored of a secret.
+pub fn hash(secret: &str) -> Vec<u8> {
+    Sha256::digest(secret.as_bytes()).to_vec()
+}
+
+/// What the API shows of a secret to recognise it by.
+pub fn shown_prefix(secret: &str) -> String {
+    let visible: String = secret.chars().take(SECRET_PREFIX.len() + 8).collect();
+    format!("{visible}…")
+}
+
+/// When each key's `last_used_at` was last written by this process.
+#[derive(Default)]
+pub struct LastUse(Mutex<HashMap<ApiKeyId, Instant>>);
+
+impl LastUse {
+    /// Whether `key`'s last use is due to be written now (and notes that it is).
+    fn due(&self, key: &ApiKeyId) -> bool {
+        let mut written = self.0.lock().expect("not poisoned");
+        let now = Instant::now();
+        match written.get(key) {
+            Some(at) if now.duration_since(*at) < LAST_USED_EVERY => false,
+            _ => {
+                written.insert(key.clone(), now);
+                true
+            }
+        }
+    }
+}

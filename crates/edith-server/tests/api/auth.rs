@@ -1,0 +1,540 @@
+//! Keys and scopes: no operation but `/healthz` answers without a key, a key reaches only what
+//! its scope and instances allow, secrets are shown once and never again.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::{ADMIN_KEY, Ctx, assert_problem, client_with_key};
+
+impl Ctx {
+    /// A new key with `scope` (and instance limits, if any); returns its secret.
+    async fn key(&self, scope: &str, instances: Option<Vec<&str>>) -> String {
+        let body = json!({"name": format!("{scope} key"), "scope": scope, "instances": instances});
+        let (status, created) = self.post("/v1/keys", &body.to_string()).await;
+        assert_eq!(status, 201, "{created}");
+        created["secret"].as_str().unwrap().to_owned()
+    }
+}
+
+/// A well-formed id for each path parameter (the resource need not exist: access is checked
+/// before anything is looked up).
+fn sample(param: &str) -> &'static str {
+    match param {
+        "instance_id" => "inst_0",
+        "profile_id" => "prof_0",
+        "session_id" => "sess_0",
+        "turn_id" => "turn_0",
+        "tool_id" => "tool_0",
+        "tool_host_id" => "th_0",
+        "job_id" => "job_0",
+        "key_id" => "key_0",
+        other => panic!("no sample id for `{other}`: add one"),
+    }
+}
+
+/// Every operation of the contract: (method, path with sample ids, scope it needs or `None`).
+fn operations() -> Vec<(reqwest::Method, String, Option<String>)> {
+    let contract = edith_server::openapi();
+    let mut ops = Vec::new();
+    for (path, methods) in contract["paths"].as_object().unwrap() {
+        let concrete: Vec<String> = path
+            .split('/')
+            .map(
+                |segment| match segment.strip_prefix('{').and_then(|s| s.strip_suffix('}')) {
+                    Some(param) => sample(param).to_owned(),
+                    None => segment.to_owned(),
+                },
+            )
+            .collect();
+        for (method, op) in methods.as_object().unwrap() {
+            let method = reqwest::Method::from_bytes(method.to_uppercase().as_bytes()).unwrap();
+            let scope = op["x-edith-scope"].as_str().map(str::to_owned);
+            if scope.is_none() {
+                assert_eq!(
+                    op["security"],
+                    json!([]),
+                    "{path}: neither public nor scoped"
+                );
+            }
+            ops.push((method, concrete.join("/"), scope));
+        }
+    }
+    assert!(ops.len() > 20, "the contract's operations: {ops:?}");
+    ops
+}
+
+#[tokio::test]
+async fn every_operation_but_health_needs_a_key_with_its_scope() {
+    let ctx = Ctx::start().await;
+    let read = client_with_key(&ctx.key("read", None).await);
+    let write = client_with_key(&ctx.key("write", None).await);
+    let nobody = reqwest::Client::new();
+    let stranger = client_with_key("edk_not_a_key_of_this_server_000000");
+    let rank = |scope: &str| ["read", "write", "admin"].iter().position(|s| *s == scope);
+    for (method, path, scope) in operations() {
+        let body = matches!(method, reqwest::Method::POST | reqwest::Method::PUT).then_some("{}");
+        let Some(scope) = scope else {
+            let (status, _) = ctx.send_with(&nobody, method.clone(), &path, body).await;
+            assert_eq!(status, 200, "{method} {path} is public");
+            continue;
+        };
+        for client in [&nobody, &stranger] {
+            let response = ctx.send_with(client, method.clone(), &path, body).await;
+            assert_problem(&response, 401, "unauthorized");
+        }
+        for (client, held) in [(&read, "read"), (&write, "write")] {
+            let (status, body) = ctx.send_with(client, method.clone(), &path, body).await;
+            if rank(held) < rank(&scope) {
+                assert_eq!(status, 403, "{method} {path} with a {held} key: {body}");
+                assert_eq!(body["code"], "forbidden", "{body}");
+                let detail = body["detail"].as_str().unwrap();
+                assert!(detail.contains(&format!("`{scope}`")), "{detail}");
+            } else {
+                assert!(
+                    ![401, 403].contains(&status),
+                    "{method} {path} with a {held} key: {body}"
+                );
+            }
+        }
+    }
+    // No route at all: still nothing without a key.
+    let response = ctx
+        .send_with(&nobody, reqwest::Method::GET, "/v1/nothing", None)
+        .await;
+    assert_problem(&response, 401, "unauthorized");
+}
+
+#[tokio::test]
+async fn a_refused_request_says_how_to_authenticate() {
+    let ctx = Ctx::start().await;
+    let response = reqwest::Client::new()
+        .get(ctx.url("/v1/instances"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 401);
+    assert_eq!(response.headers()["www-authenticate"], "Bearer");
+}
+
+#[tokio::test]
+async fn a_key_is_shown_once_listed_without_its_secret_and_revocable() {
+    let ctx = Ctx::start().await;
+    let (status, created) = ctx
+        .post("/v1/keys", r#"{"name": "ci", "scope": "write"}"#)
+        .await;
+    assert_eq!(status, 201, "{created}");
+    let secret = created["secret"].as_str().unwrap().to_owned();
+    assert!(secret.starts_with("edk_") && secret.len() >= 40, "{secret}");
+    let id = created["key"]["id"].as_str().unwrap().to_owned();
+    assert!(
+        secret.starts_with(
+            created["key"]["prefix"]
+                .as_str()
+                .unwrap()
+                .trim_end_matches('…')
+        )
+    );
+
+    let key = client_with_key(&secret);
+    let (status, _) = ctx
+        .send_with(&key, reqwest::Method::GET, "/v1/instances", None)
+        .await;
+    assert_eq!(status, 200);
+
+    let (_, listed) = ctx.get("/v1/keys").await;
+    let (_, fetched) = ctx.get(&format!("/v1/keys/{id}")).await;
+    for body in [&listed, &fetched] {
+        assert!(!body.to_string().contains(&secret), "{body}");
+    }
+    let shown = listed["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["id"] == id.as_str())
+        .unwrap();
+    assert_eq!(shown["scope"], "write");
+    assert!(
+        shown["last_used_at"].is_string(),
+        "its use was recorded: {shown}"
+    );
+
+    let (status, revoked) = ctx
+        .send(reqwest::Method::DELETE, &format!("/v1/keys/{id}"), None)
+        .await;
+    assert_eq!(status, 200, "{revoked}");
+    assert!(revoked["revoked_at"].is_string(), "{revoked}");
+    let response = ctx
+        .send_with(&key, reqwest::Method::GET, "/v1/instances", None)
+        .await;
+    assert_problem(&response, 401, "unauthorized");
+    assert!(response.1["detail"].as_str().unwrap().contains("revoked"));
+}
+
+#[tokio::test]
+async fn a_key_limited_to_an_instance_reaches_only_that_instance() {
+    let ctx = Ctx::start().await;
+    let mine = ctx.ready_instance().await;
+    let other = ctx.ready_instance().await;
+    let limited = client_with_key(&ctx.key("write", Some(vec![mine.as_str()])).await);
+    let get = async |path: String| {
+        ctx.send_with(&limited, reqwest::Method::GET, &path, None)
+            .await
+    };
+    let (status, _) = get(format!("/v1/instances/{mine}/profiles")).await;
+    assert_eq!(status, 200);
+    assert_problem(
+        &get(format!("/v1/instances/{other}/profiles")).await,
+        403,
+        "forbidden",
+    );
+    // Routes not about one instance are beyond a limited key.
+    assert_problem(&get("/v1/instances".to_owned()).await, 403, "forbidden");
+    assert_problem(&get("/v1/tools".to_owned()).await, 403, "forbidden");
+    // A limit must name instances that exist.
+    let (status, body) = ctx
+        .post(
+            "/v1/keys",
+            r#"{"name": "x", "scope": "read", "instances": ["inst_nope"]}"#,
+        )
+        .await;
+    assert_eq!(status, 404, "{body}");
+}
+
+#[tokio::test]
+async fn native_methods_that_administer_a_runtime_need_the_admin_scope() {
+    let ctx = Ctx::start().await;
+    let iid = ctx.ready_instance().await;
+    let path = format!("/v1/instances/{iid}/native/rpc");
+    let write = client_with_key(&ctx.key("write", None).await);
+    let admin_method =
+        json!({"method": "config.set", "params": {"key": "x", "value": 1}}).to_string();
+    let refused = ctx
+        .send_with(&write, reqwest::Method::POST, &path, Some(&admin_method))
+        .await;
+    assert_problem(&refused, 403, "forbidden");
+    assert!(
+        refused.1["detail"].as_str().unwrap().contains("`admin`"),
+        "{}",
+        refused.1
+    );
+    // An admin key gets past the check (our runtime lacks the method: that is a 501).
+    let (status, body) = ctx.post(&path, &admin_method).await;
+    assert_eq!(status, 501, "{body}");
+    // Methods that do not administer anything need only `write`.
+    let list = json!({"method": "session.list"}).to_string();
+    let (status, body) = ctx
+        .send_with(&write, reqwest::Method::POST, &path, Some(&list))
+        .await;
+    assert_eq!(status, 200, "{body}");
+}
+
+#[tokio::test]
+async fn another_callers_idempotency_key_never_replays_this_callers_reply() {
+    let ctx = Ctx::start().await;
+    let other = client_with_key(&ctx.key("admin", None).await);
+    let create = |http: &reqwest::Client| {
+        http.post(ctx.url("/v1/keys"))
+            .header("content-type", "application/json")
+            .header("Idempotency-Key", "same-key")
+            .body(r#"{"name": "k", "scope": "read"}"#)
+            .send()
+    };
+    let first: Value = create(&ctx.http).await.unwrap().json().await.unwrap();
+    let second = create(&other).await.unwrap();
+    assert!(second.headers().get("idempotent-replayed").is_none());
+    let second: Value = second.json().await.unwrap();
+    assert_ne!(
+        first["secret"], second["secret"],
+        "each caller got its own key"
+    );
+}
+
+#[tokio::test]
+async fn edith_makes_its_first_admin_key_in_a_private_file_and_never_logs_it() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let start = || {
+        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_edith"));
+        command
+            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+            .arg(dir.path())
+            .env_remove("EDITH_API_KEY");
+        testkit::ReadyProcess::spawn(command, "EDITH_READY url=", Duration::from_secs(30))
+    };
+    let process = start().await;
+    let file = dir.path().join("admin.key");
+    let key = std::fs::read_to_string(&file)
+        .expect("admin.key")
+        .trim()
+        .to_owned();
+    let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    let url = process.ready_value("url");
+    let response = client_with_key(&key)
+        .get(format!("{url}/v1/keys"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let keys: Value = response.json().await.unwrap();
+    assert_eq!(keys["items"].as_array().unwrap().len(), 1);
+    // The log says where the key is, and never the key.
+    let mut said = String::new();
+    for _ in 0..100 {
+        said = process.stderr().join("\n");
+        if said.contains("admin.key") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(said.contains(&file.display().to_string()), "{said}");
+    assert!(!said.contains(&key), "the key is never logged");
+    process.stop(Duration::from_secs(10)).await;
+
+    // Started again, it keeps that key and makes no other.
+    let again = start().await;
+    let url = again.ready_value("url");
+    let keys: Value = client_with_key(&key)
+        .get(format!("{url}/v1/keys"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(keys["items"].as_array().unwrap().len(), 1, "{keys}");
+    let stderr = again.stderr().join("\n");
+    assert!(!stderr.contains(&key), "the key is never logged");
+    again.stop(Duration::from_secs(10)).await;
+}
+
+#[tokio::test]
+async fn edith_refuses_to_listen_beyond_loopback_unless_tls_is_in_front() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_edith"))
+        .args(["serve", "--listen", "0.0.0.0:0", "--data-dir"])
+        .arg(dir.path())
+        .env("EDITH_API_KEY", ADMIN_KEY)
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("--behind-tls-proxy"), "{stderr}");
+
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_edith"));
+    command
+        .args([
+            "serve",
+            "--listen",
+            "0.0.0.0:0",
+            "--behind-tls-proxy",
+            "--data-dir",
+        ])
+        .arg(dir.path())
+        .env("EDITH_API_KEY", ADMIN_KEY);
+    let process =
+        testkit::ReadyProcess::spawn(command, "EDITH_READY url=", Duration::from_secs(30)).await;
+    let port = process
+        .ready_value("url")
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .to_owned();
+    let health = reqwest::get(format!("http://127.0.0.1:{port}/healthz"))
+        .await
+        .unwrap();
+    assert_eq!(health.status(), 200);
+    process.stop(Duration::from_secs(10)).await;
+}
+
+/// A tool host serving `echo`, guarded by `secret`; returns its MCP URL.
+async fn echo_tool_host(secret: &'static str) -> String {
+    use axum::body::Bytes;
+    use axum::http::{HeaderMap, StatusCode};
+    use axum::response::IntoResponse;
+    use edith_mcp::server::{ToolCallError, ToolService, bearer_matches, handle_post};
+    use edith_mcp::{ToolDescriptor, ToolOutput};
+
+    struct Echo;
+    impl ToolService for Echo {
+        async fn list_tools(&self) -> Result<Vec<ToolDescriptor>, String> {
+            Ok(vec![ToolDescriptor {
+                name: "echo".to_owned(),
+                description: "Echoes its text".to_owned(),
+                input_schema: json!({"type": "object", "properties": {"text": {"type": "string"}}}),
+            }])
+        }
+        async fn call_tool(&self, _: &str, args: Value) -> Result<ToolOutput, ToolCallError> {
+            Ok(ToolOutput::value(args["text"].clone()))
+        }
+    }
+    let app = axum::Router::new().route(
+        "/mcp",
+        axum::routing::post(move |headers: HeaderMap, body: Bytes| async move {
+            if !bearer_matches(&headers, secret) {
+                return StatusCode::UNAUTHORIZED.into_response();
+            }
+            handle_post(&Echo, &body).await
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    url
+}
+
+/// A whole session through the `edith` binary — an API key, a tool host's secret, a model key,
+/// the runtime's and the MCP endpoint's tokens all in use — and not one of them in any reply,
+/// event or line the server logged.
+#[tokio::test]
+async fn no_secret_appears_in_a_reply_an_event_or_the_log() {
+    const TOOL_HOST_SECRET: &str = "tool-host-secret-0123456789";
+    const MODEL_KEY: &str = "sk-model-secret-0123456789";
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_edith"));
+    command
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(dir.path())
+        .env("EDITH_API_KEY", ADMIN_KEY);
+    let process =
+        testkit::ReadyProcess::spawn(command, "EDITH_READY url=", Duration::from_secs(30)).await;
+    let url = process.ready_value("url");
+    let model = testkit::FakeModel::start().await;
+    let tool_host = echo_tool_host(TOOL_HOST_SECRET).await;
+
+    let mut seen: Vec<String> = Vec::new();
+    let admin = client_with_key(ADMIN_KEY);
+    let call = async |http: &reqwest::Client, method: reqwest::Method, path: &str, body: Value| {
+        let mut request = http.request(method, format!("{url}{path}"));
+        if !body.is_null() {
+            request = request.json(&body);
+        }
+        let text = request.send().await.unwrap().text().await.unwrap();
+        serde_json::from_str::<Value>(&text).unwrap_or(Value::String(text))
+    };
+    use reqwest::Method;
+    let created = call(
+        &admin,
+        Method::POST,
+        "/v1/keys",
+        json!({"name": "app", "scope": "write"}),
+    )
+    .await;
+    let app_key = created["secret"].as_str().unwrap().to_owned();
+    let app = client_with_key(&app_key);
+    let host = call(
+        &app,
+        Method::POST,
+        "/v1/tool-hosts",
+        json!({"url": tool_host, "secret": TOOL_HOST_SECRET}),
+    )
+    .await;
+    let tool = call(
+        &app,
+        Method::POST,
+        "/v1/tools",
+        json!({"name": "echo", "description": "Echo",
+        "input_schema": {"type": "object"}, "host_id": host["id"]}),
+    )
+    .await;
+    let instance = call(&app, Method::POST, "/v1/instances", json!({"name": "scan"})).await;
+    let iid = instance["instance"]["id"].as_str().unwrap().to_owned();
+    let job = instance["job"]["id"].as_str().unwrap().to_owned();
+    let job_events = app
+        .get(format!("{url}/v1/jobs/{job}/events"))
+        .send()
+        .await
+        .unwrap();
+    seen.push(job_events.text().await.unwrap());
+    let profile = call(&app, Method::POST, &format!("/v1/instances/{iid}/profiles"), json!({
+        "name": "scan",
+        "model": {"provider": "openai_compatible", "base_url": model.base_url(), "model": "fake-model", "api_key": MODEL_KEY},
+        "tools": [tool["id"]],
+    })).await;
+    let pid = profile["id"].as_str().unwrap().to_owned();
+    let sessions = format!("/v1/instances/{iid}/profiles/{pid}/sessions");
+    let session = call(&app, Method::POST, &sessions, json!({})).await;
+    let turns = format!("{sessions}/{}/turns", session["id"].as_str().unwrap());
+    let turn = call(
+        &app,
+        Method::POST,
+        &turns,
+        json!({"input": r#"CALL echo {"text": "scanned"}"#}),
+    )
+    .await;
+    let events = app
+        .get(format!(
+            "{url}{turns}/{}/events",
+            turn["id"].as_str().unwrap()
+        ))
+        .send()
+        .await
+        .unwrap();
+    let events = tokio::time::timeout(Duration::from_secs(60), events.text())
+        .await
+        .expect("the turn ends")
+        .unwrap();
+    assert!(events.contains("scanned"), "the tool ran: {events}");
+    assert!(events.contains("turn.finished"), "{events}");
+    seen.push(events);
+    for path in [
+        format!("/v1/instances/{iid}"),
+        format!("/v1/instances/{iid}/profiles/{pid}"),
+        format!("/v1/tool-hosts/{}", host["id"].as_str().unwrap()),
+        "/v1/tools".to_owned(),
+        "/v1/instances".to_owned(),
+    ] {
+        seen.push(
+            call(&app, Method::GET, &path, Value::Null)
+                .await
+                .to_string(),
+        );
+    }
+    seen.push(
+        call(&admin, Method::GET, "/v1/keys", Value::Null)
+            .await
+            .to_string(),
+    );
+    for reply in [&host, &tool, &instance, &profile, &session, &turn] {
+        seen.push(reply.to_string());
+    }
+    assert_eq!(
+        model.authorizations()[0],
+        format!("Bearer {MODEL_KEY}"),
+        "the model got its key"
+    );
+
+    // The tokens the control plane made for the runtime and its MCP endpoint.
+    let db = format!("sqlite://{}", dir.path().join("edith.db").display());
+    let mut db = <sqlx::SqliteConnection as sqlx::Connection>::connect(&db)
+        .await
+        .unwrap();
+    let (runtime_token, mcp_token): (String, String) =
+        sqlx::query_as("SELECT runtime_token, mcp_token FROM instances WHERE id = ?")
+            .bind(&iid)
+            .fetch_one(&mut db)
+            .await
+            .unwrap();
+    let log = process.stderr().join("\n");
+    process.stop(Duration::from_secs(10)).await;
+    assert!(!log.is_empty(), "the server logged something to scan");
+    seen.push(log);
+    let secrets = [
+        ADMIN_KEY,
+        app_key.as_str(),
+        TOOL_HOST_SECRET,
+        MODEL_KEY,
+        &runtime_token,
+        &mcp_token,
+    ];
+    for secret in secrets {
+        for text in &seen {
+            assert!(
+                !text.contains(secret),
+                "a secret in a reply or the log: {text}"
+            );
+        }
+    }
+}

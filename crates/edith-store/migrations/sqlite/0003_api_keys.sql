@@ -1,0 +1,7 @@
+-- API keys. Only a hash of each secret is kept (`hash`, SHA-256 of the whole secret); `body`
+-- is the key as the API shows it.
+CREATE TABLE api_keys (
+    id TEXT PRIMARY KEY,
+    hash BLOB NOT NULL UNIQUE,
+    body TEXT NOT NULL
+);
