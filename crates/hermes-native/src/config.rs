@@ -13,9 +13,8 @@ use serde::{Deserialize, Deserializer, Serialize};
 /// The file's name inside a home.
 pub const CONFIG_FILE: &str = "config.yaml";
 
-/// The `mcp_servers` name under which a runtime reaches the control plane's callback tools;
-/// their tools reach the model as `mcp__edith__<tool>`.
-pub const CONTROL_PLANE_MCP_SERVER: &str = "edith";
+/// The `model.provider` (and model name) of our runtime's offline, deterministic model.
+pub const SCRIPTED: &str = "scripted";
 
 /// The whole file.
 #[derive(Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -98,12 +97,17 @@ impl Seconds {
         Duration::from_secs_f64(self.0)
     }
 
+    /// A tool call's deadline when the config names none.
+    pub const CALL_DEFAULT: Seconds = Seconds(120.0);
+    /// Connecting's and listing's deadline when the config names none.
+    pub const CONNECT_DEFAULT: Seconds = Seconds(30.0);
+
     fn call_default() -> Self {
-        Self(120.0)
+        Self::CALL_DEFAULT
     }
 
     fn connect_default() -> Self {
-        Self(30.0)
+        Self::CONNECT_DEFAULT
     }
 }
 
@@ -174,7 +178,7 @@ impl HermesConfig {
         self.model
             .default
             .clone()
-            .unwrap_or_else(|| "scripted".to_owned())
+            .unwrap_or_else(|| SCRIPTED.to_owned())
     }
 }
 
@@ -242,7 +246,7 @@ mcp_servers:
     fn a_hermes_style_config_reads_and_writes_back_unchanged() {
         let config = HermesConfig::from_yaml(HERMES_STYLE).unwrap();
         assert_eq!(config.model_name(), "fake-model");
-        let edith = &config.mcp_servers[CONTROL_PLANE_MCP_SERVER];
+        let edith = &config.mcp_servers["edith"];
         assert_eq!(edith.headers["Authorization"], "Bearer mcp-secret");
         assert_eq!(edith.timeout.get(), 120.0);
         assert_eq!(edith.connect_timeout.get(), 10.0);
@@ -263,7 +267,7 @@ mcp_servers:
         config.model.provider = Some("scripted".to_owned());
         config.model.default = Some("scripted".to_owned());
         config.mcp_servers.insert(
-            CONTROL_PLANE_MCP_SERVER.to_owned(),
+            "edith".to_owned(),
             McpServer {
                 url: "http://127.0.0.1:2/v1/mcp".to_owned(),
                 headers: BTreeMap::from([("Authorization".to_owned(), "Bearer t".to_owned())]),

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::ids::LiveSessionId;
+use crate::nullable::nullable;
 
 /// One gateway event. The `type` of each variant is its serde name.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -66,7 +67,7 @@ pub struct GatewayReady {
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct TextPayload {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub text: String,
 }
 
@@ -78,35 +79,38 @@ pub enum CompletionStatus {
     Complete,
     Interrupted,
     Error,
+    /// A status this project does not know.
+    #[serde(other)]
+    Unknown,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct MessageComplete {
     /// The assistant's final text.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub text: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub status: CompletionStatus,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub usage: NativeUsage,
 }
 
 /// Token accounting as Hermes reports it (`message.complete`'s `usage`, `session.usage`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct NativeUsage {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub model: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub input: u64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub output: u64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub prompt: u64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub completion: u64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub total: u64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub calls: u64,
     /// What else the runtime reports (`reasoning`, `context_used`, …).
     #[serde(flatten)]
@@ -115,81 +119,108 @@ pub struct NativeUsage {
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ToolGenerating {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub name: String,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ToolStart {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub tool_id: String,
     /// As the model sees it: `mcp__<server>__<tool>` for MCP tools.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub name: String,
     /// A short description of the arguments.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub context: String,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ToolComplete {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub tool_id: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub name: String,
     #[serde(default)]
     pub args: Value,
     /// The result, decoded when it is JSON (an MCP tool's is `{"result": "<text>"}`).
     #[serde(default)]
     pub result: Value,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub duration_s: f64,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ApprovalRequest {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub command: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub pattern_key: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub pattern_keys: Vec<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub description: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub allow_permanent: bool,
     /// `once`, `session`, `always`, `deny`.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub choices: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ClarifyRequest {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub question: String,
     /// Offered answers; `null` when the question is open.
     #[serde(default)]
     pub choices: Option<Vec<String>>,
     /// What `clarify.respond` names.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub request_id: String,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct StatusUpdate {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub kind: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub text: String,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ErrorPayload {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub message: String,
 }
 
 impl NativeEvent {
+    /// The event of type `kind` with `payload`, decoded as leniently as the runtimes send it: a
+    /// missing or `null` payload is an empty one, and missing or `null` fields take their
+    /// defaults (Hermes sends `message.start` without a payload and `text: null` in some
+    /// `message.complete`s).
+    /// A payload that still does not fit its type arrives whole as [`NativeEvent::Other`].
+    pub fn from_wire(kind: String, payload: Value) -> Self {
+        let body = match &payload {
+            Value::Null => Value::Object(Map::new()),
+            other => other.clone(),
+        };
+        let typed = serde_json::from_value(serde_json::json!({"type": kind, "payload": body}));
+        match typed {
+            Ok(NativeEvent::Other { .. }) | Err(_) => NativeEvent::Other { kind, payload },
+            Ok(event) => event,
+        }
+    }
+
+    /// Whether the event ends a turn: `message.complete`, even one whose payload could not be
+    /// read (a turn must never wait for a completion that already came).
+    pub fn ends_turn(&self) -> bool {
+        match self {
+            NativeEvent::MessageComplete(_) => true,
+            NativeEvent::Other { kind, .. } => kind == "message.complete",
+            _ => false,
+        }
+    }
+
     /// The event's `type`.
     pub fn kind(&self) -> String {
         match self {
@@ -211,13 +242,32 @@ impl NativeEvent {
 }
 
 /// The `params` of an event notification: the event and the live session it belongs to.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct EventFrame {
     /// Absent for connection-wide events (`gateway.ready`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<LiveSessionId>,
     #[serde(flatten)]
     pub event: NativeEvent,
+}
+
+impl<'de> Deserialize<'de> for EventFrame {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        struct Wire {
+            #[serde(default)]
+            session_id: Option<LiveSessionId>,
+            #[serde(rename = "type")]
+            kind: String,
+            #[serde(default)]
+            payload: Value,
+        }
+        let wire = Wire::deserialize(deserializer)?;
+        Ok(EventFrame {
+            session_id: wire.session_id,
+            event: NativeEvent::from_wire(wire.kind, wire.payload),
+        })
+    }
 }
 
 impl EventFrame {
@@ -272,6 +322,32 @@ mod tests {
         assert_eq!(complete.status, CompletionStatus::Interrupted);
         assert_eq!(complete.usage.input, 3);
         assert_eq!(complete.usage.other["context_used"], 99);
+    }
+
+    #[test]
+    fn events_as_the_real_hermes_sends_them_are_typed() {
+        // `_emit("message.start", sid)`: no payload at all.
+        let start = parse(json!({"type": "message.start", "session_id": "s"}));
+        assert_eq!(start.event, NativeEvent::MessageStart {});
+        // An interrupted turn with no text.
+        let complete = parse(json!({"type": "message.complete", "session_id": "s",
+            "payload": {"text": null, "status": "interrupted", "usage": {"input": 1, "output": null}}}));
+        let NativeEvent::MessageComplete(complete) = &complete.event else {
+            panic!("{complete:?}")
+        };
+        assert_eq!(complete.text, "");
+        assert_eq!(complete.status, CompletionStatus::Interrupted);
+        assert_eq!(complete.usage.input, 1);
+        // A status nobody here knows still completes the turn.
+        let odd = parse(json!({"type": "message.complete", "payload": {"status": "aborted"}}));
+        assert!(odd.event.ends_turn());
+        assert!(
+            matches!(&odd.event, NativeEvent::MessageComplete(c) if c.status == CompletionStatus::Unknown)
+        );
+        // One whose payload cannot be read at all still ends it.
+        let garbled = parse(json!({"type": "message.complete", "payload": {"usage": "lots"}}));
+        assert!(matches!(garbled.event, NativeEvent::Other { .. }));
+        assert!(garbled.event.ends_turn());
     }
 
     #[test]

@@ -22,6 +22,7 @@ mod generated;
 mod ids;
 pub mod methods;
 mod native;
+mod nullable;
 pub mod profile;
 pub mod protocol;
 

@@ -12,6 +12,7 @@ use serde_json::{Map, Value};
 
 use crate::events::NativeUsage;
 use crate::ids::{LiveSessionId, StoredSessionId};
+use crate::nullable::nullable;
 
 /// A gateway method: its name, what it takes and what it answers.
 pub trait Method {
@@ -116,11 +117,11 @@ pub struct SessionCreateParams {
 pub struct SessionCreated {
     pub session_id: LiveSessionId,
     pub stored_session_id: StoredSessionId,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub message_count: u64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub messages: Vec<HistoryMessage>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub info: Map<String, Value>,
 }
 
@@ -149,22 +150,22 @@ pub struct SessionResumed {
     pub session_id: LiveSessionId,
     /// The stored session now live.
     pub resumed: StoredSessionId,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub session_key: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub message_count: u64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub messages: Vec<HistoryMessage>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub info: Map<String, Value>,
     #[serde(default)]
     pub inflight: Value,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub running: bool,
     /// `idle` or `streaming`.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub status: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub started_at: f64,
 }
 
@@ -186,15 +187,15 @@ pub struct SessionListed {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StoredSessionSummary {
     pub id: StoredSessionId,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub title: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub preview: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub started_at: f64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub message_count: u64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub source: String,
     #[serde(flatten)]
     pub other: Extra,
@@ -234,25 +235,25 @@ pub struct ActiveSessions {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ActiveSession {
     pub id: LiveSessionId,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub current: bool,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub last_active: f64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub message_count: u64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub model: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub preview: String,
     /// The stored session's id.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub session_key: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub started_at: f64,
     /// `idle` or `streaming`.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub status: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub title: String,
     #[serde(flatten)]
     pub other: Extra,
@@ -275,9 +276,9 @@ impl LiveSessionParams {
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct HistoryReply {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub count: u64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub messages: Vec<HistoryMessage>,
 }
 
@@ -332,7 +333,7 @@ pub struct SessionTitleParams {
 pub struct SessionTitled {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pending: Option<bool>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub title: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_key: Option<String>,
@@ -368,8 +369,20 @@ pub struct PromptSubmitParams {
 
 /// How far an approval reaches, as `approval.respond`'s `choice` and `approval.request`'s
 /// `choices` name it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    Deserialize,
+    strum::IntoStaticStr,
+    strum::VariantArray,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum ApprovalChoice {
     /// This command, this time.
     Once,
@@ -383,25 +396,22 @@ pub enum ApprovalChoice {
 
 impl ApprovalChoice {
     /// Every choice, in the order Hermes offers them.
-    pub const ALL: [ApprovalChoice; 4] = [Self::Once, Self::Session, Self::Always, Self::Deny];
+    pub const ALL: &[ApprovalChoice] = <Self as strum::VariantArray>::VARIANTS;
 
     pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Once => "once",
-            Self::Session => "session",
-            Self::Always => "always",
-            Self::Deny => "deny",
-        }
+        self.into()
     }
 
     /// A `choice` as Hermes reads it: `approve` and `allow` also mean once; anything it does
     /// not know denies.
     pub fn parse(value: &str) -> Self {
         match value {
-            "once" | "approve" | "allow" => Self::Once,
-            "session" => Self::Session,
-            "always" => Self::Always,
-            _ => Self::Deny,
+            "approve" | "allow" => Self::Once,
+            other => Self::ALL
+                .iter()
+                .copied()
+                .find(|choice| choice.as_str() == other)
+                .unwrap_or(Self::Deny),
         }
     }
 }
@@ -448,6 +458,18 @@ mod tests {
             Err(_) => true,
             Ok(params) => serde_json::to_value(params).unwrap().get(param).is_some(),
         }
+    }
+
+    #[test]
+    fn approval_choices_read_as_hermes_reads_them() {
+        for &choice in ApprovalChoice::ALL {
+            let wire = serde_json::to_value(choice).unwrap();
+            assert_eq!(wire, choice.as_str());
+            assert_eq!(ApprovalChoice::parse(choice.as_str()), choice);
+        }
+        assert_eq!(ApprovalChoice::parse("approve"), ApprovalChoice::Once);
+        assert_eq!(ApprovalChoice::parse("allow"), ApprovalChoice::Once);
+        assert_eq!(ApprovalChoice::parse("perhaps"), ApprovalChoice::Deny);
     }
 
     #[test]

@@ -4,15 +4,13 @@
 use std::collections::BTreeMap;
 
 use edith_types::{CreateProfile, InstanceId, ModelSpec, Profile, ProfileId, Timestamp, ToolId};
-use hermes_native::config::{
-    CONTROL_PLANE_MCP_SERVER, HermesConfig, McpServer, ModelSection, Seconds,
-};
+use hermes_native::config::{HermesConfig, McpServer, ModelSection, SCRIPTED, Seconds};
 use hermes_native::profile::{PROFILE_NAME_RULE, valid_profile_name};
 
 use super::{instances, tools};
 use crate::error::{AppError, AppResult};
 use crate::state::AppState;
-use crate::tools::mcp_endpoint;
+use crate::tools::{MCP_SERVER_NAME, mcp_endpoint};
 
 pub async fn load(state: &AppState, instance: &InstanceId, id: &ProfileId) -> AppResult<Profile> {
     instances::load(state, instance).await?;
@@ -42,6 +40,7 @@ pub async fn create(
     }
     let model = body.model.clone().unwrap_or(ModelSpec::Scripted);
     check_model(&model)?;
+    let provider = state.provider(record.instance.provider)?;
     let profile = Profile {
         id: ProfileId::generate(),
         instance_id: instance.clone(),
@@ -56,13 +55,12 @@ pub async fn create(
     let config = HermesConfig {
         model: model_section(&model),
         mcp_servers: BTreeMap::from([(
-            CONTROL_PLANE_MCP_SERVER.to_owned(),
+            MCP_SERVER_NAME.to_owned(),
             tool_relay(state, &profile, &record.mcp_token),
         )]),
         other: BTreeMap::new(),
     };
-    let configured = state
-        .provider(record.instance.provider)?
+    let configured = provider
         .configure_profile(instance, &profile.native_name, &config)
         .await;
     if let Err(e) = configured {
@@ -95,8 +93,8 @@ fn tool_relay(state: &AppState, profile: &Profile, mcp_token: &str) -> McpServer
     McpServer {
         url: mcp_endpoint::url(state, &profile.instance_id, &profile.id),
         headers: BTreeMap::from([("Authorization".to_owned(), format!("Bearer {mcp_token}"))]),
-        timeout: Seconds::new(120.0).expect("a valid timeout"),
-        connect_timeout: Seconds::new(30.0).expect("a valid timeout"),
+        timeout: Seconds::CALL_DEFAULT,
+        connect_timeout: Seconds::CONNECT_DEFAULT,
         other: BTreeMap::new(),
     }
 }
@@ -106,8 +104,8 @@ fn tool_relay(state: &AppState, profile: &Profile, mcp_token: &str) -> McpServer
 fn model_section(model: &ModelSpec) -> ModelSection {
     match model {
         ModelSpec::Scripted => ModelSection {
-            provider: Some("scripted".to_owned()),
-            default: Some("scripted".to_owned()),
+            provider: Some(SCRIPTED.to_owned()),
+            default: Some(SCRIPTED.to_owned()),
             ..Default::default()
         },
         ModelSpec::OpenaiCompatible {

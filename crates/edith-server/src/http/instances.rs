@@ -96,5 +96,11 @@ async fn job_events(
         async move { Ok(store.job_events_after(&id, after).await?) }
     };
     let ended = job.state.is_terminal();
-    Ok(sse::follow(live, replay, after, ended, state.shutdown.clone()))
+    Ok(sse::follow(
+        live,
+        replay,
+        after,
+        ended,
+        state.shutdown.clone(),
+    ))
 }

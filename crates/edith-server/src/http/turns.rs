@@ -112,5 +112,11 @@ async fn turn_events(
         async move { Ok(store.turn_events_after(&id, after).await?) }
     };
     let ended = turn.state.is_terminal();
-    Ok(sse::follow(live, replay, after, ended, state.shutdown.clone()))
+    Ok(sse::follow(
+        live,
+        replay,
+        after,
+        ended,
+        state.shutdown.clone(),
+    ))
 }

@@ -11,7 +11,7 @@ use serde_json::Value;
 pub use openai::OpenAiModel;
 pub use scripted::ScriptedModel;
 
-use hermes_native::config::HermesConfig;
+use hermes_native::config::{HermesConfig, SCRIPTED};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -110,7 +110,8 @@ pub fn from_config(
 ) -> Result<Box<dyn Model>, ModelError> {
     let section = &config.model;
     match (section.provider.as_deref(), section.base_url.as_deref()) {
-        (None | Some("scripted"), None) => Ok(Box::new(ScriptedModel)),
+        (None, None) => Ok(Box::new(ScriptedModel)),
+        (Some(provider), None) if provider == SCRIPTED => Ok(Box::new(ScriptedModel)),
         (_, Some(base_url)) => Ok(Box::new(OpenAiModel::new(
             http.clone(),
             base_url,

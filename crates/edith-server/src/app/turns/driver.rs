@@ -6,7 +6,6 @@ use std::sync::Arc;
 use edith_types::{
     ErrorCode, NativeSessionId, Profile, Session, Timestamp, Turn, TurnEventKind, TurnState, Usage,
 };
-use hermes_native::config::CONTROL_PLANE_MCP_SERVER;
 use hermes_native::events::CompletionStatus;
 use hermes_native::methods::{
     PromptSubmit, PromptSubmitParams, SessionCreate, SessionCreateParams, SessionResume,
@@ -18,6 +17,7 @@ use serde_json::{Value, json};
 use crate::error::{AppError, AppResult};
 use crate::runtime::Link;
 use crate::state::AppState;
+use crate::tools::MCP_SERVER_NAME;
 
 pub fn spawn(state: AppState, turn: Turn, session: Session, profile: Profile) {
     tokio::spawn(async move {
@@ -164,8 +164,17 @@ async fn run(
     append(state, turn, TurnEventKind::TurnStarted).await?;
 
     let outcome = loop {
-        let Some(event) = events.recv().await else {
-            break Outcome::failed("the connection to the runtime was lost during the turn");
+        let event = match tokio::time::timeout(IDLE_LIMIT, events.recv()).await {
+            Ok(Some(event)) => event,
+            Ok(None) => {
+                break Outcome::failed("the connection to the runtime was lost during the turn");
+            }
+            Err(_) => {
+                break Outcome::failed(format!(
+                    "the runtime sent nothing for {} minutes; the turn is given up",
+                    IDLE_LIMIT.as_secs() / 60
+                ));
+            }
         };
         if let Some(outcome) = translate(state, turn, event).await? {
             break outcome;
@@ -255,6 +264,10 @@ async fn translate(
                     usage: Some(usage),
                     ..Outcome::failed("the runtime reported an error; see the `error` event")
                 },
+                CompletionStatus::Unknown => Outcome {
+                    usage: Some(usage),
+                    ..Outcome::failed("the runtime ended the turn with a status it did not explain")
+                },
                 CompletionStatus::Complete => Outcome {
                     state: TurnState::Completed,
                     output: Some(complete.text),
@@ -264,8 +277,18 @@ async fn translate(
             };
             return Ok(Some(outcome));
         }
+        // A completion whose payload could not be read still ends the turn.
+        other if other.ends_turn() => {
+            tracing::warn!(turn = %turn.id, "unreadable turn completion");
+            return Ok(Some(Outcome::failed(
+                "the runtime ended the turn with a completion that could not be read",
+            )));
+        }
         // session.info, status.update, thinking…: not part of the log
-        _ => return Ok(None),
+        other => {
+            tracing::debug!(turn = %turn.id, kind = %other.kind(), "runtime event not logged");
+            return Ok(None);
+        }
     };
     append(state, turn, kind).await?;
     Ok(None)
@@ -274,7 +297,7 @@ async fn translate(
 /// Callback tools reach the runtime as `mcp__edith__<name>`; the turn log uses `<name>`.
 fn tool_name(native: &str) -> String {
     native
-        .strip_prefix(&format!("mcp__{CONTROL_PLANE_MCP_SERVER}__"))
+        .strip_prefix(&format!("mcp__{MCP_SERVER_NAME}__"))
         .unwrap_or(native)
         .to_owned()
 }
@@ -295,6 +318,10 @@ fn tool_result(result: Value) -> Value {
         other => other,
     }
 }
+
+/// A turn whose runtime sends nothing for this long is given up. Longer than anything a runtime
+/// waits on by itself (Hermes: 300 s for an approval or a question, 120 s for a tool call).
+const IDLE_LIMIT: std::time::Duration = std::time::Duration::from_secs(15 * 60);
 
 /// How sessions the control plane opens are marked in the runtime's store.
 const SOURCE: &str = "edith";
