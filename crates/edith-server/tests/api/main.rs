@@ -557,6 +557,9 @@ async fn a_profile_whose_runtime_configuration_fails_leaves_nothing_behind() {
     assert_eq!(status, 201, "a retry after the failure succeeds: {profile}");
     // It holds the MCP token (and a model key when there is one): the owner's only.
     use std::os::unix::fs::PermissionsExt;
-    let mode = std::fs::metadata(home.join("config.yaml")).unwrap().permissions().mode();
+    let mode = std::fs::metadata(home.join("config.yaml"))
+        .unwrap()
+        .permissions()
+        .mode();
     assert_eq!(mode & 0o777, 0o600);
 }
