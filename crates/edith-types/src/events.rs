@@ -86,23 +86,6 @@ pub enum TurnEventKind {
 }
 
 impl TurnEventKind {
-    /// The `type` name, also the SSE `event:` name.
-    pub fn name(&self) -> &'static str {
-        match self {
-            TurnEventKind::TurnStarted => "turn.started",
-            TurnEventKind::MessageStarted => "message.started",
-            TurnEventKind::MessageDelta { .. } => "message.delta",
-            TurnEventKind::ToolStarted { .. } => "tool.started",
-            TurnEventKind::ToolCompleted { .. } => "tool.completed",
-            TurnEventKind::MessageCompleted { .. } => "message.completed",
-            TurnEventKind::ApprovalRequested { .. } => "approval.requested",
-            TurnEventKind::ClarifyRequested { .. } => "clarify.requested",
-            TurnEventKind::ActionAnswered { .. } => "action.answered",
-            TurnEventKind::Error { .. } => "error",
-            TurnEventKind::TurnFinished { .. } => "turn.finished",
-        }
-    }
-
     /// Whether this is the last event a turn's log will ever get.
     pub fn is_final(&self) -> bool {
         matches!(self, TurnEventKind::TurnFinished { .. })
@@ -137,14 +120,6 @@ pub enum JobEventKind {
 }
 
 impl JobEventKind {
-    pub fn name(&self) -> &'static str {
-        match self {
-            JobEventKind::StepStarted { .. } => "step.started",
-            JobEventKind::StepCompleted { .. } => "step.completed",
-            JobEventKind::JobFinished { .. } => "job.finished",
-        }
-    }
-
     pub fn is_final(&self) -> bool {
         matches!(self, JobEventKind::JobFinished { .. })
     }

@@ -18,16 +18,12 @@ use crate::error::{AppError, AppResult};
 /// An entry of a durable, numbered event log.
 pub trait LogEvent: Clone + Serialize + Send + 'static {
     fn seq(&self) -> u64;
-    fn name(&self) -> &'static str;
     fn is_final(&self) -> bool;
 }
 
 impl LogEvent for TurnEvent {
     fn seq(&self) -> u64 {
         self.seq
-    }
-    fn name(&self) -> &'static str {
-        self.kind.name()
     }
     fn is_final(&self) -> bool {
         self.kind.is_final()
@@ -37,9 +33,6 @@ impl LogEvent for TurnEvent {
 impl LogEvent for JobEvent {
     fn seq(&self) -> u64 {
         self.seq
-    }
-    fn name(&self) -> &'static str {
-        self.kind.name()
     }
     fn is_final(&self) -> bool {
         self.kind.is_final()
@@ -162,9 +155,13 @@ where
     })
 }
 
+/// The SSE event: its `id` is the seq, its `event` name the entry's `type` (declared once, by the
+/// entry's serde tag), its `data` the entry.
 fn to_sse<E: LogEvent>(event: &E) -> Event {
+    let value = serde_json::to_value(event).expect("events serialize");
+    let name = value["type"].as_str().unwrap_or("message").to_owned();
     Event::default()
         .id(event.seq().to_string())
-        .event(event.name())
-        .data(serde_json::to_string(event).expect("events serialize"))
+        .event(name)
+        .data(value.to_string())
 }

@@ -118,10 +118,19 @@ impl Ctx {
             .await
             .expect("the stream ends after the final event")
             .expect("body");
-        text.lines()
+        let events: Vec<Value> = text
+            .lines()
             .filter_map(|l| l.strip_prefix("data: "))
             .map(|d| serde_json::from_str(d).expect("JSON event"))
-            .collect()
+            .collect();
+        // Each SSE event is named by its entry's type.
+        let names: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("event: "))
+            .collect();
+        let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+        assert_eq!(names, types, "{text}");
+        events
     }
 }
 
