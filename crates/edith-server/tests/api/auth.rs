@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::{ADMIN_KEY, Ctx, assert_problem, client_with_key};
+use crate::{ADMIN_KEY, Ctx, assert_problem, client_with_key, edith_serve};
 
 impl Ctx {
     /// A new key with `scope` (and instance limits, if any); returns its secret.
@@ -254,14 +254,7 @@ async fn another_callers_idempotency_key_never_replays_this_callers_reply() {
 async fn edith_makes_its_first_admin_key_in_a_private_file_and_never_logs_it() {
     use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().expect("temp dir");
-    let start = || {
-        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_edith"));
-        command
-            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
-            .arg(dir.path())
-            .env_remove("EDITH_API_KEY");
-        testkit::ReadyProcess::spawn(command, "EDITH_READY url=", Duration::from_secs(30))
-    };
+    let start = || edith_serve(dir.path(), "127.0.0.1:0", &[], None);
     let process = start().await;
     let file = dir.path().join("admin.key");
     let key = std::fs::read_to_string(&file)
@@ -323,19 +316,13 @@ async fn edith_refuses_to_listen_beyond_loopback_unless_tls_is_in_front() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("--behind-tls-proxy"), "{stderr}");
 
-    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_edith"));
-    command
-        .args([
-            "serve",
-            "--listen",
-            "0.0.0.0:0",
-            "--behind-tls-proxy",
-            "--data-dir",
-        ])
-        .arg(dir.path())
-        .env("EDITH_API_KEY", ADMIN_KEY);
-    let process =
-        testkit::ReadyProcess::spawn(command, "EDITH_READY url=", Duration::from_secs(30)).await;
+    let process = edith_serve(
+        dir.path(),
+        "0.0.0.0:0",
+        &["--behind-tls-proxy"],
+        Some(ADMIN_KEY),
+    )
+    .await;
     let port = process
         .ready_value("url")
         .rsplit(':')
@@ -393,13 +380,7 @@ async fn no_secret_appears_in_a_reply_an_event_or_the_log() {
     const TOOL_HOST_SECRET: &str = "tool-host-secret-0123456789";
     const MODEL_KEY: &str = "sk-model-secret-0123456789";
     let dir = tempfile::tempdir().expect("temp dir");
-    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_edith"));
-    command
-        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
-        .arg(dir.path())
-        .env("EDITH_API_KEY", ADMIN_KEY);
-    let process =
-        testkit::ReadyProcess::spawn(command, "EDITH_READY url=", Duration::from_secs(30)).await;
+    let process = edith_serve(dir.path(), "127.0.0.1:0", &[], Some(ADMIN_KEY)).await;
     let url = process.ready_value("url");
     let model = testkit::FakeModel::start().await;
     let tool_host = echo_tool_host(TOOL_HOST_SECRET).await;

@@ -22,6 +22,27 @@ fn client_with_key(key: &str) -> reqwest::Client {
         .expect("a client")
 }
 
+/// `edith serve` on `dir` with `listen`, `extra` flags and `EDITH_API_KEY` = `key` (unset when
+/// `None`), once it printed its ready line.
+async fn edith_serve(
+    dir: &std::path::Path,
+    listen: &str,
+    extra: &[&str],
+    key: Option<&str>,
+) -> testkit::ReadyProcess {
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_edith"));
+    command
+        .args(["serve", "--listen", listen])
+        .args(extra)
+        .arg("--data-dir")
+        .arg(dir);
+    match key {
+        Some(key) => command.env("EDITH_API_KEY", key),
+        None => command.env_remove("EDITH_API_KEY"),
+    };
+    testkit::ReadyProcess::spawn(command, "EDITH_READY url=", Duration::from_secs(30)).await
+}
+
 struct Ctx {
     server: RunningServer,
     /// Sends the admin key.
@@ -373,13 +394,7 @@ async fn secrets_are_never_returned() {
 #[tokio::test]
 async fn the_edith_binary_prints_its_ready_line_and_serves_its_contract() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_edith"));
-    command
-        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
-        .arg(dir.path())
-        .env("EDITH_API_KEY", ADMIN_KEY);
-    let process =
-        testkit::ReadyProcess::spawn(command, "EDITH_READY url=", Duration::from_secs(30)).await;
+    let process = edith_serve(dir.path(), "127.0.0.1:0", &[], Some(ADMIN_KEY)).await;
     let url = process.ready_value("url");
     assert!(url.starts_with("http://127.0.0.1:"), "{url}");
     let http = client_with_key(ADMIN_KEY);
