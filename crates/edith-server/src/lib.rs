@@ -12,6 +12,7 @@ mod runtime;
 mod state;
 mod tools;
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
@@ -21,6 +22,7 @@ use edith_store::Store;
 pub use auth::ADMIN_KEY_FILE;
 pub use error::AppError;
 pub use http::openapi;
+pub use runtime::RuntimeCommand;
 
 use state::{AppState, Inner};
 
@@ -37,6 +39,9 @@ pub struct ServerConfig {
     /// Listening beyond loopback is refused unless TLS terminates in front of this server and
     /// this says so.
     pub behind_tls_proxy: bool,
+    /// The runtime commands `process` instances may run, by name (the operator's choice; callers
+    /// only name one).
+    pub runtimes: BTreeMap<String, RuntimeCommand>,
 }
 
 impl ServerConfig {
@@ -47,8 +52,34 @@ impl ServerConfig {
             data_dir,
             admin_key: None,
             behind_tls_proxy: false,
+            runtimes: builtin_runtimes(),
         }
     }
+}
+
+/// The name of our own runtime among the `process` runtimes.
+pub const BUILTIN_RUNTIME: &str = "hermes-runtime";
+
+/// Our `hermes-runtime` binary, when it sits beside the running executable (as an install and
+/// `cargo build` put it; one level up for cargo's test and example executables), as the
+/// runtime `hermes-runtime`.
+pub fn builtin_runtimes() -> BTreeMap<String, RuntimeCommand> {
+    let exe = std::env::current_exe().ok();
+    let dir = exe.as_deref().and_then(std::path::Path::parent);
+    let beside = [dir, dir.and_then(std::path::Path::parent)]
+        .into_iter()
+        .flatten()
+        .map(|dir| dir.join(BUILTIN_RUNTIME))
+        .find(|path| path.is_file());
+    beside
+        .map(|program| {
+            let command = RuntimeCommand {
+                program,
+                args: Vec::new(),
+            };
+            BTreeMap::from([(BUILTIN_RUNTIME.to_owned(), command)])
+        })
+        .unwrap_or_default()
 }
 
 /// A control plane serving on a socket.
@@ -121,7 +152,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
     let (stop, stopping) = tokio::sync::watch::channel(false);
     let state = AppState::new(Inner {
         store,
-        providers: runtime::Providers::new(data_dir),
+        providers: runtime::Providers::new(data_dir, config.runtimes.clone()),
         gateways: Default::default(),
         turn_events: Default::default(),
         job_events: Default::default(),

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
-use edith_server::ServerConfig;
+use edith_server::{RuntimeCommand, ServerConfig};
 
 /// The EDITH control plane for Hermes agent runtimes.
 #[derive(Parser)]
@@ -38,6 +38,36 @@ struct Serve {
     /// server (API keys must not cross a network in clear).
     #[arg(long)]
     behind_tls_proxy: bool,
+    /// A runtime `process` instances may run, as NAME=COMMAND (repeatable), e.g.
+    /// `--runtime hermes="/opt/hermes/bin/hermes"`; the command is split on whitespace and
+    /// launched with `serve --host 127.0.0.1 --port 0`. Our own `hermes-runtime` is always
+    /// there when its binary sits beside this one.
+    #[arg(long = "runtime", value_name = "NAME=COMMAND", value_parser = runtime_arg)]
+    runtimes: Vec<(String, RuntimeCommand)>,
+}
+
+fn runtime_arg(raw: &str) -> Result<(String, RuntimeCommand), String> {
+    let (name, command) = raw
+        .split_once('=')
+        .ok_or_else(|| format!("`--runtime {raw}` is not NAME=COMMAND"))?;
+    let mut words = command.split_whitespace();
+    let program = words
+        .next()
+        .ok_or_else(|| format!("`--runtime {raw}` names no command"))?;
+    if name.is_empty()
+        || !name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+    {
+        return Err(format!(
+            "`--runtime {raw}`: NAME must be letters, digits, `-`, `_` or `.`"
+        ));
+    }
+    let command = RuntimeCommand {
+        program: PathBuf::from(program),
+        args: words.map(str::to_owned).collect(),
+    };
+    Ok((name.to_owned(), command))
 }
 
 fn listen_addr(raw: &str) -> Result<SocketAddr, String> {
@@ -60,6 +90,10 @@ async fn main() -> ExitCode {
                 .ok()
                 .filter(|k| !k.is_empty()),
             behind_tls_proxy: serve.behind_tls_proxy,
+            runtimes: edith_server::builtin_runtimes()
+                .into_iter()
+                .chain(serve.runtimes)
+                .collect(),
         },
         Command::Openapi => {
             println!(

@@ -29,6 +29,9 @@ use crate::{
 pub enum ProviderKind {
     /// The project's own Hermes-compatible runtime, inside the control-plane process.
     Embedded,
+    /// A runtime command the operator configured (`edith serve --runtime NAME=COMMAND`, or the
+    /// built-in `hermes-runtime`), run as a child process in the instance's own home.
+    Process,
 }
 
 impl ProviderKind {
@@ -83,6 +86,9 @@ pub struct Instance {
     /// Display name; never used for routing.
     pub name: String,
     pub provider: ProviderKind,
+    /// For `process` instances: the name of the runtime they run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<String>,
     pub state: InstanceState,
     /// Why the instance is in its state, when that is not obvious (`failed`, `lost`).
     pub state_reason: Option<String>,
@@ -99,6 +105,26 @@ pub struct CreateInstance {
     /// Runtime provider; `embedded` when absent.
     #[serde(default = "default_provider")]
     pub provider: ProviderKind,
+    /// For `process`: which of the operator's runtimes to run (see `runtime_list`).
+    #[serde(default)]
+    pub runtime: Option<String>,
+}
+
+/// A runtime command the operator allows `process` instances to run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RuntimeInfo {
+    /// What `instance_create` names it by.
+    pub name: String,
+    /// The program it runs.
+    pub program: String,
+    /// The first line of its `--version`, when it gave one in time.
+    pub version: Option<String>,
+}
+
+/// The last lines a runtime wrote (stdout and stderr).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RuntimeLog {
+    pub lines: Vec<String>,
 }
 
 fn default_provider() -> ProviderKind {

@@ -1,7 +1,7 @@
 //! A multiplexed gateway client: one WebSocket shared by every caller, replies matched by id,
 //! events routed to subscribers by live session id.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -46,12 +46,79 @@ impl GatewayError {
 
 type Pending = HashMap<String, oneshot::Sender<Result<Value, (i64, String)>>>;
 
+/// Events of a live session nobody has followed yet are kept (this many per session, for this
+/// many sessions at most) and handed to its first subscriber: a runtime may send them between
+/// the reply that names the session and the subscription. A session once followed and then
+/// let go keeps nothing (its leftovers must not reach a later turn).
+const UNCLAIMED_PER_SESSION: usize = 64;
+const UNCLAIMED_SESSIONS: usize = 256;
+/// How many let-go sessions are remembered as such.
+const RETIRED_SESSIONS: usize = 4096;
+
+/// Where events go.
+#[derive(Default)]
+struct Routes {
+    /// Each followed live session's receiver.
+    subscribers: HashMap<LiveSessionId, mpsc::UnboundedSender<NativeEvent>>,
+    /// Events of sessions nobody follows yet, oldest session first.
+    unclaimed: VecDeque<(LiveSessionId, VecDeque<NativeEvent>)>,
+    /// Sessions followed once and let go, newest last.
+    retired: VecDeque<LiveSessionId>,
+}
+
+impl Routes {
+    fn route(&mut self, sid: LiveSessionId, event: NativeEvent) {
+        if let Some(tx) = self.subscribers.get(&sid) {
+            let _ = tx.send(event);
+            return;
+        }
+        if self.retired.contains(&sid) {
+            return;
+        }
+        match self.unclaimed.iter_mut().find(|(s, _)| *s == sid) {
+            Some((_, events)) => {
+                if events.len() == UNCLAIMED_PER_SESSION {
+                    events.pop_front();
+                }
+                events.push_back(event);
+            }
+            None => {
+                if self.unclaimed.len() == UNCLAIMED_SESSIONS {
+                    self.unclaimed.pop_front();
+                }
+                self.unclaimed.push_back((sid, VecDeque::from([event])));
+            }
+        }
+    }
+
+    fn subscribe(&mut self, sid: &LiveSessionId) -> mpsc::UnboundedReceiver<NativeEvent> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        if let Some(at) = self.unclaimed.iter().position(|(s, _)| s == sid) {
+            let (_, events) = self.unclaimed.remove(at).expect("present");
+            for event in events {
+                let _ = tx.send(event);
+            }
+        }
+        self.subscribers.insert(sid.clone(), tx);
+        rx
+    }
+
+    fn unsubscribe(&mut self, sid: &LiveSessionId) {
+        if self.subscribers.remove(sid).is_some() {
+            if self.retired.len() == RETIRED_SESSIONS {
+                self.retired.pop_front();
+            }
+            self.retired.push_back(sid.clone());
+        }
+    }
+}
+
 /// State shared by the handle and the reader task.
 struct Shared {
     /// Requests waiting for their reply, by id.
     pending: Mutex<Pending>,
     /// Where each live session's events go.
-    subscribers: Mutex<HashMap<LiveSessionId, mpsc::UnboundedSender<NativeEvent>>>,
+    routes: Mutex<Routes>,
     /// Set once the socket is gone; every later call fails fast.
     closed: AtomicBool,
 }
@@ -116,7 +183,7 @@ impl GatewayClient {
 
         let shared = Arc::new(Shared {
             pending: Mutex::new(HashMap::new()),
-            subscribers: Mutex::new(HashMap::new()),
+            routes: Mutex::new(Routes::default()),
             closed: AtomicBool::new(false),
         });
         let (outgoing, mut outgoing_rx) = mpsc::unbounded_channel::<Message>();
@@ -157,10 +224,8 @@ impl GatewayClient {
                         let Some(sid) = frame.session_id else {
                             continue;
                         };
-                        let subscribers = reader_shared.subscribers.lock().expect("not poisoned");
-                        if let Some(tx) = subscribers.get(&sid) {
-                            let _ = tx.send(frame.event);
-                        }
+                        let mut routes = reader_shared.routes.lock().expect("not poisoned");
+                        routes.route(sid, frame.event);
                     }
                     Some(Incoming::Other(frame)) => {
                         tracing::debug!(%frame, "ignored gateway frame");
@@ -170,11 +235,7 @@ impl GatewayClient {
             }
             reader_shared.closed.store(true, Ordering::SeqCst);
             reader_shared.pending.lock().expect("not poisoned").clear();
-            reader_shared
-                .subscribers
-                .lock()
-                .expect("not poisoned")
-                .clear();
+            *reader_shared.routes.lock().expect("not poisoned") = Routes::default();
         });
 
         Ok(Self {
@@ -252,24 +313,22 @@ impl GatewayClient {
         }
     }
 
-    /// Routes `session`'s events to the returned receiver (replacing an earlier subscriber).
-    /// Subscribe before the call that makes the session emit, so nothing is missed.
+    /// Routes `session`'s events to the returned receiver (replacing an earlier subscriber),
+    /// starting with those that arrived while nobody followed it (a bounded number).
     pub fn subscribe(&self, session: &LiveSessionId) -> mpsc::UnboundedReceiver<NativeEvent> {
-        let (tx, rx) = mpsc::unbounded_channel();
         self.shared
-            .subscribers
+            .routes
             .lock()
             .expect("not poisoned")
-            .insert(session.clone(), tx);
-        rx
+            .subscribe(session)
     }
 
     pub fn unsubscribe(&self, session: &LiveSessionId) {
         self.shared
-            .subscribers
+            .routes
             .lock()
             .expect("not poisoned")
-            .remove(session);
+            .unsubscribe(session);
     }
 }
 
@@ -292,4 +351,51 @@ fn encode_query(value: &str) -> String {
             _ => format!("%{b:02X}"),
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::events::TextPayload;
+
+    fn delta(text: &str) -> NativeEvent {
+        NativeEvent::MessageDelta(TextPayload {
+            text: text.to_owned(),
+        })
+    }
+
+    #[test]
+    fn events_before_the_first_subscription_are_handed_over_and_leftovers_are_not() {
+        let mut routes = Routes::default();
+        let sid = LiveSessionId::new("ab12cd34");
+        routes.route(sid.clone(), delta("early"));
+        let mut rx = routes.subscribe(&sid);
+        routes.route(sid.clone(), delta("live"));
+        assert_eq!(rx.try_recv().unwrap(), delta("early"));
+        assert_eq!(rx.try_recv().unwrap(), delta("live"));
+        routes.unsubscribe(&sid);
+        routes.route(sid.clone(), delta("leftover"));
+        let mut again = routes.subscribe(&sid);
+        assert!(
+            again.try_recv().is_err(),
+            "a later subscriber gets no leftovers"
+        );
+    }
+
+    #[test]
+    fn unclaimed_events_are_bounded() {
+        let mut routes = Routes::default();
+        for s in 0..UNCLAIMED_SESSIONS + 10 {
+            for n in 0..UNCLAIMED_PER_SESSION + 10 {
+                routes.route(LiveSessionId::new(format!("s{s}")), delta(&n.to_string()));
+            }
+        }
+        assert_eq!(routes.unclaimed.len(), UNCLAIMED_SESSIONS);
+        assert!(
+            routes
+                .unclaimed
+                .iter()
+                .all(|(_, e)| e.len() == UNCLAIMED_PER_SESSION)
+        );
+    }
 }

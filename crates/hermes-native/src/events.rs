@@ -2,6 +2,8 @@
 //! payload}}`): the ones this project produces or reads are typed; any other arrives whole as
 //! [`NativeEvent::Other`].
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -43,9 +45,10 @@ pub enum NativeEvent {
     /// Progress or a warning for the user interface.
     #[serde(rename = "status.update")]
     StatusUpdate(StatusUpdate),
-    /// The session's agent, model and tools (after a build).
+    /// The session's agent, model and tools (after a build, and again when late MCP tools
+    /// land).
     #[serde(rename = "session.info")]
-    SessionInfo(Map<String, Value>),
+    SessionInfo(SessionInfo),
     /// Something failed (the turn still ends with `message.complete`).
     #[serde(rename = "error")]
     Error(ErrorPayload),
@@ -57,6 +60,32 @@ pub enum NativeEvent {
         #[serde(default)]
         payload: Value,
     },
+}
+
+/// What a session's agent has: `session.info`'s payload, and `info` of `session.create`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionInfo {
+    /// Tool names by toolset, as Hermes groups them.
+    #[serde(default, deserialize_with = "tool_map")]
+    pub tools: BTreeMap<String, Vec<String>>,
+    /// Everything else (model, skills, cwd, …), as sent.
+    #[serde(flatten)]
+    pub other: Map<String, Value>,
+}
+
+impl SessionInfo {
+    /// Every tool name, whatever its toolset.
+    pub fn tool_names(&self) -> impl Iterator<Item = &str> {
+        self.tools.values().flatten().map(String::as_str)
+    }
+}
+
+/// A toolset → names map; anything else reads as no tools rather than failing the event.
+fn tool_map<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<BTreeMap<String, Vec<String>>, D::Error> {
+    let value = Value::deserialize(deserializer)?;
+    Ok(serde_json::from_value(value).unwrap_or_default())
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

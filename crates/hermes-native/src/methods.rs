@@ -10,7 +10,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::events::NativeUsage;
+use crate::events::{NativeUsage, SessionInfo};
 use crate::ids::{LiveSessionId, StoredSessionId};
 use crate::nullable::nullable;
 
@@ -122,7 +122,7 @@ pub struct SessionCreated {
     #[serde(default, deserialize_with = "nullable")]
     pub messages: Vec<HistoryMessage>,
     #[serde(default, deserialize_with = "nullable")]
-    pub info: Map<String, Value>,
+    pub info: SessionInfo,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -157,7 +157,7 @@ pub struct SessionResumed {
     #[serde(default, deserialize_with = "nullable")]
     pub messages: Vec<HistoryMessage>,
     #[serde(default, deserialize_with = "nullable")]
-    pub info: Map<String, Value>,
+    pub info: SessionInfo,
     #[serde(default)]
     pub inflight: Value,
     #[serde(default, deserialize_with = "nullable")]

@@ -30,14 +30,18 @@ impl Instances {
     /// Created through `Hermes::local()`, it is deleted when that context closes (unless
     /// `cleanup(false)`).
     pub async fn create(&self, name: &str) -> Result<InstanceCreation> {
-        let created = self
-            .hermes
-            .sdk()
-            .instance_create(&CreateInstance {
-                name: name.to_owned(),
-                provider: ProviderKind::Embedded,
-            })
-            .await?;
+        self.create_with(&CreateInstance {
+            name: name.to_owned(),
+            provider: ProviderKind::Embedded,
+            runtime: None,
+        })
+        .await
+    }
+
+    /// Creates an instance as `spec` says (e.g. a `process` instance running one of the
+    /// control plane's runtimes, listed by `hermes.sdk().runtime_list()`).
+    pub async fn create_with(&self, spec: &CreateInstance) -> Result<InstanceCreation> {
+        let created = self.hermes.sdk().instance_create(spec).await?;
         self.hermes.own(&created.instance.id);
         Ok(InstanceCreation {
             handle: self.hermes.instance(&created.instance.id),

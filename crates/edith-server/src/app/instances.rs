@@ -3,7 +3,7 @@
 use edith_store::InstanceRecord;
 use edith_types::{
     CreateInstance, ErrorCode, Instance, InstanceId, InstanceState, InstanceWithJob, JobKind,
-    Timestamp,
+    ProviderKind, RuntimeInfo, RuntimeLog, Timestamp,
 };
 
 use super::jobs;
@@ -17,11 +17,13 @@ pub async fn create(state: &AppState, body: CreateInstance) -> AppResult<Instanc
         return Err(AppError::invalid("`name` must be 1 to 128 characters"));
     }
     state.provider(body.provider)?;
+    check_runtime(state, body.provider, body.runtime.as_deref())?;
     let now = Timestamp::now();
     let instance = Instance {
         id: InstanceId::generate(),
         name: name.to_owned(),
         provider: body.provider,
+        runtime: body.runtime,
         state: InstanceState::Provisioning,
         state_reason: None,
         created_at: now.clone(),
@@ -36,6 +38,27 @@ pub async fn create(state: &AppState, body: CreateInstance) -> AppResult<Instanc
     state.store.insert_instance(&record, &job).await?;
     jobs::spawn(state.clone(), job.clone());
     Ok(InstanceWithJob { instance, job })
+}
+
+/// A `process` instance names one of the operator's runtimes; other providers take none.
+fn check_runtime(state: &AppState, provider: ProviderKind, runtime: Option<&str>) -> AppResult<()> {
+    let known = state.providers.process.runtimes();
+    let names = || known.keys().cloned().collect::<Vec<_>>().join(", ");
+    match (provider, runtime) {
+        (ProviderKind::Process, Some(name)) if known.contains_key(name) => Ok(()),
+        (ProviderKind::Process, Some(name)) => Err(AppError::invalid(format!(
+            "no runtime `{name}` on this control plane; known runtimes: {}",
+            names()
+        ))),
+        (ProviderKind::Process, None) => Err(AppError::invalid(format!(
+            "a `process` instance needs a `runtime`; known runtimes: {}",
+            names()
+        ))),
+        (_, Some(_)) => Err(AppError::invalid(
+            "`runtime` is only for `process` instances",
+        )),
+        (_, None) => Ok(()),
+    }
 }
 
 /// 256 random bits, hex.
@@ -100,4 +123,52 @@ pub async fn delete(state: &AppState, id: &InstanceId) -> AppResult<InstanceWith
         instance: record.instance,
         job,
     })
+}
+
+/// The runtimes `process` instances may run, with the version each reports.
+pub async fn runtimes(state: &AppState) -> Vec<RuntimeInfo> {
+    let mut listed = Vec::new();
+    for (name, command) in state.providers.process.runtimes() {
+        listed.push(RuntimeInfo {
+            name: name.clone(),
+            program: command.program.display().to_string(),
+            version: version_of(command).await,
+        });
+    }
+    listed
+}
+
+/// The first line `COMMAND --version` prints, if it answers within a few seconds.
+async fn version_of(command: &crate::runtime::RuntimeCommand) -> Option<String> {
+    let output = tokio::process::Command::new(&command.program)
+        .args(&command.args)
+        .arg("--version")
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(std::time::Duration::from_secs(20), output)
+        .await
+        .ok()?
+        .ok()?;
+    let text = String::from_utf8_lossy(&output.stdout);
+    text.lines()
+        .map(str::trim)
+        .find(|line| !line.is_empty())
+        .map(str::to_owned)
+}
+
+/// The last `lines` lines its runtime wrote; only `process` instances keep a runtime log.
+pub async fn log(state: &AppState, id: &InstanceId, lines: usize) -> AppResult<RuntimeLog> {
+    let record = load(state, id).await?;
+    if record.instance.provider != ProviderKind::Process {
+        return Err(AppError::new(
+            ErrorCode::Unsupported,
+            format!(
+                "`{}` instances keep no runtime log of their own",
+                record.instance.provider.as_str()
+            ),
+        ));
+    }
+    let lines = state.providers.process.log_tail(id, lines).await;
+    Ok(RuntimeLog { lines })
 }

@@ -4,13 +4,17 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::get;
 use axum::{Json, response::IntoResponse};
-use edith_types::{CreateInstance, Instance, InstanceId, InstanceWithJob, Job, JobEvent, Page};
+use edith_types::{
+    CreateInstance, Instance, InstanceId, InstanceWithJob, Job, JobEvent, Page, RuntimeInfo,
+    RuntimeLog,
+};
+use serde_json::json;
 
 use super::extract::{AfterParams, ApiJson, ApiQuery, Ids, PageParams};
 use super::spec::{Api, Op};
 use super::sse;
 use crate::app::{instances, jobs};
-use crate::error::AppResult;
+use crate::error::{AppError, AppResult};
 use crate::state::AppState;
 
 pub fn routes(api: &mut Api) {
@@ -33,6 +37,20 @@ pub fn routes(api: &mut Api) {
         .returns::<InstanceWithJob>(api, 202, "The instance (deleting) and its job.");
     api.add(get_op, get(get_instance));
     api.add(delete, axum::routing::delete(delete_instance));
+
+    let op = Op::get("/v1/instances/{instance_id}/log", "instance_log")
+        .summary("The last lines its runtime wrote (`process` instances).")
+        .query(
+            "lines",
+            "How many lines, 1 to 10000 (default 200).",
+            json!({"type": "integer", "minimum": 1, "maximum": 10000}),
+        )
+        .returns::<RuntimeLog>(api, 200, "The lines, oldest first.");
+    api.add(op, get(instance_log));
+    let op = Op::get("/v1/runtimes", "runtime_list")
+        .summary("The runtimes `process` instances may run (the operator's choice), with the version each reports.")
+        .returns::<Vec<RuntimeInfo>>(api, 200, "The runtimes.");
+    api.add(op, get(list_runtimes));
 
     let job = Op::get("/v1/jobs/{job_id}", "job_get")
         .summary("Get a provisioning job.")
@@ -74,6 +92,35 @@ async fn get_instance(State(state): State<AppState>, ids: Ids) -> AppResult<Json
 async fn delete_instance(State(state): State<AppState>, ids: Ids) -> AppResult<impl IntoResponse> {
     let deleting = instances::delete(&state, &ids.get("instance_id")?).await?;
     Ok((StatusCode::ACCEPTED, Json(deleting)))
+}
+
+/// `?lines=`
+#[derive(Debug, serde::Deserialize)]
+struct LogParams {
+    lines: Option<usize>,
+}
+
+async fn instance_log(
+    State(state): State<AppState>,
+    ids: Ids,
+    ApiQuery(params): ApiQuery<LogParams>,
+) -> AppResult<Json<RuntimeLog>> {
+    let lines = match params.lines {
+        None => 200,
+        Some(n @ 1..=10_000) => n,
+        Some(n) => {
+            return Err(AppError::invalid(format!(
+                "`lines` must be between 1 and 10000, got {n}"
+            )));
+        }
+    };
+    Ok(Json(
+        instances::log(&state, &ids.get("instance_id")?, lines).await?,
+    ))
+}
+
+async fn list_runtimes(State(state): State<AppState>) -> Json<Vec<RuntimeInfo>> {
+    Json(instances::runtimes(&state).await)
 }
 
 async fn get_job(State(state): State<AppState>, ids: Ids) -> AppResult<Json<Job>> {

@@ -139,6 +139,12 @@ impl Op {
         self
     }
 
+    /// A query parameter.
+    pub fn query(mut self, name: &'static str, what: &'static str, schema: Value) -> Self {
+        self.query.push((name, what, schema));
+        self
+    }
+
     pub fn paginated(mut self) -> Self {
         self.query.push((
             "cursor",

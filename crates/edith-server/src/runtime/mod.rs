@@ -2,7 +2,9 @@
 //! pool of native gateway connections the control plane talks to them through.
 
 mod gateway_pool;
+mod homes;
+mod process_group;
 mod providers;
 
 pub use gateway_pool::{GatewayPool, Link};
-pub use providers::{ProviderError, Providers, RuntimeProvider};
+pub use providers::{ProviderError, Providers, RuntimeCommand, RuntimeProvider};

@@ -2,6 +2,7 @@
 
 #[cfg(feature = "embedded")]
 mod embedded;
+mod process;
 
 use async_trait::async_trait;
 use edith_store::InstanceRecord;
@@ -12,6 +13,7 @@ use hermes_native::config::HermesConfig;
 
 #[cfg(feature = "embedded")]
 pub use embedded::EmbeddedProvider;
+pub use process::{ProcessProvider, RuntimeCommand};
 
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("{0}")]
@@ -25,8 +27,6 @@ pub struct RuntimeEndpoint {
     pub token: String,
 }
 
-// Without any built-in provider (no default features) nothing calls it; the interface stays.
-#[cfg_attr(not(feature = "embedded"), allow(dead_code))]
 #[async_trait]
 pub trait RuntimeProvider: Send + Sync {
     /// Prepares what the runtime needs. Idempotent.
@@ -53,15 +53,22 @@ pub trait RuntimeProvider: Send + Sync {
 pub struct Providers {
     #[cfg(feature = "embedded")]
     embedded: EmbeddedProvider,
+    /// Also knows the runtimes the operator allows.
+    pub process: ProcessProvider,
 }
 
 impl Providers {
-    /// Providers keeping what they make under `data_dir`.
-    pub fn new(data_dir: &std::path::Path) -> Self {
-        let _ = data_dir;
+    /// Providers keeping what they make under `data_dir`; `process` instances may run
+    /// `runtimes`.
+    pub fn new(
+        data_dir: &std::path::Path,
+        runtimes: std::collections::BTreeMap<String, RuntimeCommand>,
+    ) -> Self {
+        let homes = super::homes::Homes::new(data_dir);
         Self {
             #[cfg(feature = "embedded")]
-            embedded: EmbeddedProvider::new(data_dir),
+            embedded: EmbeddedProvider::new(homes.clone()),
+            process: ProcessProvider::new(homes, runtimes),
         }
     }
 
@@ -74,6 +81,7 @@ impl Providers {
             ProviderKind::Embedded => Err(crate::error::AppError::invalid(
                 "this control plane was built without the `embedded` provider (feature `embedded`)",
             )),
+            ProviderKind::Process => Ok(&self.process),
         }
     }
 
@@ -81,5 +89,6 @@ impl Providers {
     pub async fn shutdown(&self) {
         #[cfg(feature = "embedded")]
         self.embedded.shutdown().await;
+        self.process.shutdown().await;
     }
 }

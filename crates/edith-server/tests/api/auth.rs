@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::{ADMIN_KEY, Ctx, assert_problem, client_with_key, edith_serve};
+use crate::{ADMIN_KEY, Ctx, assert_problem, client_with_key, echo_tool_host, edith_serve};
 
 impl Ctx {
     /// A new key with `scope` (and instance limits, if any); returns its secret.
@@ -334,42 +334,6 @@ async fn edith_refuses_to_listen_beyond_loopback_unless_tls_is_in_front() {
         .unwrap();
     assert_eq!(health.status(), 200);
     process.stop(Duration::from_secs(10)).await;
-}
-
-/// A tool host serving `echo`, guarded by `secret`; returns its MCP URL.
-async fn echo_tool_host(secret: &'static str) -> String {
-    use axum::body::Bytes;
-    use axum::http::{HeaderMap, StatusCode};
-    use axum::response::IntoResponse;
-    use edith_mcp::server::{ToolCallError, ToolService, bearer_matches, handle_post};
-    use edith_mcp::{ToolDescriptor, ToolOutput};
-
-    struct Echo;
-    impl ToolService for Echo {
-        async fn list_tools(&self) -> Result<Vec<ToolDescriptor>, String> {
-            Ok(vec![ToolDescriptor {
-                name: "echo".to_owned(),
-                description: "Echoes its text".to_owned(),
-                input_schema: json!({"type": "object", "properties": {"text": {"type": "string"}}}),
-            }])
-        }
-        async fn call_tool(&self, _: &str, args: Value) -> Result<ToolOutput, ToolCallError> {
-            Ok(ToolOutput::value(args["text"].clone()))
-        }
-    }
-    let app = axum::Router::new().route(
-        "/mcp",
-        axum::routing::post(move |headers: HeaderMap, body: Bytes| async move {
-            if !bearer_matches(&headers, secret) {
-                return StatusCode::UNAUTHORIZED.into_response();
-            }
-            handle_post(&Echo, &body).await
-        }),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    url
 }
 
 /// A whole session through the `edith` binary — an API key, a tool host's secret, a model key,

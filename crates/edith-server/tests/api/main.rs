@@ -2,6 +2,7 @@
 //! codes (never a 500), streams resume, and the `edith` binary keeps its launch contract.
 
 mod auth;
+mod providers;
 
 use std::time::Duration;
 
@@ -43,6 +44,42 @@ async fn edith_serve(
     testkit::ReadyProcess::spawn(command, "EDITH_READY url=", Duration::from_secs(30)).await
 }
 
+/// A tool host serving `echo`, guarded by `secret`; returns its MCP URL.
+pub async fn echo_tool_host(secret: &'static str) -> String {
+    use axum::body::Bytes;
+    use axum::http::{HeaderMap, StatusCode};
+    use axum::response::IntoResponse;
+    use edith_mcp::server::{ToolCallError, ToolService, bearer_matches, handle_post};
+    use edith_mcp::{ToolDescriptor, ToolOutput};
+
+    struct Echo;
+    impl ToolService for Echo {
+        async fn list_tools(&self) -> Result<Vec<ToolDescriptor>, String> {
+            Ok(vec![ToolDescriptor {
+                name: "echo".to_owned(),
+                description: "Echoes its text".to_owned(),
+                input_schema: json!({"type": "object", "properties": {"text": {"type": "string"}}}),
+            }])
+        }
+        async fn call_tool(&self, _: &str, args: Value) -> Result<ToolOutput, ToolCallError> {
+            Ok(ToolOutput::value(args["text"].clone()))
+        }
+    }
+    let app = axum::Router::new().route(
+        "/mcp",
+        axum::routing::post(move |headers: HeaderMap, body: Bytes| async move {
+            if !bearer_matches(&headers, secret) {
+                return StatusCode::UNAUTHORIZED.into_response();
+            }
+            handle_post(&Echo, &body).await
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    url
+}
+
 struct Ctx {
     server: RunningServer,
     /// Sends the admin key.
@@ -52,13 +89,24 @@ struct Ctx {
 
 impl Ctx {
     async fn start() -> Self {
+        Self::start_with(Default::default()).await
+    }
+
+    /// A control plane that may also run `runtimes` (besides our own `hermes-runtime`).
+    async fn start_with(
+        runtimes: std::collections::BTreeMap<String, edith_server::RuntimeCommand>,
+    ) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
-        let server = edith_server::start(ServerConfig {
+        let mut config = ServerConfig {
             admin_key: Some(ADMIN_KEY.to_owned()),
             ..ServerConfig::local(dir.path().to_path_buf())
-        })
-        .await
-        .expect("start");
+        };
+        assert!(
+            config.runtimes.contains_key(edith_server::BUILTIN_RUNTIME),
+            "the hermes-runtime binary is built beside the tests (`cargo build --workspace`)"
+        );
+        config.runtimes.extend(runtimes);
+        let server = edith_server::start(config).await.expect("start");
         Self {
             server,
             http: client_with_key(ADMIN_KEY),
@@ -129,13 +177,24 @@ impl Ctx {
 
     /// Reads a whole SSE response; returns the `data:` payloads.
     async fn sse(&self, path: &str, last_event_id: Option<u64>) -> Vec<Value> {
+        self.sse_within(path, last_event_id, Duration::from_secs(30))
+            .await
+    }
+
+    /// Like `sse`, allowing the stream `limit` to end.
+    async fn sse_within(
+        &self,
+        path: &str,
+        last_event_id: Option<u64>,
+        limit: Duration,
+    ) -> Vec<Value> {
         let mut request = self.http.get(self.url(path));
         if let Some(id) = last_event_id {
             request = request.header("Last-Event-ID", id.to_string());
         }
         let response = request.send().await.expect("stream");
         assert_eq!(response.headers()["content-type"], "text/event-stream");
-        let text = tokio::time::timeout(Duration::from_secs(30), response.text())
+        let text = tokio::time::timeout(limit, response.text())
             .await
             .expect("the stream ends after the final event")
             .expect("body");

@@ -8,11 +8,12 @@ use std::sync::{Arc, Mutex};
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 use hermes_native::config::HermesConfig;
+use hermes_native::events::SessionInfo;
 use hermes_native::methods::*;
 use hermes_native::profile::DEFAULT_PROFILE;
-use hermes_native::{LiveSessionId, StoredSessionId, codes};
+use hermes_native::{LiveSessionId, NativeEvent, StoredSessionId, codes};
 use serde::Serialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use tokio::sync::Notify;
 
 use crate::agent;
@@ -20,6 +21,7 @@ use crate::model::{ChatMessage, Role};
 use crate::runtime::Runtime;
 use crate::session::{self, LiveSession, RunningTurn, SessionState, Transport};
 use crate::store::{SessionRow, unix_now};
+use crate::tools::ToolBox;
 
 #[derive(Debug, Clone)]
 pub struct RpcError {
@@ -89,8 +91,8 @@ macro_rules! methods {
 }
 
 methods! { runtime, transport, p;
-    SessionCreate => reply(session_create(runtime, transport, p).await?),
-    SessionResume => reply(session_resume(runtime, transport, p).await?),
+    SessionCreate => announced(runtime, session_create(runtime, transport, p).await?),
+    SessionResume => announced(runtime, session_resume(runtime, transport, p).await?),
     SessionList => reply(session_list(runtime, p).await?),
     SessionMostRecent => reply(session_most_recent(runtime, p).await?),
     SessionActiveList => reply(session_active_list(runtime, p)),
@@ -144,20 +146,61 @@ fn history(messages: &[ChatMessage]) -> Vec<HistoryMessage> {
         .collect()
 }
 
-fn info(session: &LiveSession) -> Map<String, Value> {
-    let info = json!({
+/// What a session's agent has. `tools` stays empty in replies: as with Hermes, the agent is
+/// built after the reply, and a `session.info` event then names its tools.
+fn info(session: &LiveSession) -> SessionInfo {
+    let other = json!({
         "model": session.model_name,
-        "tools": {},
         "skills": {},
         "cwd": std::env::current_dir().map(|d| d.display().to_string()).unwrap_or_default(),
         "lazy": true,
         "desktop_contract": 4,
         "profile_name": session.profile.as_deref().unwrap_or(DEFAULT_PROFILE),
     });
-    match info {
-        Value::Object(map) => map,
-        _ => unreachable!("a JSON object literal"),
+    SessionInfo {
+        tools: Default::default(),
+        other: match other {
+            Value::Object(map) => map,
+            _ => unreachable!("a JSON object literal"),
+        },
     }
+}
+
+/// A session that was opened or resumed, replied to first; then its agent's tools (built-ins
+/// and those of the home's MCP servers) are announced in a `session.info` event, as Hermes does
+/// once it has built the agent.
+trait Opened: Serialize {
+    fn live(&self) -> &LiveSessionId;
+}
+
+impl Opened for SessionCreated {
+    fn live(&self) -> &LiveSessionId {
+        &self.session_id
+    }
+}
+
+impl Opened for SessionResumed {
+    fn live(&self) -> &LiveSessionId {
+        &self.session_id
+    }
+}
+
+fn announced<T: Opened>(runtime: &Arc<Runtime>, opened: T) -> Result<Handled> {
+    let session = runtime
+        .session(opened.live().as_str())
+        .ok_or_else(|| handler_error("the session closed while it opened"))?;
+    let value = serde_json::to_value(&opened).map_err(handler_error)?;
+    let runtime = runtime.clone();
+    let announce = async move {
+        let Ok(config) = HermesConfig::load(&session.home).await else {
+            return;
+        };
+        let (toolbox, _) = ToolBox::for_turn(&runtime, &config).await;
+        let mut info = info(&session);
+        info.tools = toolbox.by_toolset();
+        session.emit(NativeEvent::SessionInfo(info));
+    };
+    Ok(Handled::ReplyThen(value, announce.boxed()))
 }
 
 /// What opening a live session needs from the params of `session.create` or `session.resume`.

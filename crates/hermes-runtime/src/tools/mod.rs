@@ -7,6 +7,7 @@ mod clarify;
 mod mcp;
 mod terminal;
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -108,6 +109,22 @@ impl ToolBox {
             ));
         }
         (Self { tools }, problems)
+    }
+
+    /// Tool names by toolset, as `session.info` shows them (MCP tools under `mcp-<server>`).
+    pub fn by_toolset(&self) -> BTreeMap<String, Vec<String>> {
+        let mut toolsets: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for (spec, handler) in &self.tools {
+            let toolset = match handler {
+                Handler::Mcp { .. } => {
+                    let server = spec.name.split("__").nth(1).unwrap_or_default();
+                    format!("mcp-{server}")
+                }
+                _ => spec.name.clone(),
+            };
+            toolsets.entry(toolset).or_default().push(spec.name.clone());
+        }
+        toolsets
     }
 
     pub fn specs(&self) -> Vec<ToolSpec> {

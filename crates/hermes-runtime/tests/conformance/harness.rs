@@ -299,6 +299,19 @@ impl Client {
         }
     }
 
+    /// The params of the next event of type `kind`, informational ones included.
+    pub async fn any_event(&mut self, kind: &str) -> Value {
+        loop {
+            let frame = match self.events.pop_front() {
+                Some(frame) => frame,
+                None => self.next_frame().await,
+            };
+            if frame["method"] == "event" && frame["params"]["type"] == kind {
+                return frame["params"].clone();
+            }
+        }
+    }
+
     /// Contract events up to and including the first of `kind`.
     pub async fn events_until(&mut self, kind: &str) -> Vec<Value> {
         let mut events = Vec::new();

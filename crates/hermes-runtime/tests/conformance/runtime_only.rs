@@ -155,3 +155,32 @@ async fn a_bad_timeout_in_the_config_ends_the_turn_with_a_configuration_error() 
     assert_eq!(events.last().unwrap()["payload"]["status"], "complete");
     peer.stop().await;
 }
+
+/// Once a session is open, `session.info` names its tools by toolset — built-ins and the tools
+/// of the home's MCP servers — as Hermes does after building the agent (Hermes connects MCP
+/// servers later for profiles made after it started: not a conformance expectation).
+#[tokio::test]
+async fn an_opened_session_announces_its_tools() {
+    let server = McpServer::start().await;
+    let options = PeerOptions {
+        mcp_servers: vec![("tools".to_owned(), server.url.clone())],
+        ..Default::default()
+    };
+    let peer = Peer::start_with(Target::Ours, options).await;
+    let mut client = peer.connect().await;
+    let live = client.new_session().await;
+    let info = client.any_event("session.info").await;
+    assert_eq!(info["session_id"], live);
+    let tools = &info["payload"]["tools"];
+    assert_eq!(tools["terminal"], json!(["terminal"]), "{info}");
+    assert_eq!(
+        tools["mcp-tools"],
+        json!([
+            "mcp__tools__word_count",
+            "mcp__tools__fails",
+            "mcp__tools__sleepy"
+        ]),
+        "{info}"
+    );
+    peer.stop().await;
+}

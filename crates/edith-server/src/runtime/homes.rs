@@ -1,0 +1,121 @@
+//! Runtime homes on this machine (`<data-dir>/instances/<id>/home`, a `HERMES_HOME`), for the
+//! providers whose runtimes run here: making them, writing a native profile's `config.yaml`,
+//! removing them.
+
+use std::path::{Path, PathBuf};
+
+use edith_types::InstanceId;
+use hermes_native::config::{CONFIG_FILE, HermesConfig};
+use hermes_native::profile::DEFAULT_PROFILE;
+
+use super::ProviderError;
+
+/// Where a provider keeps its instances' directories.
+#[derive(Debug, Clone)]
+pub struct Homes {
+    /// `<data-dir>/instances`
+    root: PathBuf,
+}
+
+impl Homes {
+    pub fn new(data_dir: &Path) -> Self {
+        Self {
+            root: data_dir.join("instances"),
+        }
+    }
+
+    /// The instance's directory: its home, and whatever else the provider keeps (logs).
+    pub fn dir(&self, instance: &InstanceId) -> PathBuf {
+        self.root.join(instance.as_str())
+    }
+
+    /// The runtime's `HERMES_HOME`.
+    pub fn home(&self, instance: &InstanceId) -> PathBuf {
+        self.dir(instance).join("home")
+    }
+
+    /// Makes the home (and its `profiles/`). Idempotent.
+    pub async fn provision(&self, instance: &InstanceId) -> Result<(), ProviderError> {
+        let home = self.home(instance);
+        tokio::fs::create_dir_all(home.join("profiles"))
+            .await
+            .map_err(|e| io_error("cannot create", &home, e))
+    }
+
+    /// Fails unless `provision` made the home.
+    pub fn existing_home(&self, instance: &InstanceId) -> Result<PathBuf, ProviderError> {
+        let home = self.home(instance);
+        if home.is_dir() {
+            Ok(home)
+        } else {
+            Err(ProviderError(format!(
+                "the runtime home {} is missing; the instance was not provisioned",
+                home.display()
+            )))
+        }
+    }
+
+    /// Removes the instance's directory. Idempotent.
+    pub async fn destroy(&self, instance: &InstanceId) -> Result<(), ProviderError> {
+        let dir = self.dir(instance);
+        match tokio::fs::remove_dir_all(&dir).await {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(io_error("cannot remove", &dir, e)),
+        }
+    }
+
+    /// Creates or rewrites a native profile's home and `config.yaml`; a home it had to create
+    /// is removed again when writing fails.
+    pub async fn configure_profile(
+        &self,
+        instance: &InstanceId,
+        native_name: &str,
+        config: &HermesConfig,
+    ) -> Result<(), ProviderError> {
+        let root = self.home(instance);
+        let home = if native_name == DEFAULT_PROFILE {
+            root
+        } else {
+            root.join("profiles").join(native_name)
+        };
+        let existed = tokio::fs::try_exists(&home).await.unwrap_or(true);
+        let written = write_config(&home, config).await;
+        if written.is_err() && !existed {
+            let _ = tokio::fs::remove_dir_all(&home).await;
+        }
+        written
+    }
+}
+
+pub fn io_error(what: &str, path: &Path, e: std::io::Error) -> ProviderError {
+    ProviderError(format!("{what} {}: {e}", path.display()))
+}
+
+/// Creates `home` if needed and replaces its `config.yaml` atomically. The file holds
+/// credentials (the MCP token, a model API key), so it is the owner's only from its first byte.
+async fn write_config(home: &Path, config: &HermesConfig) -> Result<(), ProviderError> {
+    use tokio::io::AsyncWriteExt;
+    tokio::fs::create_dir_all(home)
+        .await
+        .map_err(|e| io_error("cannot create", home, e))?;
+    let path = home.join(CONFIG_FILE);
+    let partial = home.join(format!("{CONFIG_FILE}.partial"));
+    let write = async {
+        let mut file = tokio::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&partial)
+            .await?;
+        file.write_all(config.to_yaml().as_bytes()).await?;
+        file.sync_all().await
+    };
+    write
+        .await
+        .map_err(|e| io_error("cannot write", &partial, e))?;
+    tokio::fs::rename(&partial, &path)
+        .await
+        .map_err(|e| io_error("cannot write", &path, e))
+}

@@ -1,0 +1,228 @@
+//! The `process` provider: a runtime command the operator configured (`hermes serve`, our
+//! `hermes-runtime`, …), launched like `hermes serve --host 127.0.0.1 --port 0` in the instance's
+//! own `HERMES_HOME` with `HERMES_DASHBOARD_SESSION_TOKEN`, ready when it prints
+//! `HERMES_BACKEND_READY port=<n>`. What it writes goes to `runtime.log` in the instance's
+//! directory.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use edith_store::InstanceRecord;
+use edith_types::InstanceId;
+use hermes_native::config::HermesConfig;
+use rustix::process::Pid;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, Command};
+use tokio::sync::Mutex;
+
+use super::{ProviderError, RuntimeEndpoint, RuntimeProvider};
+use crate::runtime::homes::{Homes, io_error};
+use crate::runtime::process_group;
+
+/// How long a runtime may take to print its ready line (the real Hermes takes a few seconds).
+const READY_TIMEOUT: Duration = Duration::from_secs(120);
+/// How long a runtime may take to stop after SIGTERM before it is killed.
+const STOP_GRACE: Duration = Duration::from_secs(10);
+/// The file, in the instance's directory, that a runtime's output goes to.
+pub const LOG_FILE: &str = "runtime.log";
+/// The ready line every Hermes-compatible runtime prints.
+const READY_PREFIX: &str = "HERMES_BACKEND_READY port=";
+
+/// A command the operator allows `process` instances to run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuntimeCommand {
+    pub program: PathBuf,
+    /// Arguments before `serve --host 127.0.0.1 --port 0`.
+    pub args: Vec<String>,
+}
+
+struct Running {
+    child: Child,
+    group: Pid,
+    port: u16,
+}
+
+pub struct ProcessProvider {
+    homes: Homes,
+    /// By name: what callers may ask for.
+    runtimes: BTreeMap<String, RuntimeCommand>,
+    /// The runtimes running now, by instance.
+    running: Mutex<HashMap<InstanceId, Running>>,
+}
+
+impl ProcessProvider {
+    pub fn new(homes: Homes, runtimes: BTreeMap<String, RuntimeCommand>) -> Self {
+        Self {
+            homes,
+            runtimes,
+            running: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub fn runtimes(&self) -> &BTreeMap<String, RuntimeCommand> {
+        &self.runtimes
+    }
+
+    fn command_for(&self, instance: &InstanceRecord) -> Result<&RuntimeCommand, ProviderError> {
+        let name = instance.instance.runtime.as_deref().unwrap_or_default();
+        self.runtimes.get(name).ok_or_else(|| {
+            ProviderError(format!(
+                "the runtime `{name}` is not configured on this control plane any more"
+            ))
+        })
+    }
+
+    /// The last `lines` lines of the instance's runtime log.
+    pub async fn log_tail(&self, instance: &InstanceId, lines: usize) -> Vec<String> {
+        let path = self.homes.dir(instance).join(LOG_FILE);
+        let text = tokio::fs::read_to_string(&path).await.unwrap_or_default();
+        let all: Vec<&str> = text.lines().collect();
+        all[all.len().saturating_sub(lines)..]
+            .iter()
+            .map(|line| (*line).to_owned())
+            .collect()
+    }
+
+    async fn launch(&self, instance: &InstanceRecord) -> Result<Running, ProviderError> {
+        let id = &instance.instance.id;
+        let home = self.homes.existing_home(id)?;
+        let command = self.command_for(instance)?;
+        let log_path = self.homes.dir(id).join(LOG_FILE);
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log_path)
+            .map_err(|e| io_error("cannot open", &log_path, e))?;
+        let stderr = log
+            .try_clone()
+            .map_err(|e| io_error("cannot open", &log_path, e))?;
+        let mut child = Command::new(&command.program)
+            .args(&command.args)
+            .args(["serve", "--host", "127.0.0.1", "--port", "0"])
+            .env("HERMES_HOME", &home)
+            .env("HERMES_DASHBOARD_SESSION_TOKEN", &instance.runtime_token)
+            .current_dir(&home)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(stderr))
+            .process_group(0)
+            .spawn()
+            .map_err(|e| {
+                ProviderError(format!("cannot start {}: {e}", command.program.display()))
+            })?;
+        let group = process_group::group_of(&child)
+            .ok_or_else(|| ProviderError("the runtime exited at once".to_owned()))?;
+        let stdout = child.stdout.take().expect("stdout is piped");
+        let mut log = tokio::fs::File::from_std(log);
+        let mut lines = BufReader::new(stdout).lines();
+        let ready = tokio::time::timeout(READY_TIMEOUT, async {
+            while let Ok(Some(line)) = lines.next_line().await {
+                let _ = log.write_all(format!("{line}\n").as_bytes()).await;
+                if let Some(port) = line.strip_prefix(READY_PREFIX) {
+                    return port.trim().parse::<u16>().ok();
+                }
+            }
+            None
+        })
+        .await;
+        let Ok(Some(port)) = ready else {
+            let exited = process_group::leader_exited(group);
+            process_group::stop(&mut child, group, Duration::ZERO).await;
+            let what = if exited {
+                "exited before it was ready"
+            } else {
+                "did not get ready in time and was stopped"
+            };
+            let tail = self.log_tail(id, 10).await.join("\n");
+            return Err(ProviderError(format!(
+                "the runtime `{}` {what}; the end of {}:\n{tail}",
+                instance.instance.runtime.as_deref().unwrap_or_default(),
+                log_path.display()
+            )));
+        };
+        // Keep copying its output to the log, so it never blocks on a full pipe.
+        tokio::spawn(async move {
+            while let Ok(Some(line)) = lines.next_line().await {
+                let _ = log.write_all(format!("{line}\n").as_bytes()).await;
+            }
+        });
+        Ok(Running { child, group, port })
+    }
+}
+
+#[async_trait]
+impl RuntimeProvider for ProcessProvider {
+    async fn provision(&self, instance: &InstanceRecord) -> Result<(), ProviderError> {
+        self.command_for(instance)?;
+        self.homes.provision(&instance.instance.id).await
+    }
+
+    async fn start(&self, instance: &InstanceRecord) -> Result<RuntimeEndpoint, ProviderError> {
+        let id = &instance.instance.id;
+        let mut running = self.running.lock().await;
+        if let Some(current) = running.get_mut(id) {
+            if !process_group::leader_exited(current.group) {
+                return Ok(endpoint(current.port, &instance.runtime_token));
+            }
+            // It died: reap it and start another.
+            let mut dead = running.remove(id).expect("present");
+            process_group::stop(&mut dead.child, dead.group, Duration::ZERO).await;
+            tracing::warn!(instance = %id, "the runtime had exited; starting it again");
+        }
+        let started = self.launch(instance).await?;
+        let endpoint = endpoint(started.port, &instance.runtime_token);
+        running.insert(id.clone(), started);
+        Ok(endpoint)
+    }
+
+    async fn stop(&self, instance: &InstanceId) -> Result<(), ProviderError> {
+        let running = self.running.lock().await.remove(instance);
+        if let Some(mut running) = running {
+            process_group::stop(&mut running.child, running.group, STOP_GRACE).await;
+        }
+        Ok(())
+    }
+
+    async fn destroy(&self, instance: &InstanceId) -> Result<(), ProviderError> {
+        self.stop(instance).await?;
+        self.homes.destroy(instance).await
+    }
+
+    async fn configure_profile(
+        &self,
+        instance: &InstanceId,
+        native_name: &str,
+        config: &HermesConfig,
+    ) -> Result<(), ProviderError> {
+        self.homes
+            .configure_profile(instance, native_name, config)
+            .await
+    }
+
+    async fn shutdown(&self) {
+        let running: Vec<_> = self.running.lock().await.drain().collect();
+        for (_, mut running) in running {
+            process_group::stop(&mut running.child, running.group, STOP_GRACE).await;
+        }
+    }
+}
+
+fn endpoint(port: u16, token: &str) -> RuntimeEndpoint {
+    RuntimeEndpoint {
+        ws_url: format!("ws://127.0.0.1:{port}/api/ws"),
+        token: token.to_owned(),
+    }
+}
+
+impl Drop for ProcessProvider {
+    /// A control plane dropped without `shutdown` leaves no runtime behind.
+    fn drop(&mut self) {
+        for running in self.running.get_mut().values() {
+            let _ =
+                rustix::process::kill_process_group(running.group, rustix::process::Signal::KILL);
+        }
+    }
+}

@@ -1,0 +1,240 @@
+//! Runtimes behind the control plane other than the embedded one: `process` instances run a
+//! command the operator configured — our `hermes-runtime`, or the real `hermes serve` 0.19.0.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use edith_server::RuntimeCommand;
+use serde_json::{Value, json};
+
+use crate::{Ctx, assert_problem};
+
+impl Ctx {
+    /// A `process` instance of `runtime` that finished provisioning.
+    async fn process_instance(&self, runtime: &str) -> String {
+        let body = json!({"name": runtime, "provider": "process", "runtime": runtime});
+        let (status, created) = self.post("/v1/instances", &body.to_string()).await;
+        assert_eq!(status, 202, "{created}");
+        let job = created["job"]["id"].as_str().unwrap();
+        let events = self.sse(&format!("/v1/jobs/{job}/events"), None).await;
+        let last = events.last().unwrap();
+        assert_eq!(last["instance_state"], "ready", "{events:?}");
+        created["instance"]["id"].as_str().unwrap().to_owned()
+    }
+
+    /// Runs one turn on a new session of `profile`; returns the finished turn and its log.
+    async fn turn(&self, iid: &str, pid: &str, input: &str) -> (Value, Vec<Value>) {
+        let sessions = format!("/v1/instances/{iid}/profiles/{pid}/sessions");
+        let (_, session) = self.post(&sessions, "{}").await;
+        let turns = format!("{sessions}/{}/turns", session["id"].as_str().unwrap());
+        let (status, turn) = self
+            .post(&turns, &json!({"input": input}).to_string())
+            .await;
+        assert_eq!(status, 202, "{turn}");
+        let turn_path = format!("{turns}/{}", turn["id"].as_str().unwrap());
+        // The real Hermes builds its agent and connects MCP servers first: seconds.
+        let events = self
+            .sse_within(
+                &format!("{turn_path}/events"),
+                None,
+                Duration::from_secs(120),
+            )
+            .await;
+        let (_, turn) = self.get(&turn_path).await;
+        (turn, events)
+    }
+
+    /// The port its runtime announced, read from the runtime log.
+    async fn runtime_port(&self, iid: &str) -> u16 {
+        let (status, log) = self.get(&format!("/v1/instances/{iid}/log")).await;
+        assert_eq!(status, 200, "{log}");
+        log["lines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .rev()
+            .find_map(|line| line.as_str()?.strip_prefix("HERMES_BACKEND_READY port="))
+            .expect("a ready line in the runtime log")
+            .trim()
+            .parse()
+            .unwrap()
+    }
+}
+
+#[tokio::test]
+async fn a_process_instance_runs_our_runtime_as_a_child_process_until_deleted() {
+    let ctx = Ctx::start().await;
+    let (status, runtimes) = ctx.get("/v1/runtimes").await;
+    assert_eq!(status, 200, "{runtimes}");
+    let ours = runtimes
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "hermes-runtime")
+        .expect("our runtime is always there");
+    assert!(
+        ours["version"]
+            .as_str()
+            .unwrap()
+            .starts_with("hermes-runtime "),
+        "{ours}"
+    );
+
+    let iid = ctx.process_instance("hermes-runtime").await;
+    let (_, instance) = ctx.get(&format!("/v1/instances/{iid}")).await;
+    assert_eq!(instance["runtime"], "hermes-runtime");
+    let (_, profile) = ctx
+        .post(&format!("/v1/instances/{iid}/profiles"), r#"{"name": "p"}"#)
+        .await;
+    let (turn, _) = ctx
+        .turn(&iid, profile["id"].as_str().unwrap(), "hello process")
+        .await;
+    assert_eq!(turn["state"], "completed", "{turn}");
+    assert_eq!(turn["output"], "You said: hello process");
+
+    // The runtime is a process of its own, listening on the port it announced.
+    let port = ctx.runtime_port(&iid).await;
+    assert!(
+        tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_ok()
+    );
+
+    let (status, _) = ctx
+        .send(
+            reqwest::Method::DELETE,
+            &format!("/v1/instances/{iid}"),
+            None,
+        )
+        .await;
+    assert_eq!(status, 202);
+    let mut gone = false;
+    for _ in 0..200 {
+        let (status, _) = ctx.get(&format!("/v1/instances/{iid}")).await;
+        if status == 404
+            && tokio::net::TcpStream::connect(("127.0.0.1", port))
+                .await
+                .is_err()
+        {
+            gone = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(gone, "deleting the instance stops its runtime");
+    assert!(!ctx.dir.path().join("instances").join(&iid).exists());
+}
+
+#[tokio::test]
+async fn process_instances_name_a_runtime_the_operator_configured() {
+    let ctx = Ctx::start().await;
+    let refused = ctx
+        .post(
+            "/v1/instances",
+            r#"{"name": "x", "provider": "process", "runtime": "rm -rf /"}"#,
+        )
+        .await;
+    assert_problem(&refused, 400, "invalid_request");
+    assert!(
+        refused.1["detail"]
+            .as_str()
+            .unwrap()
+            .contains("hermes-runtime"),
+        "the known runtimes are listed: {}",
+        refused.1
+    );
+    assert_problem(
+        &ctx.post("/v1/instances", r#"{"name": "x", "provider": "process"}"#)
+            .await,
+        400,
+        "invalid_request",
+    );
+    assert_problem(
+        &ctx.post(
+            "/v1/instances",
+            r#"{"name": "x", "runtime": "hermes-runtime"}"#,
+        )
+        .await,
+        400,
+        "invalid_request",
+    );
+    // The embedded runtime keeps no log of its own.
+    let iid = ctx.ready_instance().await;
+    assert_problem(
+        &ctx.get(&format!("/v1/instances/{iid}/log")).await,
+        501,
+        "unsupported",
+    );
+}
+
+/// The real Hermes, installed by `scripts/test` into `target/hermes-venv`.
+fn real_hermes() -> RuntimeCommand {
+    let hermes =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/hermes-venv/bin/hermes");
+    assert!(
+        hermes.is_file(),
+        "the real Hermes is not installed at {}: run `scripts/test`",
+        hermes.display()
+    );
+    // Hermes pip-installs missing packages into its own venv at run time; tests share it.
+    RuntimeCommand {
+        program: PathBuf::from("env"),
+        args: vec![
+            "HERMES_DISABLE_LAZY_INSTALLS=1".to_owned(),
+            hermes.display().to_string(),
+        ],
+    }
+}
+
+/// The real `hermes serve` 0.19.0 as a `process` instance: a profile with an OpenAI-compatible
+/// model, and a streamed turn. (Callback tools on a profile made after Hermes started are not
+/// offered to its first session: see `docs/runtimes.md`.)
+#[tokio::test]
+async fn the_real_hermes_runs_a_turn_behind_the_control_plane() {
+    let ctx = Ctx::start_with(BTreeMap::from([("hermes".to_owned(), real_hermes())])).await;
+    let (_, runtimes) = ctx.get("/v1/runtimes").await;
+    let hermes = runtimes
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "hermes")
+        .unwrap();
+    assert!(
+        hermes["version"].as_str().unwrap().contains("0.19.0"),
+        "{hermes}"
+    );
+
+    let model = testkit::FakeModel::start().await;
+    let iid = ctx.process_instance("hermes").await;
+    let profile = json!({
+        "name": "assistant",
+        "model": {"provider": "openai_compatible", "base_url": model.base_url(),
+            "model": "fake-model", "api_key": "sk-fake-0123456789"},
+    });
+    let (status, profile) = ctx
+        .post(
+            &format!("/v1/instances/{iid}/profiles"),
+            &profile.to_string(),
+        )
+        .await;
+    assert_eq!(status, 201, "{profile}");
+    let (turn, events) = ctx
+        .turn(&iid, profile["id"].as_str().unwrap(), "hello real hermes")
+        .await;
+    assert_eq!(turn["state"], "completed", "{turn} {events:?}");
+    assert_eq!(turn["output"], "You said: hello real hermes");
+    let streamed: String = events
+        .iter()
+        .filter(|e| e["type"] == "message.delta")
+        .map(|e| e["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(streamed, "You said: hello real hermes");
+    assert_eq!(
+        model.authorizations().last().unwrap(),
+        "Bearer sk-fake-0123456789",
+        "the profile's model and key reached Hermes"
+    );
+    // Hermes's own log lands in the instance's runtime log.
+    assert!(ctx.runtime_port(&iid).await > 0);
+}
