@@ -32,6 +32,9 @@ pub enum ProviderKind {
     /// A runtime command the operator configured (`edith serve --runtime NAME=COMMAND`, or the
     /// built-in `hermes-runtime`), run as a child process in the instance's own home.
     Process,
+    /// A runtime someone else runs, reached at `url` with `token`: the control plane never
+    /// starts, stops or deletes anything on it, and deleting the instance forgets it.
+    External,
 }
 
 impl ProviderKind {
@@ -89,6 +92,9 @@ pub struct Instance {
     /// For `process` instances: the name of the runtime they run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runtime: Option<String>,
+    /// For `external` instances: where the runtime is (its token is never shown).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
     pub state: InstanceState,
     /// Why the instance is in its state, when that is not obvious (`failed`, `lost`).
     pub state_reason: Option<String>,
@@ -108,6 +114,13 @@ pub struct CreateInstance {
     /// For `process`: which of the operator's runtimes to run (see `runtime_list`).
     #[serde(default)]
     pub runtime: Option<String>,
+    /// For `external`: the runtime's base URL, e.g. `http://10.0.0.5:9119`.
+    #[serde(default)]
+    pub url: Option<String>,
+    /// For `external`: its `HERMES_DASHBOARD_SESSION_TOKEN`. Kept by the control plane, never
+    /// returned.
+    #[serde(default)]
+    pub token: Option<String>,
 }
 
 /// A runtime command the operator allows `process` instances to run.
@@ -260,6 +273,9 @@ pub enum ModelConfig {
         /// Whether an API key was given (it is kept on the runtime, never shown).
         api_key_set: bool,
     },
+    /// Whatever the runtime's own configuration says (`external` instances, whose runtime is
+    /// configured by its owner).
+    Runtime,
 }
 
 /// The model for a new profile.

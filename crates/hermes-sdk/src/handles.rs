@@ -34,6 +34,8 @@ impl Instances {
             name: name.to_owned(),
             provider: ProviderKind::Embedded,
             runtime: None,
+            url: None,
+            token: None,
         })
         .await
     }

@@ -18,12 +18,14 @@ pub async fn create(state: &AppState, body: CreateInstance) -> AppResult<Instanc
     }
     state.provider(body.provider)?;
     check_runtime(state, body.provider, body.runtime.as_deref())?;
+    let token = check_external(&body)?;
     let now = Timestamp::now();
     let instance = Instance {
         id: InstanceId::generate(),
         name: name.to_owned(),
         provider: body.provider,
         runtime: body.runtime,
+        url: body.url,
         state: InstanceState::Provisioning,
         state_reason: None,
         created_at: now.clone(),
@@ -31,7 +33,7 @@ pub async fn create(state: &AppState, body: CreateInstance) -> AppResult<Instanc
     };
     let record = InstanceRecord {
         instance: instance.clone(),
-        runtime_token: secret(),
+        runtime_token: token.unwrap_or_else(secret),
         mcp_token: secret(),
     };
     let job = jobs::new_job(&instance.id, JobKind::InstanceProvision);
@@ -58,6 +60,31 @@ fn check_runtime(state: &AppState, provider: ProviderKind, runtime: Option<&str>
             "`runtime` is only for `process` instances",
         )),
         (_, None) => Ok(()),
+    }
+}
+
+/// An `external` instance names its runtime's URL and token (which becomes the runtime token);
+/// other providers take neither.
+fn check_external(body: &CreateInstance) -> AppResult<Option<String>> {
+    match (body.provider, &body.url, &body.token) {
+        (ProviderKind::External, Some(url), Some(token)) => {
+            if crate::runtime::gateway_url(url).is_none() {
+                return Err(AppError::invalid(format!(
+                    "`url` `{url}` must be http://HOST:PORT (https is not supported yet)"
+                )));
+            }
+            if token.len() < 8 {
+                return Err(AppError::invalid("`token` must be at least 8 characters"));
+            }
+            Ok(Some(token.clone()))
+        }
+        (ProviderKind::External, _, _) => Err(AppError::invalid(
+            "an `external` instance needs the runtime's `url` and `token`",
+        )),
+        (_, None, None) => Ok(None),
+        (_, _, _) => Err(AppError::invalid(
+            "`url` and `token` are only for `external` instances",
+        )),
     }
 }
 

@@ -3,7 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use edith_types::{CreateProfile, InstanceId, ModelSpec, Profile, ProfileId, Timestamp, ToolId};
+use edith_types::{
+    CreateProfile, InstanceId, ModelConfig, ModelSpec, Profile, ProfileId, Timestamp, ToolId,
+};
 use hermes_native::config::{HermesConfig, McpServer, ModelSection, SCRIPTED, Seconds};
 use hermes_native::profile::{PROFILE_NAME_RULE, valid_profile_name};
 
@@ -38,15 +40,25 @@ pub async fn create(
     for tool in &body.tools {
         tools::load(state, tool).await?;
     }
+    let provider = state.provider(record.instance.provider)?;
+    if !provider.configures_profiles() && (body.model.is_some() || !body.tools.is_empty()) {
+        return Err(AppError::invalid(
+            "this instance's runtime is configured by its owner: a profile here cannot set a \
+             model or callback tools; it uses the native profile of the same name as it is",
+        ));
+    }
     let model = body.model.clone().unwrap_or(ModelSpec::Scripted);
     check_model(&model)?;
-    let provider = state.provider(record.instance.provider)?;
     let profile = Profile {
         id: ProfileId::generate(),
         instance_id: instance.clone(),
         name: body.name.clone(),
         native_name: body.name,
-        model: model.shown(),
+        model: if provider.configures_profiles() {
+            model.shown()
+        } else {
+            ModelConfig::Runtime
+        },
         tools: body.tools,
         created_at: Timestamp::now(),
     };
@@ -60,6 +72,9 @@ pub async fn create(
         )]),
         other: BTreeMap::new(),
     };
+    if !provider.configures_profiles() {
+        return Ok(profile);
+    }
     let configured = provider
         .configure_profile(instance, &profile.native_name, &config)
         .await;

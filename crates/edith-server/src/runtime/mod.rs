@@ -7,4 +7,4 @@ mod process_group;
 mod providers;
 
 pub use gateway_pool::{GatewayPool, Link};
-pub use providers::{ProviderError, Providers, RuntimeCommand, RuntimeProvider};
+pub use providers::{ProviderError, Providers, RuntimeCommand, RuntimeProvider, gateway_url};

@@ -2,6 +2,7 @@
 
 #[cfg(feature = "embedded")]
 mod embedded;
+mod external;
 mod process;
 
 use async_trait::async_trait;
@@ -13,6 +14,7 @@ use hermes_native::config::HermesConfig;
 
 #[cfg(feature = "embedded")]
 pub use embedded::EmbeddedProvider;
+pub use external::{ExternalProvider, gateway_url};
 pub use process::{ProcessProvider, RuntimeCommand};
 
 #[derive(Debug, Clone, thiserror::Error)]
@@ -37,6 +39,11 @@ pub trait RuntimeProvider: Send + Sync {
     async fn stop(&self, instance: &InstanceId) -> Result<(), ProviderError>;
     /// Removes everything `provision` made. Idempotent.
     async fn destroy(&self, instance: &InstanceId) -> Result<(), ProviderError>;
+    /// Whether the control plane writes native profiles' configuration on this provider's
+    /// runtimes (not on a runtime someone else runs).
+    fn configures_profiles(&self) -> bool {
+        true
+    }
     /// Creates or rewrites a native profile's home and `config.yaml`; on failure, a home it
     /// created is removed again.
     async fn configure_profile(
@@ -55,6 +62,7 @@ pub struct Providers {
     embedded: EmbeddedProvider,
     /// Also knows the runtimes the operator allows.
     pub process: ProcessProvider,
+    external: ExternalProvider,
 }
 
 impl Providers {
@@ -69,6 +77,7 @@ impl Providers {
             #[cfg(feature = "embedded")]
             embedded: EmbeddedProvider::new(homes.clone()),
             process: ProcessProvider::new(homes, runtimes),
+            external: ExternalProvider,
         }
     }
 
@@ -82,6 +91,7 @@ impl Providers {
                 "this control plane was built without the `embedded` provider (feature `embedded`)",
             )),
             ProviderKind::Process => Ok(&self.process),
+            ProviderKind::External => Ok(&self.external),
         }
     }
 

@@ -238,3 +238,123 @@ async fn the_real_hermes_runs_a_turn_behind_the_control_plane() {
     // Hermes's own log lands in the instance's runtime log.
     assert!(ctx.runtime_port(&iid).await > 0);
 }
+
+/// Someone else's runtime: our `hermes-runtime` started by the test, not by the control plane.
+async fn someone_elses_runtime(home: &std::path::Path, token: &str) -> testkit::ReadyProcess {
+    let ours = &edith_server::builtin_runtimes()[edith_server::BUILTIN_RUNTIME];
+    let mut command = tokio::process::Command::new(&ours.program);
+    command
+        .args(["serve", "--host", "127.0.0.1", "--port", "0"])
+        .env("HERMES_HOME", home)
+        .env("HERMES_DASHBOARD_SESSION_TOKEN", token);
+    testkit::ReadyProcess::spawn(
+        command,
+        "HERMES_BACKEND_READY port=",
+        Duration::from_secs(30),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn an_external_runtime_is_used_as_it_is_and_only_forgotten_on_delete() {
+    const TOKEN: &str = "someone-elses-token-0123456789";
+    let ctx = Ctx::start().await;
+    let home = tempfile::tempdir().expect("temp dir");
+    let runtime = someone_elses_runtime(home.path(), TOKEN).await;
+    let port = runtime.ready_value("port");
+    let url = format!("http://127.0.0.1:{port}");
+
+    let body = json!({"name": "theirs", "provider": "external", "url": url, "token": TOKEN});
+    let (status, created) = ctx.post("/v1/instances", &body.to_string()).await;
+    assert_eq!(status, 202, "{created}");
+    let iid = created["instance"]["id"].as_str().unwrap().to_owned();
+    let job = created["job"]["id"].as_str().unwrap();
+    let events = ctx.sse(&format!("/v1/jobs/{job}/events"), None).await;
+    assert_eq!(
+        events.last().unwrap()["instance_state"],
+        "ready",
+        "{events:?}"
+    );
+    let (_, instance) = ctx.get(&format!("/v1/instances/{iid}")).await;
+    assert_eq!(instance["url"], url.as_str());
+
+    // Its configuration is its owner's: a profile can use it, not change it.
+    let profiles = format!("/v1/instances/{iid}/profiles");
+    let refused = ctx
+        .post(
+            &profiles,
+            r#"{"name": "default", "model": {"provider": "scripted"}}"#,
+        )
+        .await;
+    assert_problem(&refused, 400, "invalid_request");
+    let (status, profile) = ctx.post(&profiles, r#"{"name": "default"}"#).await;
+    assert_eq!(status, 201, "{profile}");
+    assert_eq!(profile["model"], json!({"provider": "runtime"}));
+    assert!(
+        !home.path().join("config.yaml").exists(),
+        "nothing was written there"
+    );
+    let (turn, _) = ctx
+        .turn(&iid, profile["id"].as_str().unwrap(), "hello theirs")
+        .await;
+    assert_eq!(turn["state"], "completed", "{turn}");
+    assert_eq!(turn["output"], "You said: hello theirs");
+
+    for reply in [&created, &instance, &profile, &turn] {
+        assert!(!reply.to_string().contains(TOKEN), "{reply}");
+    }
+    let (status, _) = ctx
+        .send(
+            reqwest::Method::DELETE,
+            &format!("/v1/instances/{iid}"),
+            None,
+        )
+        .await;
+    assert_eq!(status, 202);
+    let mut forgotten = false;
+    for _ in 0..200 {
+        if ctx.get(&format!("/v1/instances/{iid}")).await.0 == 404 {
+            forgotten = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(forgotten);
+    let port: u16 = port.parse().unwrap();
+    assert!(
+        tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_ok(),
+        "the runtime is still there: deleting only forgets it"
+    );
+    runtime.stop(Duration::from_secs(10)).await;
+}
+
+#[tokio::test]
+async fn external_instances_need_a_plain_url_and_a_token() {
+    let ctx = Ctx::start().await;
+    for body in [
+        json!({"name": "x", "provider": "external", "url": "http://127.0.0.1:1"}),
+        json!({"name": "x", "provider": "external", "token": "0123456789"}),
+        json!({"name": "x", "provider": "external", "url": "https://h:1", "token": "0123456789"}),
+        json!({"name": "x", "provider": "external", "url": "http://h:1", "token": "short"}),
+        json!({"name": "x", "url": "http://h:1", "token": "0123456789"}),
+    ] {
+        assert_problem(
+            &ctx.post("/v1/instances", &body.to_string()).await,
+            400,
+            "invalid_request",
+        );
+    }
+    // Unreachable: the provisioning job fails and says why.
+    let body = json!({"name": "gone", "provider": "external", "url": "http://127.0.0.1:9", "token": "0123456789"});
+    let (_, created) = ctx.post("/v1/instances", &body.to_string()).await;
+    let job = created["job"]["id"].as_str().unwrap();
+    let events = ctx.sse(&format!("/v1/jobs/{job}/events"), None).await;
+    let last = events.last().unwrap();
+    assert_eq!(last["instance_state"], "failed", "{events:?}");
+    assert!(
+        last["error"].as_str().unwrap().contains("connect_gateway"),
+        "{last}"
+    );
+}

@@ -1,0 +1,78 @@
+//! The `external` provider: a Hermes-compatible runtime someone else runs, reached at its URL
+//! with its token. The control plane never starts, stops or deletes anything on it, and does not
+//! write its configuration: that is its owner's.
+
+use async_trait::async_trait;
+use edith_store::InstanceRecord;
+use edith_types::InstanceId;
+use hermes_native::config::HermesConfig;
+
+use super::{ProviderError, RuntimeEndpoint, RuntimeProvider};
+
+pub struct ExternalProvider;
+
+/// The gateway URL of a runtime at `base` (`http://host:port` → `ws://host:port/api/ws`).
+pub fn gateway_url(base: &str) -> Option<String> {
+    let rest = base.strip_prefix("http://")?;
+    let authority = rest.trim_end_matches('/');
+    (!authority.is_empty() && !authority.contains('/')).then(|| format!("ws://{authority}/api/ws"))
+}
+
+#[async_trait]
+impl RuntimeProvider for ExternalProvider {
+    async fn provision(&self, _: &InstanceRecord) -> Result<(), ProviderError> {
+        Ok(())
+    }
+
+    async fn start(&self, instance: &InstanceRecord) -> Result<RuntimeEndpoint, ProviderError> {
+        let base = instance.instance.url.as_deref().unwrap_or_default();
+        let ws_url = gateway_url(base)
+            .ok_or_else(|| ProviderError(format!("`{base}` is not a runtime URL")))?;
+        Ok(RuntimeEndpoint {
+            ws_url,
+            token: instance.runtime_token.clone(),
+        })
+    }
+
+    async fn stop(&self, _: &InstanceId) -> Result<(), ProviderError> {
+        Ok(())
+    }
+
+    /// Forgetting is all: the runtime is someone else's.
+    async fn destroy(&self, _: &InstanceId) -> Result<(), ProviderError> {
+        Ok(())
+    }
+
+    fn configures_profiles(&self) -> bool {
+        false
+    }
+
+    async fn configure_profile(
+        &self,
+        _: &InstanceId,
+        _: &str,
+        _: &HermesConfig,
+    ) -> Result<(), ProviderError> {
+        Err(ProviderError(
+            "an external runtime's configuration is its owner's".to_owned(),
+        ))
+    }
+
+    async fn shutdown(&self) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runtime_urls_become_gateway_urls() {
+        assert_eq!(
+            gateway_url("http://127.0.0.1:9119/").as_deref(),
+            Some("ws://127.0.0.1:9119/api/ws")
+        );
+        for bad in ["https://h:1", "http://", "http://h:1/x", "ftp://h", "h:1"] {
+            assert_eq!(gateway_url(bad), None, "{bad}");
+        }
+    }
+}
