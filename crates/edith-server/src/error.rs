@@ -16,6 +16,8 @@ pub struct AppError {
     pub detail: String,
     /// The runtime's JSON-RPC code, for `native_error`.
     pub native_code: Option<i64>,
+    /// Seconds after which a retry may succeed (`Retry-After`), for `too_many_requests`.
+    pub retry_after: Option<u64>,
 }
 
 pub type AppResult<T> = Result<T, AppError>;
@@ -26,6 +28,7 @@ impl AppError {
             code,
             detail: detail.into(),
             native_code: None,
+            retry_after: None,
         }
     }
 
@@ -109,11 +112,17 @@ impl IntoResponse for AppError {
         let problem = self.problem();
         let status =
             StatusCode::from_u16(problem.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        (
+        let mut response = (
             status,
             [(header::CONTENT_TYPE, "application/problem+json")],
             serde_json::to_string(&problem).unwrap_or_default(),
         )
-            .into_response()
+            .into_response();
+        if let Some(seconds) = self.retry_after {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, seconds.into());
+        }
+        response
     }
 }

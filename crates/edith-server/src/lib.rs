@@ -21,6 +21,7 @@ use edith_store::Store;
 
 pub use auth::ADMIN_KEY_FILE;
 pub use error::AppError;
+pub use http::limits::Limits;
 pub use http::openapi;
 pub use runtime::RuntimeCommand;
 
@@ -42,6 +43,8 @@ pub struct ServerConfig {
     /// The runtime commands `process` instances may run, by name (the operator's choice; callers
     /// only name one).
     pub runtimes: BTreeMap<String, RuntimeCommand>,
+    /// What one caller may ask of the server.
+    pub limits: Limits,
 }
 
 impl ServerConfig {
@@ -53,6 +56,7 @@ impl ServerConfig {
             admin_key: None,
             behind_tls_proxy: false,
             runtimes: builtin_runtimes(),
+            limits: Limits::default(),
         }
     }
 }
@@ -159,6 +163,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         tool_hosts: Default::default(),
         cancels: Default::default(),
         last_use: Default::default(),
+        gate: http::limits::Gate::new(config.limits.clone()),
         public_url: url.clone(),
         shutdown: stopping.clone(),
     });
@@ -167,6 +172,9 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
     let (router, _, _) = http::build();
     // Outermost first: the key is checked before `Idempotency-Key` is looked at.
     let app = router
+        .layer(axum::extract::DefaultBodyLimit::max(
+            config.limits.max_body_bytes,
+        ))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             http::idempotency::guard,

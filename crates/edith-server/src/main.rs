@@ -94,6 +94,7 @@ async fn main() -> ExitCode {
                 .into_iter()
                 .chain(serve.runtimes)
                 .collect(),
+            limits: Default::default(),
         },
         Command::Openapi => {
             println!(

@@ -24,6 +24,8 @@ pub struct Inner {
     pub job_events: Hub<JobEvent>,
     /// MCP connections to tool hosts.
     pub tool_hosts: ToolHosts,
+    /// Per-key request rates and open streams, and the size limits.
+    pub gate: crate::http::limits::Gate,
     /// When each API key's last use was last written.
     pub last_use: crate::auth::LastUse,
     /// Turns a client asked to cancel; their driver ends them `cancelled`.

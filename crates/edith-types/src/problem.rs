@@ -48,6 +48,11 @@ pub enum ErrorCode {
     RouteNotFound,
     /// The method is not allowed on this path.
     MethodNotAllowed,
+    /// The request body is larger than the server takes.
+    PayloadTooLarge,
+    /// The key sent more requests, or holds more streams, than it may; retry after
+    /// `Retry-After` seconds.
+    TooManyRequests,
     /// A bug or an unexpected failure on the server side; details are in the server log.
     Internal,
 }
@@ -70,13 +75,18 @@ impl ErrorCode {
             ErrorCode::Unauthorized => 401,
             ErrorCode::Forbidden => 403,
             ErrorCode::MethodNotAllowed => 405,
+            ErrorCode::PayloadTooLarge => 413,
+            ErrorCode::TooManyRequests => 429,
             ErrorCode::Internal => 500,
         }
     }
 
     /// Whether the same request may succeed if simply tried again later.
     pub fn retryable(self) -> bool {
-        matches!(self, ErrorCode::RuntimeUnavailable | ErrorCode::Internal)
+        matches!(
+            self,
+            ErrorCode::RuntimeUnavailable | ErrorCode::Internal | ErrorCode::TooManyRequests
+        )
     }
 }
 

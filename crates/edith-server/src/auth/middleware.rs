@@ -44,6 +44,9 @@ pub async fn authenticate(
     if let Err(e) = principal.require(scope, "this operation") {
         return e.into_response();
     }
+    if let Err(e) = state.gate.admit(&principal.0.id) {
+        return e.into_response();
+    }
     if let Some(route) = &route
         && let Err(e) = reaches_route(&principal, route, request.uri().path())
     {

@@ -26,6 +26,12 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
 }
 
 fn body_error(rejection: JsonRejection) -> AppError {
+    if rejection.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
+        return AppError::new(
+            ErrorCode::PayloadTooLarge,
+            "the body is larger than this server takes",
+        );
+    }
     let detail = match &rejection {
         JsonRejection::MissingJsonContentType(_) => {
             "the body must be JSON, sent with `Content-Type: application/json`".to_owned()

@@ -17,9 +17,9 @@ use crate::error::AppError;
 use crate::state::AppState;
 
 pub const HEADER: &str = "idempotency-key";
+/// The largest reply kept for replay.
+const REPLY_LIMIT: usize = 4 * 1024 * 1024;
 const REPLAYED: &str = "idempotent-replayed";
-/// Request and reply bodies of this API are small; anything bigger is refused, not buffered.
-const MAX_BODY: usize = 4 * 1024 * 1024;
 
 pub async fn guard(State(state): State<AppState>, request: Request, next: Next) -> Response {
     if request.method() != Method::POST {
@@ -40,9 +40,14 @@ pub async fn guard(State(state): State<AppState>, request: Request, next: Next) 
         None => key,
     };
     let (parts, body) = request.into_parts();
-    let Ok(body) = to_bytes(body, MAX_BODY).await else {
-        return AppError::new(ErrorCode::InvalidBody, "the body is larger than 4 MiB")
-            .into_response();
+    // Request and reply bodies of this API are small; anything bigger is refused, not kept.
+    let max_body = state.gate.limits().max_body_bytes;
+    let Ok(body) = to_bytes(body, max_body).await else {
+        return AppError::new(
+            ErrorCode::PayloadTooLarge,
+            "the body is larger than this server takes",
+        )
+        .into_response();
     };
     let path = parts.uri.path().to_owned();
     let claimed = state
@@ -78,7 +83,7 @@ pub async fn guard(State(state): State<AppState>, request: Request, next: Next) 
         Ok(Idempotency::New) => {
             let response = next.run(Request::from_parts(parts, Body::from(body))).await;
             let (parts, body) = response.into_parts();
-            let Ok(body) = to_bytes(body, MAX_BODY).await else {
+            let Ok(body) = to_bytes(body, max_body.max(REPLY_LIMIT)).await else {
                 let _ = state.store.release_idempotent(&key).await;
                 return AppError::internal("a reply too large to keep").into_response();
             };

@@ -1,5 +1,6 @@
 //! Instances and their provisioning jobs.
 
+use axum::Extension;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::get;
@@ -14,6 +15,7 @@ use super::extract::{AfterParams, ApiJson, ApiQuery, Ids, PageParams};
 use super::spec::{Api, Op};
 use super::sse;
 use crate::app::{instances, jobs};
+use crate::auth::Principal;
 use crate::error::{AppError, AppResult};
 use crate::state::AppState;
 
@@ -129,6 +131,7 @@ async fn get_job(State(state): State<AppState>, ids: Ids) -> AppResult<Json<Job>
 
 async fn job_events(
     State(state): State<AppState>,
+    Extension(caller): Extension<Principal>,
     ids: Ids,
     headers: HeaderMap,
     ApiQuery(params): ApiQuery<AfterParams>,
@@ -143,11 +146,13 @@ async fn job_events(
         async move { Ok(store.job_events_after(&id, after).await?) }
     };
     let ended = job.state.is_terminal();
+    let permit = state.gate.open_stream(&caller.0.id)?;
     Ok(sse::follow(
         live,
         replay,
         after,
         ended,
+        permit,
         state.shutdown.clone(),
     ))
 }

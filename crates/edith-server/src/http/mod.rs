@@ -6,6 +6,7 @@ pub mod extract;
 pub mod idempotency;
 mod instances;
 mod keys;
+pub mod limits;
 mod native;
 mod resources;
 mod spec;

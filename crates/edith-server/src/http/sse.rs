@@ -13,6 +13,7 @@ use futures_util::stream::{self, Stream, StreamExt};
 use serde::Serialize;
 use tokio::sync::broadcast;
 
+use super::limits::StreamPermit;
 use crate::error::{AppError, AppResult};
 
 /// An entry of a durable, numbered event log.
@@ -83,6 +84,7 @@ pub fn follow<E, R, F>(
     replay: R,
     after: u64,
     ended: bool,
+    permit: StreamPermit,
     mut shutdown: tokio::sync::watch::Receiver<bool>,
 ) -> Sse<impl Stream<Item = Result<Event, Infallible>>>
 where
@@ -140,6 +142,11 @@ where
     let stopping = async move {
         let _ = shutdown.wait_for(|stop| *stop).await;
     };
+    // The permit lives as long as the stream: the place is given back when it ends.
+    let events = events.map(move |event| {
+        let _held = &permit;
+        event
+    });
     Sse::new(events.take_until(Box::pin(stopping)).map(Ok))
         .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
 }

@@ -1,5 +1,6 @@
 //! Turns and their event streams.
 
+use axum::Extension;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::{get, post};
@@ -11,6 +12,7 @@ use super::resources::load_session;
 use super::spec::{Api, Op};
 use super::sse;
 use crate::app::turns;
+use crate::auth::Principal;
 use crate::error::AppResult;
 use crate::state::AppState;
 
@@ -98,6 +100,7 @@ async fn cancel_turn(State(state): State<AppState>, ids: Ids) -> AppResult<impl 
 
 async fn turn_events(
     State(state): State<AppState>,
+    Extension(caller): Extension<Principal>,
     ids: Ids,
     headers: HeaderMap,
     ApiQuery(params): ApiQuery<AfterParams>,
@@ -112,11 +115,13 @@ async fn turn_events(
         async move { Ok(store.turn_events_after(&id, after).await?) }
     };
     let ended = turn.state.is_terminal();
+    let permit = state.gate.open_stream(&caller.0.id)?;
     Ok(sse::follow(
         live,
         replay,
         after,
         ended,
+        permit,
         state.shutdown.clone(),
     ))
 }

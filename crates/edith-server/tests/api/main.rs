@@ -2,6 +2,7 @@
 //! codes (never a 500), streams resume, and the `edith` binary keeps its launch contract.
 
 mod auth;
+mod limits;
 mod providers;
 
 use std::time::Duration;
@@ -96,9 +97,22 @@ impl Ctx {
     async fn start_with(
         runtimes: std::collections::BTreeMap<String, edith_server::RuntimeCommand>,
     ) -> Self {
+        Self::start_configured(runtimes, edith_server::Limits::default()).await
+    }
+
+    /// A control plane with `limits`.
+    async fn start_limited(limits: edith_server::Limits) -> Self {
+        Self::start_configured(Default::default(), limits).await
+    }
+
+    async fn start_configured(
+        runtimes: std::collections::BTreeMap<String, edith_server::RuntimeCommand>,
+        limits: edith_server::Limits,
+    ) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let mut config = ServerConfig {
             admin_key: Some(ADMIN_KEY.to_owned()),
+            limits,
             ..ServerConfig::local(dir.path().to_path_buf())
         };
         assert!(

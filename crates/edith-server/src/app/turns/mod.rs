@@ -32,6 +32,12 @@ pub async fn start(
     if body.input.trim().is_empty() {
         return Err(AppError::invalid("`input` must not be empty"));
     }
+    let most = state.gate.limits().max_input_chars;
+    if body.input.chars().count() > most {
+        return Err(AppError::invalid(format!(
+            "`input` must be at most {most} characters"
+        )));
+    }
     instances::load_ready(state, &profile.instance_id).await?;
     let now = Timestamp::now();
     let turn = Turn {

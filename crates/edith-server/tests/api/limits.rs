@@ -1,0 +1,131 @@
+//! Limits: a caller over one is refused clearly, and others go on being served.
+
+use edith_server::Limits;
+use serde_json::json;
+
+use crate::{Ctx, assert_problem, client_with_key};
+
+impl Ctx {
+    /// A new key's secret.
+    async fn new_key(&self, scope: &str) -> String {
+        let body = json!({"name": "k", "scope": scope}).to_string();
+        let (status, created) = self.post("/v1/keys", &body).await;
+        assert_eq!(status, 201, "{created}");
+        created["secret"].as_str().unwrap().to_owned()
+    }
+}
+
+#[tokio::test]
+async fn bodies_and_inputs_beyond_the_limits_are_refused_and_the_server_goes_on() {
+    let ctx = Ctx::start_limited(Limits {
+        max_body_bytes: 4096,
+        max_input_chars: 100,
+        ..Limits::default()
+    })
+    .await;
+    let huge = json!({"name": "x".repeat(10_000)}).to_string();
+    assert_problem(
+        &ctx.post("/v1/instances", &huge).await,
+        413,
+        "payload_too_large",
+    );
+    let response = ctx
+        .http
+        .post(ctx.url("/v1/instances"))
+        .header("content-type", "application/json")
+        .header("Idempotency-Key", "big")
+        .body(huge)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 413, "also through Idempotency-Key");
+
+    let iid = ctx.ready_instance().await;
+    let (_, profile) = ctx
+        .post(&format!("/v1/instances/{iid}/profiles"), r#"{"name": "p"}"#)
+        .await;
+    let sessions = format!(
+        "/v1/instances/{iid}/profiles/{}/sessions",
+        profile["id"].as_str().unwrap()
+    );
+    let (_, session) = ctx.post(&sessions, "{}").await;
+    let turns = format!("{sessions}/{}/turns", session["id"].as_str().unwrap());
+    let long = json!({"input": "y".repeat(101)}).to_string();
+    let refused = ctx.post(&turns, &long).await;
+    assert_problem(&refused, 400, "invalid_request");
+    assert!(
+        refused.1["detail"].as_str().unwrap().contains("100"),
+        "{}",
+        refused.1
+    );
+    let (status, _) = ctx.post(&turns, r#"{"input": "short"}"#).await;
+    assert_eq!(status, 202);
+}
+
+#[tokio::test]
+async fn a_key_flooding_the_server_is_slowed_and_other_keys_are_not() {
+    let ctx = Ctx::start_limited(Limits {
+        requests_per_second: 0.5,
+        burst: 8.0,
+        ..Limits::default()
+    })
+    .await;
+    let flooding = client_with_key(&ctx.new_key("read").await);
+    let calm = client_with_key(&ctx.new_key("read").await);
+    let mut refused = 0;
+    for _ in 0..20 {
+        let response = flooding.get(ctx.url("/v1/instances")).send().await.unwrap();
+        if response.status() == 429 {
+            assert!(response.headers().get("retry-after").is_some());
+            let body: serde_json::Value = response.json().await.unwrap();
+            assert_eq!(body["code"], "too_many_requests", "{body}");
+            refused += 1;
+        }
+    }
+    assert!(
+        refused >= 10,
+        "the flood was slowed: {refused} of 20 refused"
+    );
+    let response = calm.get(ctx.url("/v1/instances")).send().await.unwrap();
+    assert_eq!(response.status(), 200, "another key is served");
+}
+
+#[tokio::test]
+async fn a_key_holds_a_bounded_number_of_open_streams() {
+    let ctx = Ctx::start_limited(Limits {
+        streams_per_key: 2,
+        ..Limits::default()
+    })
+    .await;
+    let iid = ctx.ready_instance().await;
+    let (_, profile) = ctx
+        .post(&format!("/v1/instances/{iid}/profiles"), r#"{"name": "p"}"#)
+        .await;
+    let sessions = format!(
+        "/v1/instances/{iid}/profiles/{}/sessions",
+        profile["id"].as_str().unwrap()
+    );
+    let (_, session) = ctx.post(&sessions, "{}").await;
+    let turns = format!("{sessions}/{}/turns", session["id"].as_str().unwrap());
+    // A turn that waits for an approval keeps its stream open.
+    let (status, turn) = ctx
+        .post(
+            &turns,
+            r#"{"input": "terminal {\"command\": \"rm -rf /tmp/edith-limits-nothing\"}"}"#,
+        )
+        .await;
+    assert_eq!(status, 202, "{turn}");
+    let events = ctx.url(&format!("{turns}/{}/events", turn["id"].as_str().unwrap()));
+    let reader = client_with_key(&ctx.new_key("read").await);
+    let first = reader.get(&events).send().await.unwrap();
+    let second = reader.get(&events).send().await.unwrap();
+    assert_eq!((first.status().as_u16(), second.status().as_u16()), (200, 200));
+    let third = reader.get(&events).send().await.unwrap();
+    assert_eq!(third.status(), 429);
+    assert!(third.headers().get("retry-after").is_some());
+    // Another key still streams.
+    let other = client_with_key(&ctx.new_key("read").await);
+    assert_eq!(other.get(&events).send().await.unwrap().status(), 200);
+    let cancel = format!("{turns}/{}/cancel", turn["id"].as_str().unwrap());
+    ctx.post(&cancel, "").await;
+}
