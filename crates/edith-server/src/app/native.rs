@@ -2,7 +2,7 @@
 //! it; profile-scoped methods get the profile's native name (the pinned catalog says which).
 
 use edith_types::Scope as KeyScope;
-use edith_types::{ErrorCode, InstanceId, NativeCall, NativeReply};
+use edith_types::{InstanceId, NativeCall, NativeReply};
 use hermes_native::catalog::{Scope, catalog};
 use serde_json::Value;
 
@@ -23,14 +23,13 @@ pub async fn call(
     let Value::Object(mut params) = body.params else {
         return Err(AppError::invalid("`params` must be an object"));
     };
+    // A name outside the catalog is the caller's mistake (4xx); a method of the catalog the
+    // runtime lacks is the runtime's (`unsupported`).
     let info = catalog().method(&body.method).ok_or_else(|| {
-        AppError::new(
-            ErrorCode::Unsupported,
-            format!(
-                "`{}` is not a method of the pinned Hermes 0.19 catalog",
-                body.method
-            ),
-        )
+        AppError::invalid(format!(
+            "`{}` is not a method of the pinned Hermes 0.19 catalog",
+            body.method
+        ))
     })?;
     if info.admin {
         caller.require(

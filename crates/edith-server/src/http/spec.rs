@@ -159,10 +159,11 @@ impl Op {
         self
     }
 
-    fn to_openapi(&self) -> Value {
+    fn to_openapi(&self, generator: &mut SchemaGenerator) -> Value {
         let mut parameters: Vec<Value> = path_params(self.path)
             .map(|name| {
-                json!({"name": name, "in": "path", "required": true, "schema": {"type": "string"}})
+                let schema = id_schema(generator, name);
+                json!({"name": name, "in": "path", "required": true, "schema": schema})
             })
             .collect();
         parameters.extend(self.query.iter().map(|(name, description, schema)| {
@@ -215,6 +216,23 @@ impl Op {
     }
 }
 
+/// The schema of a path parameter: the id type it holds, with its pattern.
+fn id_schema(generator: &mut SchemaGenerator, param: &str) -> Value {
+    use edith_types::*;
+    let schema = match param {
+        "instance_id" => generator.subschema_for::<InstanceId>(),
+        "profile_id" => generator.subschema_for::<ProfileId>(),
+        "session_id" => generator.subschema_for::<SessionId>(),
+        "turn_id" => generator.subschema_for::<TurnId>(),
+        "tool_id" => generator.subschema_for::<ToolId>(),
+        "tool_host_id" => generator.subschema_for::<ToolHostId>(),
+        "job_id" => generator.subschema_for::<JobId>(),
+        "key_id" => generator.subschema_for::<ApiKeyId>(),
+        other => panic!("path parameter `{other}` has no id type: add it here"),
+    };
+    schema.to_value()
+}
+
 fn path_params(path: &str) -> impl Iterator<Item = &str> {
     path.split('/')
         .filter_map(|seg| seg.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
@@ -241,7 +259,7 @@ impl Api {
             .paths
             .entry(op.path.to_owned())
             .or_insert_with(|| json!({}));
-        entry[op.method] = op.to_openapi();
+        entry[op.method] = op.to_openapi(&mut self.generator);
         let method = Method::from_bytes(op.method.to_uppercase().as_bytes()).expect("a method");
         self.rules
             .entry(op.path)

@@ -54,7 +54,8 @@ pub fn routes(api: &mut Api) {
             "Cancel a turn: the runtime interrupts it (pending approvals are denied) and it ends \
              `cancelled`. Cancelling a finished turn changes nothing.",
         )
-        .returns::<Turn>(api, 202, "The turn.");
+        .returns::<Turn>(api, 202, "The turn, being cancelled.")
+        .returns::<Turn>(api, 200, "The turn, already finished: nothing changed.");
     api.add(op, post(cancel_turn));
 }
 

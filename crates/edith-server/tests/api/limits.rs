@@ -119,7 +119,10 @@ async fn a_key_holds_a_bounded_number_of_open_streams() {
     let reader = client_with_key(&ctx.new_key("read").await);
     let first = reader.get(&events).send().await.unwrap();
     let second = reader.get(&events).send().await.unwrap();
-    assert_eq!((first.status().as_u16(), second.status().as_u16()), (200, 200));
+    assert_eq!(
+        (first.status().as_u16(), second.status().as_u16()),
+        (200, 200)
+    );
     let third = reader.get(&events).send().await.unwrap();
     assert_eq!(third.status(), 429);
     assert!(third.headers().get("retry-after").is_some());

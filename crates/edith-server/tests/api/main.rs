@@ -524,8 +524,8 @@ async fn native_calls_are_checked_against_the_pinned_catalog() {
     assert_eq!(listed["result"]["sessions"], json!([]));
     assert_problem(
         &ctx.post(&path, r#"{"method": "no.such.method"}"#).await,
-        501,
-        "unsupported",
+        400,
+        "invalid_request",
     );
     assert_problem(
         &ctx.post(&path, r#"{"method": "commands.catalog"}"#).await,
