@@ -3,6 +3,7 @@
 //! this file has what they stand on.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use bytes::Bytes;
 use futures_util::StreamExt;
@@ -31,6 +32,8 @@ struct ClientInner {
     /// `http://host:port`, without a trailing slash.
     base: String,
     api_key: Option<String>,
+    /// Set by [`EdithHermes::close`]: every later call fails with [`Error::Closed`].
+    closed: AtomicBool,
 }
 
 impl std::fmt::Debug for EdithHermes {
@@ -81,8 +84,22 @@ impl EdithHermes {
                 http,
                 base: base_url.trim_end_matches('/').to_owned(),
                 api_key: api_key.map(str::to_owned),
+                closed: AtomicBool::new(false),
             }),
         }
+    }
+
+    /// Closes this client (and its clones): later calls fail with [`Error::Closed`]. An HTTP
+    /// client the caller gave stays theirs and keeps working.
+    pub fn close(&self) {
+        self.inner.closed.store(true, Ordering::SeqCst);
+    }
+
+    fn check_open(&self) -> Result<()> {
+        if self.inner.closed.load(Ordering::SeqCst) {
+            return Err(Error::Closed);
+        }
+        Ok(())
     }
 
     pub fn base_url(&self) -> &str {
@@ -112,6 +129,7 @@ impl EdithHermes {
         page: Option<&PageRequest>,
         body: Option<&B>,
     ) -> Result<T> {
+        self.check_open()?;
         let mut request = self
             .request(method.clone(), path)
             .header(ACCEPT, "application/json");
@@ -165,6 +183,7 @@ impl EdithHermes {
         path: &str,
         after: u64,
     ) -> Result<BoxStream<'static, reqwest::Result<Bytes>>> {
+        self.check_open()?;
         let mut request = self
             .request(Method::GET, path)
             .header(ACCEPT, "text/event-stream");

@@ -98,10 +98,15 @@ impl Hermes {
             return Ok(());
         }
         #[cfg(feature = "local")]
-        if let Some(local) = &self.root.local {
-            return local.close(self).await;
-        }
-        Ok(())
+        let closed = match &self.root.local {
+            Some(local) => local.close(self).await,
+            None => Ok(()),
+        };
+        #[cfg(not(feature = "local"))]
+        let closed = Ok(());
+        // Later calls through this client and its handles fail with `Closed`.
+        self.root.sdk.close();
+        closed
     }
 
     /// Records an instance created through this context, for cleanup at close.

@@ -251,7 +251,18 @@ async fn a_remote_client_never_deletes_and_leaves_the_callers_http_client_usable
     let remote = Hermes::remote_with_http_client(&url, Some(key.trim()), http.clone());
     let seen = remote.open_instance(instance.id()).await.expect("open");
     remote.close().await.expect("close");
-    assert_eq!(seen.get().await.expect("get").state, InstanceState::Ready);
+    // Closed: its handles fail clearly; the instance is still there.
+    assert!(matches!(seen.get().await, Err(Error::Closed)));
+    assert!(matches!(
+        remote.sdk().instance_list(&Default::default()).await,
+        Err(Error::Closed)
+    ));
+    let still = server_side
+        .instance(instance.id())
+        .get()
+        .await
+        .expect("get");
+    assert_eq!(still.state, InstanceState::Ready);
     let health = http
         .get(format!("{url}/healthz"))
         .send()
@@ -654,4 +665,37 @@ async fn a_turn_resumes_the_stored_session_when_its_live_session_is_gone() {
         Some(native_id)
     );
     hermes.close().await.expect("close");
+}
+
+/// Building handles makes no request; `get()` makes one.
+#[tokio::test]
+async fn handles_are_built_without_a_request() {
+    let requests = Arc::new(Mutex::new(Vec::<String>::new()));
+    let seen = requests.clone();
+    let app = axum::Router::new().fallback(move |uri: axum::http::Uri| {
+        let seen = seen.clone();
+        async move {
+            seen.lock().unwrap().push(uri.path().to_owned());
+            (axum::http::StatusCode::NOT_FOUND, "{}")
+        }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+
+    let hermes = Hermes::remote(&url, Some("edk_any"));
+    let instance_id: hermes::types::InstanceId = "inst_0".parse().unwrap();
+    let profile_id: hermes::types::ProfileId = "prof_0".parse().unwrap();
+    let profile = hermes.instance(&instance_id).profile(&profile_id);
+    let _native = profile.native();
+    assert!(
+        requests.lock().unwrap().is_empty(),
+        "{:?}",
+        requests.lock().unwrap()
+    );
+    let _ = profile.get().await;
+    assert_eq!(
+        *requests.lock().unwrap(),
+        ["/v1/instances/inst_0/profiles/prof_0"]
+    );
 }
