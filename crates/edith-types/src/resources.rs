@@ -123,6 +123,29 @@ pub struct CreateInstance {
     pub token: Option<String>,
 }
 
+/// What this control plane offers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Capabilities {
+    /// The control plane's version.
+    pub version: String,
+    /// The providers instances can be created with.
+    pub providers: Vec<ProviderKind>,
+    /// The runtimes `process` instances can run.
+    pub runtimes: Vec<String>,
+    /// The Hermes release whose native catalog is pinned (`native_call` checks against it).
+    pub native_catalog: String,
+}
+
+/// What an instance's runtime offers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct InstanceCapabilities {
+    /// Which runtime it is: ours (`hermes-runtime <version>`, as it says when connected) or
+    /// `hermes` (a runtime that does not say, taken for Hermes itself).
+    pub runtime: String,
+    /// The native methods of the pinned catalog it implements; any other is `unsupported`.
+    pub native_methods: Vec<String>,
+}
+
 /// A runtime command the operator allows `process` instances to run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RuntimeInfo {

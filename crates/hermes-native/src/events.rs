@@ -92,6 +92,10 @@ fn tool_map<'de, D: serde::Deserializer<'de>>(
 pub struct GatewayReady {
     #[serde(default)]
     pub skin: Value,
+    /// Which runtime this is, when it says (ours: `hermes-runtime <version>`; Hermes 0.19 sends
+    /// none, and its clients ignore the field).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

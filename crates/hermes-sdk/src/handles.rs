@@ -120,6 +120,12 @@ impl InstanceHandle {
         self.hermes.sdk().instance_get(&self.id).await
     }
 
+    /// What its runtime offers: which runtime it is and the native methods it implements (any
+    /// other answers `Unsupported`).
+    pub async fn capabilities(&self) -> Result<edith_types::InstanceCapabilities> {
+        self.hermes.sdk().instance_capabilities(&self.id).await
+    }
+
     /// The instance's profiles: create and list.
     pub fn profiles(&self) -> Profiles {
         Profiles {

@@ -67,6 +67,11 @@ impl Hermes {
         }
     }
 
+    /// What the control plane offers: providers, runtimes, the pinned native catalog.
+    pub async fn capabilities(&self) -> Result<edith_types::Capabilities> {
+        self.root.sdk.capabilities_get().await
+    }
+
     /// The low-level client, with one method per contract operation.
     pub fn sdk(&self) -> &EdithHermes {
         &self.root.sdk

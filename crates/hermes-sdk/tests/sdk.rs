@@ -699,3 +699,49 @@ async fn handles_are_built_without_a_request() {
         ["/v1/instances/inst_0/profiles/prof_0"]
     );
 }
+
+#[tokio::test]
+async fn capabilities_say_what_the_control_plane_and_a_runtime_offer() {
+    let hermes = Hermes::local().await.expect("local");
+    let offered = hermes.capabilities().await.expect("capabilities");
+    assert_eq!(offered.native_catalog, "0.19.0");
+    for provider in ["embedded", "process", "external"] {
+        assert!(
+            offered.providers.iter().any(|p| p.as_str() == provider),
+            "{offered:?}"
+        );
+    }
+    assert!(
+        offered.runtimes.iter().any(|r| r == "hermes-runtime"),
+        "{offered:?}"
+    );
+
+    let instance = ready_instance(&hermes, "caps").await;
+    let runtime = instance
+        .capabilities()
+        .await
+        .expect("instance capabilities");
+    assert!(
+        runtime.runtime.starts_with("hermes-runtime "),
+        "{runtime:?}"
+    );
+    let has = |method: &str| runtime.native_methods.iter().any(|m| m == method);
+    assert!(has("session.create") && has("prompt.submit"), "{runtime:?}");
+    assert!(
+        !has("commands.catalog"),
+        "what ours lacks is not listed: {runtime:?}"
+    );
+    // What is not listed answers Unsupported at once.
+    let lacking = instance
+        .native()
+        .api()
+        .commands()
+        .catalog()
+        .await
+        .unwrap_err();
+    assert!(matches!(
+        lacking,
+        hermes::native::NativeError::Unsupported { .. }
+    ));
+    hermes.close().await.expect("close");
+}

@@ -2,8 +2,8 @@
 
 use edith_store::InstanceRecord;
 use edith_types::{
-    CreateInstance, ErrorCode, Instance, InstanceId, InstanceState, InstanceWithJob, JobKind,
-    ProviderKind, RuntimeInfo, RuntimeLog, Timestamp,
+    Capabilities, CreateInstance, ErrorCode, Instance, InstanceCapabilities, InstanceId,
+    InstanceState, InstanceWithJob, JobKind, ProviderKind, RuntimeInfo, RuntimeLog, Timestamp,
 };
 
 use super::jobs;
@@ -198,4 +198,41 @@ pub async fn log(state: &AppState, id: &InstanceId, lines: usize) -> AppResult<R
     }
     let lines = state.providers.process.log_tail(id, lines).await;
     Ok(RuntimeLog { lines })
+}
+
+/// What this control plane offers.
+pub fn capabilities(state: &AppState) -> Capabilities {
+    Capabilities {
+        version: env!("CARGO_PKG_VERSION").to_owned(),
+        providers: state.providers.kinds(),
+        runtimes: state.providers.process.runtimes().keys().cloned().collect(),
+        native_catalog: hermes_native::catalog::catalog()
+            .hermes_agent_version
+            .clone(),
+    }
+}
+
+/// What an instance's runtime offers: ours says which it is when connected, and implements what
+/// the pinned catalog marks; a runtime that does not say is taken for Hermes, which implements
+/// the whole catalog.
+pub async fn instance_capabilities(
+    state: &AppState,
+    id: &InstanceId,
+) -> AppResult<InstanceCapabilities> {
+    let record = load_ready(state, id).await?;
+    let link = state.gateway(&record).await?;
+    let said = link.gateway.ready_payload().runtime.clone();
+    let ours = said
+        .as_deref()
+        .is_some_and(|name| name.starts_with(crate::BUILTIN_RUNTIME));
+    let native_methods = hermes_native::catalog::catalog()
+        .methods
+        .iter()
+        .filter(|method| !ours || method.implemented)
+        .map(|method| method.name.clone())
+        .collect();
+    Ok(InstanceCapabilities {
+        runtime: said.unwrap_or_else(|| "hermes".to_owned()),
+        native_methods,
+    })
 }

@@ -6,8 +6,8 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::routing::get;
 use axum::{Json, response::IntoResponse};
 use edith_types::{
-    CreateInstance, Instance, InstanceId, InstanceWithJob, Job, JobEvent, Page, RuntimeInfo,
-    RuntimeLog,
+    Capabilities, CreateInstance, Instance, InstanceCapabilities, InstanceId, InstanceWithJob, Job,
+    JobEvent, Page, RuntimeInfo, RuntimeLog,
 };
 use serde_json::json;
 
@@ -49,6 +49,14 @@ pub fn routes(api: &mut Api) {
         )
         .returns::<RuntimeLog>(api, 200, "The lines, oldest first.");
     api.add(op, get(instance_log));
+    let op = Op::get("/v1/capabilities", "capabilities_get")
+        .summary("What this control plane offers: providers, runtimes, the pinned native catalog.")
+        .returns::<Capabilities>(api, 200, "The capabilities.");
+    api.add(op, get(get_capabilities));
+    let op = Op::get("/v1/instances/{instance_id}/capabilities", "instance_capabilities")
+        .summary("What the instance's runtime offers: which runtime it is, the native methods it implements.")
+        .returns::<InstanceCapabilities>(api, 200, "The runtime's capabilities.");
+    api.add(op, get(get_instance_capabilities));
     let op = Op::get("/v1/runtimes", "runtime_list")
         .summary("The runtimes `process` instances may run (the operator's choice), with the version each reports.")
         .returns::<Vec<RuntimeInfo>>(api, 200, "The runtimes.");
@@ -119,6 +127,18 @@ async fn instance_log(
     Ok(Json(
         instances::log(&state, &ids.get("instance_id")?, lines).await?,
     ))
+}
+
+async fn get_capabilities(State(state): State<AppState>) -> Json<Capabilities> {
+    Json(instances::capabilities(&state))
+}
+
+async fn get_instance_capabilities(
+    State(state): State<AppState>,
+    ids: Ids,
+) -> AppResult<Json<InstanceCapabilities>> {
+    let id = ids.get("instance_id")?;
+    Ok(Json(instances::instance_capabilities(&state, &id).await?))
 }
 
 async fn list_runtimes(State(state): State<AppState>) -> Json<Vec<RuntimeInfo>> {

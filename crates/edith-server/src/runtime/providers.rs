@@ -81,6 +81,15 @@ impl Providers {
         }
     }
 
+    /// The kinds this build can create instances with.
+    pub fn kinds(&self) -> Vec<ProviderKind> {
+        <ProviderKind as strum::VariantArray>::VARIANTS
+            .iter()
+            .copied()
+            .filter(|kind| self.get(*kind).is_ok())
+            .collect()
+    }
+
     /// The provider of `kind`; one this build lacks is the caller's mistake, said clearly.
     pub fn get(&self, kind: ProviderKind) -> AppResult<&dyn RuntimeProvider> {
         match kind {

@@ -237,6 +237,11 @@ async fn the_real_hermes_runs_a_turn_behind_the_control_plane() {
     );
     // Hermes's own log lands in the instance's runtime log.
     assert!(ctx.runtime_port(&iid).await > 0);
+    // It does not say which runtime it is: taken for Hermes, with the whole catalog.
+    let (_, caps) = ctx.get(&format!("/v1/instances/{iid}/capabilities")).await;
+    assert_eq!(caps["runtime"], "hermes", "{caps}");
+    let methods = caps["native_methods"].as_array().unwrap();
+    assert!(methods.iter().any(|m| m == "commands.catalog"), "{caps}");
 }
 
 /// Someone else's runtime: our `hermes-runtime` started by the test, not by the control plane.

@@ -36,6 +36,7 @@ pub async fn serve_connection(runtime: Arc<Runtime>, socket: WebSocket) {
         None,
         NativeEvent::GatewayReady(GatewayReady {
             skin: json!({"name": "default"}),
+            runtime: Some(format!("hermes-runtime {}", env!("CARGO_PKG_VERSION"))),
         }),
     );
     let _ = transport.frames.send(ready.to_frame().to_string());
