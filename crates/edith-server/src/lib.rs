@@ -168,6 +168,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         shutdown: stopping.clone(),
     });
     recover(&state).await?;
+    app::reconciler::spawn(state.clone());
 
     let (router, _, _) = http::build();
     // Outermost first: the key is checked before `Idempotency-Key` is looked at.

@@ -7,6 +7,7 @@ pub mod jobs;
 pub mod keys;
 pub mod native;
 pub mod profiles;
+pub mod reconciler;
 pub mod sessions;
 pub mod tools;
 pub mod turns;

@@ -21,6 +21,11 @@ pub fn leader_exited(group: Pid) -> bool {
     )
 }
 
+/// SIGKILL to the group (whose leader must not have been reaped).
+pub fn kill_group(group: Pid) {
+    let _ = rustix::process::kill_process_group(group, Signal::KILL);
+}
+
 /// SIGTERM to the group, up to `grace` for the leader to exit, then SIGKILL to what is left;
 /// reaps the leader. Returns whether it exited within the grace period.
 pub async fn stop(child: &mut Child, group: Pid, grace: Duration) -> bool {
@@ -31,7 +36,7 @@ pub async fn stop(child: &mut Child, group: Pid, grace: Duration) -> bool {
         tokio::time::sleep(Duration::from_millis(20)).await;
         exited = leader_exited(group);
     }
-    let _ = rustix::process::kill_process_group(group, Signal::KILL);
+    kill_group(group);
     let _ = child.wait().await;
     exited
 }

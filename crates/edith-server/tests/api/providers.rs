@@ -45,6 +45,28 @@ impl Ctx {
         (turn, events)
     }
 
+    /// Kills the instance's runtime process (its pid is in the runtime log) with SIGKILL.
+    async fn kill_runtime(&self, iid: &str) {
+        let (_, log) = self.get(&format!("/v1/instances/{iid}/log")).await;
+        let pid = log["lines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .rev()
+            .find_map(|line| {
+                line.as_str()?
+                    .strip_prefix("edith: started the runtime, pid ")
+            })
+            .expect("the pid in the runtime log")
+            .trim()
+            .to_owned();
+        let killed = std::process::Command::new("kill")
+            .args(["-KILL", &pid])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+    }
+
     /// The port its runtime announced, read from the runtime log.
     async fn runtime_port(&self, iid: &str) -> u16 {
         let (status, log) = self.get(&format!("/v1/instances/{iid}/log")).await;
@@ -361,5 +383,89 @@ async fn external_instances_need_a_plain_url_and_a_token() {
     assert!(
         last["error"].as_str().unwrap().contains("connect_gateway"),
         "{last}"
+    );
+}
+
+#[tokio::test]
+async fn a_runtime_that_dies_is_noticed_and_its_turn_ends_saying_why() {
+    let ctx = Ctx::start().await;
+    let iid = ctx.process_instance("hermes-runtime").await;
+    let (_, profile) = ctx
+        .post(&format!("/v1/instances/{iid}/profiles"), r#"{"name": "p"}"#)
+        .await;
+    let sessions = format!(
+        "/v1/instances/{iid}/profiles/{}/sessions",
+        profile["id"].as_str().unwrap()
+    );
+    let (_, session) = ctx.post(&sessions, "{}").await;
+    let turns = format!("{sessions}/{}/turns", session["id"].as_str().unwrap());
+    // A turn that waits for an approval: it is in flight when the runtime dies.
+    let input = r#"{"input": "terminal {\"command\": \"rm -rf /tmp/edith-reconciler-nothing\"}"}"#;
+    let (_, turn) = ctx.post(&turns, input).await;
+    let turn_path = format!("{turns}/{}", turn["id"].as_str().unwrap());
+    for _ in 0..200 {
+        if ctx.get(&turn_path).await.1["state"] == "requires_action" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+
+    // Killed behind the control plane's back.
+    ctx.kill_runtime(&iid).await;
+
+    let events = ctx.sse(&format!("{turn_path}/events"), None).await;
+    let finished = events.last().unwrap();
+    assert_eq!(finished["state"], "failed", "{events:?}");
+    assert!(
+        finished["error"]
+            .as_str()
+            .unwrap()
+            .contains("runtime exited"),
+        "{finished}"
+    );
+    let (_, instance) = ctx.get(&format!("/v1/instances/{iid}")).await;
+    assert_eq!(instance["state"], "lost", "{instance}");
+    assert!(
+        instance["state_reason"]
+            .as_str()
+            .unwrap()
+            .contains("exited")
+    );
+    // New work is refused until it is dealt with; deleting it works.
+    let refused = ctx.post(&turns, r#"{"input": "again"}"#).await;
+    assert_problem(&refused, 409, "instance_not_ready");
+    let (status, _) = ctx
+        .send(
+            reqwest::Method::DELETE,
+            &format!("/v1/instances/{iid}"),
+            None,
+        )
+        .await;
+    assert_eq!(status, 202);
+}
+
+#[tokio::test]
+async fn an_idle_runtime_that_dies_turns_its_instance_lost() {
+    let ctx = Ctx::start().await;
+    let iid = ctx.process_instance("hermes-runtime").await;
+    ctx.kill_runtime(&iid).await;
+    let mut instance = Value::Null;
+    for _ in 0..100 {
+        instance = ctx.get(&format!("/v1/instances/{iid}")).await.1;
+        if instance["state"] == "lost" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        instance["state"], "lost",
+        "noticed without any traffic: {instance}"
+    );
+    assert!(
+        instance["state_reason"]
+            .as_str()
+            .unwrap()
+            .contains("signal: 9"),
+        "{instance}"
     );
 }

@@ -166,9 +166,7 @@ async fn run(
     let outcome = loop {
         let event = match tokio::time::timeout(IDLE_LIMIT, events.recv()).await {
             Ok(Some(event)) => event,
-            Ok(None) => {
-                break Outcome::failed("the connection to the runtime was lost during the turn");
-            }
+            Ok(None) => break Outcome::failed(lost_connection(state, &profile.instance_id).await),
             Err(_) => {
                 break Outcome::failed(format!(
                     "the runtime sent nothing for {} minutes; the turn is given up",
@@ -182,6 +180,18 @@ async fn run(
     };
     link.gateway.unsubscribe(&sid);
     Ok(outcome)
+}
+
+/// Why the connection to the runtime ended: the runtime's exit when it exited.
+async fn lost_connection(state: &AppState, instance: &edith_types::InstanceId) -> String {
+    crate::app::reconciler::check(state).await;
+    match state.store.instance(instance).await {
+        Ok(Some(record)) if record.instance.state == edith_types::InstanceState::Lost => record
+            .instance
+            .state_reason
+            .unwrap_or_else(|| "the runtime exited".to_owned()),
+        _ => "the connection to the runtime was lost during the turn".to_owned(),
+    }
 }
 
 /// Moves the turn to `to` (if it is not there), before the event that explains it is logged,

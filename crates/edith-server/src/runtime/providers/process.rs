@@ -75,6 +75,30 @@ impl ProcessProvider {
         })
     }
 
+    /// The runtimes that exited on their own since the last look, each reaped and forgotten,
+    /// with how it ended.
+    pub async fn reap_exited(&self) -> Vec<(InstanceId, String)> {
+        let mut running = self.running.lock().await;
+        let exited: Vec<InstanceId> = running
+            .iter()
+            .filter(|(_, r)| process_group::leader_exited(r.group))
+            .map(|(id, _)| id.clone())
+            .collect();
+        let mut reaped = Vec::new();
+        for id in exited {
+            let mut dead = running.remove(&id).expect("present");
+            // What it left in its group goes before the leader is reaped (see process_group).
+            process_group::kill_group(dead.group);
+            let status = dead.child.wait().await.ok();
+            let how = match status {
+                Some(status) => format!("the runtime exited ({status})"),
+                None => "the runtime exited".to_owned(),
+            };
+            reaped.push((id, how));
+        }
+        reaped
+    }
+
     /// The last `lines` lines of the instance's runtime log.
     pub async fn log_tail(&self, instance: &InstanceId, lines: usize) -> Vec<String> {
         let path = self.homes.dir(instance).join(LOG_FILE);
@@ -115,6 +139,12 @@ impl ProcessProvider {
             })?;
         let group = process_group::group_of(&child)
             .ok_or_else(|| ProviderError("the runtime exited at once".to_owned()))?;
+        if let Some(pid) = child.id() {
+            let _ = std::io::Write::write_all(
+                &mut &log,
+                format!("edith: started the runtime, pid {pid}\n").as_bytes(),
+            );
+        }
         let stdout = child.stdout.take().expect("stdout is piped");
         let mut log = tokio::fs::File::from_std(log);
         let mut lines = BufReader::new(stdout).lines();
@@ -221,8 +251,7 @@ impl Drop for ProcessProvider {
     /// A control plane dropped without `shutdown` leaves no runtime behind.
     fn drop(&mut self) {
         for running in self.running.get_mut().values() {
-            let _ =
-                rustix::process::kill_process_group(running.group, rustix::process::Signal::KILL);
+            process_group::kill_group(running.group);
         }
     }
 }
