@@ -157,7 +157,6 @@ async fn job_events(
     ApiQuery(params): ApiQuery<AfterParams>,
 ) -> AppResult<impl IntoResponse> {
     let job = jobs::load(&state, &ids.get("job_id")?).await?;
-    let after = sse::resume_cursor(&headers, params.after)?;
     let live = state.job_events.subscribe(job.id.as_str());
     let store = state.store.clone();
     let id = job.id.clone();
@@ -166,13 +165,5 @@ async fn job_events(
         async move { Ok(store.job_events_after(&id, after).await?) }
     };
     let ended = job.state.is_terminal();
-    let permit = state.gate.open_stream(&caller.0.id)?;
-    Ok(sse::follow(
-        live,
-        replay,
-        after,
-        ended,
-        permit,
-        state.shutdown.clone(),
-    ))
+    sse::serve_log(&state, &caller, &headers, params.after, live, replay, ended)
 }

@@ -40,6 +40,35 @@ impl LogEvent for JobEvent {
     }
 }
 
+/// Serves a log to `caller` from the request's cursor: counts the stream against the caller's
+/// key, subscribes to live entries before replaying stored ones (`replay(after)`), and ends after
+/// the final entry. `ended` says the log's owner had finished when asked.
+pub fn serve_log<E, R, F>(
+    state: &crate::state::AppState,
+    caller: &crate::auth::Principal,
+    headers: &HeaderMap,
+    after: Option<u64>,
+    live: broadcast::Receiver<E>,
+    replay: R,
+    ended: bool,
+) -> AppResult<Sse<impl Stream<Item = Result<Event, Infallible>> + use<E, R, F>>>
+where
+    E: LogEvent,
+    R: Fn(u64) -> F + Send + Sync + 'static,
+    F: Future<Output = AppResult<Vec<E>>> + Send,
+{
+    let after = resume_cursor(headers, after)?;
+    let permit = state.gate.open_stream(&caller.0.id)?;
+    Ok(follow(
+        live,
+        replay,
+        after,
+        ended,
+        permit,
+        state.shutdown.clone(),
+    ))
+}
+
 /// The largest sequence number a log can hold (the store keeps them as signed 64-bit).
 const MAX_SEQ: u64 = i64::MAX as u64;
 

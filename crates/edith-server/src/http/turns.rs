@@ -107,7 +107,6 @@ async fn turn_events(
     ApiQuery(params): ApiQuery<AfterParams>,
 ) -> AppResult<impl IntoResponse> {
     let (_, _, turn) = load_turn(&state, &ids).await?;
-    let after = sse::resume_cursor(&headers, params.after)?;
     let live = state.turn_events.subscribe(turn.id.as_str());
     let store = state.store.clone();
     let id = turn.id.clone();
@@ -116,13 +115,5 @@ async fn turn_events(
         async move { Ok(store.turn_events_after(&id, after).await?) }
     };
     let ended = turn.state.is_terminal();
-    let permit = state.gate.open_stream(&caller.0.id)?;
-    Ok(sse::follow(
-        live,
-        replay,
-        after,
-        ended,
-        permit,
-        state.shutdown.clone(),
-    ))
+    sse::serve_log(&state, &caller, &headers, params.after, live, replay, ended)
 }

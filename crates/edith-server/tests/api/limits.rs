@@ -41,15 +41,7 @@ async fn bodies_and_inputs_beyond_the_limits_are_refused_and_the_server_goes_on(
     assert_eq!(response.status(), 413, "also through Idempotency-Key");
 
     let iid = ctx.ready_instance().await;
-    let (_, profile) = ctx
-        .post(&format!("/v1/instances/{iid}/profiles"), r#"{"name": "p"}"#)
-        .await;
-    let sessions = format!(
-        "/v1/instances/{iid}/profiles/{}/sessions",
-        profile["id"].as_str().unwrap()
-    );
-    let (_, session) = ctx.post(&sessions, "{}").await;
-    let turns = format!("{sessions}/{}/turns", session["id"].as_str().unwrap());
+    let turns = ctx.turns_path(&iid).await;
     let long = json!({"input": "y".repeat(101)}).to_string();
     let refused = ctx.post(&turns, &long).await;
     assert_problem(&refused, 400, "invalid_request");
@@ -98,15 +90,7 @@ async fn a_key_holds_a_bounded_number_of_open_streams() {
     })
     .await;
     let iid = ctx.ready_instance().await;
-    let (_, profile) = ctx
-        .post(&format!("/v1/instances/{iid}/profiles"), r#"{"name": "p"}"#)
-        .await;
-    let sessions = format!(
-        "/v1/instances/{iid}/profiles/{}/sessions",
-        profile["id"].as_str().unwrap()
-    );
-    let (_, session) = ctx.post(&sessions, "{}").await;
-    let turns = format!("{sessions}/{}/turns", session["id"].as_str().unwrap());
+    let turns = ctx.turns_path(&iid).await;
     // A turn that waits for an approval keeps its stream open.
     let (status, turn) = ctx
         .post(

@@ -174,6 +174,19 @@ impl Ctx {
         self.send(reqwest::Method::GET, path, None).await
     }
 
+    /// The turns of a new session of a new profile `p` of instance `iid`.
+    async fn turns_path(&self, iid: &str) -> String {
+        let (_, profile) = self
+            .post(&format!("/v1/instances/{iid}/profiles"), r#"{"name": "p"}"#)
+            .await;
+        let sessions = format!(
+            "/v1/instances/{iid}/profiles/{}/sessions",
+            profile["id"].as_str().unwrap()
+        );
+        let (_, session) = self.post(&sessions, "{}").await;
+        format!("{sessions}/{}/turns", session["id"].as_str().unwrap())
+    }
+
     /// An instance that finished provisioning.
     async fn ready_instance(&self) -> String {
         let (status, created) = self.post("/v1/instances", r#"{"name": "t"}"#).await;

