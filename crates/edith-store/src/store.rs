@@ -333,6 +333,53 @@ impl Store {
         Ok(())
     }
 
+    /// Detaches a tool; returns whether it was attached.
+    pub async fn detach_tool(&self, profile: &ProfileId, tool: &ToolId) -> Result<bool> {
+        let done = sqlx::query("DELETE FROM profile_tools WHERE profile_id = ? AND tool_id = ?")
+            .bind(profile.as_str())
+            .bind(tool.as_str())
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    /// The profiles a tool is attached to.
+    pub async fn profiles_using_tool(&self, tool: &ToolId) -> Result<Vec<ProfileId>> {
+        let ids: Vec<String> = sqlx::query_scalar(
+            "SELECT profile_id FROM profile_tools WHERE tool_id = ? ORDER BY rowid",
+        )
+        .bind(tool.as_str())
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(ids.iter().filter_map(|id| id.parse().ok()).collect())
+    }
+
+    /// The tools a host serves.
+    pub async fn tools_of_host(&self, host: &ToolHostId) -> Result<Vec<ToolId>> {
+        let ids: Vec<String> =
+            sqlx::query_scalar("SELECT id FROM tools WHERE host_id = ? ORDER BY rowid")
+                .bind(host.as_str())
+                .fetch_all(&self.pool)
+                .await?;
+        Ok(ids.iter().filter_map(|id| id.parse().ok()).collect())
+    }
+
+    pub async fn delete_tool(&self, tool: &ToolId) -> Result<()> {
+        sqlx::query("DELETE FROM tools WHERE id = ?")
+            .bind(tool.as_str())
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    pub async fn delete_tool_host(&self, host: &ToolHostId) -> Result<()> {
+        sqlx::query("DELETE FROM tool_hosts WHERE id = ?")
+            .bind(host.as_str())
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
     /// The tools attached to a profile, each with the host that serves it.
     pub async fn profile_tools(&self, profile: &ProfileId) -> Result<Vec<(Tool, ToolHostRecord)>> {
         let rows = sqlx::query(

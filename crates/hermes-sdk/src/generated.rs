@@ -30,11 +30,14 @@ pub const OPERATIONS: &[&str] = &[
     "profile_get",
     "profile_list",
     "profile_tool_attach",
+    "profile_tool_detach",
     "runtime_list",
     "session_create",
     "session_get",
     "session_list",
+    "tool_delete",
     "tool_get",
+    "tool_host_delete",
     "tool_host_get",
     "tool_host_register",
     "tool_list",
@@ -187,6 +190,13 @@ impl EdithHermes {
         self.call::<(), _>(Method::PUT, &format!("/v1/instances/{instance_id}/profiles/{profile_id}/tools/{tool_id}"), None, None).await
     }
 
+    /// Detach a callback tool from the profile.
+    ///
+    /// `DELETE /v1/instances/{instance_id}/profiles/{profile_id}/tools/{tool_id}`
+    pub async fn profile_tool_detach(&self, instance_id: &InstanceId, profile_id: &ProfileId, tool_id: &ToolId) -> Result<Profile> {
+        self.call::<(), _>(Method::DELETE, &format!("/v1/instances/{instance_id}/profiles/{profile_id}/tools/{tool_id}"), None, None).await
+    }
+
     /// The runtimes `process` instances may run (the operator's choice), with the version each reports.
     ///
     /// `GET /v1/runtimes`
@@ -215,11 +225,25 @@ impl EdithHermes {
         self.call::<(), _>(Method::GET, &format!("/v1/instances/{instance_id}/profiles/{profile_id}/sessions"), Some(page), None).await
     }
 
+    /// Delete a callback tool no profile uses (one in use is a 409 naming the profiles).
+    ///
+    /// `DELETE /v1/tools/{tool_id}`
+    pub async fn tool_delete(&self, tool_id: &ToolId) -> Result<Tool> {
+        self.call::<(), _>(Method::DELETE, &format!("/v1/tools/{tool_id}"), None, None).await
+    }
+
     /// Get a callback tool.
     ///
     /// `GET /v1/tools/{tool_id}`
     pub async fn tool_get(&self, tool_id: &ToolId) -> Result<Tool> {
         self.call::<(), _>(Method::GET, &format!("/v1/tools/{tool_id}"), None, None).await
+    }
+
+    /// Delete a tool host that serves no tool (one that does is a 409 naming them).
+    ///
+    /// `DELETE /v1/tool-hosts/{tool_host_id}`
+    pub async fn tool_host_delete(&self, tool_host_id: &ToolHostId) -> Result<ToolHost> {
+        self.call::<(), _>(Method::DELETE, &format!("/v1/tool-hosts/{tool_host_id}"), None, None).await
     }
 
     /// Get a tool host.

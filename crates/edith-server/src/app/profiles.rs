@@ -149,3 +149,19 @@ pub async fn attach_tool(
     state.store.attach_tool(&profile.id, &tool.id).await?;
     load(state, instance, id).await
 }
+
+/// Detaches a tool; detaching one that is not attached is a 404.
+pub async fn detach_tool(
+    state: &AppState,
+    instance: &InstanceId,
+    id: &ProfileId,
+    tool: &ToolId,
+) -> AppResult<Profile> {
+    let profile = load(state, instance, id).await?;
+    if !state.store.detach_tool(&profile.id, tool).await? {
+        return Err(AppError::not_found(format!(
+            "tool `{tool}` attached to profile `{id}`"
+        )));
+    }
+    load(state, instance, id).await
+}

@@ -3,6 +3,8 @@
 use edith_store::ToolHostRecord;
 use edith_types::{RegisterTool, RegisterToolHost, Timestamp, Tool, ToolHost, ToolHostId, ToolId};
 
+use edith_types::ErrorCode;
+
 use crate::error::{AppError, AppResult};
 use crate::state::AppState;
 
@@ -77,4 +79,39 @@ pub async fn load(state: &AppState, id: &ToolId) -> AppResult<Tool> {
         .tool(id)
         .await?
         .ok_or_else(|| AppError::not_found(format!("tool `{id}`")))
+}
+
+/// Deletes a tool no profile uses; one in use is a 409 naming the profiles.
+pub async fn delete(state: &AppState, id: &ToolId) -> AppResult<()> {
+    load(state, id).await?;
+    let users = state.store.profiles_using_tool(id).await?;
+    if !users.is_empty() {
+        let names: Vec<String> = users.iter().map(ToString::to_string).collect();
+        return Err(AppError::new(
+            ErrorCode::Conflict,
+            format!(
+                "tool `{id}` is attached to {}; detach it first",
+                names.join(", ")
+            ),
+        ));
+    }
+    Ok(state.store.delete_tool(id).await?)
+}
+
+/// Deletes a tool host that serves no tool; one that does is a 409 naming the tools.
+pub async fn delete_host(state: &AppState, id: &ToolHostId) -> AppResult<()> {
+    load_host(state, id).await?;
+    let served = state.store.tools_of_host(id).await?;
+    if !served.is_empty() {
+        let names: Vec<String> = served.iter().map(ToString::to_string).collect();
+        return Err(AppError::new(
+            ErrorCode::Conflict,
+            format!(
+                "tool host `{id}` serves {}; delete them first",
+                names.join(", ")
+            ),
+        ));
+    }
+    state.tool_hosts.forget(id).await;
+    Ok(state.store.delete_tool_host(id).await?)
 }

@@ -2,7 +2,7 @@
 
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::routing::{get, post, put};
+use axum::routing::{delete, get, post, put};
 use axum::{Json, response::IntoResponse};
 use edith_types::{
     CreateProfile, CreateSession, InstanceId, Page, Profile, ProfileId, RegisterTool,
@@ -40,6 +40,10 @@ pub fn routes(api: &mut Api) {
         .summary("Attach a callback tool to the profile; attaching twice is a no-op.")
         .returns::<Profile>(api, 200, "The profile with the tool attached.");
     api.add(op, put(attach_tool));
+    let op = Op::delete(PROFILE_TOOL, "profile_tool_detach")
+        .summary("Detach a callback tool from the profile.")
+        .returns::<Profile>(api, 200, "The profile without the tool.");
+    api.add(op, delete(detach_tool));
 
     let create = Op::post(SESSIONS, "session_create")
         .summary("Create a session, optionally continuing a stored native session.")
@@ -65,6 +69,10 @@ pub fn routes(api: &mut Api) {
         .summary("Get a tool host.")
         .returns::<ToolHost>(api, 200, "The tool host.");
     api.add(op, get(get_tool_host));
+    let op = Op::delete("/v1/tool-hosts/{tool_host_id}", "tool_host_delete")
+        .summary("Delete a tool host that serves no tool (one that does is a 409 naming them).")
+        .returns::<ToolHost>(api, 200, "The deleted tool host.");
+    api.add(op, delete(delete_tool_host));
 
     let create = Op::post("/v1/tools", "tool_register")
         .summary("Register a callback tool served by a tool host.")
@@ -80,6 +88,12 @@ pub fn routes(api: &mut Api) {
         .summary("Get a callback tool.")
         .returns::<Tool>(api, 200, "The tool.");
     api.add(op, get(get_tool));
+    let op = Op::delete("/v1/tools/{tool_id}", "tool_delete")
+        .summary(
+            "Delete a callback tool no profile uses (one in use is a 409 naming the profiles).",
+        )
+        .returns::<Tool>(api, 200, "The deleted tool.");
+    api.add(op, delete(delete_tool));
 }
 
 // ---- profiles ----
@@ -120,6 +134,13 @@ async fn attach_tool(State(state): State<AppState>, ids: Ids) -> AppResult<Json<
     let (instance, profile) = (ids.get("instance_id")?, ids.get("profile_id")?);
     let attached = profiles::attach_tool(&state, &instance, &profile, &ids.get("tool_id")?).await?;
     Ok(Json(attached))
+}
+
+async fn detach_tool(State(state): State<AppState>, ids: Ids) -> AppResult<Json<Profile>> {
+    let (instance, profile) = (ids.get("instance_id")?, ids.get("profile_id")?);
+    let tool = ids.get("tool_id")?;
+    let detached = profiles::detach_tool(&state, &instance, &profile, &tool).await?;
+    Ok(Json(detached))
 }
 
 // ---- sessions ----
@@ -198,4 +219,18 @@ async fn list_tools(
 
 async fn get_tool(State(state): State<AppState>, ids: Ids) -> AppResult<Json<Tool>> {
     Ok(Json(tools::load(&state, &ids.get("tool_id")?).await?))
+}
+
+async fn delete_tool(State(state): State<AppState>, ids: Ids) -> AppResult<Json<Tool>> {
+    let id = ids.get("tool_id")?;
+    let tool = tools::load(&state, &id).await?;
+    tools::delete(&state, &id).await?;
+    Ok(Json(tool))
+}
+
+async fn delete_tool_host(State(state): State<AppState>, ids: Ids) -> AppResult<Json<ToolHost>> {
+    let id = ids.get("tool_host_id")?;
+    let host = tools::load_host(&state, &id).await?;
+    tools::delete_host(&state, &id).await?;
+    Ok(Json(host))
 }

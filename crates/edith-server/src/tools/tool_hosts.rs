@@ -47,6 +47,11 @@ impl ToolHosts {
         Ok(client)
     }
 
+    /// Drops the connection to a host (it is being deleted).
+    pub async fn forget(&self, host: &ToolHostId) {
+        self.clients.lock().await.remove(host);
+    }
+
     /// Calls `tool` on the host. Failures to reach it are told to the model as a failed call.
     pub async fn call(&self, record: &ToolHostRecord, tool: &str, args: Value) -> ToolOutput {
         let client = match self.client(record).await {

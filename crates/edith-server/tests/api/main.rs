@@ -673,3 +673,68 @@ async fn a_profile_whose_runtime_configuration_fails_leaves_nothing_behind() {
         .mode();
     assert_eq!(mode & 0o777, 0o600);
 }
+
+#[tokio::test]
+async fn tools_in_use_are_not_deleted_and_say_what_uses_them() {
+    let ctx = Ctx::start().await;
+    let (_, host) = ctx
+        .post(
+            "/v1/tool-hosts",
+            &json!({"url": "http://127.0.0.1:9/mcp", "secret": "0123456789abcdef"}).to_string(),
+        )
+        .await;
+    let host_id = host["id"].as_str().unwrap().to_owned();
+    let (_, tool) = ctx
+        .post(
+            "/v1/tools",
+            &json!({"name": "t", "description": "d", "input_schema": {"type": "object"},
+                "host_id": host_id})
+            .to_string(),
+        )
+        .await;
+    let tool_id = tool["id"].as_str().unwrap().to_owned();
+    let iid = ctx.ready_instance().await;
+    let (_, profile) = ctx
+        .post(
+            &format!("/v1/instances/{iid}/profiles"),
+            &json!({"name": "p", "tools": [tool_id]}).to_string(),
+        )
+        .await;
+    let pid = profile["id"].as_str().unwrap().to_owned();
+    let delete = async |path: String| ctx.send(reqwest::Method::DELETE, &path, None).await;
+
+    let in_use = delete(format!("/v1/tools/{tool_id}")).await;
+    assert_problem(&in_use, 409, "conflict");
+    assert!(
+        in_use.1["detail"].as_str().unwrap().contains(&pid),
+        "{}",
+        in_use.1
+    );
+    let serving = delete(format!("/v1/tool-hosts/{host_id}")).await;
+    assert_problem(&serving, 409, "conflict");
+    assert!(
+        serving.1["detail"].as_str().unwrap().contains(&tool_id),
+        "{}",
+        serving.1
+    );
+
+    let attached = format!("/v1/instances/{iid}/profiles/{pid}/tools/{tool_id}");
+    let (status, detached) = delete(attached.clone()).await;
+    assert_eq!(status, 200, "{detached}");
+    assert_eq!(detached["tools"], json!([]));
+    assert_problem(&delete(attached).await, 404, "not_found");
+    let (status, _) = delete(format!("/v1/tools/{tool_id}")).await;
+    assert_eq!(status, 200);
+    let (status, _) = delete(format!("/v1/tool-hosts/{host_id}")).await;
+    assert_eq!(status, 200);
+    assert_problem(
+        &ctx.get(&format!("/v1/tools/{tool_id}")).await,
+        404,
+        "not_found",
+    );
+    assert_problem(
+        &ctx.get(&format!("/v1/tool-hosts/{host_id}")).await,
+        404,
+        "not_found",
+    );
+}
