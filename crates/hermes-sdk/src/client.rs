@@ -102,6 +102,7 @@ impl EdithHermes {
         Ok(())
     }
 
+    /// The control plane's base URL.
     pub fn base_url(&self) -> &str {
         &self.inner.base
     }

@@ -3,14 +3,18 @@
 
 use edith_types::{ErrorCode, InstanceId, Problem};
 
+/// Why an SDK call failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// The control plane answered with a problem.
     #[error("{status} {}: {detail}", code.as_str())]
     Api {
+        /// The HTTP status.
         status: u16,
+        /// The stable problem code: match on this, never on `detail`.
         code: ErrorCode,
+        /// What went wrong, for people.
         detail: String,
         /// Whether the same request may succeed later.
         retryable: bool,
@@ -22,14 +26,24 @@ pub enum Error {
     Transport(#[from] reqwest::Error),
     /// The answer could not be read as the expected type.
     #[error("unreadable reply ({detail}); body: {body}")]
-    Decode { detail: String, body: String },
+    Decode {
+        /// What did not fit.
+        detail: String,
+        /// The reply as it came.
+        body: String,
+    },
     /// The server does not implement the operation.
     #[error("`{operation}` is not supported by this server")]
-    Unsupported { operation: String },
+    Unsupported {
+        /// The operation, as the server named it.
+        operation: String,
+    },
     /// An instance ended its provisioning somewhere other than `ready`.
     #[error("instance {instance} did not become ready: {reason}")]
     NotReady {
+        /// The instance.
         instance: InstanceId,
+        /// Its state and why.
         reason: String,
     },
     /// An event stream ended before its final event and could not be resumed.
@@ -78,4 +92,5 @@ impl Error {
     }
 }
 
+/// What SDK calls return.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

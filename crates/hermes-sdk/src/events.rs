@@ -21,6 +21,7 @@ const MAX_RECONNECTS: u32 = 5;
 
 /// An entry of an event log the SDK can follow.
 pub trait LogEvent: DeserializeOwned + Send + 'static {
+    /// Its position in the log, from 1.
     fn seq(&self) -> u64;
     /// The last event of its log.
     fn is_final(&self) -> bool;

@@ -52,6 +52,7 @@ impl Instances {
         })
     }
 
+    /// A page of instances.
     pub async fn list(&self, page: &PageRequest) -> Result<Page<Instance>> {
         self.hermes.sdk().instance_list(page).await
     }
@@ -60,12 +61,15 @@ impl Instances {
 /// A new instance and the job provisioning it.
 #[derive(Debug)]
 pub struct InstanceCreation {
+    /// The instance, `provisioning`.
     pub instance: Instance,
+    /// The job provisioning it.
     pub job: Job,
     handle: InstanceHandle,
 }
 
 impl InstanceCreation {
+    /// A handle on the new instance.
     pub fn handle(&self) -> &InstanceHandle {
         &self.handle
     }
@@ -112,10 +116,12 @@ impl InstanceHandle {
         Self { hermes, id }
     }
 
+    /// Its id.
     pub fn id(&self) -> &InstanceId {
         &self.id
     }
 
+    /// Fetches the instance.
     pub async fn get(&self) -> Result<Instance> {
         self.hermes.sdk().instance_get(&self.id).await
     }
@@ -211,6 +217,7 @@ pub struct Profiles {
 }
 
 impl Profiles {
+    /// Creates a profile (a native profile of the instance).
     pub async fn create(&self, spec: ProfileSpec) -> Result<ProfileHandle> {
         let profile = self
             .instance
@@ -221,6 +228,7 @@ impl Profiles {
         Ok(self.instance.profile(&profile.id))
     }
 
+    /// A page of the instance's profiles.
     pub async fn list(&self, page: &PageRequest) -> Result<Page<Profile>> {
         self.instance
             .hermes
@@ -238,14 +246,17 @@ pub struct ProfileHandle {
 }
 
 impl ProfileHandle {
+    /// Its id.
     pub fn id(&self) -> &ProfileId {
         &self.id
     }
 
+    /// The instance it belongs to.
     pub fn instance(&self) -> &InstanceHandle {
         &self.instance
     }
 
+    /// Fetches the profile.
     pub async fn get(&self) -> Result<Profile> {
         self.instance
             .hermes
@@ -254,6 +265,7 @@ impl ProfileHandle {
             .await
     }
 
+    /// Attaches a callback tool; attaching twice is a no-op.
     pub async fn attach_tool(&self, tool: &ToolId) -> Result<Profile> {
         self.instance
             .hermes
@@ -309,6 +321,7 @@ impl Sessions {
         .await
     }
 
+    /// Creates a session as `body` says.
     pub async fn create_with(&self, body: CreateSession) -> Result<SessionHandle> {
         let p = &self.profile;
         let session = p
@@ -320,6 +333,7 @@ impl Sessions {
         Ok(p.session(&session.id))
     }
 
+    /// A page of the profile's sessions.
     pub async fn list(&self, page: &PageRequest) -> Result<Page<Session>> {
         let p = &self.profile;
         p.instance
@@ -338,10 +352,12 @@ pub struct SessionHandle {
 }
 
 impl SessionHandle {
+    /// Its id.
     pub fn id(&self) -> &SessionId {
         &self.id
     }
 
+    /// Fetches the session.
     pub async fn get(&self) -> Result<Session> {
         let p = &self.profile;
         p.instance
@@ -387,10 +403,12 @@ pub struct TurnHandle {
 }
 
 impl TurnHandle {
+    /// Its id.
     pub fn id(&self) -> &TurnId {
         &self.id
     }
 
+    /// Fetches the turn.
     pub async fn get(&self) -> Result<Turn> {
         let s = &self.session;
         let p = &s.profile;

@@ -12,6 +12,8 @@
 //!
 //! The README's example is compiled as a doctest (see [`ReadmeDoctests`]).
 
+#![deny(missing_docs)]
+
 mod client;
 mod error;
 mod events;

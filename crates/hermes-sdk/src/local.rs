@@ -136,6 +136,7 @@ impl Hermes {
         Self::local_builder().start().await
     }
 
+    /// Options for [`Hermes::local`]: a data dir of your choice, cleanup on or off.
     pub fn local_builder() -> LocalBuilder {
         LocalBuilder {
             data_dir: None,

@@ -37,6 +37,7 @@ impl std::fmt::Debug for Tool {
 pub struct ToolError(pub String);
 
 impl ToolError {
+    /// A failure the model is told about.
     pub fn new(message: impl Into<String>) -> Self {
         Self(message.into())
     }
@@ -81,6 +82,7 @@ impl Tool {
         }
     }
 
+    /// The tool's name, as the model sees it.
     pub fn name(&self) -> &str {
         &self.name
     }
