@@ -23,7 +23,7 @@ pub use auth::ADMIN_KEY_FILE;
 pub use error::AppError;
 pub use http::limits::Limits;
 pub use http::openapi;
-pub use runtime::RuntimeCommand;
+pub use runtime::{ADMIN_KEY_VARIABLE, RuntimeCommand};
 
 use state::{AppState, Inner};
 
@@ -164,6 +164,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         cancels: Default::default(),
         last_use: Default::default(),
         gate: http::limits::Gate::new(config.limits.clone()),
+        reconciling: Default::default(),
         public_url: url.clone(),
         shutdown: stopping.clone(),
     });

@@ -86,7 +86,7 @@ async fn main() -> ExitCode {
             listen: serve.listen,
             data_dir: serve.data_dir,
             // From the environment, never a flag: a flag shows in every process listing.
-            admin_key: std::env::var("EDITH_API_KEY")
+            admin_key: std::env::var(edith_server::ADMIN_KEY_VARIABLE)
                 .ok()
                 .filter(|k| !k.is_empty()),
             behind_tls_proxy: serve.behind_tls_proxy,

@@ -24,6 +24,8 @@ pub struct Inner {
     pub job_events: Hub<JobEvent>,
     /// MCP connections to tool hosts.
     pub tool_hosts: ToolHosts,
+    /// Held while the reconciler looks at runtimes (see `app::reconciler::check`).
+    pub reconciling: tokio::sync::Mutex<()>,
     /// Per-key request rates and open streams, and the size limits.
     pub gate: crate::http::limits::Gate,
     /// When each API key's last use was last written.

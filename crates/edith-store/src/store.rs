@@ -364,20 +364,29 @@ impl Store {
         Ok(ids.iter().filter_map(|id| id.parse().ok()).collect())
     }
 
-    pub async fn delete_tool(&self, tool: &ToolId) -> Result<()> {
-        sqlx::query("DELETE FROM tools WHERE id = ?")
-            .bind(tool.as_str())
-            .execute(&self.pool)
-            .await?;
-        Ok(())
+    /// Deletes a tool unless a profile uses it, in one statement (no attachment can slip in
+    /// between a check and the delete); returns whether it was deleted.
+    pub async fn delete_unused_tool(&self, tool: &ToolId) -> Result<bool> {
+        let done = sqlx::query(
+            "DELETE FROM tools WHERE id = ?1 \
+             AND NOT EXISTS (SELECT 1 FROM profile_tools WHERE tool_id = ?1)",
+        )
+        .bind(tool.as_str())
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected() > 0)
     }
 
-    pub async fn delete_tool_host(&self, host: &ToolHostId) -> Result<()> {
-        sqlx::query("DELETE FROM tool_hosts WHERE id = ?")
-            .bind(host.as_str())
-            .execute(&self.pool)
-            .await?;
-        Ok(())
+    /// Deletes a tool host unless a tool uses it, in one statement; returns whether it was.
+    pub async fn delete_unused_tool_host(&self, host: &ToolHostId) -> Result<bool> {
+        let done = sqlx::query(
+            "DELETE FROM tool_hosts WHERE id = ?1 \
+             AND NOT EXISTS (SELECT 1 FROM tools WHERE host_id = ?1)",
+        )
+        .bind(host.as_str())
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected() > 0)
     }
 
     /// The tools attached to a profile, each with the host that serves it.

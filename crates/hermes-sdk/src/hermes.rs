@@ -102,16 +102,13 @@ impl Hermes {
         if self.root.closed.swap(true, Ordering::SeqCst) {
             return Ok(());
         }
+        // Even when this future is dropped half-way, the client ends up closed.
+        let _closes = CloseOnDrop(&self.root.sdk);
         #[cfg(feature = "local")]
-        let closed = match &self.root.local {
-            Some(local) => local.close(self).await,
-            None => Ok(()),
-        };
-        #[cfg(not(feature = "local"))]
-        let closed = Ok(());
-        // Later calls through this client and its handles fail with `Closed`.
-        self.root.sdk.close();
-        closed
+        if let Some(local) = &self.root.local {
+            return local.close(self).await;
+        }
+        Ok(())
     }
 
     /// Records an instance created through this context, for cleanup at close.
@@ -121,5 +118,14 @@ impl Hermes {
             local.own(id);
         }
         let _ = id;
+    }
+}
+
+/// Closes the client when dropped: later calls through it and its handles fail with `Closed`.
+struct CloseOnDrop<'a>(&'a EdithHermes);
+
+impl Drop for CloseOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.close();
     }
 }

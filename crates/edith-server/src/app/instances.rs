@@ -3,15 +3,25 @@
 use edith_store::InstanceRecord;
 use edith_types::{
     Capabilities, CreateInstance, ErrorCode, Instance, InstanceCapabilities, InstanceId,
-    InstanceState, InstanceWithJob, JobKind, ProviderKind, RuntimeInfo, RuntimeLog, Timestamp,
+    InstanceState, InstanceWithJob, JobKind, ProviderKind, RuntimeInfo, RuntimeLog, Scope,
+    Timestamp,
 };
 
 use super::jobs;
+use crate::auth::Principal;
 use crate::error::{AppError, AppResult};
 use crate::state::AppState;
 
 /// Records a `provisioning` instance and starts the job that brings it to `ready`.
-pub async fn create(state: &AppState, body: CreateInstance) -> AppResult<InstanceWithJob> {
+pub async fn create(
+    state: &AppState,
+    caller: &Principal,
+    body: CreateInstance,
+) -> AppResult<InstanceWithJob> {
+    if body.provider == ProviderKind::External {
+        // It makes the control plane connect wherever the URL says: the operator's call.
+        caller.require(Scope::Admin, "attaching an external runtime")?;
+    }
     let name = body.name.trim();
     if name.is_empty() || name.chars().count() > 128 {
         return Err(AppError::invalid("`name` must be 1 to 128 characters"));
@@ -167,8 +177,8 @@ pub async fn runtimes(state: &AppState) -> Vec<RuntimeInfo> {
 
 /// The first line `COMMAND --version` prints, if it answers within a few seconds.
 async fn version_of(command: &crate::runtime::RuntimeCommand) -> Option<String> {
-    let output = tokio::process::Command::new(&command.program)
-        .args(&command.args)
+    let output = command
+        .command()
         .arg("--version")
         .stdin(std::process::Stdio::null())
         .kill_on_drop(true)

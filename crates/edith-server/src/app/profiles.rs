@@ -145,6 +145,16 @@ pub async fn attach_tool(
     tool: &ToolId,
 ) -> AppResult<Profile> {
     let profile = load(state, instance, id).await?;
+    let record = instances::load(state, instance).await?;
+    if !state
+        .provider(record.instance.provider)?
+        .configures_profiles()
+    {
+        return Err(AppError::invalid(
+            "this instance's runtime is configured by its owner: its profiles take no callback \
+             tools",
+        ));
+    }
     let tool = tools::load(state, tool).await?;
     state.store.attach_tool(&profile.id, &tool.id).await?;
     load(state, instance, id).await

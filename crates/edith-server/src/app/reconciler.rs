@@ -29,8 +29,10 @@ pub fn spawn(state: AppState) {
     });
 }
 
-/// Marks every runtime that exited since the last look as lost.
+/// Marks every runtime that exited since the last look as lost. One look at a time: whoever
+/// asks while another look runs waits for it, and then finds the instance already marked.
 pub async fn check(state: &AppState) {
+    let _one_at_a_time = state.reconciling.lock().await;
     for (id, how) in state.providers.process.reap_exited().await {
         mark_lost(state, &id, &how).await;
     }

@@ -84,34 +84,44 @@ pub async fn load(state: &AppState, id: &ToolId) -> AppResult<Tool> {
 /// Deletes a tool no profile uses; one in use is a 409 naming the profiles.
 pub async fn delete(state: &AppState, id: &ToolId) -> AppResult<()> {
     load(state, id).await?;
-    let users = state.store.profiles_using_tool(id).await?;
-    if !users.is_empty() {
-        let names: Vec<String> = users.iter().map(ToString::to_string).collect();
-        return Err(AppError::new(
-            ErrorCode::Conflict,
-            format!(
-                "tool `{id}` is attached to {}; detach it first",
-                names.join(", ")
-            ),
-        ));
+    if state.store.delete_unused_tool(id).await? {
+        return Ok(());
     }
-    Ok(state.store.delete_tool(id).await?)
+    let users: Vec<String> = state
+        .store
+        .profiles_using_tool(id)
+        .await?
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    Err(AppError::new(
+        ErrorCode::Conflict,
+        format!(
+            "tool `{id}` is attached to {}; detach it first",
+            users.join(", ")
+        ),
+    ))
 }
 
 /// Deletes a tool host that serves no tool; one that does is a 409 naming the tools.
 pub async fn delete_host(state: &AppState, id: &ToolHostId) -> AppResult<()> {
     load_host(state, id).await?;
-    let served = state.store.tools_of_host(id).await?;
-    if !served.is_empty() {
-        let names: Vec<String> = served.iter().map(ToString::to_string).collect();
-        return Err(AppError::new(
-            ErrorCode::Conflict,
-            format!(
-                "tool host `{id}` serves {}; delete them first",
-                names.join(", ")
-            ),
-        ));
+    if state.store.delete_unused_tool_host(id).await? {
+        state.tool_hosts.forget(id).await;
+        return Ok(());
     }
-    state.tool_hosts.forget(id).await;
-    Ok(state.store.delete_tool_host(id).await?)
+    let served: Vec<String> = state
+        .store
+        .tools_of_host(id)
+        .await?
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    Err(AppError::new(
+        ErrorCode::Conflict,
+        format!(
+            "tool host `{id}` serves {}; delete them first",
+            served.join(", ")
+        ),
+    ))
 }

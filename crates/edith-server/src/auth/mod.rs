@@ -84,6 +84,11 @@ pub fn shown_prefix(secret: &str) -> String {
 pub struct LastUse(Mutex<HashMap<ApiKeyId, Instant>>);
 
 impl LastUse {
+    /// Forgets a key (it was revoked).
+    pub fn forget(&self, key: &ApiKeyId) {
+        self.0.lock().expect("not poisoned").remove(key);
+    }
+
     /// Whether `key`'s last use is due to be written now (and notes that it is).
     fn due(&self, key: &ApiKeyId) -> bool {
         let mut written = self.0.lock().expect("not poisoned");

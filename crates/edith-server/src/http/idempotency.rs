@@ -34,10 +34,11 @@ pub async fn guard(State(state): State<AppState>, request: Request, next: Next) 
         }
     };
     // Keys are the caller's own: another caller's same key is another key, and never gets
-    // this caller's replies.
+    // this caller's replies. Requests without an API key (the MCP endpoint, which checks its own
+    // token) are not kept at all: nobody unauthenticated may fill the store.
     let key = match request.extensions().get::<Principal>() {
         Some(Principal(caller)) => format!("{}:{key}", caller.id),
-        None => key,
+        None => return next.run(request).await,
     };
     let (parts, body) = request.into_parts();
     // Request and reply bodies of this API are small; anything bigger is refused, not kept.

@@ -77,9 +77,10 @@ pub fn routes(api: &mut Api) {
 
 async fn create_instance(
     State(state): State<AppState>,
+    Extension(caller): Extension<Principal>,
     ApiJson(body): ApiJson<CreateInstance>,
 ) -> AppResult<impl IntoResponse> {
-    let created = instances::create(&state, body).await?;
+    let created = instances::create(&state, &caller, body).await?;
     Ok((StatusCode::ACCEPTED, Json(created)))
 }
 

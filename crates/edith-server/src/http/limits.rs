@@ -108,6 +108,11 @@ impl Gate {
         ))
     }
 
+    /// Forgets a key's allowance (it was revoked).
+    pub fn forget(&self, key: &ApiKeyId) {
+        self.buckets.lock().expect("not poisoned").remove(key);
+    }
+
     /// Counts a new event stream against `key`, or refuses when it holds as many as it may.
     pub fn open_stream(&self, key: &ApiKeyId) -> AppResult<StreamPermit> {
         let mut streams = self.streams.lock().expect("not poisoned");

@@ -70,6 +70,12 @@ pub fn openapi() -> &'static Value {
 pub fn access(method: &axum::http::Method, path: &str) -> Option<Access> {
     static RULES: std::sync::OnceLock<spec::AccessRules> = std::sync::OnceLock::new();
     let rules = RULES.get_or_init(|| build().2);
+    // Axum answers HEAD with the GET handler: the same rule applies.
+    let method = if method == axum::http::Method::HEAD {
+        &axum::http::Method::GET
+    } else {
+        method
+    };
     rules.get(path)?.get(method).copied()
 }
 

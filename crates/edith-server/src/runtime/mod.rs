@@ -7,4 +7,6 @@ mod process_group;
 mod providers;
 
 pub use gateway_pool::{GatewayPool, Link};
-pub use providers::{ProviderError, Providers, RuntimeCommand, RuntimeProvider, gateway_url};
+pub use providers::{
+    ADMIN_KEY_VARIABLE, ProviderError, Providers, RuntimeCommand, RuntimeProvider, gateway_url,
+};

@@ -83,6 +83,11 @@ async fn every_operation_but_health_needs_a_key_with_its_scope() {
             let response = ctx.send_with(client, method.clone(), &path, body).await;
             assert_problem(&response, 401, "unauthorized");
         }
+        if method == reqwest::Method::GET {
+            // HEAD runs the GET handler: it needs the same key.
+            let head = nobody.head(ctx.url(&path)).send().await.unwrap();
+            assert_eq!(head.status(), 401, "HEAD {path}");
+        }
         for (client, held) in [(&read, "read"), (&write, "write")] {
             let (status, body) = ctx.send_with(client, method.clone(), &path, body).await;
             if rank(held) < rank(&scope) {

@@ -5,16 +5,6 @@ use serde_json::json;
 
 use crate::{Ctx, assert_problem, client_with_key};
 
-impl Ctx {
-    /// A new key's secret.
-    async fn new_key(&self, scope: &str) -> String {
-        let body = json!({"name": "k", "scope": scope}).to_string();
-        let (status, created) = self.post("/v1/keys", &body).await;
-        assert_eq!(status, 201, "{created}");
-        created["secret"].as_str().unwrap().to_owned()
-    }
-}
-
 #[tokio::test]
 async fn bodies_and_inputs_beyond_the_limits_are_refused_and_the_server_goes_on() {
     let ctx = Ctx::start_limited(Limits {
@@ -62,8 +52,8 @@ async fn a_key_flooding_the_server_is_slowed_and_other_keys_are_not() {
         ..Limits::default()
     })
     .await;
-    let flooding = client_with_key(&ctx.new_key("read").await);
-    let calm = client_with_key(&ctx.new_key("read").await);
+    let flooding = client_with_key(&ctx.key_with("read").await);
+    let calm = client_with_key(&ctx.key_with("read").await);
     let mut refused = 0;
     for _ in 0..20 {
         let response = flooding.get(ctx.url("/v1/instances")).send().await.unwrap();
@@ -100,7 +90,7 @@ async fn a_key_holds_a_bounded_number_of_open_streams() {
         .await;
     assert_eq!(status, 202, "{turn}");
     let events = ctx.url(&format!("{turns}/{}/events", turn["id"].as_str().unwrap()));
-    let reader = client_with_key(&ctx.new_key("read").await);
+    let reader = client_with_key(&ctx.key_with("read").await);
     let first = reader.get(&events).send().await.unwrap();
     let second = reader.get(&events).send().await.unwrap();
     assert_eq!(
@@ -111,7 +101,7 @@ async fn a_key_holds_a_bounded_number_of_open_streams() {
     assert_eq!(third.status(), 429);
     assert!(third.headers().get("retry-after").is_some());
     // Another key still streams.
-    let other = client_with_key(&ctx.new_key("read").await);
+    let other = client_with_key(&ctx.key_with("read").await);
     assert_eq!(other.get(&events).send().await.unwrap().status(), 200);
     let cancel = format!("{turns}/{}/cancel", turn["id"].as_str().unwrap());
     ctx.post(&cancel, "").await;

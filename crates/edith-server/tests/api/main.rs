@@ -187,6 +187,14 @@ impl Ctx {
         format!("{sessions}/{}/turns", session["id"].as_str().unwrap())
     }
 
+    /// A new key's secret, with `scope`.
+    async fn key_with(&self, scope: &str) -> String {
+        let body = json!({"name": "k", "scope": scope}).to_string();
+        let (status, created) = self.post("/v1/keys", &body).await;
+        assert_eq!(status, 201, "{created}");
+        created["secret"].as_str().unwrap().to_owned()
+    }
+
     /// An instance that finished provisioning.
     async fn ready_instance(&self) -> String {
         let (status, created) = self.post("/v1/instances", r#"{"name": "t"}"#).await;

@@ -292,6 +292,17 @@ async fn an_external_runtime_is_used_as_it_is_and_only_forgotten_on_delete() {
     let url = format!("http://127.0.0.1:{port}");
 
     let body = json!({"name": "theirs", "provider": "external", "url": url, "token": TOKEN});
+    // It makes the control plane connect where the URL says: an admin's call.
+    let writer = crate::client_with_key(&ctx.key_with("write").await);
+    let refused = ctx
+        .send_with(
+            &writer,
+            reqwest::Method::POST,
+            "/v1/instances",
+            Some(&body.to_string()),
+        )
+        .await;
+    assert_problem(&refused, 403, "forbidden");
     let (status, created) = ctx.post("/v1/instances", &body.to_string()).await;
     assert_eq!(status, 202, "{created}");
     let iid = created["instance"]["id"].as_str().unwrap().to_owned();
@@ -460,4 +471,54 @@ async fn an_idle_runtime_that_dies_turns_its_instance_lost() {
             .contains("signal: 9"),
         "{instance}"
     );
+}
+
+/// The control plane's admin key never reaches a runtime it starts.
+#[tokio::test]
+async fn a_runtime_the_control_plane_starts_does_not_inherit_its_admin_key() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let process = crate::edith_serve(dir.path(), "127.0.0.1:0", &[], Some(crate::ADMIN_KEY)).await;
+    let url = process.ready_value("url");
+    let admin = crate::client_with_key(crate::ADMIN_KEY);
+    let created: Value = admin
+        .post(format!("{url}/v1/instances"))
+        .json(&json!({"name": "p", "provider": "process", "runtime": "hermes-runtime"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let iid = created["instance"]["id"].as_str().unwrap().to_owned();
+    let mut pid = None;
+    for _ in 0..200 {
+        let log: Value = admin
+            .get(format!("{url}/v1/instances/{iid}/log"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        pid = log["lines"].as_array().and_then(|lines| {
+            lines.iter().find_map(|line| {
+                line.as_str()?
+                    .strip_prefix("edith: started the runtime, pid ")
+                    .map(|p| p.trim().to_owned())
+            })
+        });
+        if pid.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let pid = pid.expect("the runtime started");
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).expect("its environment");
+    let environ = String::from_utf8_lossy(&environ);
+    assert!(environ.contains("HERMES_HOME="), "the environment was read");
+    assert!(
+        !environ.contains(crate::ADMIN_KEY),
+        "the admin key reached the runtime"
+    );
+    process.stop(Duration::from_secs(10)).await;
 }

@@ -14,7 +14,7 @@ use edith_store::InstanceRecord;
 use edith_types::InstanceId;
 use hermes_native::config::HermesConfig;
 use rustix::process::Pid;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::process::{Child, Command};
 use tokio::sync::Mutex;
 
@@ -38,6 +38,18 @@ pub struct RuntimeCommand {
     /// Arguments before `serve --host 127.0.0.1 --port 0`.
     pub args: Vec<String>,
 }
+
+impl RuntimeCommand {
+    /// The command, ready for arguments; it never inherits the control plane's admin key.
+    pub fn command(&self) -> Command {
+        let mut command = Command::new(&self.program);
+        command.args(&self.args).env_remove(ADMIN_KEY_VARIABLE);
+        command
+    }
+}
+
+/// The environment variable the control plane's first admin key may come from.
+pub const ADMIN_KEY_VARIABLE: &str = "EDITH_API_KEY";
 
 struct Running {
     child: Child,
@@ -102,7 +114,10 @@ impl ProcessProvider {
     /// The last `lines` lines of the instance's runtime log.
     pub async fn log_tail(&self, instance: &InstanceId, lines: usize) -> Vec<String> {
         let path = self.homes.dir(instance).join(LOG_FILE);
-        let text = tokio::fs::read_to_string(&path).await.unwrap_or_default();
+        let bytes = tokio::fs::read(&path).await.unwrap_or_default();
+        // Only the end is needed: the last 4 MiB hold far more lines than a caller may ask for.
+        let tail = &bytes[bytes.len().saturating_sub(4 * 1024 * 1024)..];
+        let text = String::from_utf8_lossy(tail);
         let all: Vec<&str> = text.lines().collect();
         all[all.len().saturating_sub(lines)..]
             .iter()
@@ -123,8 +138,8 @@ impl ProcessProvider {
         let stderr = log
             .try_clone()
             .map_err(|e| io_error("cannot open", &log_path, e))?;
-        let mut child = Command::new(&command.program)
-            .args(&command.args)
+        let mut child = command
+            .command()
             .args(["serve", "--host", "127.0.0.1", "--port", "0"])
             .env("HERMES_HOME", &home)
             .env("HERMES_DASHBOARD_SESSION_TOKEN", &instance.runtime_token)
@@ -147,9 +162,9 @@ impl ProcessProvider {
         }
         let stdout = child.stdout.take().expect("stdout is piped");
         let mut log = tokio::fs::File::from_std(log);
-        let mut lines = BufReader::new(stdout).lines();
+        let mut lines = BufReader::new(stdout);
         let ready = tokio::time::timeout(READY_TIMEOUT, async {
-            while let Ok(Some(line)) = lines.next_line().await {
+            while let Some(line) = next_line(&mut lines).await {
                 let _ = log.write_all(format!("{line}\n").as_bytes()).await;
                 if let Some(port) = line.strip_prefix(READY_PREFIX) {
                     return port.trim().parse::<u16>().ok();
@@ -175,7 +190,7 @@ impl ProcessProvider {
         };
         // Keep copying its output to the log, so it never blocks on a full pipe.
         tokio::spawn(async move {
-            while let Ok(Some(line)) = lines.next_line().await {
+            while let Some(line) = next_line(&mut lines).await {
                 let _ = log.write_all(format!("{line}\n").as_bytes()).await;
             }
         });
@@ -197,10 +212,8 @@ impl RuntimeProvider for ProcessProvider {
             if !process_group::leader_exited(current.group) {
                 return Ok(endpoint(current.port, &instance.runtime_token));
             }
-            // It died: reap it and start another.
-            let mut dead = running.remove(id).expect("present");
-            process_group::stop(&mut dead.child, dead.group, Duration::ZERO).await;
-            tracing::warn!(instance = %id, "the runtime had exited; starting it again");
+            // It died: the reconciler reaps it and marks the instance lost; no new one here.
+            return Err(ProviderError("the runtime exited".to_owned()));
         }
         let started = self.launch(instance).await?;
         let endpoint = endpoint(started.port, &instance.runtime_token);
@@ -252,6 +265,20 @@ impl Drop for ProcessProvider {
     fn drop(&mut self) {
         for running in self.running.get_mut().values() {
             process_group::kill_group(running.group);
+        }
+    }
+}
+
+/// The next line of a runtime's output, whatever its encoding (invalid UTF-8 is replaced, so
+/// one odd byte never stops the copying); `None` at the end.
+async fn next_line<R: tokio::io::AsyncBufRead + Unpin>(reader: &mut R) -> Option<String> {
+    use tokio::io::AsyncBufReadExt;
+    let mut bytes = Vec::new();
+    match reader.read_until(b'\n', &mut bytes).await {
+        Ok(0) | Err(_) => None,
+        Ok(_) => {
+            let line = String::from_utf8_lossy(&bytes);
+            Some(line.trim_end_matches(['\n', '\r']).to_owned())
         }
     }
 }
