@@ -174,6 +174,20 @@ impl Ctx {
         self.send(reqwest::Method::GET, path, None).await
     }
 
+    /// Deletes instance `iid` (202) and waits, bounded, until it is gone (404).
+    async fn delete_instance_and_wait(&self, iid: &str) {
+        let path = format!("/v1/instances/{iid}");
+        let (status, body) = self.send(reqwest::Method::DELETE, &path, None).await;
+        assert_eq!(status, 202, "{body}");
+        for _ in 0..200 {
+            if self.get(&path).await.0 == 404 {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("instance {iid} was still there 10 s after its delete was accepted");
+    }
+
     /// The turns of a new session of a new profile `p` of instance `iid`.
     async fn turns_path(&self, iid: &str) -> String {
         let (_, profile) = self

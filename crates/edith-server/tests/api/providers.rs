@@ -123,21 +123,12 @@ async fn a_process_instance_runs_our_runtime_as_a_child_process_until_deleted() 
             .is_ok()
     );
 
-    let (status, _) = ctx
-        .send(
-            reqwest::Method::DELETE,
-            &format!("/v1/instances/{iid}"),
-            None,
-        )
-        .await;
-    assert_eq!(status, 202);
+    ctx.delete_instance_and_wait(&iid).await;
     let mut gone = false;
     for _ in 0..200 {
-        let (status, _) = ctx.get(&format!("/v1/instances/{iid}")).await;
-        if status == 404
-            && tokio::net::TcpStream::connect(("127.0.0.1", port))
-                .await
-                .is_err()
+        if tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_err()
         {
             gone = true;
             break;
@@ -341,23 +332,7 @@ async fn an_external_runtime_is_used_as_it_is_and_only_forgotten_on_delete() {
     for reply in [&created, &instance, &profile, &turn] {
         assert!(!reply.to_string().contains(TOKEN), "{reply}");
     }
-    let (status, _) = ctx
-        .send(
-            reqwest::Method::DELETE,
-            &format!("/v1/instances/{iid}"),
-            None,
-        )
-        .await;
-    assert_eq!(status, 202);
-    let mut forgotten = false;
-    for _ in 0..200 {
-        if ctx.get(&format!("/v1/instances/{iid}")).await.0 == 404 {
-            forgotten = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert!(forgotten);
+    ctx.delete_instance_and_wait(&iid).await;
     let port: u16 = port.parse().unwrap();
     assert!(
         tokio::net::TcpStream::connect(("127.0.0.1", port))
