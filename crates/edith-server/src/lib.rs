@@ -207,9 +207,10 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
     })
 }
 
-/// Work a previous process left unfinished: jobs run again (their steps are idempotent);
-/// turns end as interrupted.
+/// Work a previous process left unfinished: runtimes it started are stopped (they start again on
+/// next use), jobs run again (their steps are idempotent); turns end as interrupted.
 async fn recover(state: &AppState) -> Result<(), StartError> {
+    state.providers.process.stop_orphans().await;
     let recover_error = |e: AppError| StartError::Recover(e.detail);
     app::turns::recover(state).await.map_err(recover_error)?;
     let jobs = state

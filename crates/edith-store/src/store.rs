@@ -5,9 +5,9 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use edith_types::{
-    ApiKey, ApiKeyId, Instance, InstanceId, Job, JobEvent, JobEventKind, JobId, Page, Profile,
-    ProfileId, Session, SessionId, Timestamp, Tool, ToolHost, ToolHostId, ToolId, Turn, TurnEvent,
-    TurnEventKind, TurnId,
+    ApiKey, ApiKeyId, Instance, InstanceId, InstanceState, Job, JobEvent, JobEventKind, JobId,
+    Page, Profile, ProfileId, Session, SessionId, Timestamp, Tool, ToolHost, ToolHostId, ToolId,
+    Turn, TurnEvent, TurnEventKind, TurnId,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -148,6 +148,24 @@ impl Store {
             .execute(&self.pool)
             .await?;
         Ok(())
+    }
+
+    /// Writes the instance's new state only if its recorded state is still `from` (nobody moved
+    /// it meanwhile); returns whether it was written.
+    pub async fn update_instance_from(
+        &self,
+        instance: &Instance,
+        from: InstanceState,
+    ) -> Result<bool> {
+        let done =
+            sqlx::query("UPDATE instances SET state = ?, body = ? WHERE id = ? AND state = ?")
+                .bind(instance.state.as_str())
+                .bind(to_json(instance))
+                .bind(instance.id.as_str())
+                .bind(from.as_str())
+                .execute(&self.pool)
+                .await?;
+        Ok(done.rows_affected() == 1)
     }
 
     /// Removes the instance and, by cascade, its profiles, sessions, turns and their events.

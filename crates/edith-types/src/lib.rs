@@ -50,5 +50,6 @@ mod tests {
         agrees::<ApprovalChoice>();
         agrees::<ErrorCode>();
         agrees::<Scope>();
+        agrees::<RestartPolicy>();
     }
 }

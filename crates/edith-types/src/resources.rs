@@ -96,8 +96,18 @@ pub struct Instance {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
     pub state: InstanceState,
-    /// Why the instance is in its state, when that is not obvious (`failed`, `lost`).
+    /// Why the instance is in its state, when that is not obvious (`failed`, `lost`, or a
+    /// runtime restarted after it exited).
     pub state_reason: Option<String>,
+    /// What the control plane does when the instance's runtime exits on its own.
+    #[serde(default)]
+    pub restart_policy: RestartPolicy,
+    /// With `on_failure`: how many restarts in a row are tried before the instance stays `lost`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_restarts: Option<u32>,
+    /// Restarts in a row so far: set back to 0 once a restarted runtime has run for 10 minutes.
+    #[serde(default)]
+    pub restarts: u32,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
 }
@@ -121,6 +131,39 @@ pub struct CreateInstance {
     /// returned.
     #[serde(default)]
     pub token: Option<String>,
+    /// What to do when the runtime exits on its own; `never` when absent. `on_failure` is for
+    /// `process` instances (the only runtimes the control plane starts that can die alone).
+    #[serde(default)]
+    pub restart_policy: RestartPolicy,
+    /// With `on_failure`: restarts in a row before giving up (1 to 100; 3 when absent).
+    #[serde(default)]
+    pub max_restarts: Option<u32>,
+}
+
+/// What the control plane does when an instance's runtime exits on its own.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    JsonSchema,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+)]
+#[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
+pub enum RestartPolicy {
+    /// The instance stays `lost` until it is deleted.
+    #[default]
+    Never,
+    /// The instance is `lost` until its runtime is started again, after a pause that doubles
+    /// with each restart in a row (1 s, 2 s, 4 s … at most 30 s), up to `max_restarts` in a row.
+    OnFailure,
 }
 
 /// What this control plane offers.

@@ -36,6 +36,8 @@ impl Instances {
             runtime: None,
             url: None,
             token: None,
+            restart_policy: Default::default(),
+            max_restarts: None,
         })
         .await
     }

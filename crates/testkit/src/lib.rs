@@ -4,4 +4,4 @@ mod fake_openai;
 mod process;
 
 pub use fake_openai::{FakeModel, FakeModelOptions};
-pub use process::ReadyProcess;
+pub use process::{ReadyProcess, kill_processes_with_env_under};

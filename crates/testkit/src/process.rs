@@ -201,6 +201,51 @@ impl ReadyProcess {
     }
 }
 
+impl ReadyProcess {
+    /// SIGKILL to the group, as a crash would; reaps the leader.
+    pub async fn kill(mut self) -> ExitStatus {
+        signal_group(self.group, Signal::KILL);
+        let status = self.child.wait().await.expect("wait for the process");
+        self.reaped = true;
+        status
+    }
+}
+
+/// Kills every process of this user whose environment has `variable` set to a value under
+/// `dir`: what a test's processes started in their own groups (a runtime a killed control
+/// plane left behind) goes too, also when the test fails. Returns how many it found.
+pub fn kill_processes_with_env_under(variable: &str, dir: &Path) -> usize {
+    let prefix = format!("{variable}={}/", dir.display());
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    let me = std::process::id();
+    let mut found = 0;
+    for entry in entries.filter_map(|e| e.ok()) {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid == me {
+            continue;
+        }
+        let Ok(environ) = std::fs::read(entry.path().join("environ")) else {
+            continue;
+        };
+        let matches = environ
+            .split(|b| *b == 0)
+            .any(|pair| pair.starts_with(prefix.as_bytes()));
+        if let Some(pid) = Pid::from_raw(pid as i32).filter(|_| matches) {
+            let _ = rustix::process::kill_process(pid, Signal::KILL);
+            found += 1;
+        }
+    }
+    found
+}
+
 impl Drop for ReadyProcess {
     fn drop(&mut self) {
         if !self.reaped {

@@ -3,8 +3,8 @@
 use edith_store::InstanceRecord;
 use edith_types::{
     Capabilities, CreateInstance, ErrorCode, Instance, InstanceCapabilities, InstanceId,
-    InstanceState, InstanceWithJob, JobKind, ProviderKind, RuntimeInfo, RuntimeLog, Scope,
-    Timestamp,
+    InstanceState, InstanceWithJob, JobKind, ProviderKind, RestartPolicy, RuntimeInfo, RuntimeLog,
+    Scope, Timestamp,
 };
 
 use super::jobs;
@@ -29,6 +29,7 @@ pub async fn create(
     state.provider(body.provider)?;
     check_runtime(state, body.provider, body.runtime.as_deref())?;
     let token = check_external(&body)?;
+    let max_restarts = check_restart(&body)?;
     let now = Timestamp::now();
     let instance = Instance {
         id: InstanceId::generate(),
@@ -38,6 +39,9 @@ pub async fn create(
         url: body.url,
         state: InstanceState::Provisioning,
         state_reason: None,
+        restart_policy: body.restart_policy,
+        max_restarts,
+        restarts: 0,
         created_at: now.clone(),
         updated_at: now,
     };
@@ -97,6 +101,27 @@ fn check_external(body: &CreateInstance) -> AppResult<Option<String>> {
         )),
     }
 }
+
+/// Restarts are for `process` runtimes, the only ones the control plane starts that can exit
+/// alone; returns the limit of restarts in a row.
+fn check_restart(body: &CreateInstance) -> AppResult<Option<u32>> {
+    match (body.restart_policy, body.max_restarts) {
+        (RestartPolicy::Never, None) => Ok(None),
+        (RestartPolicy::Never, Some(_)) => Err(AppError::invalid(
+            "`max_restarts` is only for the `on_failure` restart policy",
+        )),
+        (RestartPolicy::OnFailure, _) if body.provider != ProviderKind::Process => Err(
+            AppError::invalid("the `on_failure` restart policy is only for `process` instances"),
+        ),
+        (RestartPolicy::OnFailure, Some(max)) if !(1..=100).contains(&max) => {
+            Err(AppError::invalid("`max_restarts` must be 1 to 100"))
+        }
+        (RestartPolicy::OnFailure, max) => Ok(Some(max.unwrap_or(DEFAULT_MAX_RESTARTS))),
+    }
+}
+
+/// Restarts in a row tried when the caller names no limit.
+const DEFAULT_MAX_RESTARTS: u32 = 3;
 
 /// 256 random bits, hex.
 fn secret() -> String {

@@ -1,15 +1,23 @@
 //! The reconciler: notices within a second that a runtime the control plane started has
 //! exited on its own, and turns its instance `lost` with the reason, so the turns it was
-//! running end `failed` saying why and new work on it is refused until it is dealt with.
+//! running end `failed` saying why and new work on it is refused. An instance whose restart
+//! policy is `on_failure` gets its runtime started again after a pause, and is `ready` once it
+//! runs; its sessions go on from the runtime's stored sessions.
 
 use std::time::Duration;
 
-use edith_types::{InstanceId, InstanceState, Timestamp};
+use edith_types::{Instance, InstanceId, InstanceState, RestartPolicy, Timestamp};
 
+use crate::runtime::{Exited, RuntimeProvider};
 use crate::state::AppState;
 
 /// How often runtimes are looked at.
 const CHECK_EVERY: Duration = Duration::from_millis(500);
+/// A runtime that ran this long before it exited was stable: its restarts in a row start again
+/// from zero.
+const STABLE_AFTER: Duration = Duration::from_secs(600);
+/// The longest pause before a restart.
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
 /// Runs until the server stops.
 pub fn spawn(state: AppState) {
@@ -33,30 +41,137 @@ pub fn spawn(state: AppState) {
 /// asks while another look runs waits for it, and then finds the instance already marked.
 pub async fn check(state: &AppState) {
     let _one_at_a_time = state.reconciling.lock().await;
-    for (id, how) in state.providers.process.reap_exited().await {
-        mark_lost(state, &id, &how).await;
+    for exited in state.providers.process.reap_exited().await {
+        if let Some(instance) = mark_lost(state, &exited).await {
+            plan_restart(state, instance, exited);
+        }
     }
 }
 
-async fn mark_lost(state: &AppState, id: &InstanceId, how: &str) {
+/// Turns a `ready` instance `lost`; returns it as it is now recorded.
+async fn mark_lost(state: &AppState, exited: &Exited) -> Option<Instance> {
+    let id = &exited.instance;
     state.gateways.forget(id).await;
-    let record = match state.store.instance(id).await {
-        Ok(Some(record)) => record,
-        Ok(None) => return,
-        Err(e) => {
-            tracing::error!(instance = %id, error = %e, "cannot read a lost instance");
-            return;
-        }
-    };
-    let mut instance = record.instance;
+    let mut instance = load(state, id).await?;
     if instance.state != InstanceState::Ready {
+        return None;
+    }
+    tracing::warn!(instance = %id, reason = exited.how, "runtime lost");
+    if exited.ran_for >= STABLE_AFTER {
+        instance.restarts = 0;
+    }
+    let how = exited.how.clone();
+    move_state(state, &mut instance, InstanceState::Lost, how)
+        .await
+        .then_some(instance)
+}
+
+/// Starts the restarts the instance's policy asks for, in the background.
+fn plan_restart(state: &AppState, instance: Instance, exited: Exited) {
+    if instance.restart_policy != RestartPolicy::OnFailure {
         return;
     }
-    tracing::warn!(instance = %id, reason = how, "runtime lost");
-    instance.state = InstanceState::Lost;
-    instance.state_reason = Some(how.to_owned());
+    let state = state.clone();
+    tokio::spawn(async move { restart(&state, instance, &exited.how).await });
+}
+
+/// Restarts the runtime after a pause that doubles with each restart in a row, until one runs
+/// or the limit is reached. Gives up quietly when the instance left `lost` meanwhile (deleted).
+async fn restart(state: &AppState, mut instance: Instance, how: &str) {
+    let max = instance.max_restarts.unwrap_or(1);
+    let mut stopping = state.shutdown.clone();
+    loop {
+        if instance.restarts >= max {
+            let reason = format!("{how}; not restarted: {max} restarts in a row already");
+            move_state(state, &mut instance, InstanceState::Lost, reason).await;
+            return;
+        }
+        let pause = backoff(instance.restarts);
+        tokio::select! {
+            _ = stopping.wait_for(|stop| *stop) => return,
+            _ = tokio::time::sleep(pause) => {}
+        }
+        let Some(record) = still_lost(state, &instance.id).await else {
+            return;
+        };
+        instance = record.instance.clone();
+        instance.restarts += 1;
+        let attempt = instance.restarts;
+        match state.providers.process.start(&record).await {
+            Ok(_) => {
+                let reason = format!("restarted (restart {attempt} in a row) after: {how}");
+                if !move_state(state, &mut instance, InstanceState::Ready, reason).await {
+                    // Being deleted since: what was started goes again.
+                    let _ = state.providers.process.stop(&instance.id).await;
+                }
+                tracing::info!(instance = %instance.id, attempt, "runtime restarted");
+                return;
+            }
+            Err(e) => {
+                tracing::warn!(instance = %instance.id, attempt, error = %e, "restart failed");
+                let reason = format!("{how}; restart {attempt} failed: {e}");
+                if !move_state(state, &mut instance, InstanceState::Lost, reason).await {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// 1 s before the first restart in a row, doubling, at most `MAX_BACKOFF`.
+fn backoff(restarts_so_far: u32) -> Duration {
+    Duration::from_secs(1 << restarts_so_far.min(5)).min(MAX_BACKOFF)
+}
+
+async fn still_lost(state: &AppState, id: &InstanceId) -> Option<edith_store::InstanceRecord> {
+    match state.store.instance(id).await {
+        Ok(Some(record)) if record.instance.state == InstanceState::Lost => Some(record),
+        Ok(_) => None,
+        Err(e) => {
+            tracing::error!(instance = %id, error = %e, "cannot read a lost instance");
+            None
+        }
+    }
+}
+
+async fn load(state: &AppState, id: &InstanceId) -> Option<Instance> {
+    match state.store.instance(id).await {
+        Ok(record) => record.map(|r| r.instance),
+        Err(e) => {
+            tracing::error!(instance = %id, error = %e, "cannot read a lost instance");
+            None
+        }
+    }
+}
+
+/// Records `to` for an instance still in the state it was read in; returns false when it was in
+/// another state by then (a delete began), which is left as it is.
+async fn move_state(
+    state: &AppState,
+    instance: &mut Instance,
+    to: InstanceState,
+    reason: String,
+) -> bool {
+    let from = instance.state;
+    instance.state = to;
+    instance.state_reason = Some(reason);
     instance.updated_at = Timestamp::now();
-    if let Err(e) = state.store.update_instance(&instance).await {
-        tracing::error!(instance = %id, error = %e, "cannot record a lost instance");
+    match state.store.update_instance_from(instance, from).await {
+        Ok(moved) => moved,
+        Err(e) => {
+            tracing::error!(instance = %instance.id, error = %e, "cannot record an instance's state");
+            false
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pause_before_a_restart_doubles_up_to_its_limit() {
+        let pauses: Vec<u64> = (0..8).map(|n| backoff(n).as_secs()).collect();
+        assert_eq!(pauses, [1, 2, 4, 8, 16, 30, 30, 30]);
     }
 }

@@ -8,5 +8,6 @@ mod providers;
 
 pub use gateway_pool::{GatewayPool, Link};
 pub use providers::{
-    ADMIN_KEY_VARIABLE, ProviderError, Providers, RuntimeCommand, RuntimeProvider, gateway_url,
+    ADMIN_KEY_VARIABLE, Exited, ProviderError, Providers, RuntimeCommand, RuntimeProvider,
+    gateway_url,
 };

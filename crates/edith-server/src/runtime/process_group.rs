@@ -40,3 +40,50 @@ pub async fn stop(child: &mut Child, group: Pid, grace: Duration) -> bool {
     let _ = child.wait().await;
     exited
 }
+
+/// When a process started, in clock ticks since boot (`/proc/<pid>/stat`, field 22); `None` when
+/// no such process lives (an unreaped zombie counts as gone). With the pid it names one process
+/// for good: a pid reused later has another start time.
+pub fn start_time(pid: i32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) is in parentheses and may hold spaces or parentheses itself.
+    let after_name = &stat[stat.rfind(')')? + 1..];
+    let mut fields = after_name.split_whitespace();
+    let state = fields.next()?;
+    if state == "Z" || state == "X" {
+        return None;
+    }
+    // `state` was field 3; the start time is field 22.
+    fields.nth(18)?.parse().ok()
+}
+
+/// Stops a group whose leader is not our child (a runtime an earlier control-plane process
+/// started): SIGTERM, up to `grace` for the leader to go, then SIGKILL to what is left. Nothing
+/// is signalled unless the leader is still the process that started at `started`.
+pub async fn stop_adopted(leader: i32, started: u64, grace: Duration) {
+    let alive = || start_time(leader) == Some(started);
+    let Some(group) = Pid::from_raw(leader).filter(|_| alive()) else {
+        return;
+    };
+    let _ = rustix::process::kill_process_group(group, Signal::TERM);
+    let deadline = Instant::now() + grace;
+    while alive() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Members left behind keep the group id reserved, so it still names that group (and pids
+    // are handed out in turn, so an id freed a moment ago is not another group's yet).
+    kill_group(group);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_live_process_has_a_start_time_and_a_missing_one_has_none() {
+        let me = std::process::id() as i32;
+        assert!(start_time(me).is_some());
+        assert_eq!(start_time(me), start_time(me));
+        assert_eq!(start_time(i32::MAX), None);
+    }
+}

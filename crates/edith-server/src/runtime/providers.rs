@@ -15,7 +15,7 @@ use hermes_native::config::HermesConfig;
 #[cfg(feature = "embedded")]
 pub use embedded::EmbeddedProvider;
 pub use external::{ExternalProvider, gateway_url};
-pub use process::{ADMIN_KEY_VARIABLE, ProcessProvider, RuntimeCommand};
+pub use process::{ADMIN_KEY_VARIABLE, Exited, ProcessProvider, RuntimeCommand};
 
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("{0}")]

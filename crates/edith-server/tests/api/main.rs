@@ -2,6 +2,7 @@
 //! codes (never a 500), streams resume, and the `edith` binary keeps its launch contract.
 
 mod auth;
+mod crash;
 mod limits;
 mod providers;
 
@@ -82,10 +83,29 @@ pub async fn echo_tool_host(secret: &'static str) -> String {
 }
 
 struct Ctx {
-    server: RunningServer,
+    server: Server,
     /// Sends the admin key.
     http: reqwest::Client,
     dir: tempfile::TempDir,
+}
+
+/// The control plane a test talks to.
+enum Server {
+    InProcess(RunningServer),
+    /// `edith serve`, a process of its own (which tests may kill).
+    Binary {
+        process: Box<testkit::ReadyProcess>,
+        url: String,
+    },
+    /// Killed.
+    Gone,
+}
+
+impl Drop for Ctx {
+    /// Runtimes a killed control plane left behind go with the test, also when it fails.
+    fn drop(&mut self) {
+        testkit::kill_processes_with_env_under("HERMES_HOME", self.dir.path());
+    }
 }
 
 impl Ctx {
@@ -122,14 +142,59 @@ impl Ctx {
         config.runtimes.extend(runtimes);
         let server = edith_server::start(config).await.expect("start");
         Self {
-            server,
+            server: Server::InProcess(server),
             http: client_with_key(ADMIN_KEY),
             dir,
         }
     }
 
+    /// `edith serve` on `dir` (with the admin key), as a process of its own.
+    async fn serve(dir: tempfile::TempDir) -> Self {
+        let process = edith_serve(dir.path(), "127.0.0.1:0", &[], Some(ADMIN_KEY)).await;
+        let url = process.ready_value("url");
+        Self {
+            server: Server::Binary {
+                process: Box::new(process),
+                url,
+            },
+            http: client_with_key(ADMIN_KEY),
+            dir,
+        }
+    }
+
+    /// Kills `edith serve` with SIGKILL; returns its data directory, as it left it.
+    async fn crash(mut self) -> tempfile::TempDir {
+        let Server::Binary { process, .. } = std::mem::replace(&mut self.server, Server::Gone)
+        else {
+            panic!("only a control plane of its own can be killed");
+        };
+        process.kill().await;
+        self.take_dir()
+    }
+
+    /// Stops `edith serve` with SIGTERM and checks it ended cleanly; returns its data
+    /// directory, as it left it.
+    async fn stop(mut self) -> tempfile::TempDir {
+        let Server::Binary { process, .. } = std::mem::replace(&mut self.server, Server::Gone)
+        else {
+            panic!("only a control plane of its own is stopped this way");
+        };
+        let status = process.stop(Duration::from_secs(30)).await;
+        assert!(status.success(), "SIGTERM is a clean stop: {status}");
+        self.take_dir()
+    }
+
+    fn take_dir(mut self) -> tempfile::TempDir {
+        std::mem::replace(&mut self.dir, tempfile::tempdir().expect("temp dir"))
+    }
+
     fn url(&self, path: &str) -> String {
-        format!("{}{path}", self.server.url())
+        let base = match &self.server {
+            Server::InProcess(server) => server.url(),
+            Server::Binary { url, .. } => url,
+            Server::Gone => panic!("the control plane is gone"),
+        };
+        format!("{base}{path}")
     }
 
     async fn send(&self, method: reqwest::Method, path: &str, body: Option<&str>) -> (u16, Value) {

@@ -12,8 +12,13 @@ use crate::{Ctx, assert_problem};
 
 impl Ctx {
     /// A `process` instance of `runtime` that finished provisioning.
-    async fn process_instance(&self, runtime: &str) -> String {
+    pub(crate) async fn process_instance(&self, runtime: &str) -> String {
         let body = json!({"name": runtime, "provider": "process", "runtime": runtime});
+        self.instance_from(body).await
+    }
+
+    /// An instance made from `body` that finished provisioning.
+    pub(crate) async fn instance_from(&self, body: Value) -> String {
         let (status, created) = self.post("/v1/instances", &body.to_string()).await;
         assert_eq!(status, 202, "{created}");
         let job = created["job"]["id"].as_str().unwrap();
@@ -420,6 +425,125 @@ async fn a_runtime_that_dies_is_noticed_and_its_turn_ends_saying_why() {
         )
         .await;
     assert_eq!(status, 202);
+}
+
+impl Ctx {
+    /// The instance, once `done` says so of it (bounded: 30 s).
+    pub(crate) async fn instance_when(&self, iid: &str, done: impl Fn(&Value) -> bool) -> Value {
+        let mut instance = Value::Null;
+        for _ in 0..300 {
+            instance = self.get(&format!("/v1/instances/{iid}")).await.1;
+            if done(&instance) {
+                return instance;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("not there within 30 s: {instance}");
+    }
+
+    /// Runs a turn with `input` on the session whose turns are at `turns`; its last event.
+    pub(crate) async fn turn_on(&self, turns: &str, input: &str) -> Value {
+        let body = json!({"input": input}).to_string();
+        let (status, turn) = self.post(turns, &body).await;
+        assert_eq!(status, 202, "{turn}");
+        let path = format!("{turns}/{}/events", turn["id"].as_str().unwrap());
+        self.sse(&path, None).await.pop().expect("a final event")
+    }
+}
+
+#[tokio::test]
+async fn an_on_failure_instance_gets_its_runtime_back_until_its_limit_and_sessions_go_on() {
+    let ctx = Ctx::start().await;
+    let iid = ctx
+        .instance_from(json!({
+            "name": "restarted", "provider": "process", "runtime": "hermes-runtime",
+            "restart_policy": "on_failure", "max_restarts": 2
+        }))
+        .await;
+    let turns = ctx.turns_path(&iid).await;
+    let session_path = turns.trim_end_matches("/turns").to_owned();
+    let finished = ctx.turn_on(&turns, "before").await;
+    assert_eq!(finished["state"], "completed", "{finished}");
+    let native = ctx.get(&session_path).await.1["native_session_id"].clone();
+    assert!(native.is_string());
+
+    for restart in 1..=2 {
+        ctx.kill_runtime(&iid).await;
+        let instance = ctx
+            .instance_when(&iid, |i| i["restarts"] == restart && i["state"] == "ready")
+            .await;
+        let reason = instance["state_reason"].as_str().unwrap();
+        assert!(reason.starts_with("restarted"), "{instance}");
+        assert!(
+            reason.contains("signal: 9"),
+            "says what happened: {instance}"
+        );
+        // The session goes on, on its stored native session, in the new runtime.
+        let finished = ctx.turn_on(&turns, "after").await;
+        assert_eq!(finished["state"], "completed", "{finished}");
+        assert_eq!(finished["output"], "You said: after");
+        assert_eq!(ctx.get(&session_path).await.1["native_session_id"], native);
+    }
+
+    // A third exit in a row is past the limit: the instance stays lost.
+    ctx.kill_runtime(&iid).await;
+    let instance = ctx
+        .instance_when(&iid, |i| {
+            i["state_reason"]
+                .as_str()
+                .is_some_and(|r| r.contains("not restarted"))
+        })
+        .await;
+    assert_eq!(instance["state"], "lost", "{instance}");
+    assert!(
+        instance["state_reason"]
+            .as_str()
+            .unwrap()
+            .contains("2 restarts in a row"),
+        "{instance}"
+    );
+    ctx.delete_instance_and_wait(&iid).await;
+}
+
+#[tokio::test]
+async fn restart_policies_are_checked() {
+    let ctx = Ctx::start().await;
+    let refused = |body: Value| {
+        let ctx = &ctx;
+        async move {
+            let response = ctx.post("/v1/instances", &body.to_string()).await;
+            assert_problem(&response, 400, "invalid_request");
+            response.1["detail"].as_str().unwrap().to_owned()
+        }
+    };
+    let embedded = refused(json!({"name": "e", "restart_policy": "on_failure"})).await;
+    assert!(embedded.contains("only for `process`"), "{embedded}");
+    let process = json!({"name": "p", "provider": "process", "runtime": "hermes-runtime"});
+    let mut without_policy = process.clone();
+    without_policy["max_restarts"] = json!(2);
+    let detail = refused(without_policy).await;
+    assert!(detail.contains("only for the `on_failure`"), "{detail}");
+    for max in [0, 101] {
+        let mut body = process.clone();
+        body["restart_policy"] = json!("on_failure");
+        body["max_restarts"] = json!(max);
+        let detail = refused(body).await;
+        assert!(detail.contains("1 to 100"), "{detail}");
+    }
+    let mut unknown = process.clone();
+    unknown["restart_policy"] = json!("always");
+    let response = ctx.post("/v1/instances", &unknown.to_string()).await;
+    assert_problem(&response, 400, "invalid_body");
+
+    // Absent, the limit is 3; `never` is the default.
+    let mut body = process.clone();
+    body["restart_policy"] = json!("on_failure");
+    let (status, created) = ctx.post("/v1/instances", &body.to_string()).await;
+    assert_eq!(status, 202, "{created}");
+    assert_eq!(created["instance"]["max_restarts"], 3);
+    assert_eq!(created["instance"]["restarts"], 0);
+    let (_, plain) = ctx.post("/v1/instances", r#"{"name": "plain"}"#).await;
+    assert_eq!(plain["instance"]["restart_policy"], "never");
 }
 
 #[tokio::test]

@@ -7,7 +7,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::process::Stdio;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use edith_store::InstanceRecord;
@@ -28,6 +28,9 @@ const READY_TIMEOUT: Duration = Duration::from_secs(120);
 const STOP_GRACE: Duration = Duration::from_secs(10);
 /// The file, in the instance's directory, that a runtime's output goes to.
 pub const LOG_FILE: &str = "runtime.log";
+/// The file, in the instance's directory, naming the running runtime (`<pid> <start time>`), so
+/// a control plane that died without stopping it can find it when it starts again.
+const PID_FILE: &str = "runtime.pid";
 /// The ready line every Hermes-compatible runtime prints.
 const READY_PREFIX: &str = "HERMES_BACKEND_READY port=";
 
@@ -55,6 +58,7 @@ struct Running {
     child: Child,
     group: Pid,
     port: u16,
+    started: Instant,
 }
 
 pub struct ProcessProvider {
@@ -87,9 +91,28 @@ impl ProcessProvider {
         })
     }
 
+    /// Stops the runtimes an earlier control-plane process started and left running (it was
+    /// killed): their instances start a fresh runtime on next use, so there are never two for
+    /// one instance. Call before serving.
+    pub async fn stop_orphans(&self) {
+        for dir in self.homes.all_dirs() {
+            let record = dir.join(PID_FILE);
+            let Ok(text) = tokio::fs::read_to_string(&record).await else {
+                continue;
+            };
+            if let Some((pid, started)) = pid_record(&text)
+                && process_group::start_time(pid) == Some(started)
+            {
+                tracing::warn!(pid, dir = %dir.display(), "stopping a runtime left by an earlier control plane");
+                process_group::stop_adopted(pid, started, STOP_GRACE).await;
+            }
+            let _ = tokio::fs::remove_file(&record).await;
+        }
+    }
+
     /// The runtimes that exited on their own since the last look, each reaped and forgotten,
-    /// with how it ended.
-    pub async fn reap_exited(&self) -> Vec<(InstanceId, String)> {
+    /// with how it ended and how long it had run.
+    pub async fn reap_exited(&self) -> Vec<Exited> {
         let mut running = self.running.lock().await;
         let exited: Vec<InstanceId> = running
             .iter()
@@ -102,11 +125,16 @@ impl ProcessProvider {
             // What it left in its group goes before the leader is reaped (see process_group).
             process_group::kill_group(dead.group);
             let status = dead.child.wait().await.ok();
+            self.forget_pid(&id).await;
             let how = match status {
                 Some(status) => format!("the runtime exited ({status})"),
                 None => "the runtime exited".to_owned(),
             };
-            reaped.push((id, how));
+            reaped.push(Exited {
+                ran_for: dead.started.elapsed(),
+                instance: id,
+                how,
+            });
         }
         reaped
     }
@@ -154,11 +182,17 @@ impl ProcessProvider {
             })?;
         let group = process_group::group_of(&child)
             .ok_or_else(|| ProviderError("the runtime exited at once".to_owned()))?;
-        if let Some(pid) = child.id() {
-            let _ = std::io::Write::write_all(
-                &mut &log,
-                format!("edith: started the runtime, pid {pid}\n").as_bytes(),
-            );
+        let pid = group.as_raw_pid();
+        let _ = std::io::Write::write_all(
+            &mut &log,
+            format!("edith: started the runtime, pid {pid}\n").as_bytes(),
+        );
+        if let Some(started) = process_group::start_time(pid) {
+            let record = self.homes.dir(id).join(PID_FILE);
+            if let Err(e) = tokio::fs::write(&record, format!("{pid} {started}\n")).await {
+                process_group::stop(&mut child, group, Duration::ZERO).await;
+                return Err(io_error("cannot write", &record, e));
+            }
         }
         let stdout = child.stdout.take().expect("stdout is piped");
         let mut log = tokio::fs::File::from_std(log);
@@ -176,6 +210,7 @@ impl ProcessProvider {
         let Ok(Some(port)) = ready else {
             let exited = process_group::leader_exited(group);
             process_group::stop(&mut child, group, Duration::ZERO).await;
+            self.forget_pid(id).await;
             let what = if exited {
                 "exited before it was ready"
             } else {
@@ -194,8 +229,35 @@ impl ProcessProvider {
                 let _ = log.write_all(format!("{line}\n").as_bytes()).await;
             }
         });
-        Ok(Running { child, group, port })
+        Ok(Running {
+            child,
+            group,
+            port,
+            started: Instant::now(),
+        })
     }
+
+    /// Forgets the pid of a runtime that was stopped or reaped.
+    async fn forget_pid(&self, instance: &InstanceId) {
+        let _ = tokio::fs::remove_file(self.homes.dir(instance).join(PID_FILE)).await;
+    }
+}
+
+/// The pid and start time `runtime.pid` holds.
+fn pid_record(text: &str) -> Option<(i32, u64)> {
+    let mut fields = text.split_whitespace();
+    let pid = fields.next()?.parse().ok()?;
+    let started = fields.next()?.parse().ok()?;
+    Some((pid, started))
+}
+
+/// A runtime that exited on its own.
+pub struct Exited {
+    pub instance: InstanceId,
+    /// How it ended, for people.
+    pub how: String,
+    /// How long it had run since it was started.
+    pub ran_for: Duration,
 }
 
 #[async_trait]
@@ -225,6 +287,7 @@ impl RuntimeProvider for ProcessProvider {
         let running = self.running.lock().await.remove(instance);
         if let Some(mut running) = running {
             process_group::stop(&mut running.child, running.group, STOP_GRACE).await;
+            self.forget_pid(instance).await;
         }
         Ok(())
     }
@@ -247,8 +310,9 @@ impl RuntimeProvider for ProcessProvider {
 
     async fn shutdown(&self) {
         let running: Vec<_> = self.running.lock().await.drain().collect();
-        for (_, mut running) in running {
+        for (id, mut running) in running {
             process_group::stop(&mut running.child, running.group, STOP_GRACE).await;
+            self.forget_pid(&id).await;
         }
     }
 }

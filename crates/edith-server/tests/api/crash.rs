@@ -1,0 +1,205 @@
+//! `edith serve` killed with SIGKILL while it works: when it starts again on the same data
+//! directory, nothing it logged is lost or changed, every turn and job has an end, the runtimes
+//! it had started are not left running beside new ones, and work goes on.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::Ctx;
+
+/// Whether the process `pid` still runs (a zombie does not).
+fn alive(pid: &str) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            let state = stat[stat.rfind(')')? + 1..].split_whitespace().next()?;
+            Some(state != "Z" && state != "X")
+        })
+        .unwrap_or(false)
+}
+
+impl Ctx {
+    /// The pid of the runtime the instance started last (from its runtime log).
+    async fn runtime_pid(&self, iid: &str) -> Option<String> {
+        let (_, log) = self.get(&format!("/v1/instances/{iid}/log")).await;
+        log["lines"].as_array()?.iter().rev().find_map(|line| {
+            line.as_str()?
+                .strip_prefix("edith: started the runtime, pid ")
+                .map(|pid| pid.trim().to_owned())
+        })
+    }
+}
+
+#[tokio::test]
+async fn runtimes_left_by_a_killed_control_plane_are_stopped_when_it_starts_again() {
+    let ctx = Ctx::serve(tempfile::tempdir().expect("temp dir")).await;
+    let iid = ctx.process_instance("hermes-runtime").await;
+    let before = ctx.runtime_pid(&iid).await.expect("a runtime pid");
+    assert!(alive(&before));
+
+    let dir = ctx.crash().await;
+    assert!(
+        alive(&before),
+        "the runtime outlives the control plane's crash"
+    );
+
+    let ctx = Ctx::serve(dir).await;
+    assert!(
+        !alive(&before),
+        "stopped before the control plane serves: never two runtimes for one instance"
+    );
+    // The instance is still ready and starts a fresh runtime on next use.
+    let turns = ctx.turns_path(&iid).await;
+    let finished = ctx.turn_on(&turns, "again").await;
+    assert_eq!(finished["state"], "completed", "{finished}");
+    let after = ctx.runtime_pid(&iid).await.expect("a new runtime");
+    assert_ne!(after, before);
+    assert!(alive(&after));
+
+    // A clean stop leaves no runtime behind.
+    let dir = ctx.stop().await;
+    let left = testkit::kill_processes_with_env_under("HERMES_HOME", dir.path());
+    assert_eq!(left, 0, "a clean stop stops every runtime it started");
+}
+
+/// A small, seeded generator of kill moments, so a failing run can be repeated.
+struct Moments(u64);
+
+impl Moments {
+    fn next_millis(&mut self, below: u64) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.0 >> 33) % below
+    }
+}
+
+/// Reads a turn's event stream for `for_how_long`; returns the `(id, data)` of each whole
+/// event seen by then.
+async fn events_for(ctx: &Ctx, path: &str, for_how_long: Duration) -> Vec<(String, Value)> {
+    let mut seen = Vec::new();
+    let Ok(mut response) = ctx.http.get(ctx.url(path)).send().await else {
+        return seen;
+    };
+    let mut text = String::new();
+    let _ = tokio::time::timeout(for_how_long, async {
+        while let Ok(Some(chunk)) = response.chunk().await {
+            text.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    })
+    .await;
+    // Only events whose blank line arrived are whole.
+    let whole = &text[..text.rfind("\n\n").map_or(0, |end| end + 2)];
+    let (mut id, mut data) = (None, None);
+    for line in whole.lines() {
+        if let Some(value) = line.strip_prefix("id: ") {
+            id = Some(value.to_owned());
+        } else if let Some(value) = line.strip_prefix("data: ") {
+            data = Some(serde_json::from_str(value).expect("JSON event"));
+        } else if line.is_empty()
+            && let (Some(id), Some(data)) = (id.take(), data.take())
+        {
+            seen.push((id, data));
+        }
+    }
+    seen
+}
+
+#[tokio::test]
+async fn twenty_kills_during_streaming_turns_lose_nothing_and_work_goes_on() {
+    let model = testkit::FakeModel::start_with(testkit::FakeModelOptions {
+        piece_delay: Duration::from_millis(8),
+        ..Default::default()
+    })
+    .await;
+    let mut ctx = Ctx::serve(tempfile::tempdir().expect("temp dir")).await;
+    let profile = json!({
+        "name": "talker",
+        "model": {"provider": "openai_compatible", "base_url": model.base_url(),
+            "model": "fake-model", "api_key": "sk-fake-0123456789"},
+    })
+    .to_string();
+    let mut sessions = Vec::new();
+    for iid in [
+        ctx.ready_instance().await,
+        ctx.process_instance("hermes-runtime").await,
+    ] {
+        let (status, created) = ctx
+            .post(&format!("/v1/instances/{iid}/profiles"), &profile)
+            .await;
+        assert_eq!(status, 201, "{created}");
+        let path = format!(
+            "/v1/instances/{iid}/profiles/{}/sessions",
+            created["id"].as_str().unwrap()
+        );
+        let (_, session) = ctx.post(&path, "{}").await;
+        sessions.push(format!("{path}/{}/turns", session["id"].as_str().unwrap()));
+    }
+    // About 60 pieces: half a second of streaming, so kills land before, during and after.
+    let long_input = (0..60)
+        .map(|n| format!("word{n}"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let seed = 0x5eed_u64;
+    eprintln!("kill moments seeded with {seed:#x}");
+    let mut moments = Moments(seed);
+    let mut cut_mid_stream = 0;
+
+    for round in 0..20 {
+        let turns = &sessions[round % sessions.len()];
+        let body = json!({"input": long_input}).to_string();
+        let (status, turn) = ctx.post(turns, &body).await;
+        assert_eq!(status, 202, "{turn}");
+        let events_path = format!("{turns}/{}/events", turn["id"].as_str().unwrap());
+        let wait = Duration::from_millis(moments.next_millis(700));
+        let seen = events_for(&ctx, &events_path, wait).await;
+        // Every fourth round also has a provisioning job just begun at the kill.
+        let job = if round % 4 == 3 {
+            let (_, created) = ctx.post("/v1/instances", r#"{"name": "mid-kill"}"#).await;
+            Some(created["job"]["id"].as_str().unwrap().to_owned())
+        } else {
+            None
+        };
+
+        ctx = Ctx::serve(ctx.crash().await).await;
+
+        let after = events_for(&ctx, &events_path, Duration::from_secs(30)).await;
+        assert!(
+            after.len() >= seen.len() && after[..seen.len()] == seen[..],
+            "round {round}: what was served before the kill is served again unchanged\n\
+             before: {seen:?}\nafter: {after:?}"
+        );
+        let last = &after.last().expect("a final event").1;
+        match last["state"].as_str() {
+            Some("completed") => {}
+            Some("interrupted") => {
+                assert!(
+                    last["error"].as_str().is_some_and(|e| !e.is_empty()),
+                    "round {round}: an interrupted turn says why: {last}"
+                );
+                cut_mid_stream += usize::from(!seen.is_empty());
+            }
+            _ => panic!("round {round}: the turn has an end: {after:?}"),
+        }
+        if let Some(job) = job {
+            let events = ctx.sse(&format!("/v1/jobs/{job}/events"), None).await;
+            let finished = events.last().unwrap();
+            assert_eq!(
+                finished["type"], "job.finished",
+                "round {round}: {events:?}"
+            );
+            assert_eq!(finished["state"], "succeeded", "round {round}: {events:?}");
+        }
+        let finished = ctx.turn_on(turns, "still there").await;
+        assert_eq!(finished["state"], "completed", "round {round}: {finished}");
+        assert_eq!(finished["output"], "You said: still there");
+    }
+    eprintln!("{cut_mid_stream} of 20 kills cut a turn whose events were being streamed");
+    // Half a second of streaming against kills spread over 0.7 s: most land mid-stream.
+    assert!(cut_mid_stream >= 3, "the kills missed the streams");
+    let dir = ctx.stop().await;
+    let left = testkit::kill_processes_with_env_under("HERMES_HOME", dir.path());
+    assert_eq!(left, 0, "a clean stop stops every runtime it started");
+}
