@@ -83,6 +83,8 @@ struct Operation {
 enum Response {
     Json(String),
     Events(String),
+    /// A WebSocket upgrade: the method opens a self-resuming connection.
+    Socket,
 }
 
 fn operations(contract: &Value, uses: &mut BTreeSet<String>) -> Vec<Operation> {
@@ -102,13 +104,14 @@ fn operations(contract: &Value, uses: &mut BTreeSet<String>) -> Vec<Operation> {
             let body = op
                 .get("requestBody")
                 .map(|b| rust_type(&b["content"]["application/json"]["schema"], uses));
-            let (_, reply) = op["responses"]
+            let (status, reply) = op["responses"]
                 .as_object()
                 .expect("responses")
                 .iter()
-                .find(|(status, _)| status.starts_with('2'))
+                .find(|(status, _)| status.starts_with('2') || *status == "101")
                 .expect("a success response");
             let response = match reply["content"].get("text/event-stream") {
+                _ if status == "101" => Response::Socket,
                 Some(sse) => Response::Events(rust_type(&sse["x-sse-data"], uses)),
                 None => Response::Json(rust_type(
                     &reply["content"]["application/json"]["schema"],
@@ -153,7 +156,8 @@ pub fn generate_client(contract: &Value) -> String {
     out.push_str("use reqwest::Method;\n\n");
     out.push_str("use crate::client::{EdithHermes, PageRequest};\n");
     out.push_str("use crate::error::Result;\n");
-    out.push_str("use crate::events::EventStream;\n\n");
+    out.push_str("use crate::events::EventStream;\n");
+    out.push_str("use crate::gateway::GatewayConnection;\n\n");
     out.push_str("/// Every operation of the contract, by id.\n");
     out.push_str("pub const OPERATIONS: &[&str] = &[\n");
     for op in &ops {
@@ -200,6 +204,14 @@ fn write_operation(out: &mut String, op: &Operation) {
         format!("&format!(\"{}\")", op.path)
     };
     match &op.response {
+        Response::Socket => {
+            let _ = writeln!(
+                out,
+                "    pub async fn {}(&self{args}) -> Result<GatewayConnection> {{",
+                op.id
+            );
+            let _ = writeln!(out, "        self.socket({path}).await");
+        }
         Response::Events(event) => {
             let _ = writeln!(
                 out,

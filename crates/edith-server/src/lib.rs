@@ -161,6 +161,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         turn_events: Default::default(),
         job_events: Default::default(),
         tool_hosts: Default::default(),
+        relays: Default::default(),
         cancels: Default::default(),
         last_use: Default::default(),
         gate: http::limits::Gate::new(config.limits.clone()),
@@ -237,6 +238,7 @@ impl RunningServer {
         if let Some(server) = self.server.take() {
             let _ = server.await;
         }
+        self.state.relays.end_all();
         self.state.gateways.forget_all().await;
         self.state.providers.shutdown().await;
         self.state.store.close().await;

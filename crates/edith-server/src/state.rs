@@ -22,6 +22,8 @@ pub struct Inner {
     pub gateways: GatewayPool,
     pub turn_events: Hub<TurnEvent>,
     pub job_events: Hub<JobEvent>,
+    /// Relayed WebSocket connections to profiles' gateways.
+    pub relays: crate::app::relay::Relays,
     /// MCP connections to tool hosts.
     pub tool_hosts: ToolHosts,
     /// Held while the reconciler looks at runtimes (see `app::reconciler::check`).

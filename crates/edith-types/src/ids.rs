@@ -48,6 +48,8 @@ const KINDS: &[(&str, &str)] = &[
     ("tool", "a tool"),
     ("th", "a tool host"),
     ("job", "a job"),
+    ("key", "an API key"),
+    ("gwc", "a gateway connection"),
 ];
 
 fn kind_of(value: &str) -> Option<&'static str> {
@@ -189,6 +191,11 @@ prefixed_id!(
 prefixed_id!(
     /// A provisioning job.
     JobId, "job", "a job"
+);
+prefixed_id!(
+    /// A relayed connection to a profile's native gateway, kept for a while after its client
+    /// drops so that the client can resume it.
+    GatewayConnectionId, "gwc", "a gateway connection"
 );
 
 macro_rules! native_id {

@@ -7,16 +7,18 @@ mod events;
 mod ids;
 mod keys;
 mod problem;
+pub mod relay;
 mod resources;
 mod time;
 
 pub use events::{JobEvent, JobEventKind, TurnEvent, TurnEventKind, Usage};
 pub use ids::{
-    ApiKeyId, IdError, InstanceId, JobId, NativeSessionId, ProfileId, SessionId, ToolHostId,
-    ToolId, TurnId,
+    ApiKeyId, GatewayConnectionId, IdError, InstanceId, JobId, NativeSessionId, ProfileId,
+    SessionId, ToolHostId, ToolId, TurnId,
 };
 pub use keys::{ApiKey, CreateApiKey, CreatedApiKey, Scope};
 pub use problem::{ErrorCode, Problem};
+pub use relay::RelayMessage;
 pub use resources::*;
 pub use time::Timestamp;
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
-use tokio_tungstenite::tungstenite::Message;
+pub use tokio_tungstenite::tungstenite::Message;
 
 use crate::events::{GatewayReady, NativeEvent};
 use crate::ids::LiveSessionId;
@@ -150,15 +150,7 @@ impl GatewayClient {
         token: &str,
         request_timeout: Duration,
     ) -> Result<Self, GatewayError> {
-        let url = format!("{ws_url}?token={}", encode_query(token));
-        let (socket, _) = tokio::time::timeout(
-            request_timeout,
-            // No Nagle: replies and stream pieces are small and latency-bound.
-            tokio_tungstenite::connect_async_with_config(url.as_str(), None, true),
-        )
-        .await
-        .map_err(|_| GatewayError::Connect(format!("no handshake within {request_timeout:?}")))?
-        .map_err(|e| GatewayError::Connect(e.to_string()))?;
+        let socket = open_socket(ws_url, token, request_timeout).await?;
         let (mut sink, mut stream) = socket.split();
 
         let ready = tokio::time::timeout(request_timeout, async {
@@ -341,6 +333,29 @@ fn id_key(id: &Value) -> String {
 }
 
 /// Percent-encodes a token for a query string (tokens are usually URL-safe already).
+/// A WebSocket to a runtime's gateway.
+pub type GatewaySocket =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// Opens the WebSocket of the gateway at `ws_url` with `token` (as Hermes takes it: in the
+/// query), within `timeout`; nothing is read from it yet.
+pub async fn open_socket(
+    ws_url: &str,
+    token: &str,
+    timeout: Duration,
+) -> Result<GatewaySocket, GatewayError> {
+    let url = format!("{ws_url}?token={}", encode_query(token));
+    let (socket, _) = tokio::time::timeout(
+        timeout,
+        // No Nagle: replies and stream pieces are small and latency-bound.
+        tokio_tungstenite::connect_async_with_config(url.as_str(), None, true),
+    )
+    .await
+    .map_err(|_| GatewayError::Connect(format!("no handshake within {timeout:?}")))?
+    .map_err(|e| GatewayError::Connect(e.to_string()))?;
+    Ok(socket)
+}
+
 fn encode_query(value: &str) -> String {
     value
         .bytes()

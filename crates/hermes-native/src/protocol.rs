@@ -40,7 +40,11 @@ pub enum Incoming {
 
 impl Incoming {
     pub fn parse(text: &str) -> Option<Self> {
-        let frame: Value = serde_json::from_str(text).ok()?;
+        Self::from_value(serde_json::from_str(text).ok()?)
+    }
+
+    /// Like [`Incoming::parse`], for a frame already read as JSON.
+    pub fn from_value(frame: Value) -> Option<Self> {
         if frame.get("method").and_then(Value::as_str) == Some("event") {
             let event = serde_json::from_value(frame.get("params")?.clone()).ok()?;
             return Some(Incoming::Event(event));

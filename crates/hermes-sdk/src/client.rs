@@ -15,6 +15,7 @@ use serde::de::DeserializeOwned;
 
 use crate::error::{Error, Result};
 use crate::events::{EventStream, LogEvent};
+use crate::gateway::{GatewayConnection, RelayTarget};
 
 /// How often a POST is sent again after its connection failed (safe: it carries an
 /// `Idempotency-Key`).
@@ -200,9 +201,33 @@ impl EdithHermes {
         Ok(response.bytes_stream().boxed())
     }
 
+    /// Opens the WebSocket relay at `path` as a self-resuming gateway connection.
+    pub(crate) async fn socket(&self, path: &str) -> Result<GatewayConnection> {
+        self.check_open()?;
+        let base = &self.inner.base;
+        let ws_base = if let Some(rest) = base.strip_prefix("https://") {
+            format!("wss://{rest}")
+        } else if let Some(rest) = base.strip_prefix("http://") {
+            format!("ws://{rest}")
+        } else {
+            return Err(Error::Socket(format!("`{base}` is not an http(s) URL")));
+        };
+        GatewayConnection::open(RelayTarget {
+            url: format!("{ws_base}{path}"),
+            api_key: self.inner.api_key.clone(),
+        })
+        .await
+    }
+
     pub(crate) fn stream<E: LogEvent>(&self, path: String, after: u64) -> EventStream<E> {
         EventStream::follow(self.clone(), path, after)
     }
+}
+
+/// The error a reply with HTTP status `status` and `body` stands for.
+pub(crate) fn problem_of(status: u16, body: &[u8]) -> Error {
+    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    problem(status, body)
 }
 
 fn problem(status: StatusCode, body: &[u8]) -> Error {

@@ -49,6 +49,12 @@ pub enum Error {
     /// An event stream ended before its final event and could not be resumed.
     #[error("event stream ended early: {0}")]
     StreamEnded(String),
+    /// A native method failed (the runtime refused it, lacks it, or did not answer).
+    #[error(transparent)]
+    Native(#[from] hermes_native::NativeError),
+    /// A gateway WebSocket could not be opened or broke for good.
+    #[error("gateway connection: {0}")]
+    Socket(String),
     /// This client was closed.
     #[error("the client is closed")]
     Closed,

@@ -7,6 +7,7 @@ use reqwest::Method;
 use crate::client::{EdithHermes, PageRequest};
 use crate::error::Result;
 use crate::events::EventStream;
+use crate::gateway::GatewayConnection;
 
 /// Every operation of the contract, by id.
 pub const OPERATIONS: &[&str] = &[
@@ -27,6 +28,7 @@ pub const OPERATIONS: &[&str] = &[
     "native_call",
     "openapi_get",
     "profile_create",
+    "profile_gateway",
     "profile_get",
     "profile_list",
     "profile_tool_attach",
@@ -167,6 +169,13 @@ impl EdithHermes {
     /// `POST /v1/instances/{instance_id}/profiles`
     pub async fn profile_create(&self, instance_id: &InstanceId, body: &CreateProfile) -> Result<Profile> {
         self.call(Method::POST, &format!("/v1/instances/{instance_id}/profiles"), None, Some(body)).await
+    }
+
+    /// A WebSocket to the profile's native Hermes gateway: send native JSON-RPC requests, receive numbered frames (replies and events); resume a dropped connection within 60 s with `?connection=&after=` and get what was missed, none twice.
+    ///
+    /// `GET /v1/instances/{instance_id}/profiles/{profile_id}/gateway`
+    pub async fn profile_gateway(&self, instance_id: &InstanceId, profile_id: &ProfileId) -> Result<GatewayConnection> {
+        self.socket(&format!("/v1/instances/{instance_id}/profiles/{profile_id}/gateway")).await
     }
 
     /// Get a profile.

@@ -286,6 +286,19 @@ impl ProfileHandle {
         )
     }
 
+    /// A persistent connection to the profile's native gateway, relayed by the control plane
+    /// (the runtime's token never reaches this process): typed native requests, native
+    /// events in order, and answers to approvals and questions (`approval.respond`,
+    /// `clarify.respond`). It resumes by itself after a dropped socket; see
+    /// [`crate::GatewayConnection`].
+    pub async fn connect(&self) -> Result<crate::GatewayConnection> {
+        self.instance
+            .hermes
+            .sdk()
+            .profile_gateway(&self.instance.id, &self.id)
+            .await
+    }
+
     /// The profile's control-plane sessions: create and list.
     pub fn sessions(&self) -> Sessions {
         Sessions {

@@ -17,6 +17,7 @@
 mod client;
 mod error;
 mod events;
+mod gateway;
 #[rustfmt::skip]
 mod generated;
 mod handles;
@@ -32,6 +33,7 @@ mod tool_host;
 pub use client::{EdithHermes, PageRequest};
 pub use error::{Error, Result};
 pub use events::{EventStream, LogEvent};
+pub use gateway::{GatewayConnection, GatewayEvent};
 pub use generated::OPERATIONS;
 pub use handles::{
     InstanceCreation, InstanceHandle, Instances, ProfileHandle, ProfileSpec, Profiles,

@@ -745,3 +745,169 @@ async fn capabilities_say_what_the_control_plane_and_a_runtime_offer() {
     ));
     hermes.close().await.expect("close");
 }
+
+/// The next native event of `connection` that `pick` finds, within 30 s.
+async fn until_native<T>(
+    connection: &hermes::GatewayConnection,
+    mut pick: impl FnMut(&hermes::native::NativeEvent) -> Option<T>,
+) -> T {
+    let found = tokio::time::timeout(std::time::Duration::from_secs(30), async {
+        while let Some(event) = connection.next_event().await {
+            if let hermes::GatewayEvent::Native(frame) = event
+                && let Some(found) = pick(&frame.event)
+            {
+                return Some(found);
+            }
+        }
+        None
+    })
+    .await
+    .expect("within 30 s");
+    found.unwrap_or_else(|| panic!("the connection ended: {:?}", connection.ended()))
+}
+
+#[tokio::test]
+async fn a_profile_connection_relays_native_events_and_answers_an_approval() {
+    use hermes::native::{
+        ApprovalRespond, ApprovalRespondParams, NativeEvent, PromptSubmit, PromptSubmitParams,
+        SessionCreateParams,
+    };
+    let hermes = Hermes::local().await.expect("local");
+    let instance = ready_instance(&hermes, "gateway").await;
+    let profiles = instance.profiles();
+    let profile = profiles
+        .create(ProfileSpec::new("assistant"))
+        .await
+        .unwrap();
+    let connection = profile.connect().await.expect("connect");
+    let created = connection
+        .api()
+        .session()
+        .create(&SessionCreateParams::default())
+        .await
+        .expect("session");
+    assert!(connection.id().is_some(), "the relay named the connection");
+
+    let victim = tempfile::tempdir().expect("temp dir");
+    let command = format!("rm -rf {}", victim.path().display());
+    let submit = PromptSubmitParams {
+        session_id: Some(created.session_id.clone()),
+        text: Some(format!("terminal {}", json!({ "command": command }))),
+        ..Default::default()
+    };
+    connection
+        .request::<PromptSubmit>(&submit)
+        .await
+        .expect("prompt");
+    let asked = until_native(&connection, |event| match event {
+        NativeEvent::ApprovalRequest(request) => Some(request.command.clone()),
+        _ => None,
+    })
+    .await;
+    assert_eq!(asked, command);
+    let deny = ApprovalRespondParams {
+        session_id: Some(created.session_id.clone()),
+        choice: Some("deny".to_owned()),
+        ..Default::default()
+    };
+    connection
+        .request::<ApprovalRespond>(&deny)
+        .await
+        .expect("answer");
+    until_native(&connection, |event| {
+        matches!(event, NativeEvent::MessageComplete(_)).then_some(())
+    })
+    .await;
+    assert!(victim.path().exists(), "denied, so nothing ran");
+
+    // A name outside the pinned catalog never reaches the runtime.
+    let unknown = connection.call("no.such_method", json!({})).await;
+    assert!(
+        matches!(
+            unknown,
+            Err(hermes::native::NativeError::Unsupported { .. })
+        ),
+        "{unknown:?}"
+    );
+    connection.close().await;
+    hermes.close().await.expect("close");
+}
+
+#[tokio::test]
+async fn a_dropped_gateway_socket_resumes_and_delivers_every_event_once() {
+    use hermes::native::{NativeEvent, PromptSubmit, PromptSubmitParams, SessionCreateParams};
+    use hermes::types::{CreateApiKey, ModelSpec, Scope};
+    let model = testkit::FakeModel::start_with(testkit::FakeModelOptions {
+        piece_delay: std::time::Duration::from_millis(15),
+        ..Default::default()
+    })
+    .await;
+    let local = Hermes::local().await.expect("local");
+    let instance = ready_instance(&local, "resume").await;
+    let profile = instance
+        .profiles()
+        .create(
+            ProfileSpec::new("talker").model(ModelSpec::OpenaiCompatible {
+                base_url: model.base_url().to_owned(),
+                model: "fake-model".to_owned(),
+                api_key: Some("sk-fake-0123456789".to_owned()),
+            }),
+        )
+        .await
+        .expect("profile");
+    let key = local
+        .sdk()
+        .key_create(&CreateApiKey {
+            name: "through a flaky network".to_owned(),
+            scope: Scope::Write,
+            instances: None,
+        })
+        .await
+        .expect("key");
+    // The application reaches the control plane through a network that will drop.
+    let target = local.sdk().base_url().trim_start_matches("http://");
+    let proxy = testkit::CutProxy::start(target.parse().unwrap()).await;
+    let remote = Hermes::remote(&proxy.url(), Some(&key.secret));
+    let profile = remote.instance(instance.id()).profile(profile.id());
+    let connection = profile.connect().await.expect("connect");
+    let created = connection
+        .api()
+        .session()
+        .create(&SessionCreateParams::default())
+        .await
+        .expect("session");
+    let words: Vec<String> = (0..40).map(|n| format!("w{n}")).collect();
+    let submit = PromptSubmitParams {
+        session_id: Some(created.session_id),
+        text: Some(words.join(" ")),
+        ..Default::default()
+    };
+    connection.request::<PromptSubmit>(&submit).await.unwrap();
+
+    let mut streamed = String::new();
+    let mut deltas = 0;
+    let complete = loop {
+        let event = until_native(&connection, |event| match event {
+            NativeEvent::MessageDelta(delta) => Some(Ok(delta.text.clone())),
+            NativeEvent::MessageComplete(complete) => Some(Err(complete.text.clone())),
+            _ => None,
+        })
+        .await;
+        match event {
+            Ok(piece) => {
+                streamed.push_str(&piece);
+                deltas += 1;
+                if deltas == 5 {
+                    proxy.cut();
+                }
+            }
+            Err(complete) => break complete,
+        }
+    };
+    assert!(connection.reconnects() >= 1, "the socket was replaced");
+    assert_eq!(streamed, complete, "every piece once, in order");
+    assert_eq!(complete, format!("You said: {}", words.join(" ")));
+    connection.close().await;
+    remote.close().await.expect("close");
+    local.close().await.expect("close");
+}

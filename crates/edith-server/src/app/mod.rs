@@ -8,6 +8,7 @@ pub mod keys;
 pub mod native;
 pub mod profiles;
 pub mod reconciler;
+pub mod relay;
 pub mod sessions;
 pub mod tools;
 pub mod turns;

@@ -23,6 +23,8 @@ pub struct Limits {
     pub requests_per_second: f64,
     /// …and at once, after a quiet spell.
     pub burst: f64,
+    /// How many frames a gateway relay keeps for a client that drops to resume from.
+    pub relay_kept_frames: usize,
 }
 
 impl Default for Limits {
@@ -33,6 +35,7 @@ impl Default for Limits {
             streams_per_key: 64,
             requests_per_second: 50.0,
             burst: 200.0,
+            relay_kept_frames: 4096,
         }
     }
 }

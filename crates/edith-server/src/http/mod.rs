@@ -3,6 +3,7 @@
 //! needs. Handlers are thin: they parse the request and call `crate::app`.
 
 pub mod extract;
+mod gateway;
 pub mod idempotency;
 mod instances;
 mod keys;
@@ -43,6 +44,7 @@ pub fn build() -> (Router<AppState>, Value, spec::AccessRules) {
     resources::routes(&mut api);
     turns::routes(&mut api);
     native::routes(&mut api);
+    gateway::routes(&mut api);
     api.add_internal(
         mcp_endpoint::PATH,
         post(mcp_endpoint::post).get(mcp_endpoint::get),

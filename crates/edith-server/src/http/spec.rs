@@ -139,6 +139,17 @@ impl Op {
         self
     }
 
+    /// A WebSocket upgrade (101) whose server messages are `T`.
+    pub fn upgrades<T: JsonSchema>(mut self, api: &mut Api, what: &'static str) -> Self {
+        let schema = api.generator.subschema_for::<T>().to_value();
+        self.responses.push((
+            101,
+            what,
+            json!({"application/json": {"schema": {"type": "string"}, "x-websocket-messages": schema}}),
+        ));
+        self
+    }
+
     /// A query parameter.
     pub fn query(mut self, name: &'static str, what: &'static str, schema: Value) -> Self {
         self.query.push((name, what, schema));

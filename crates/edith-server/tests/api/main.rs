@@ -5,6 +5,7 @@ mod auth;
 mod crash;
 mod limits;
 mod providers;
+mod relay;
 
 use std::time::Duration;
 

@@ -187,7 +187,7 @@ async fn process_instances_name_a_runtime_the_operator_configured() {
 }
 
 /// The real Hermes, installed by `scripts/test` into `target/hermes-venv`.
-fn real_hermes() -> RuntimeCommand {
+pub(crate) fn real_hermes() -> RuntimeCommand {
     let hermes =
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/hermes-venv/bin/hermes");
     assert!(

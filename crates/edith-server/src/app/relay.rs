@@ -1,0 +1,438 @@
+//! The gateway relay: an application's WebSocket to one profile's native gateway, through the
+//! control plane (`profile_gateway`; the protocol is in `edith_types::relay`).
+//!
+//! Each relayed connection has a gateway connection of its own to the runtime (Hermes sends a
+//! session's events to the connection that opened it), authenticated with the runtime's token,
+//! which never leaves the control plane. Requests are checked as `native_call` checks them: a
+//! method outside the pinned catalog or one that administers the runtime without `admin` is
+//! answered by the relay and never reaches the runtime; profile-scoped methods get the
+//! profile's native name. Every frame sent to the client is numbered and kept in a bounded
+//! log, so a client whose socket drops can come back within [`RESUME_WINDOW`] and get what it
+//! missed, none twice; if the gap was too long to keep, `attached` says which frames were lost.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::extract::ws::{Message as ClientMessage, WebSocket};
+use edith_types::relay::FORBIDDEN;
+use edith_types::{ApiKeyId, GatewayConnectionId, InstanceId, ProfileId, RelayMessage, Scope};
+use futures_util::stream::SplitSink;
+use futures_util::{SinkExt, StreamExt};
+use hermes_native::catalog::{Scope as MethodScope, catalog};
+use hermes_native::client::{GatewaySocket, Message, open_socket};
+use hermes_native::codes;
+use serde_json::{Value, json};
+use tokio::sync::{mpsc, watch};
+use tokio::task::AbortHandle;
+
+use super::{instances, profiles};
+use crate::auth::Principal;
+use crate::error::{AppError, AppResult};
+use crate::state::AppState;
+
+/// How long a connection whose client dropped is kept for the client to resume it.
+pub const RESUME_WINDOW: Duration = Duration::from_secs(60);
+/// The bytes of frames kept for resuming, at most (their number is a limit, `Limits`).
+const KEPT_BYTES: usize = 8 << 20;
+/// How long opening the runtime's gateway may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+/// Requests waiting to be written to the runtime, per connection.
+const QUEUED_REQUESTS: usize = 256;
+
+/// The relayed connections alive now.
+#[derive(Default)]
+pub struct Relays(Mutex<HashMap<GatewayConnectionId, Arc<Relay>>>);
+
+impl Relays {
+    fn insert(&self, relay: Arc<Relay>) {
+        let mut relays = self.0.lock().expect("not poisoned");
+        relays.insert(relay.id.clone(), relay);
+    }
+
+    fn remove(&self, id: &GatewayConnectionId) {
+        self.0.lock().expect("not poisoned").remove(id);
+    }
+
+    /// The connection `id` if `caller`'s key opened it (another key is told it does not exist).
+    pub fn resume(&self, caller: &Principal, id: &GatewayConnectionId) -> AppResult<Arc<Relay>> {
+        let relays = self.0.lock().expect("not poisoned");
+        relays
+            .get(id)
+            .filter(|relay| relay.owner == caller.0.id)
+            .cloned()
+            .ok_or_else(|| {
+                AppError::not_found(format!(
+                    "gateway connection `{id}` (it ended, or its client was away longer than {}s)",
+                    RESUME_WINDOW.as_secs()
+                ))
+            })
+    }
+
+    /// Ends every connection (the server stops).
+    pub fn end_all(&self) {
+        let relays: Vec<_> = self.0.lock().expect("not poisoned").drain().collect();
+        for (_, relay) in relays {
+            relay.end("the control plane is stopping");
+        }
+    }
+}
+
+pub struct Relay {
+    pub id: GatewayConnectionId,
+    /// Where it leads (a resume must name the same).
+    pub instance: InstanceId,
+    pub profile: ProfileId,
+    owner: ApiKeyId,
+    caller: Principal,
+    native_profile: String,
+    /// How many frames are kept for a resume.
+    kept_frames: usize,
+    to_runtime: mpsc::Sender<Message>,
+    log: Mutex<Log>,
+    /// Bumped whenever the log changes, a client attaches or the connection ends.
+    changed: watch::Sender<u64>,
+    runtime_tasks: Mutex<Vec<AbortHandle>>,
+}
+
+/// The numbered frames kept for the client, and who is attached.
+struct Log {
+    frames: VecDeque<(u64, Arc<str>)>,
+    bytes: usize,
+    next_seq: u64,
+    /// Why the connection ended, once it has.
+    ended: Option<String>,
+    /// Counts attaching sockets; the latest one is the client.
+    generation: u64,
+    attached: bool,
+}
+
+impl Log {
+    fn first_kept(&self) -> u64 {
+        self.frames.front().map_or(self.next_seq, |(seq, _)| *seq)
+    }
+}
+
+/// Opens a relayed connection to the profile's gateway for `caller`.
+pub async fn open(
+    state: &AppState,
+    caller: &Principal,
+    instance: &InstanceId,
+    profile: &ProfileId,
+) -> AppResult<Arc<Relay>> {
+    let record = instances::load_ready(state, instance).await?;
+    let profile = profiles::load(state, instance, profile).await?;
+    let endpoint = state
+        .provider(record.instance.provider)?
+        .start(&record)
+        .await?;
+    let socket = open_socket(&endpoint.ws_url, &endpoint.token, CONNECT_TIMEOUT).await?;
+    let (to_runtime, queued) = mpsc::channel(QUEUED_REQUESTS);
+    let relay = Arc::new(Relay {
+        id: GatewayConnectionId::generate(),
+        instance: instance.clone(),
+        profile: profile.id.clone(),
+        owner: caller.0.id.clone(),
+        caller: caller.clone(),
+        native_profile: profile.native_name,
+        kept_frames: state.gate.limits().relay_kept_frames.max(1),
+        to_runtime,
+        log: Mutex::new(Log {
+            frames: VecDeque::new(),
+            bytes: 0,
+            next_seq: 1,
+            ended: None,
+            generation: 0,
+            attached: false,
+        }),
+        changed: watch::Sender::new(0),
+        runtime_tasks: Mutex::new(Vec::new()),
+    });
+    relay.run_runtime_side(state.clone(), socket, queued);
+    state.relays.insert(relay.clone());
+    // Ends it unless a socket attaches (the upgrade can still fail).
+    relay.clone().wait_for_resume(state.clone(), 0);
+    Ok(relay)
+}
+
+/// How a client's socket ended.
+enum ClientEnd {
+    /// It said goodbye: the connection ends.
+    Closed,
+    /// It went away without a word: the connection waits for it to resume.
+    Dropped,
+    /// The connection ended, or another socket resumed it.
+    Done,
+}
+
+impl Relay {
+    /// Copies the runtime's frames into the log, and queued requests to the runtime.
+    fn run_runtime_side(
+        self: &Arc<Self>,
+        state: AppState,
+        socket: GatewaySocket,
+        mut queued: mpsc::Receiver<Message>,
+    ) {
+        let (mut sink, mut stream) = socket.split();
+        let writer = tokio::spawn(async move {
+            while let Some(message) = queued.recv().await {
+                if sink.send(message).await.is_err() {
+                    break;
+                }
+            }
+            let _ = sink.close().await;
+        });
+        let relay = self.clone();
+        let reader = tokio::spawn(async move {
+            while let Some(Ok(message)) = stream.next().await {
+                match message {
+                    Message::Text(text) => match serde_json::from_str::<Value>(&text) {
+                        Ok(frame) => relay.push(frame),
+                        Err(_) => {
+                            tracing::warn!(connection = %relay.id, "unparseable runtime frame")
+                        }
+                    },
+                    Message::Close(_) => break,
+                    _ => {}
+                }
+            }
+            state.relays.remove(&relay.id);
+            relay.end("the runtime closed the gateway connection");
+        });
+        let mut tasks = self.runtime_tasks.lock().expect("not poisoned");
+        tasks.extend([writer.abort_handle(), reader.abort_handle()]);
+    }
+
+    /// Numbers a frame for the client and keeps it, forgetting the oldest beyond the bounds.
+    fn push(&self, frame: Value) {
+        let mut log = self.log.lock().expect("not poisoned");
+        let seq = log.next_seq;
+        log.next_seq += 1;
+        let text: Arc<str> = serde_json::to_string(&RelayMessage::Frame { seq, frame })
+            .expect("JSON values serialise")
+            .into();
+        log.bytes += text.len();
+        log.frames.push_back((seq, text));
+        while log.frames.len() > self.kept_frames || log.bytes > KEPT_BYTES {
+            let (_, oldest) = log.frames.pop_front().expect("not empty");
+            log.bytes -= oldest.len();
+        }
+        drop(log);
+        self.changed.send_modify(|n| *n += 1);
+    }
+
+    /// Ends the connection: the runtime side is closed, the client is told `reason`.
+    fn end(&self, reason: &str) {
+        for task in self.runtime_tasks.lock().expect("not poisoned").drain(..) {
+            task.abort();
+        }
+        let mut log = self.log.lock().expect("not poisoned");
+        if log.ended.is_none() {
+            log.ended = Some(reason.to_owned());
+        }
+        drop(log);
+        self.changed.send_modify(|n| *n += 1);
+    }
+
+    /// Checks `after` against what was sent: a client cannot have seen frames not sent yet.
+    pub fn check_cursor(&self, after: u64) -> AppResult<()> {
+        let sent = self.log.lock().expect("not poisoned").next_seq - 1;
+        if after > sent {
+            return Err(AppError::invalid(format!(
+                "`after` is {after}, but only {sent} frames were sent on this connection"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Serves `socket` as this connection's client, sending the frames after `after` first.
+    /// Returns when the socket ends; a dropped socket leaves the connection waiting for a
+    /// resume, for [`RESUME_WINDOW`].
+    pub async fn serve(
+        self: Arc<Self>,
+        state: AppState,
+        socket: WebSocket,
+        after: u64,
+        resumed: bool,
+    ) {
+        let generation = {
+            let mut log = self.log.lock().expect("not poisoned");
+            log.generation += 1;
+            log.attached = true;
+            log.generation
+        };
+        self.changed.send_modify(|n| *n += 1);
+        let (mut sink, mut stream) = socket.split();
+        let writer = self.write_to_client(&mut sink, generation, after, resumed, &state);
+        let reader = async {
+            while let Some(Ok(message)) = stream.next().await {
+                match message {
+                    ClientMessage::Text(text) => self.request(text.as_str()).await,
+                    ClientMessage::Close(_) => return ClientEnd::Closed,
+                    _ => {}
+                }
+            }
+            ClientEnd::Dropped
+        };
+        let end = tokio::select! {
+            end = reader => end,
+            end = writer => end,
+        };
+        let _ = sink.close().await;
+        match end {
+            ClientEnd::Closed => {
+                state.relays.remove(&self.id);
+                self.end("the client closed the connection");
+            }
+            ClientEnd::Dropped => self.wait_for_resume(state, generation),
+            ClientEnd::Done => {}
+        }
+    }
+
+    /// Sends `attached`, then every frame after `after` as it comes, until the connection
+    /// ends, another socket takes over, or the client falls so far behind that frames it has
+    /// not had were forgotten (it then resumes and is told what it missed).
+    async fn write_to_client(
+        &self,
+        sink: &mut SplitSink<WebSocket, ClientMessage>,
+        generation: u64,
+        after: u64,
+        resumed: bool,
+        state: &AppState,
+    ) -> ClientEnd {
+        let mut changes = self.changed.subscribe();
+        let mut stopping = state.shutdown.clone();
+        let missed = {
+            let log = self.log.lock().expect("not poisoned");
+            let first = log.first_kept();
+            (after + 1 < first).then_some((after + 1, first - 1))
+        };
+        let attached = RelayMessage::Attached {
+            connection: self.id.clone(),
+            resumed,
+            missed,
+        };
+        let text = serde_json::to_string(&attached).expect("serialises");
+        if sink.send(ClientMessage::Text(text.into())).await.is_err() {
+            return ClientEnd::Dropped;
+        }
+        let mut cursor = after.max(missed.map_or(0, |(_, last)| last));
+        loop {
+            let (batch, ended, current) = {
+                let log = self.log.lock().expect("not poisoned");
+                if log.first_kept() > cursor + 1 {
+                    // Fell behind what is kept: a resume says what was lost.
+                    return ClientEnd::Dropped;
+                }
+                let batch: Vec<(u64, Arc<str>)> = log
+                    .frames
+                    .iter()
+                    .filter(|(seq, _)| *seq > cursor)
+                    .cloned()
+                    .collect();
+                (batch, log.ended.clone(), log.generation == generation)
+            };
+            if !current {
+                return ClientEnd::Done;
+            }
+            for (seq, text) in batch {
+                if sink
+                    .send(ClientMessage::Text((*text).into()))
+                    .await
+                    .is_err()
+                {
+                    return ClientEnd::Dropped;
+                }
+                cursor = seq;
+            }
+            if let Some(reason) = ended {
+                let closed = RelayMessage::Closed { reason };
+                let text = serde_json::to_string(&closed).expect("serialises");
+                let _ = sink.send(ClientMessage::Text(text.into())).await;
+                return ClientEnd::Done;
+            }
+            tokio::select! {
+                changed = changes.changed() => if changed.is_err() { return ClientEnd::Done },
+                _ = stopping.wait_for(|stop| *stop) => {
+                    self.end("the control plane is stopping");
+                }
+            }
+        }
+    }
+
+    /// After the client dropped: the connection ends unless it is resumed in time.
+    fn wait_for_resume(self: Arc<Self>, state: AppState, generation: u64) {
+        {
+            let mut log = self.log.lock().expect("not poisoned");
+            if log.generation != generation {
+                return;
+            }
+            log.attached = false;
+        }
+        tokio::spawn(async move {
+            tokio::time::sleep(RESUME_WINDOW).await;
+            let abandoned = {
+                let log = self.log.lock().expect("not poisoned");
+                log.generation == generation && !log.attached
+            };
+            if abandoned {
+                state.relays.remove(&self.id);
+                self.end("the client did not come back");
+            }
+        });
+    }
+
+    /// One request from the client: checked, then written to the runtime; a refusal is
+    /// answered in the log like any reply.
+    async fn request(&self, text: &str) {
+        match self.checked(text) {
+            Ok(request) => {
+                let text = serde_json::to_string(&request).expect("serialises");
+                // A runtime that is gone ends the connection; the client hears it then.
+                let _ = self.to_runtime.send(Message::Text(text.into())).await;
+            }
+            Err((id, code, message)) => self.push(json!({
+                "jsonrpc": "2.0",
+                "id": id,
+                "error": {"code": code, "message": message},
+            })),
+        }
+    }
+
+    /// The request to send on, or the error to answer (id, code, message).
+    fn checked(&self, text: &str) -> Result<Value, (Value, i64, String)> {
+        let Ok(mut request) = serde_json::from_str::<Value>(text) else {
+            return Err((Value::Null, codes::PARSE_ERROR, "not JSON".to_owned()));
+        };
+        let id = request.get("id").cloned().unwrap_or(Value::Null);
+        let Some(method) = request.get("method").and_then(Value::as_str) else {
+            let message = "a request needs a `method`".to_owned();
+            return Err((id, codes::INVALID_REQUEST, message));
+        };
+        let Some(info) = catalog().method(method) else {
+            let message = format!("`{method}` is not a method of the pinned Hermes 0.19 catalog");
+            return Err((id, codes::METHOD_NOT_FOUND, message));
+        };
+        if info.admin
+            && let Err(e) = self.caller.require(
+                Scope::Admin,
+                &format!("`{method}` administers the runtime: it"),
+            )
+        {
+            return Err((id, FORBIDDEN, e.detail));
+        }
+        if info.scope == MethodScope::Profile {
+            let params = request
+                .as_object_mut()
+                .expect("has a method, so an object")
+                .entry("params")
+                .or_insert_with(|| json!({}));
+            if let Value::Object(params) = params {
+                params
+                    .entry("profile")
+                    .or_insert_with(|| Value::String(self.native_profile.clone()));
+            }
+        }
+        Ok(request)
+    }
+}

@@ -1,0 +1,329 @@
+//! The gateway relay (`profile_gateway`) seen from a raw WebSocket client: what a key may not
+//! do never reaches the runtime, and a client back after a long gap is told what it missed.
+
+use std::time::Duration;
+
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{Value, json};
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::{Error as WsError, Message};
+
+use crate::{ADMIN_KEY, Ctx};
+
+type Socket =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+impl Ctx {
+    /// The relay path of a new profile `p` of a new ready instance.
+    async fn relay_path(&self) -> String {
+        let iid = self.ready_instance().await;
+        let (status, profile) = self
+            .post(&format!("/v1/instances/{iid}/profiles"), r#"{"name": "p"}"#)
+            .await;
+        assert_eq!(status, 201, "{profile}");
+        let pid = profile["id"].as_str().unwrap();
+        format!("/v1/instances/{iid}/profiles/{pid}/gateway")
+    }
+
+    /// Opens the relay at `path` with `key`; a refusal is its status and problem.
+    async fn relay(&self, path: &str, key: Option<&str>) -> Result<Socket, (u16, Value)> {
+        let url = self.url(path).replacen("http://", "ws://", 1);
+        let mut request = url.into_client_request().unwrap();
+        if let Some(key) = key {
+            let value = format!("Bearer {key}").parse().unwrap();
+            request.headers_mut().insert("authorization", value);
+        }
+        let connecting = tokio_tungstenite::connect_async(request);
+        match tokio::time::timeout(Duration::from_secs(30), connecting)
+            .await
+            .expect("a handshake within 30 s")
+        {
+            Ok((socket, _)) => Ok(socket),
+            Err(WsError::Http(response)) => {
+                let body = response.body().clone().unwrap_or_default();
+                let problem = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                Err((response.status().as_u16(), problem))
+            }
+            Err(e) => panic!("handshake: {e}"),
+        }
+    }
+}
+
+/// The next relay message, within 30 s.
+async fn next(socket: &mut Socket) -> Value {
+    loop {
+        let message = tokio::time::timeout(Duration::from_secs(30), socket.next())
+            .await
+            .expect("a message within 30 s")
+            .expect("the socket is open")
+            .expect("a message");
+        if let Message::Text(text) = message {
+            return serde_json::from_str(&text).expect("JSON");
+        }
+    }
+}
+
+/// Relay frames until the reply to request `id`.
+async fn reply_to(socket: &mut Socket, id: u64) -> Value {
+    loop {
+        let message = next(socket).await;
+        if message["type"] == "frame" && message["frame"]["id"] == id {
+            return message["frame"].clone();
+        }
+    }
+}
+
+async fn send(socket: &mut Socket, request: Value) {
+    let text = request.to_string();
+    socket.send(Message::Text(text.into())).await.unwrap();
+}
+
+#[tokio::test]
+async fn the_gateway_relay_refuses_what_a_key_may_not_do() {
+    let ctx = Ctx::start().await;
+    let path = ctx.relay_path().await;
+    let writer = ctx.key_with("write").await;
+
+    let (status, problem) = ctx.relay(&path, None).await.unwrap_err();
+    assert_eq!(
+        (status, problem["code"].as_str()),
+        (401, Some("unauthorized"))
+    );
+    let reader = ctx.key_with("read").await;
+    let (status, problem) = ctx.relay(&path, Some(&reader)).await.unwrap_err();
+    assert_eq!((status, problem["code"].as_str()), (403, Some("forbidden")));
+    let plain = ctx.get(&path).await;
+    crate::assert_problem(&plain, 400, "invalid_request");
+
+    let mut socket = ctx.relay(&path, Some(&writer)).await.expect("open");
+    let attached = next(&mut socket).await;
+    assert_eq!(attached["type"], "attached", "{attached}");
+    assert_eq!(attached["resumed"], false);
+    let first = next(&mut socket).await;
+    assert_eq!(first["seq"], 1);
+    assert_eq!(first["frame"]["params"]["type"], "gateway.ready", "{first}");
+
+    let admin = hermes_native::catalog::catalog()
+        .methods
+        .iter()
+        .find(|m| m.admin)
+        .expect("an administrative method");
+    send(
+        &mut socket,
+        json!({"jsonrpc": "2.0", "id": 7, "method": admin.name, "params": {}}),
+    )
+    .await;
+    let refused = reply_to(&mut socket, 7).await;
+    assert_eq!(
+        refused["error"]["code"],
+        edith_types::relay::FORBIDDEN,
+        "{refused}"
+    );
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("admin"),
+        "{refused}"
+    );
+    send(
+        &mut socket,
+        json!({"jsonrpc": "2.0", "id": 8, "method": "no.such", "params": {}}),
+    )
+    .await;
+    let unknown = reply_to(&mut socket, 8).await;
+    assert_eq!(
+        unknown["error"]["code"],
+        hermes_native::codes::METHOD_NOT_FOUND
+    );
+
+    // Only the key that opened a connection resumes it, and only from frames it was sent.
+    let id = attached["connection"].as_str().unwrap();
+    let other = ctx.key_with("write").await;
+    let resume = format!("{path}?connection={id}&after=1");
+    let (status, _) = ctx.relay(&resume, Some(&other)).await.unwrap_err();
+    assert_eq!(status, 404);
+    let beyond = format!("{path}?connection={id}&after=999");
+    let (status, problem) = ctx.relay(&beyond, Some(&writer)).await.unwrap_err();
+    assert_eq!(status, 400, "{problem}");
+    let (status, _) = ctx
+        .relay(&format!("{path}?after=1"), Some(&writer))
+        .await
+        .unwrap_err();
+    assert_eq!(status, 400);
+    // The admin key may administer: the runtime answers it (ours lacks most such methods).
+    let mut admin_socket = ctx.relay(&path, Some(ADMIN_KEY)).await.expect("open");
+    send(
+        &mut admin_socket,
+        json!({"jsonrpc": "2.0", "id": 9, "method": admin.name, "params": {}}),
+    )
+    .await;
+    let answered = reply_to(&mut admin_socket, 9).await;
+    assert_ne!(
+        answered["error"]["code"],
+        edith_types::relay::FORBIDDEN,
+        "{answered}"
+    );
+    socket.close(None).await.unwrap();
+    admin_socket.close(None).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_client_back_after_a_long_gap_is_told_what_it_missed() {
+    let kept = 3;
+    let ctx = Ctx::start_limited(edith_server::Limits {
+        relay_kept_frames: kept,
+        ..Default::default()
+    })
+    .await;
+    let path = ctx.relay_path().await;
+    let mut socket = ctx.relay(&path, Some(ADMIN_KEY)).await.expect("open");
+    let attached = next(&mut socket).await;
+    let ready = next(&mut socket).await;
+    assert_eq!(ready["seq"], 1);
+    send(
+        &mut socket,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "session.create", "params": {}}),
+    )
+    .await;
+    let created = reply_to(&mut socket, 1).await;
+    let sid = created["result"]["session_id"].clone();
+    let seen = 2;
+    // A prompt whose reply streams word by word, and the client gone without a word.
+    let text = (0..20)
+        .map(|n| format!("w{n}"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    send(
+        &mut socket,
+        json!({"jsonrpc": "2.0", "id": 2, "method": "prompt.submit",
+            "params": {"session_id": sid, "text": text}}),
+    )
+    .await;
+    drop(socket);
+    // The scripted model answers at once; give the runtime ample time to finish the turn.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+
+    let id = attached["connection"].as_str().unwrap();
+    let resume = format!("{path}?connection={id}&after={seen}");
+    let mut socket = ctx.relay(&resume, Some(ADMIN_KEY)).await.expect("resume");
+    let again = next(&mut socket).await;
+    assert_eq!(again["type"], "attached", "{again}");
+    assert_eq!(again["resumed"], true);
+    assert_eq!(again["connection"], attached["connection"]);
+    let missed = again["missed"]
+        .as_array()
+        .expect("frames were lost")
+        .clone();
+    assert_eq!(missed[0], seen + 1);
+    let last_missed = missed[1].as_u64().unwrap();
+    // The frames still kept follow, numbered on from the gap; the turn's end among them.
+    let mut frames = Vec::new();
+    for _ in 0..kept {
+        frames.push(next(&mut socket).await);
+    }
+    let seqs: Vec<u64> = frames.iter().map(|f| f["seq"].as_u64().unwrap()).collect();
+    let expected: Vec<u64> = (last_missed + 1..=last_missed + kept as u64).collect();
+    assert_eq!(seqs, expected, "{frames:?}");
+    assert!(
+        frames
+            .iter()
+            .any(|f| f["frame"]["params"]["type"] == "message.complete"),
+        "{frames:?}"
+    );
+    socket.close(None).await.unwrap();
+}
+
+/// Opens the relay to a new profile of instance `iid` that uses `model`, runs one prompt on a
+/// new session, and returns the streamed text and the final text.
+async fn prompt_through_the_relay(
+    ctx: &Ctx,
+    iid: &str,
+    model: &testkit::FakeModel,
+    input: &str,
+) -> (String, String) {
+    let profile = json!({
+        "name": "relayed",
+        "model": {"provider": "openai_compatible", "base_url": model.base_url(),
+            "model": "fake-model", "api_key": "sk-fake-0123456789"},
+    });
+    let (status, profile) = ctx
+        .post(
+            &format!("/v1/instances/{iid}/profiles"),
+            &profile.to_string(),
+        )
+        .await;
+    assert_eq!(status, 201, "{profile}");
+    let path = format!(
+        "/v1/instances/{iid}/profiles/{}/gateway",
+        profile["id"].as_str().unwrap()
+    );
+    let mut socket = ctx.relay(&path, Some(ADMIN_KEY)).await.expect("open");
+    send(
+        &mut socket,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "session.create", "params": {}}),
+    )
+    .await;
+    let created = reply_to(&mut socket, 1).await;
+    let sid = created["result"]["session_id"].clone();
+    assert!(sid.is_string(), "{created}");
+    send(
+        &mut socket,
+        json!({"jsonrpc": "2.0", "id": 2, "method": "prompt.submit",
+            "params": {"session_id": sid, "text": input}}),
+    )
+    .await;
+    let mut streamed = String::new();
+    // The real Hermes builds its agent first: seconds.
+    let complete = tokio::time::timeout(Duration::from_secs(120), async {
+        let mut last_seq: Option<u64> = None;
+        loop {
+            let message = next(&mut socket).await;
+            let seq = message["seq"].as_u64().expect("a numbered frame");
+            if let Some(last) = last_seq {
+                assert_eq!(seq, last + 1, "frames are numbered in order: {message}");
+            }
+            last_seq = Some(seq);
+            let event = &message["frame"]["params"];
+            match event["type"].as_str() {
+                Some("message.delta") => {
+                    streamed.push_str(event["payload"]["text"].as_str().unwrap_or_default())
+                }
+                Some("message.complete") => {
+                    return event["payload"]["text"].as_str().unwrap().to_owned();
+                }
+                _ => {}
+            }
+        }
+    })
+    .await
+    .expect("the turn completes within 120 s");
+    socket.close(None).await.unwrap();
+    assert_eq!(
+        model.authorizations().last().map(String::as_str),
+        Some("Bearer sk-fake-0123456789"),
+        "the profile's own model answered: the relay opened the session in that profile"
+    );
+    (streamed, complete)
+}
+
+#[tokio::test]
+async fn a_turn_streams_through_the_relay_from_our_runtime() {
+    let ctx = Ctx::start().await;
+    let model = testkit::FakeModel::start().await;
+    let iid = ctx.process_instance("hermes-runtime").await;
+    let (streamed, complete) = prompt_through_the_relay(&ctx, &iid, &model, "hello relay").await;
+    assert_eq!(complete, "You said: hello relay");
+    assert_eq!(streamed, complete);
+}
+
+#[tokio::test]
+async fn a_turn_streams_through_the_relay_from_the_real_hermes() {
+    let runtimes = [("hermes".to_owned(), crate::providers::real_hermes())];
+    let ctx = Ctx::start_with(runtimes.into_iter().collect()).await;
+    let model = testkit::FakeModel::start().await;
+    let iid = ctx.process_instance("hermes").await;
+    let (streamed, complete) = prompt_through_the_relay(&ctx, &iid, &model, "hello relay").await;
+    assert_eq!(complete, "You said: hello relay");
+    assert_eq!(streamed, complete);
+}
