@@ -45,6 +45,8 @@ pub struct ServerConfig {
     pub runtimes: BTreeMap<String, RuntimeCommand>,
     /// What one caller may ask of the server.
     pub limits: Limits,
+    /// Offer the `sim` provider (fault injection, for testing the control plane).
+    pub sim_provider: bool,
 }
 
 impl ServerConfig {
@@ -57,6 +59,7 @@ impl ServerConfig {
             behind_tls_proxy: false,
             runtimes: builtin_runtimes(),
             limits: Limits::default(),
+            sim_provider: false,
         }
     }
 }
@@ -156,12 +159,14 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
     let (stop, stopping) = tokio::sync::watch::channel(false);
     let state = AppState::new(Inner {
         store,
-        providers: runtime::Providers::new(data_dir, config.runtimes.clone()),
+        providers: runtime::Providers::new(data_dir, config.runtimes.clone(), config.sim_provider),
         gateways: Default::default(),
         turn_events: Default::default(),
         job_events: Default::default(),
         tool_hosts: Default::default(),
         relays: Default::default(),
+        replica: replica_id(data_dir).await?,
+        jobs_running: Default::default(),
         cancels: Default::default(),
         last_use: Default::default(),
         gate: http::limits::Gate::new(config.limits.clone()),
@@ -209,27 +214,43 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
 }
 
 /// Work a previous process left unfinished: runtimes it started are stopped (they start again on
-/// next use), jobs run again (their steps are idempotent); turns end as interrupted.
+/// next use), its jobs run again (their steps are idempotent); turns end as interrupted.
 async fn recover(state: &AppState) -> Result<(), StartError> {
     state.providers.process.stop_orphans().await;
     let recover_error = |e: AppError| StartError::Recover(e.detail);
     app::turns::recover(state).await.map_err(recover_error)?;
-    let jobs = state
-        .store
-        .unfinished_jobs()
-        .await
-        .map_err(|e| StartError::Recover(e.to_string()))?;
-    for job in jobs {
-        tracing::info!(job = %job.id, "resuming an unfinished job");
-        app::jobs::spawn(state.clone(), job);
-    }
+    app::jobs::take_over(state).await.map_err(recover_error)?;
     Ok(())
+}
+
+/// This replica's name in job leases, kept in `<data-dir>/replica.id` (made on first start).
+async fn replica_id(data_dir: &std::path::Path) -> Result<String, StartError> {
+    let path = data_dir.join("replica.id");
+    let data_dir_error = |source| StartError::DataDir {
+        path: path.display().to_string(),
+        source,
+    };
+    match tokio::fs::read_to_string(&path).await {
+        Ok(id) if !id.trim().is_empty() => Ok(id.trim().to_owned()),
+        Ok(_) | Err(_) => {
+            let id = format!("replica_{}", uuid::Uuid::new_v4().simple());
+            tokio::fs::write(&path, format!("{id}\n"))
+                .await
+                .map_err(data_dir_error)?;
+            Ok(id)
+        }
+    }
 }
 
 impl RunningServer {
     /// `http://127.0.0.1:<port>`
     pub fn url(&self) -> &str {
         &self.url
+    }
+
+    /// How many runtimes the control plane runs now, all providers together.
+    pub async fn runtimes_running(&self) -> usize {
+        self.state.providers.running_count().await
     }
 
     /// Stops serving, ends open streams, stops the embedded runtimes and closes the store.

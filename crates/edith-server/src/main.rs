@@ -44,6 +44,11 @@ struct Serve {
     /// there when its binary sits beside this one.
     #[arg(long = "runtime", value_name = "NAME=COMMAND", value_parser = runtime_arg)]
     runtimes: Vec<(String, RuntimeCommand)>,
+    /// Offer the `sim` provider: our runtime with faults a caller asks for (slow starts,
+    /// failing job steps, runtimes that exit). For testing the control plane, not for
+    /// production.
+    #[arg(long)]
+    sim_provider: bool,
 }
 
 fn runtime_arg(raw: &str) -> Result<(String, RuntimeCommand), String> {
@@ -95,6 +100,7 @@ async fn main() -> ExitCode {
                 .chain(serve.runtimes)
                 .collect(),
             limits: Default::default(),
+            sim_provider: serve.sim_provider,
         },
         Command::Openapi => {
             println!(

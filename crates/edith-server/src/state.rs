@@ -34,6 +34,10 @@ pub struct Inner {
     pub last_use: crate::auth::LastUse,
     /// Turns a client asked to cancel; their driver ends them `cancelled`.
     pub cancels: std::sync::Mutex<std::collections::HashSet<edith_types::TurnId>>,
+    /// This replica's name in job leases (kept in the data dir, so a restart knows its own).
+    pub replica: String,
+    /// The jobs running in this process.
+    pub jobs_running: std::sync::Mutex<std::collections::HashSet<edith_types::JobId>>,
     /// This server's own base URL, which runtimes use to reach its MCP endpoints.
     pub public_url: String,
     /// Flips to `true` when the server stops; streams and background work end on it.

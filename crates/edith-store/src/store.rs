@@ -203,14 +203,55 @@ impl Store {
         Ok(())
     }
 
-    /// Jobs that were queued or running when the process stopped.
-    pub async fn unfinished_jobs(&self) -> Result<Vec<Job>> {
+    /// Unfinished jobs that `owner` may take now: not leased, leased by `owner` itself (an
+    /// earlier run of the same replica), or whose lease ran out before `now_ms`.
+    pub async fn jobs_to_take(&self, owner: &str, now_ms: i64) -> Result<Vec<Job>> {
         let rows = sqlx::query(
-            "SELECT body FROM jobs WHERE state IN ('queued', 'running') ORDER BY rowid",
+            "SELECT body FROM jobs WHERE state IN ('queued', 'running') \
+             AND (lease_owner IS NULL OR lease_owner = ? OR lease_expires_at < ?) ORDER BY rowid",
         )
+        .bind(owner)
+        .bind(now_ms)
         .fetch_all(&self.pool)
         .await?;
         rows.iter().map(from_body).collect()
+    }
+
+    /// Leases the job to `owner` until `until_ms` if nobody else holds a live lease on it
+    /// (`now_ms` decides what is live), or renews `owner`'s own lease; returns whether `owner`
+    /// holds it now. A finished job is never leased.
+    pub async fn lease_job(
+        &self,
+        id: &JobId,
+        owner: &str,
+        now_ms: i64,
+        until_ms: i64,
+    ) -> Result<bool> {
+        let done = sqlx::query(
+            "UPDATE jobs SET lease_owner = ?1, lease_expires_at = ?2 \
+             WHERE id = ?3 AND state IN ('queued', 'running') \
+             AND (lease_owner IS NULL OR lease_owner = ?1 OR lease_expires_at < ?4)",
+        )
+        .bind(owner)
+        .bind(until_ms)
+        .bind(id.as_str())
+        .bind(now_ms)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Gives up `owner`'s lease on the job (it finished, or its runner stopped).
+    pub async fn release_job(&self, id: &JobId, owner: &str) -> Result<()> {
+        sqlx::query(
+            "UPDATE jobs SET lease_owner = NULL, lease_expires_at = NULL \
+             WHERE id = ? AND lease_owner = ?",
+        )
+        .bind(id.as_str())
+        .bind(owner)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
     }
 
     pub async fn append_job_event(&self, job: &JobId, kind: &JobEventKind) -> Result<JobEvent> {
@@ -795,4 +836,86 @@ async fn insert_job(conn: &mut sqlx::SqliteConnection, job: &Job) -> Result<()> 
         .execute(conn)
         .await?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use edith_types::{JobKind, JobState};
+
+    async fn store_with_job() -> (tempfile::TempDir, Store, Job) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_sqlite(&dir.path().join("edith.db"))
+            .await
+            .unwrap();
+        let now = Timestamp::now();
+        let job = Job {
+            id: JobId::generate(),
+            instance_id: InstanceId::generate(),
+            kind: JobKind::InstanceProvision,
+            state: JobState::Queued,
+            steps: Vec::new(),
+            error: None,
+            created_at: now.clone(),
+            updated_at: now,
+        };
+        store.insert_job(&job).await.unwrap();
+        (dir, store, job)
+    }
+
+    #[tokio::test]
+    async fn a_job_is_leased_to_one_replica_until_its_lease_runs_out() {
+        let (_dir, store, job) = store_with_job().await;
+        let taken = |owner: &'static str, now: i64| {
+            let store = store.clone();
+            async move {
+                let jobs = store.jobs_to_take(owner, now).await.unwrap();
+                jobs.iter().map(|j| j.id.clone()).collect::<Vec<_>>()
+            }
+        };
+        assert_eq!(
+            taken("a", 0).await,
+            std::slice::from_ref(&job.id),
+            "not leased: anyone's"
+        );
+        assert!(store.lease_job(&job.id, "a", 0, 100).await.unwrap());
+        assert!(!store.lease_job(&job.id, "b", 50, 150).await.unwrap());
+        assert!(
+            taken("b", 50).await.is_empty(),
+            "a live lease keeps others off"
+        );
+        assert_eq!(
+            taken("a", 50).await,
+            std::slice::from_ref(&job.id),
+            "its owner, restarted, takes it"
+        );
+        assert!(
+            store.lease_job(&job.id, "a", 90, 200).await.unwrap(),
+            "renewed"
+        );
+        assert!(!store.lease_job(&job.id, "b", 150, 250).await.unwrap());
+        assert!(
+            store.lease_job(&job.id, "b", 201, 300).await.unwrap(),
+            "ran out: taken over"
+        );
+        assert!(
+            !store.lease_job(&job.id, "a", 210, 310).await.unwrap(),
+            "a lost it"
+        );
+
+        store.release_job(&job.id, "a").await.unwrap();
+        assert!(
+            !store.lease_job(&job.id, "a", 220, 320).await.unwrap(),
+            "only b releases"
+        );
+        store.release_job(&job.id, "b").await.unwrap();
+        let mut finished = job.clone();
+        finished.state = JobState::Succeeded;
+        store.update_job(&finished).await.unwrap();
+        assert!(
+            !store.lease_job(&job.id, "a", 230, 330).await.unwrap(),
+            "finished"
+        );
+        assert!(taken("a", 230).await.is_empty());
+    }
 }

@@ -35,6 +35,9 @@ pub enum ProviderKind {
     /// A runtime someone else runs, reached at `url` with `token`: the control plane never
     /// starts, stops or deletes anything on it, and deleting the instance forgets it.
     External,
+    /// Our runtime in-process, with the faults the instance asks for (`sim`): for testing the
+    /// control plane itself. Offered only when the operator enables it.
+    Sim,
 }
 
 impl ProviderKind {
@@ -105,6 +108,9 @@ pub struct Instance {
     /// With `on_failure`: how many restarts in a row are tried before the instance stays `lost`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_restarts: Option<u32>,
+    /// For `sim` instances: the faults they simulate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sim: Option<SimFaults>,
     /// Restarts in a row so far: set back to 0 once a restarted runtime has run for 10 minutes.
     #[serde(default)]
     pub restarts: u32,
@@ -138,6 +144,28 @@ pub struct CreateInstance {
     /// With `on_failure`: restarts in a row before giving up (1 to 100; 3 when absent).
     #[serde(default)]
     pub max_restarts: Option<u32>,
+    /// For `sim`: the faults to simulate.
+    #[serde(default)]
+    pub sim: Option<SimFaults>,
+}
+
+/// Faults a `sim` instance simulates, to test how the control plane copes.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SimFaults {
+    /// A job step (e.g. `start_runtime`) that fails the first time it runs, after it did its
+    /// work (so there is something to undo).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fail_step: Option<String>,
+    /// Every job step runs twice (each must be idempotent).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub repeat_steps: bool,
+    /// How long the runtime takes to start, in milliseconds (at most 60,000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_delay_ms: Option<u64>,
+    /// The runtime exits on its own this long after it started, in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_after_ms: Option<u64>,
 }
 
 /// What the control plane does when an instance's runtime exits on its own.

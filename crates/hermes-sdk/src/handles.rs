@@ -38,6 +38,7 @@ impl Instances {
             token: None,
             restart_policy: Default::default(),
             max_restarts: None,
+            sim: None,
         })
         .await
     }

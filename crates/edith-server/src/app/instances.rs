@@ -4,7 +4,7 @@ use edith_store::InstanceRecord;
 use edith_types::{
     Capabilities, CreateInstance, ErrorCode, Instance, InstanceCapabilities, InstanceId,
     InstanceState, InstanceWithJob, JobKind, ProviderKind, RestartPolicy, RuntimeInfo, RuntimeLog,
-    Scope, Timestamp,
+    Scope, SimFaults, Timestamp,
 };
 
 use super::jobs;
@@ -30,6 +30,7 @@ pub async fn create(
     check_runtime(state, body.provider, body.runtime.as_deref())?;
     let token = check_external(&body)?;
     let max_restarts = check_restart(&body)?;
+    let sim = check_sim(&body)?;
     let now = Timestamp::now();
     let instance = Instance {
         id: InstanceId::generate(),
@@ -41,6 +42,7 @@ pub async fn create(
         state_reason: None,
         restart_policy: body.restart_policy,
         max_restarts,
+        sim,
         restarts: 0,
         created_at: now.clone(),
         updated_at: now,
@@ -110,13 +112,39 @@ fn check_restart(body: &CreateInstance) -> AppResult<Option<u32>> {
         (RestartPolicy::Never, Some(_)) => Err(AppError::invalid(
             "`max_restarts` is only for the `on_failure` restart policy",
         )),
-        (RestartPolicy::OnFailure, _) if body.provider != ProviderKind::Process => Err(
-            AppError::invalid("the `on_failure` restart policy is only for `process` instances"),
-        ),
+        (RestartPolicy::OnFailure, _)
+            if !matches!(body.provider, ProviderKind::Process | ProviderKind::Sim) =>
+        {
+            Err(AppError::invalid(
+                "the `on_failure` restart policy is only for `process` (and `sim`) instances",
+            ))
+        }
         (RestartPolicy::OnFailure, Some(max)) if !(1..=100).contains(&max) => {
             Err(AppError::invalid("`max_restarts` must be 1 to 100"))
         }
         (RestartPolicy::OnFailure, max) => Ok(Some(max.unwrap_or(DEFAULT_MAX_RESTARTS))),
+    }
+}
+
+/// Faults are for `sim` instances only; a step named must be a step of a job.
+fn check_sim(body: &CreateInstance) -> AppResult<Option<SimFaults>> {
+    match (body.provider, &body.sim) {
+        (ProviderKind::Sim, sim) => {
+            let sim = sim.clone().unwrap_or_default();
+            if let Some(step) = &sim.fail_step
+                && !jobs::is_step(step)
+            {
+                return Err(AppError::invalid(format!(
+                    "`sim.fail_step` `{step}` is not a job step; steps: {}",
+                    jobs::step_names().join(", ")
+                )));
+            }
+            Ok(Some(sim))
+        }
+        (_, Some(_)) => Err(AppError::invalid(
+            "`sim` faults are only for `sim` instances",
+        )),
+        (_, None) => Ok(None),
     }
 }
 

@@ -1,16 +1,30 @@
-//! Provisioning jobs: durable, step by step, each step idempotent so that a job interrupted by
-//! a restart is simply run again from the top.
+//! Provisioning jobs: durable, step by step. Each step is idempotent, so a job interrupted by a
+//! restart is simply run again from the top; each step that makes something has an undo, so a
+//! job that fails halfway leaves nothing behind. A job runs under a lease (owner, expiry,
+//! renewed while it runs): one runner at a time, and a runner that died is replaced once its
+//! lease runs out — at once when the same replica restarts.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use edith_types::{
-    InstanceId, InstanceState, Job, JobEventKind, JobId, JobKind, JobState, JobStep, StepState,
-    Timestamp,
+    Instance, InstanceId, InstanceState, Job, JobEventKind, JobId, JobKind, JobState, JobStep,
+    StepState, Timestamp,
 };
 
 use crate::error::{AppError, AppResult};
 use crate::state::AppState;
 
+/// How long a job's lease lasts without renewal …
+const LEASE: Duration = Duration::from_secs(15);
+/// … and how often its runner renews it.
+const RENEW_EVERY: Duration = Duration::from_secs(5);
+
 /// One step of a job. Its name is what jobs record and clients see.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr, strum::EnumString)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr, strum::EnumString, strum::VariantArray,
+)]
 #[strum(serialize_all = "snake_case")]
 enum Step {
     /// Make the runtime's home.
@@ -42,6 +56,27 @@ impl Step {
     fn name(self) -> &'static str {
         self.into()
     }
+
+    /// Whether the step makes something (which its undo removes), rather than removing.
+    fn makes(self) -> bool {
+        matches!(
+            self,
+            Step::PrepareHome | Step::StartRuntime | Step::ConnectGateway
+        )
+    }
+}
+
+/// Whether `name` is the name of a job step.
+pub fn is_step(name: &str) -> bool {
+    name.parse::<Step>().is_ok()
+}
+
+/// Every job step's name.
+pub fn step_names() -> Vec<&'static str> {
+    <Step as strum::VariantArray>::VARIANTS
+        .iter()
+        .map(|step| step.name())
+        .collect()
 }
 
 pub async fn load(state: &AppState, id: &JobId) -> AppResult<Job> {
@@ -73,15 +108,106 @@ pub fn new_job(instance: &InstanceId, kind: JobKind) -> Job {
     }
 }
 
-/// Runs the job in the background.
+/// Runs the job in the background, unless it runs here already or another runner holds its
+/// lease.
 pub fn spawn(state: AppState, job: Job) {
+    let fresh = state
+        .jobs_running
+        .lock()
+        .expect("not poisoned")
+        .insert(job.id.clone());
+    if !fresh {
+        return;
+    }
     tokio::spawn(async move {
         let id = job.id.clone();
-        if let Err(e) = run(&state, job).await {
-            tracing::error!(job = %id, detail = %e.detail, "job could not record its outcome");
+        match Lease::take(&state, &id).await {
+            Ok(Some(lease)) => {
+                if let Err(e) = run(&state, job, &lease).await {
+                    tracing::error!(job = %id, detail = %e.detail, "job could not record its outcome");
+                }
+                lease.release(&state).await;
+                state.job_events.finish(id.as_str());
+            }
+            Ok(None) => tracing::debug!(job = %id, "leased by another runner"),
+            Err(e) => tracing::error!(job = %id, detail = %e.detail, "cannot lease a job"),
         }
-        state.job_events.finish(id.as_str());
+        state.jobs_running.lock().expect("not poisoned").remove(&id);
     });
+}
+
+/// Starts every unfinished job this replica may take: after a restart, and whenever another
+/// replica's lease ran out.
+pub async fn take_over(state: &AppState) -> AppResult<()> {
+    for job in state.store.jobs_to_take(&state.replica, now_ms()).await? {
+        spawn(state.clone(), job);
+    }
+    Ok(())
+}
+
+fn now_ms() -> i64 {
+    let since = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// This replica's lease on a job, renewed in the background while it is held.
+struct Lease {
+    job: JobId,
+    lost: Arc<AtomicBool>,
+    renewing: tokio::task::JoinHandle<()>,
+}
+
+impl Lease {
+    async fn take(state: &AppState, job: &JobId) -> AppResult<Option<Lease>> {
+        let now = now_ms();
+        let until = now + LEASE.as_millis() as i64;
+        if !state
+            .store
+            .lease_job(job, &state.replica, now, until)
+            .await?
+        {
+            return Ok(None);
+        }
+        let lost = Arc::new(AtomicBool::new(false));
+        let renewing = {
+            let (state, job, lost) = (state.clone(), job.clone(), lost.clone());
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(RENEW_EVERY).await;
+                    let now = now_ms();
+                    let until = now + LEASE.as_millis() as i64;
+                    let renewed = state
+                        .store
+                        .lease_job(&job, &state.replica, now, until)
+                        .await;
+                    if !matches!(renewed, Ok(true)) {
+                        tracing::warn!(job = %job, "lost the lease of a running job");
+                        lost.store(true, Ordering::SeqCst);
+                        return;
+                    }
+                }
+            })
+        };
+        Ok(Some(Lease {
+            job: job.clone(),
+            lost,
+            renewing,
+        }))
+    }
+
+    /// Whether another runner may have the job now: this one must stop.
+    fn lost(&self) -> bool {
+        self.lost.load(Ordering::SeqCst)
+    }
+
+    async fn release(self, state: &AppState) {
+        self.renewing.abort();
+        if let Err(e) = state.store.release_job(&self.job, &state.replica).await {
+            tracing::warn!(job = %self.job, error = %e, "cannot release a job's lease");
+        }
+    }
 }
 
 async fn record(state: &AppState, job: &mut Job, event: JobEventKind) -> AppResult<()> {
@@ -92,10 +218,14 @@ async fn record(state: &AppState, job: &mut Job, event: JobEventKind) -> AppResu
     Ok(())
 }
 
-async fn run(state: &AppState, mut job: Job) -> AppResult<()> {
+async fn run(state: &AppState, mut job: Job, lease: &Lease) -> AppResult<()> {
     job.state = JobState::Running;
     let total = job.steps.len() as u32;
     for index in 0..job.steps.len() {
+        if lease.lost() {
+            // Another runner has the job now and takes it from the top.
+            return Ok(());
+        }
         let step = job.steps[index].name.clone();
         let position = index as u32 + 1;
         job.steps[index].state = StepState::Running;
@@ -109,9 +239,13 @@ async fn run(state: &AppState, mut job: Job) -> AppResult<()> {
             },
         )
         .await?;
-        if let Err(e) = run_step(state, &job, &step).await {
+        if let Err(e) = run_checked_step(state, &job, &step).await {
             job.steps[index].state = StepState::Failed;
-            return finish(state, job, Err(format!("{step}: {}", e.detail))).await;
+            let mut reason = format!("{step}: {}", e.detail);
+            for undo_failed in undo(state, &job, index).await {
+                reason.push_str(&format!("; undo: {undo_failed}"));
+            }
+            return finish(state, job, Err(reason)).await;
         }
         job.steps[index].state = StepState::Done;
         record(
@@ -128,10 +262,96 @@ async fn run(state: &AppState, mut job: Job) -> AppResult<()> {
     finish(state, job, Ok(())).await
 }
 
-async fn run_step(state: &AppState, job: &Job, name: &str) -> AppResult<()> {
+/// Runs a step, and the faults a `sim` instance asks for: the step twice, or a failure after
+/// it did its work.
+async fn run_checked_step(state: &AppState, job: &Job, name: &str) -> AppResult<()> {
     let step: Step = name
         .parse()
         .map_err(|_| AppError::internal(format!("unknown job step `{name}`")))?;
+    let faults = match state.store.instance(&job.instance_id).await? {
+        Some(record) => sim_faults(state, &record.instance, step),
+        None => SimFault::default(),
+    };
+    let simulated = || {
+        AppError::new(
+            edith_types::ErrorCode::RuntimeUnavailable,
+            "simulated failure (sim.fail_step)",
+        )
+    };
+    // A step that makes something fails after its work, so that there is something to undo; a
+    // step that removes something fails before it (after it, nothing would be left to show).
+    if faults.fail && !step.makes() {
+        return Err(simulated());
+    }
+    run_step(state, job, step).await?;
+    if faults.repeat {
+        run_step(state, job, step).await?;
+    }
+    if faults.fail {
+        return Err(simulated());
+    }
+    Ok(())
+}
+
+#[derive(Default)]
+struct SimFault {
+    repeat: bool,
+    fail: bool,
+}
+
+#[cfg(feature = "embedded")]
+fn sim_faults(state: &AppState, instance: &Instance, step: Step) -> SimFault {
+    use crate::runtime::SimProvider;
+    match &state.providers.sim {
+        Some(sim) if instance.provider == edith_types::ProviderKind::Sim => SimFault {
+            repeat: SimProvider::repeats_steps(instance),
+            fail: sim.step_fails(instance, step.name()),
+        },
+        _ => SimFault::default(),
+    }
+}
+
+#[cfg(not(feature = "embedded"))]
+fn sim_faults(_: &AppState, _: &Instance, _: Step) -> SimFault {
+    SimFault::default()
+}
+
+/// Undoes steps `0..=failed` of the job, the last first; returns what could not be undone.
+async fn undo(state: &AppState, job: &Job, failed: usize) -> Vec<String> {
+    let mut problems = Vec::new();
+    let Ok(Some(record)) = state.store.instance(&job.instance_id).await else {
+        return problems;
+    };
+    let id = &record.instance.id;
+    for done in job.steps[..=failed].iter().rev() {
+        let Ok(step) = done.name.parse::<Step>() else {
+            continue;
+        };
+        let undone = match step {
+            Step::PrepareHome => match state.provider(record.instance.provider) {
+                Ok(provider) => provider.destroy(id).await.map_err(AppError::from),
+                Err(e) => Err(e),
+            },
+            Step::StartRuntime => match state.provider(record.instance.provider) {
+                Ok(provider) => provider.stop(id).await.map_err(AppError::from),
+                Err(e) => Err(e),
+            },
+            Step::ConnectGateway => {
+                state.gateways.forget(id).await;
+                Ok(())
+            }
+            // A removal has nothing to undo: deleting again finishes it.
+            Step::Disconnect | Step::DestroyRuntime | Step::RemoveRecords => Ok(()),
+        };
+        if let Err(e) = undone {
+            tracing::error!(job = %job.id, step = done.name, detail = %e.detail, "undo failed");
+            problems.push(format!("{}: {}", done.name, e.detail));
+        }
+    }
+    problems
+}
+
+async fn run_step(state: &AppState, job: &Job, step: Step) -> AppResult<()> {
     let id = &job.instance_id;
     match step {
         Step::PrepareHome => {

@@ -2,13 +2,14 @@
 //! exited on its own, and turns its instance `lost` with the reason, so the turns it was
 //! running end `failed` saying why and new work on it is refused. An instance whose restart
 //! policy is `on_failure` gets its runtime started again after a pause, and is `ready` once it
-//! runs; its sessions go on from the runtime's stored sessions.
+//! runs; its sessions go on from the runtime's stored sessions. It also takes over jobs whose
+//! runner's lease ran out.
 
 use std::time::Duration;
 
 use edith_types::{Instance, InstanceId, InstanceState, RestartPolicy, Timestamp};
 
-use crate::runtime::{Exited, RuntimeProvider};
+use crate::runtime::Exited;
 use crate::state::AppState;
 
 /// How often runtimes are looked at.
@@ -41,10 +42,13 @@ pub fn spawn(state: AppState) {
 /// asks while another look runs waits for it, and then finds the instance already marked.
 pub async fn check(state: &AppState) {
     let _one_at_a_time = state.reconciling.lock().await;
-    for exited in state.providers.process.reap_exited().await {
+    for exited in state.providers.reap_exited().await {
         if let Some(instance) = mark_lost(state, &exited).await {
             plan_restart(state, instance, exited);
         }
+    }
+    if let Err(e) = super::jobs::take_over(state).await {
+        tracing::error!(detail = %e.detail, "cannot look for jobs to take over");
     }
 }
 
@@ -97,12 +101,19 @@ async fn restart(state: &AppState, mut instance: Instance, how: &str) {
         instance = record.instance.clone();
         instance.restarts += 1;
         let attempt = instance.restarts;
-        match state.providers.process.start(&record).await {
+        let provider = match state.provider(instance.provider) {
+            Ok(provider) => provider,
+            Err(e) => {
+                tracing::error!(instance = %instance.id, detail = %e.detail, "no provider");
+                return;
+            }
+        };
+        match provider.start(&record).await {
             Ok(_) => {
                 let reason = format!("restarted (restart {attempt} in a row) after: {how}");
                 if !move_state(state, &mut instance, InstanceState::Ready, reason).await {
                     // Being deleted since: what was started goes again.
-                    let _ = state.providers.process.stop(&instance.id).await;
+                    let _ = provider.stop(&instance.id).await;
                 }
                 tracing::info!(instance = %instance.id, attempt, "runtime restarted");
                 return;

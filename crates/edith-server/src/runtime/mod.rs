@@ -7,6 +7,8 @@ mod process_group;
 mod providers;
 
 pub use gateway_pool::{GatewayPool, Link};
+#[cfg(feature = "embedded")]
+pub use providers::SimProvider;
 pub use providers::{
     ADMIN_KEY_VARIABLE, Exited, ProviderError, Providers, RuntimeCommand, RuntimeProvider,
     gateway_url,

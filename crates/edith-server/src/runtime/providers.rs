@@ -4,6 +4,8 @@
 mod embedded;
 mod external;
 mod process;
+#[cfg(feature = "embedded")]
+mod sim;
 
 use async_trait::async_trait;
 use edith_store::InstanceRecord;
@@ -16,6 +18,8 @@ use hermes_native::config::HermesConfig;
 pub use embedded::EmbeddedProvider;
 pub use external::{ExternalProvider, gateway_url};
 pub use process::{ADMIN_KEY_VARIABLE, Exited, ProcessProvider, RuntimeCommand};
+#[cfg(feature = "embedded")]
+pub use sim::SimProvider;
 
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("{0}")]
@@ -52,6 +56,10 @@ pub trait RuntimeProvider: Send + Sync {
         native_name: &str,
         config: &HermesConfig,
     ) -> Result<(), ProviderError>;
+    /// How many runtimes this provider runs now.
+    async fn running_count(&self) -> usize {
+        0
+    }
     /// Stops every runtime this provider runs (the control plane is shutting down).
     async fn shutdown(&self);
 }
@@ -63,6 +71,9 @@ pub struct Providers {
     /// Also knows the runtimes the operator allows.
     pub process: ProcessProvider,
     external: ExternalProvider,
+    /// Offered only when the operator enabled it.
+    #[cfg(feature = "embedded")]
+    pub sim: Option<SimProvider>,
 }
 
 impl Providers {
@@ -71,11 +82,16 @@ impl Providers {
     pub fn new(
         data_dir: &std::path::Path,
         runtimes: std::collections::BTreeMap<String, RuntimeCommand>,
+        sim: bool,
     ) -> Self {
         let homes = super::homes::Homes::new(data_dir);
+        #[cfg(not(feature = "embedded"))]
+        let _ = sim;
         Self {
             #[cfg(feature = "embedded")]
             embedded: EmbeddedProvider::new(homes.clone()),
+            #[cfg(feature = "embedded")]
+            sim: sim.then(|| SimProvider::new(homes.clone())),
             process: ProcessProvider::new(homes, runtimes),
             external: ExternalProvider,
         }
@@ -101,13 +117,50 @@ impl Providers {
             )),
             ProviderKind::Process => Ok(&self.process),
             ProviderKind::External => Ok(&self.external),
+            #[cfg(feature = "embedded")]
+            ProviderKind::Sim if self.sim.is_some() => Ok(self.sim.as_ref().expect("checked")),
+            ProviderKind::Sim => Err(crate::error::AppError::invalid(
+                "the `sim` provider is for testing the control plane; this one was not started \
+                 with it (`edith serve --sim-provider`)",
+            )),
         }
+    }
+
+    /// How many runtimes run now, all providers together.
+    pub async fn running_count(&self) -> usize {
+        let process = self.process.running_count().await;
+        #[cfg(feature = "embedded")]
+        {
+            let sim = match &self.sim {
+                Some(sim) => sim.running_count().await,
+                None => 0,
+            };
+            process + self.embedded.running_count().await + sim
+        }
+        #[cfg(not(feature = "embedded"))]
+        process
     }
 
     /// Stops every runtime the providers run (the control plane is shutting down).
     pub async fn shutdown(&self) {
         #[cfg(feature = "embedded")]
-        self.embedded.shutdown().await;
+        {
+            self.embedded.shutdown().await;
+            if let Some(sim) = &self.sim {
+                sim.shutdown().await;
+            }
+        }
         self.process.shutdown().await;
+    }
+
+    /// The runtimes that exited on their own since the last look (reaped and forgotten).
+    pub async fn reap_exited(&self) -> Vec<Exited> {
+        #[allow(unused_mut)]
+        let mut exited = self.process.reap_exited().await;
+        #[cfg(feature = "embedded")]
+        if let Some(sim) = &self.sim {
+            exited.extend(sim.reap_exited().await);
+        }
+        exited
     }
 }

@@ -3,6 +3,7 @@
 
 mod auth;
 mod crash;
+mod jobs;
 mod limits;
 mod providers;
 mod relay;
@@ -118,29 +119,31 @@ impl Ctx {
     async fn start_with(
         runtimes: std::collections::BTreeMap<String, edith_server::RuntimeCommand>,
     ) -> Self {
-        Self::start_configured(runtimes, edith_server::Limits::default()).await
+        Self::start_from(|config| config.runtimes.extend(runtimes)).await
     }
 
     /// A control plane with `limits`.
     async fn start_limited(limits: edith_server::Limits) -> Self {
-        Self::start_configured(Default::default(), limits).await
+        Self::start_from(|config| config.limits = limits).await
     }
 
-    async fn start_configured(
-        runtimes: std::collections::BTreeMap<String, edith_server::RuntimeCommand>,
-        limits: edith_server::Limits,
-    ) -> Self {
+    /// A control plane that offers the `sim` provider.
+    async fn start_sim() -> Self {
+        Self::start_from(|config| config.sim_provider = true).await
+    }
+
+    /// A control plane configured by `adjust` (from a local one with the test admin key).
+    async fn start_from(adjust: impl FnOnce(&mut ServerConfig)) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let mut config = ServerConfig {
             admin_key: Some(ADMIN_KEY.to_owned()),
-            limits,
             ..ServerConfig::local(dir.path().to_path_buf())
         };
         assert!(
             config.runtimes.contains_key(edith_server::BUILTIN_RUNTIME),
             "the hermes-runtime binary is built beside the tests (`cargo build --workspace`)"
         );
-        config.runtimes.extend(runtimes);
+        adjust(&mut config);
         let server = edith_server::start(config).await.expect("start");
         Self {
             server: Server::InProcess(server),
@@ -187,6 +190,14 @@ impl Ctx {
 
     fn take_dir(mut self) -> tempfile::TempDir {
         std::mem::replace(&mut self.dir, tempfile::tempdir().expect("temp dir"))
+    }
+
+    /// How many runtimes the control plane runs now (an in-process one only).
+    async fn runtimes_running(&self) -> usize {
+        match &self.server {
+            Server::InProcess(server) => server.runtimes_running().await,
+            _ => panic!("only an in-process control plane is asked"),
+        }
     }
 
     fn url(&self, path: &str) -> String {

@@ -78,6 +78,10 @@ impl RuntimeProvider for EmbeddedProvider {
             .await
     }
 
+    async fn running_count(&self) -> usize {
+        self.running.lock().await.len()
+    }
+
     async fn shutdown(&self) {
         let running: Vec<_> = self.running.lock().await.drain().collect();
         for (_, (runtime, _)) in running {

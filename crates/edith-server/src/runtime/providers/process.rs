@@ -308,6 +308,10 @@ impl RuntimeProvider for ProcessProvider {
             .await
     }
 
+    async fn running_count(&self) -> usize {
+        self.running.lock().await.len()
+    }
+
     async fn shutdown(&self) {
         let running: Vec<_> = self.running.lock().await.drain().collect();
         for (id, mut running) in running {

@@ -1,0 +1,135 @@
+//! The `sim` provider: our runtime in-process, as `embedded` runs it, with the faults the
+//! instance asks for (`SimFaults`): a slow start, a job step that fails after doing its work,
+//! every step run twice, a runtime that exits on its own. It exists to test the control plane
+//! itself — its jobs, undo and reconciler — and is offered only when the operator enables it.
+
+use std::collections::{HashMap, HashSet};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use edith_store::InstanceRecord;
+use edith_types::{Instance, InstanceId};
+use hermes_native::config::HermesConfig;
+use tokio::sync::Mutex;
+
+use super::{EmbeddedProvider, Exited, ProviderError, RuntimeEndpoint, RuntimeProvider};
+use crate::runtime::homes::Homes;
+
+/// The longest simulated start.
+const MAX_START_DELAY: Duration = Duration::from_secs(60);
+
+pub struct SimProvider {
+    runtimes: EmbeddedProvider,
+    /// When each running runtime started, and when it is to exit on its own.
+    running: Mutex<HashMap<InstanceId, (Instant, Option<Duration>)>>,
+    /// The step faults that fired already: each fires once.
+    fired: std::sync::Mutex<HashSet<InstanceId>>,
+}
+
+impl SimProvider {
+    pub fn new(homes: Homes) -> Self {
+        Self {
+            runtimes: EmbeddedProvider::new(homes),
+            running: Mutex::new(HashMap::new()),
+            fired: Default::default(),
+        }
+    }
+
+    /// Whether the job step `step` of `instance` is to fail now (the first time it runs).
+    pub fn step_fails(&self, instance: &Instance, step: &str) -> bool {
+        let wanted = instance.sim.as_ref().and_then(|s| s.fail_step.as_deref());
+        wanted == Some(step)
+            && self
+                .fired
+                .lock()
+                .expect("not poisoned")
+                .insert(instance.id.clone())
+    }
+
+    /// Whether `instance`'s job steps each run twice.
+    pub fn repeats_steps(instance: &Instance) -> bool {
+        instance.sim.as_ref().is_some_and(|s| s.repeat_steps)
+    }
+
+    /// The runtimes whose time to exit has come: each is stopped and reported.
+    pub async fn reap_exited(&self) -> Vec<Exited> {
+        let due: Vec<(InstanceId, Duration)> = {
+            let mut running = self.running.lock().await;
+            let due: Vec<_> = running
+                .iter()
+                .filter(|(_, (started, exit))| exit.is_some_and(|e| started.elapsed() >= e))
+                .map(|(id, (started, _))| (id.clone(), started.elapsed()))
+                .collect();
+            for (id, _) in &due {
+                running.remove(id);
+            }
+            due
+        };
+        let mut exited = Vec::new();
+        for (id, ran_for) in due {
+            let _ = self.runtimes.stop(&id).await;
+            exited.push(Exited {
+                instance: id,
+                how: format!(
+                    "the simulated runtime exited after {} ms",
+                    ran_for.as_millis()
+                ),
+                ran_for,
+            });
+        }
+        exited
+    }
+}
+
+#[async_trait]
+impl RuntimeProvider for SimProvider {
+    async fn provision(&self, instance: &InstanceRecord) -> Result<(), ProviderError> {
+        self.runtimes.provision(instance).await
+    }
+
+    async fn start(&self, instance: &InstanceRecord) -> Result<RuntimeEndpoint, ProviderError> {
+        let id = &instance.instance.id;
+        let faults = instance.instance.sim.clone().unwrap_or_default();
+        let mut running = self.running.lock().await;
+        if !running.contains_key(id) {
+            let delay = Duration::from_millis(faults.start_delay_ms.unwrap_or(0));
+            tokio::time::sleep(delay.min(MAX_START_DELAY)).await;
+        }
+        let endpoint = self.runtimes.start(instance).await?;
+        running.entry(id.clone()).or_insert_with(|| {
+            let exit = faults.exit_after_ms.map(Duration::from_millis);
+            (Instant::now(), exit)
+        });
+        Ok(endpoint)
+    }
+
+    async fn stop(&self, instance: &InstanceId) -> Result<(), ProviderError> {
+        self.running.lock().await.remove(instance);
+        self.runtimes.stop(instance).await
+    }
+
+    async fn destroy(&self, instance: &InstanceId) -> Result<(), ProviderError> {
+        self.running.lock().await.remove(instance);
+        self.runtimes.destroy(instance).await
+    }
+
+    async fn configure_profile(
+        &self,
+        instance: &InstanceId,
+        native_name: &str,
+        config: &HermesConfig,
+    ) -> Result<(), ProviderError> {
+        self.runtimes
+            .configure_profile(instance, native_name, config)
+            .await
+    }
+
+    async fn running_count(&self) -> usize {
+        self.runtimes.running_count().await
+    }
+
+    async fn shutdown(&self) {
+        self.running.lock().await.clear();
+        self.runtimes.shutdown().await;
+    }
+}
