@@ -220,6 +220,9 @@ async fn recover(state: &AppState) -> Result<(), StartError> {
     let recover_error = |e: AppError| StartError::Recover(e.detail);
     app::turns::recover(state).await.map_err(recover_error)?;
     app::jobs::take_over(state).await.map_err(recover_error)?;
+    app::reconciler::resume_restarts(state)
+        .await
+        .map_err(recover_error)?;
     Ok(())
 }
 

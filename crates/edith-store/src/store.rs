@@ -139,6 +139,15 @@ impl Store {
         Ok(page(items, limit, |i: &Instance| i.id.to_string()))
     }
 
+    /// Every instance in `state`.
+    pub async fn instances_in_state(&self, state: InstanceState) -> Result<Vec<Instance>> {
+        let rows = sqlx::query("SELECT body FROM instances WHERE state = ? ORDER BY rowid")
+            .bind(state.as_str())
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter().map(from_body).collect()
+    }
+
     /// Writes the instance's new state (the whole resource is rewritten).
     pub async fn update_instance(&self, instance: &Instance) -> Result<()> {
         sqlx::query("UPDATE instances SET state = ?, body = ? WHERE id = ?")

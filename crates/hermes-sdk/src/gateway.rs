@@ -34,6 +34,11 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Reconnection attempts after a drop, with pauses from 50 ms doubling to 2 s: about 30 s in
 /// all, well within the relay's 60 s resume window.
 const RECONNECT_ATTEMPTS: u32 = 20;
+/// The relay pings every 15 s: a socket silent this long is dead, and is replaced.
+const SILENCE: Duration = Duration::from_secs(45);
+/// Events waiting for the application; beyond this, the oldest new ones are dropped and a
+/// [`GatewayEvent::Missed`] says which.
+const QUEUED_EVENTS: usize = 4096;
 
 /// Something that happened on a [`GatewayConnection`].
 #[derive(Debug, Clone, PartialEq)]
@@ -77,8 +82,8 @@ enum Outgoing {
     Close,
 }
 
-/// A persistent, self-resuming connection to one profile's native gateway. Dropping it ends
-/// it; [`GatewayConnection::close`] ends it and tells the control plane at once.
+/// A persistent, self-resuming connection to one profile's native gateway. Dropping it, or
+/// [`GatewayConnection::close`], ends it and tells the control plane.
 ///
 /// ```no_run
 /// # async fn demo(profile: hermes::ProfileHandle) -> hermes::Result<()> {
@@ -113,7 +118,7 @@ enum Outgoing {
 pub struct GatewayConnection {
     shared: Arc<Shared>,
     outgoing: mpsc::UnboundedSender<Outgoing>,
-    events: tokio::sync::Mutex<mpsc::UnboundedReceiver<GatewayEvent>>,
+    events: tokio::sync::Mutex<mpsc::Receiver<GatewayEvent>>,
     next_id: AtomicU64,
     driver: tokio::task::JoinHandle<()>,
 }
@@ -148,13 +153,14 @@ impl GatewayConnection {
             ended: Mutex::new(None),
         });
         let (outgoing, outgoing_rx) = mpsc::unbounded_channel();
-        let (events_tx, events) = mpsc::unbounded_channel();
+        let (events_tx, events) = mpsc::channel(QUEUED_EVENTS);
         let mut driver = Driver {
             target,
             shared: shared.clone(),
             outgoing: outgoing_rx,
             events: events_tx,
             last_seq: 0,
+            dropped: None,
         };
         let driver = tokio::spawn(async move { driver.run(socket).await });
         Ok(Self {
@@ -269,12 +275,6 @@ impl GatewayConnection {
     }
 }
 
-impl Drop for GatewayConnection {
-    fn drop(&mut self) {
-        self.driver.abort();
-    }
-}
-
 impl NativeTransport for GatewayConnection {
     async fn native_call(
         &self,
@@ -291,10 +291,13 @@ struct Driver {
     target: RelayTarget,
     shared: Arc<Shared>,
     outgoing: mpsc::UnboundedReceiver<Outgoing>,
-    events: mpsc::UnboundedSender<GatewayEvent>,
+    events: mpsc::Sender<GatewayEvent>,
     /// The last frame delivered: a resume starts after it, and nothing at or before it is
     /// delivered again.
     last_seq: u64,
+    /// Frames whose events the application's full queue could not take (first, last), to be
+    /// reported before the next event.
+    dropped: Option<(u64, u64)>,
 }
 
 type Socket =
@@ -324,8 +327,9 @@ impl Driver {
     async fn follow(&mut self, socket: &mut Socket) -> SocketEnd {
         loop {
             tokio::select! {
-                message = socket.next() => {
-                    let Some(Ok(message)) = message else {
+                message = tokio::time::timeout(SILENCE, socket.next()) => {
+                    // Silence past the relay's pings means the socket is dead.
+                    let Ok(Some(Ok(message))) = message else {
                         return SocketEnd::Dropped;
                     };
                     match message {
@@ -366,7 +370,7 @@ impl Driver {
                 *self.shared.connection.lock().expect("not poisoned") = Some(connection);
                 if let Some((first, last)) = missed {
                     self.last_seq = self.last_seq.max(last);
-                    let _ = self.events.send(GatewayEvent::Missed { first, last });
+                    self.deliver(last, GatewayEvent::Missed { first, last });
                 }
             }
             RelayMessage::Frame { seq, frame } => {
@@ -391,7 +395,7 @@ impl Driver {
                         }
                     }
                     Some(Incoming::Event(frame)) => {
-                        let _ = self.events.send(GatewayEvent::Native(frame));
+                        self.deliver(seq, GatewayEvent::Native(frame));
                     }
                     Some(Incoming::Other(_)) | None => {}
                 }
@@ -399,6 +403,24 @@ impl Driver {
             RelayMessage::Closed { reason } => return Some(SocketEnd::Ended(reason)),
         }
         None
+    }
+
+    /// Queues an event (of frame `seq`) for the application without waiting: replies must
+    /// keep flowing when the application does not read events. What a full queue cannot take
+    /// is reported as missed once there is room.
+    fn deliver(&mut self, seq: u64, event: GatewayEvent) {
+        if let Some((first, last)) = self.dropped {
+            match self.events.try_send(GatewayEvent::Missed { first, last }) {
+                Ok(()) => self.dropped = None,
+                Err(_) => {
+                    self.dropped = Some((first, seq));
+                    return;
+                }
+            }
+        }
+        if self.events.try_send(event).is_err() {
+            self.dropped = Some((seq, seq));
+        }
     }
 
     /// A new socket resuming after the last frame; the reason it could not be had otherwise.

@@ -208,6 +208,7 @@ pub async fn delete(state: &AppState, id: &InstanceId) -> AppResult<InstanceWith
     let job = jobs::new_job(&instance.id, JobKind::InstanceDelete);
     state.store.insert_job(&job).await?;
     state.store.update_instance(instance).await?;
+    state.relays.end_for_instance(&instance.id);
     jobs::spawn(state.clone(), job.clone());
     Ok(InstanceWithJob {
         instance: record.instance,

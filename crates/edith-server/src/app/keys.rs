@@ -53,6 +53,7 @@ pub async fn revoke(state: &AppState, id: &ApiKeyId) -> AppResult<ApiKey> {
         state.store.update_api_key(&key).await?;
         state.gate.forget(&key.id);
         state.last_use.forget(&key.id);
+        state.relays.end_for_key(&key.id);
     }
     Ok(key)
 }

@@ -70,6 +70,23 @@ async fn mark_lost(state: &AppState, exited: &Exited) -> Option<Instance> {
         .then_some(instance)
 }
 
+/// After a restart of the control plane: instances left `lost` whose policy still allows a
+/// restart get one, as if their runtime had just exited.
+pub async fn resume_restarts(state: &AppState) -> crate::error::AppResult<()> {
+    for instance in state.store.instances_in_state(InstanceState::Lost).await? {
+        let within_limit = instance.restarts < instance.max_restarts.unwrap_or(0);
+        if instance.restart_policy == RestartPolicy::OnFailure && within_limit {
+            let how = instance
+                .state_reason
+                .clone()
+                .unwrap_or_else(|| "the runtime was lost".to_owned());
+            let state = state.clone();
+            tokio::spawn(async move { restart(&state, instance, &how).await });
+        }
+    }
+    Ok(())
+}
+
 /// Starts the restarts the instance's policy asks for, in the background.
 fn plan_restart(state: &AppState, instance: Instance, exited: Exited) {
     if instance.restart_policy != RestartPolicy::OnFailure {
@@ -94,6 +111,9 @@ async fn restart(state: &AppState, mut instance: Instance, how: &str) {
         tokio::select! {
             _ = stopping.wait_for(|stop| *stop) => return,
             _ = tokio::time::sleep(pause) => {}
+        }
+        if *state.shutdown.borrow() {
+            return;
         }
         let Some(record) = still_lost(state, &instance.id).await else {
             return;

@@ -11,8 +11,9 @@
 //! missed, none twice; if the gap was too long to keep, `attached` says which frames were lost.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::extract::ws::{Message as ClientMessage, WebSocket};
 use edith_types::relay::FORBIDDEN;
@@ -29,12 +30,19 @@ use tokio::task::AbortHandle;
 use super::{instances, profiles};
 use crate::auth::Principal;
 use crate::error::{AppError, AppResult};
+use crate::http::limits::StreamPermit;
 use crate::state::AppState;
 
 /// How long a connection whose client dropped is kept for the client to resume it.
 pub const RESUME_WINDOW: Duration = Duration::from_secs(60);
 /// The bytes of frames kept for resuming, at most (their number is a limit, `Limits`).
-const KEPT_BYTES: usize = 8 << 20;
+const KEPT_BYTES: usize = 1 << 20;
+/// How often the client is pinged …
+const PING_EVERY: Duration = Duration::from_secs(15);
+/// … and how long it may stay silent (no pong, no request) before its socket counts as dropped.
+const SILENCE: Duration = Duration::from_secs(45);
+/// How long one message to the client may take to send.
+const SEND_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long opening the runtime's gateway may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Requests waiting to be written to the runtime, per connection.
@@ -69,6 +77,34 @@ impl Relays {
             })
     }
 
+    /// Ends the connections `key` opened (it was revoked).
+    pub fn end_for_key(&self, key: &ApiKeyId) {
+        self.end_where(|relay| &relay.owner == key, "the API key was revoked");
+    }
+
+    /// Ends the connections to `instance` (it is being deleted).
+    pub fn end_for_instance(&self, instance: &InstanceId) {
+        self.end_where(
+            |relay| &relay.instance == instance,
+            "the instance is being deleted",
+        );
+    }
+
+    fn end_where(&self, which: impl Fn(&Relay) -> bool, reason: &str) {
+        let ending: Vec<Arc<Relay>> = {
+            let mut relays = self.0.lock().expect("not poisoned");
+            let ids: Vec<_> = relays
+                .values()
+                .filter(|relay| which(relay))
+                .map(|relay| relay.id.clone())
+                .collect();
+            ids.iter().filter_map(|id| relays.remove(id)).collect()
+        };
+        for relay in ending {
+            relay.end(reason);
+        }
+    }
+
     /// Ends every connection (the server stops).
     pub fn end_all(&self) {
         let relays: Vec<_> = self.0.lock().expect("not poisoned").drain().collect();
@@ -93,6 +129,8 @@ pub struct Relay {
     /// Bumped whenever the log changes, a client attaches or the connection ends.
     changed: watch::Sender<u64>,
     runtime_tasks: Mutex<Vec<AbortHandle>>,
+    /// Counts the connection against its key's streams until it ends, attached or not.
+    permit: Mutex<Option<StreamPermit>>,
 }
 
 /// The numbered frames kept for the client, and who is attached.
@@ -119,6 +157,7 @@ pub async fn open(
     caller: &Principal,
     instance: &InstanceId,
     profile: &ProfileId,
+    permit: StreamPermit,
 ) -> AppResult<Arc<Relay>> {
     let record = instances::load_ready(state, instance).await?;
     let profile = profiles::load(state, instance, profile).await?;
@@ -147,8 +186,9 @@ pub async fn open(
         }),
         changed: watch::Sender::new(0),
         runtime_tasks: Mutex::new(Vec::new()),
+        permit: Mutex::new(Some(permit)),
     });
-    relay.run_runtime_side(state.clone(), socket, queued);
+    relay.run_runtime_side(socket, queued);
     state.relays.insert(relay.clone());
     // Ends it unless a socket attaches (the upgrade can still fail).
     relay.clone().wait_for_resume(state.clone(), 0);
@@ -169,7 +209,6 @@ impl Relay {
     /// Copies the runtime's frames into the log, and queued requests to the runtime.
     fn run_runtime_side(
         self: &Arc<Self>,
-        state: AppState,
         socket: GatewaySocket,
         mut queued: mpsc::Receiver<Message>,
     ) {
@@ -196,7 +235,7 @@ impl Relay {
                     _ => {}
                 }
             }
-            state.relays.remove(&relay.id);
+            // Kept until its client has heard the end (or the resume window passes).
             relay.end("the runtime closed the gateway connection");
         });
         let mut tasks = self.runtime_tasks.lock().expect("not poisoned");
@@ -226,6 +265,7 @@ impl Relay {
         for task in self.runtime_tasks.lock().expect("not poisoned").drain(..) {
             task.abort();
         }
+        self.permit.lock().expect("not poisoned").take();
         let mut log = self.log.lock().expect("not poisoned");
         if log.ended.is_none() {
             log.ended = Some(reason.to_owned());
@@ -246,8 +286,8 @@ impl Relay {
     }
 
     /// Serves `socket` as this connection's client, sending the frames after `after` first.
-    /// Returns when the socket ends; a dropped socket leaves the connection waiting for a
-    /// resume, for [`RESUME_WINDOW`].
+    /// Returns when the socket ends; a dropped socket (closed without a word, or silent for
+    /// [`SILENCE`]) leaves the connection waiting for a resume, for [`RESUME_WINDOW`].
     pub async fn serve(
         self: Arc<Self>,
         state: AppState,
@@ -263,9 +303,14 @@ impl Relay {
         };
         self.changed.send_modify(|n| *n += 1);
         let (mut sink, mut stream) = socket.split();
-        let writer = self.write_to_client(&mut sink, generation, after, resumed, &state);
+        let since = Instant::now();
+        // When the client was last heard from, in milliseconds since `since`.
+        let heard = AtomicU64::new(0);
+        let writer =
+            self.write_to_client(&mut sink, generation, after, resumed, &state, since, &heard);
         let reader = async {
             while let Some(Ok(message)) = stream.next().await {
+                heard.store(since.elapsed().as_millis() as u64, Ordering::Relaxed);
                 match message {
                     ClientMessage::Text(text) => self.request(text.as_str()).await,
                     ClientMessage::Close(_) => return ClientEnd::Closed,
@@ -278,20 +323,24 @@ impl Relay {
             end = reader => end,
             end = writer => end,
         };
-        let _ = sink.close().await;
+        let _ = tokio::time::timeout(SEND_TIMEOUT, sink.close()).await;
+        let current = self.log.lock().expect("not poisoned").generation == generation;
         match end {
-            ClientEnd::Closed => {
+            // Only the socket attached now may end the connection.
+            ClientEnd::Closed if current => {
                 state.relays.remove(&self.id);
                 self.end("the client closed the connection");
             }
-            ClientEnd::Dropped => self.wait_for_resume(state, generation),
-            ClientEnd::Done => {}
+            ClientEnd::Dropped if current => self.wait_for_resume(state, generation),
+            _ => {}
         }
     }
 
-    /// Sends `attached`, then every frame after `after` as it comes, until the connection
-    /// ends, another socket takes over, or the client falls so far behind that frames it has
-    /// not had were forgotten (it then resumes and is told what it missed).
+    /// Sends `attached`, then every frame after `after` as it comes, pinging the client now and
+    /// then, until the connection ends, another socket takes over, the client goes silent, or
+    /// it falls so far behind that frames it has not had were forgotten (it then resumes and
+    /// is told what it missed).
+    #[allow(clippy::too_many_arguments)]
     async fn write_to_client(
         &self,
         sink: &mut SplitSink<WebSocket, ClientMessage>,
@@ -299,9 +348,13 @@ impl Relay {
         after: u64,
         resumed: bool,
         state: &AppState,
+        since: Instant,
+        heard: &AtomicU64,
     ) -> ClientEnd {
         let mut changes = self.changed.subscribe();
         let mut stopping = state.shutdown.clone();
+        let mut ping = tokio::time::interval(PING_EVERY);
+        ping.tick().await;
         let missed = {
             let log = self.log.lock().expect("not poisoned");
             let first = log.first_kept();
@@ -312,8 +365,7 @@ impl Relay {
             resumed,
             missed,
         };
-        let text = serde_json::to_string(&attached).expect("serialises");
-        if sink.send(ClientMessage::Text(text.into())).await.is_err() {
+        if !send_within(sink, &attached).await {
             return ClientEnd::Dropped;
         }
         let mut cursor = after.max(missed.map_or(0, |(_, last)| last));
@@ -336,26 +388,35 @@ impl Relay {
                 return ClientEnd::Done;
             }
             for (seq, text) in batch {
-                if sink
-                    .send(ClientMessage::Text((*text).into()))
-                    .await
-                    .is_err()
-                {
+                let sent = tokio::time::timeout(
+                    SEND_TIMEOUT,
+                    sink.send(ClientMessage::Text((*text).into())),
+                )
+                .await;
+                if !matches!(sent, Ok(Ok(()))) {
                     return ClientEnd::Dropped;
                 }
                 cursor = seq;
             }
             if let Some(reason) = ended {
-                let closed = RelayMessage::Closed { reason };
-                let text = serde_json::to_string(&closed).expect("serialises");
-                let _ = sink.send(ClientMessage::Text(text.into())).await;
+                // Heard once, it is forgotten: a later resume is told it is gone.
+                state.relays.remove(&self.id);
+                send_within(sink, &RelayMessage::Closed { reason }).await;
                 return ClientEnd::Done;
             }
             tokio::select! {
                 changed = changes.changed() => if changed.is_err() { return ClientEnd::Done },
-                _ = stopping.wait_for(|stop| *stop) => {
-                    self.end("the control plane is stopping");
+                _ = ping.tick() => {
+                    let silent_ms = since.elapsed().as_millis() as u64 - heard.load(Ordering::Relaxed);
+                    if Duration::from_millis(silent_ms) > SILENCE {
+                        return ClientEnd::Dropped;
+                    }
+                    let pinged = tokio::time::timeout(SEND_TIMEOUT, sink.send(ClientMessage::Ping(Default::default()))).await;
+                    if !matches!(pinged, Ok(Ok(()))) {
+                        return ClientEnd::Dropped;
+                    }
                 }
+                () = stopped(&mut stopping) => self.end("the control plane is stopping"),
             }
         }
     }
@@ -421,18 +482,41 @@ impl Relay {
         {
             return Err((id, FORBIDDEN, e.detail));
         }
+        let params = request
+            .as_object_mut()
+            .expect("has a method, so an object")
+            .entry("params")
+            .or_insert_with(|| json!({}));
+        if params.is_null() {
+            *params = json!({});
+        }
+        let Value::Object(params) = params else {
+            let message = "`params` must be an object".to_owned();
+            return Err((id, codes::INVALID_PARAMS, message));
+        };
         if info.scope == MethodScope::Profile {
-            let params = request
-                .as_object_mut()
-                .expect("has a method, so an object")
-                .entry("params")
-                .or_insert_with(|| json!({}));
-            if let Value::Object(params) = params {
-                params
-                    .entry("profile")
-                    .or_insert_with(|| Value::String(self.native_profile.clone()));
-            }
+            // The connection is the profile's: a profile named by the client does not count.
+            params.insert(
+                "profile".to_owned(),
+                Value::String(self.native_profile.clone()),
+            );
         }
         Ok(request)
     }
+}
+
+/// Sends one relay message within [`SEND_TIMEOUT`]; whether it went.
+async fn send_within(
+    sink: &mut SplitSink<WebSocket, ClientMessage>,
+    message: &RelayMessage,
+) -> bool {
+    let text = serde_json::to_string(message).expect("serialises");
+    let sent =
+        tokio::time::timeout(SEND_TIMEOUT, sink.send(ClientMessage::Text(text.into()))).await;
+    matches!(sent, Ok(Ok(())))
+}
+
+/// Returns once the server is stopping (holding nothing across awaits).
+async fn stopped(stopping: &mut watch::Receiver<bool>) {
+    let _ = stopping.wait_for(|stop| *stop).await;
 }

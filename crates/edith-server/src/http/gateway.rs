@@ -56,31 +56,32 @@ async fn gateway(
             e.body_text()
         ))
     })?;
-    // The stream slot first: a relay is not opened for a client that may not stream.
-    let permit = state.gate.open_stream(&caller.0.id)?;
-    let (relay, after, resumed) = match resume.connection {
-        Some(id) => {
+    let (relay, after, resumed) = match (resume.connection, resume.after) {
+        (Some(id), Some(after)) => {
             let relay = state.relays.resume(&caller, &id)?;
             if relay.instance != instance || relay.profile != profile {
                 return Err(AppError::invalid(format!(
                     "gateway connection `{id}` leads to another profile"
                 )));
             }
-            let after = resume.after.unwrap_or(0);
             relay.check_cursor(after)?;
             (relay, after, true)
         }
-        None if resume.after.is_some() => {
+        (Some(_), None) => {
+            return Err(AppError::invalid(
+                "resuming a `connection` needs `after`: the last frame seen (0 for none)",
+            ));
+        }
+        (None, Some(_)) => {
             return Err(AppError::invalid("`after` resumes a `connection`: name it"));
         }
-        None => (
-            relay::open(&state, &caller, &instance, &profile).await?,
-            0,
-            false,
-        ),
+        (None, None) => {
+            // The stream slot first: no relay is opened for a key that may not stream. The
+            // connection holds it until it ends, attached or waiting for a resume.
+            let permit = state.gate.open_stream(&caller.0.id)?;
+            let relay = relay::open(&state, &caller, &instance, &profile, permit).await?;
+            (relay, 0, false)
+        }
     };
-    Ok(upgrade.on_upgrade(move |socket| async move {
-        let _counted = permit;
-        relay.serve(state, socket, after, resumed).await;
-    }))
+    Ok(upgrade.on_upgrade(move |socket| relay.serve(state, socket, after, resumed)))
 }

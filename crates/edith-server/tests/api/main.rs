@@ -280,10 +280,16 @@ impl Ctx {
 
     /// A new key's secret, with `scope`.
     async fn key_with(&self, scope: &str) -> String {
+        self.key_and_id(scope).await.1
+    }
+
+    /// A new key with `scope`: its id and its secret.
+    async fn key_and_id(&self, scope: &str) -> (String, String) {
         let body = json!({"name": "k", "scope": scope}).to_string();
         let (status, created) = self.post("/v1/keys", &body).await;
         assert_eq!(status, 201, "{created}");
-        created["secret"].as_str().unwrap().to_owned()
+        let id = created["key"]["id"].as_str().unwrap().to_owned();
+        (id, created["secret"].as_str().unwrap().to_owned())
     }
 
     /// An instance that finished provisioning.

@@ -51,7 +51,7 @@ impl Ctx {
     }
 
     /// Kills the instance's runtime process (its pid is in the runtime log) with SIGKILL.
-    async fn kill_runtime(&self, iid: &str) {
+    pub(crate) async fn kill_runtime(&self, iid: &str) {
         let (_, log) = self.get(&format!("/v1/instances/{iid}/log")).await;
         let pid = log["lines"]
             .as_array()

@@ -82,7 +82,7 @@ async fn send(socket: &mut Socket, request: Value) {
 async fn the_gateway_relay_refuses_what_a_key_may_not_do() {
     let ctx = Ctx::start().await;
     let path = ctx.relay_path().await;
-    let writer = ctx.key_with("write").await;
+    let (writer_id, writer) = ctx.key_and_id("write").await;
 
     let (status, problem) = ctx.relay(&path, None).await.unwrap_err();
     assert_eq!(
@@ -146,11 +146,10 @@ async fn the_gateway_relay_refuses_what_a_key_may_not_do() {
     let beyond = format!("{path}?connection={id}&after=999");
     let (status, problem) = ctx.relay(&beyond, Some(&writer)).await.unwrap_err();
     assert_eq!(status, 400, "{problem}");
-    let (status, _) = ctx
-        .relay(&format!("{path}?after=1"), Some(&writer))
-        .await
-        .unwrap_err();
-    assert_eq!(status, 400);
+    for half in [format!("{path}?after=1"), format!("{path}?connection={id}")] {
+        let (status, problem) = ctx.relay(&half, Some(&writer)).await.unwrap_err();
+        assert_eq!(status, 400, "{half}: {problem}");
+    }
     // The admin key may administer: the runtime answers it (ours lacks most such methods).
     let mut admin_socket = ctx.relay(&path, Some(ADMIN_KEY)).await.expect("open");
     send(
@@ -164,8 +163,24 @@ async fn the_gateway_relay_refuses_what_a_key_may_not_do() {
         edith_types::relay::FORBIDDEN,
         "{answered}"
     );
-    socket.close(None).await.unwrap();
     admin_socket.close(None).await.unwrap();
+
+    // A key revoked ends the connections it opened, and they are told why.
+    let (status, _) = ctx
+        .send(
+            reqwest::Method::DELETE,
+            &format!("/v1/keys/{writer_id}"),
+            None,
+        )
+        .await;
+    assert_eq!(status, 200);
+    loop {
+        let message = next(&mut socket).await;
+        if message["type"] == "closed" {
+            assert_eq!(message["reason"], "the API key was revoked", "{message}");
+            break;
+        }
+    }
 }
 
 #[tokio::test]
@@ -326,4 +341,39 @@ async fn a_turn_streams_through_the_relay_from_the_real_hermes() {
     let (streamed, complete) = prompt_through_the_relay(&ctx, &iid, &model, "hello relay").await;
     assert_eq!(complete, "You said: hello relay");
     assert_eq!(streamed, complete);
+}
+
+#[tokio::test]
+async fn a_client_back_after_the_runtime_went_hears_how_its_connection_ended() {
+    let ctx = Ctx::start().await;
+    let iid = ctx.process_instance("hermes-runtime").await;
+    let (_, profile) = ctx
+        .post(&format!("/v1/instances/{iid}/profiles"), r#"{"name": "p"}"#)
+        .await;
+    let path = format!(
+        "/v1/instances/{iid}/profiles/{}/gateway",
+        profile["id"].as_str().unwrap()
+    );
+    let mut socket = ctx.relay(&path, Some(ADMIN_KEY)).await.expect("open");
+    let attached = next(&mut socket).await;
+    let ready = next(&mut socket).await;
+    assert_eq!(ready["seq"], 1);
+    drop(socket);
+    ctx.kill_runtime(&iid).await;
+    ctx.instance_when(&iid, |i| i["state"] == "lost").await;
+
+    let id = attached["connection"].as_str().unwrap();
+    let resume = format!("{path}?connection={id}&after=1");
+    let mut socket = ctx.relay(&resume, Some(ADMIN_KEY)).await.expect("resume");
+    let again = next(&mut socket).await;
+    assert_eq!(again["type"], "attached", "{again}");
+    let closed = next(&mut socket).await;
+    assert_eq!(closed["type"], "closed", "{closed}");
+    assert_eq!(
+        closed["reason"],
+        "the runtime closed the gateway connection"
+    );
+    // Heard: it is gone now.
+    let (status, _) = ctx.relay(&resume, Some(ADMIN_KEY)).await.unwrap_err();
+    assert_eq!(status, 404);
 }
