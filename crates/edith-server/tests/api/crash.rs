@@ -203,3 +203,29 @@ async fn twenty_kills_during_streaming_turns_lose_nothing_and_work_goes_on() {
     let left = testkit::kill_processes_with_env_under("HERMES_HOME", dir.path());
     assert_eq!(left, 0, "a clean stop stops every runtime it started");
 }
+
+#[tokio::test]
+async fn a_restart_due_when_the_control_plane_was_killed_still_happens() {
+    let sim = ["--sim-provider"];
+    let ctx = Ctx::serve_with(tempfile::tempdir().expect("temp dir"), &sim).await;
+    // Exits 300 ms after each start; restarted after 1 s, then 2 s.
+    let body = json!({"name": "flaky", "provider": "sim", "restart_policy": "on_failure",
+        "max_restarts": 2, "sim": {"exit_after_ms": 300}});
+    let iid = ctx.instance_from(body).await;
+    let lost = ctx.instance_when(&iid, |i| i["state"] == "lost").await;
+    assert_eq!(lost["restarts"], 0, "{lost}");
+
+    // Killed during the pause before the restart.
+    let ctx = Ctx::serve_with(ctx.crash().await, &sim).await;
+    let restarted = ctx
+        .instance_when(&iid, |i| i["restarts"] == 1 && i["state"] == "ready")
+        .await;
+    assert!(
+        restarted["state_reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("restarted"),
+        "{restarted}"
+    );
+    ctx.stop().await;
+}

@@ -154,7 +154,12 @@ impl Ctx {
 
     /// `edith serve` on `dir` (with the admin key), as a process of its own.
     async fn serve(dir: tempfile::TempDir) -> Self {
-        let process = edith_serve(dir.path(), "127.0.0.1:0", &[], Some(ADMIN_KEY)).await;
+        Self::serve_with(dir, &[]).await
+    }
+
+    /// Like `serve`, with `extra` flags.
+    async fn serve_with(dir: tempfile::TempDir, extra: &[&str]) -> Self {
+        let process = edith_serve(dir.path(), "127.0.0.1:0", extra, Some(ADMIN_KEY)).await;
         let url = process.ready_value("url");
         Self {
             server: Server::Binary {
