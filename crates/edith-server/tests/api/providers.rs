@@ -621,3 +621,4 @@ async fn a_runtime_the_control_plane_starts_does_not_inherit_its_admin_key() {
     );
     process.stop(Duration::from_secs(10)).await;
 }
+
