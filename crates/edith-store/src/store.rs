@@ -687,6 +687,20 @@ impl Store {
     }
 
     /// Turns that had not finished when the process stopped.
+    /// Whether a turn of the instance is still queued, running or waiting for an answer.
+    pub async fn instance_has_unfinished_turns(&self, instance: &InstanceId) -> Result<bool> {
+        let found: Option<i64> = sqlx::query_scalar(
+            "SELECT 1 FROM turns JOIN sessions ON sessions.id = turns.session_id \
+             JOIN profiles ON profiles.id = sessions.profile_id \
+             WHERE profiles.instance_id = ? \
+             AND turns.state IN ('queued', 'running', 'requires_action') LIMIT 1",
+        )
+        .bind(instance.as_str())
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(found.is_some())
+    }
+
     pub async fn unfinished_turns(&self) -> Result<Vec<Turn>> {
         let rows = sqlx::query(
             "SELECT body FROM turns WHERE state IN ('queued', 'running', 'requires_action')",

@@ -4,10 +4,11 @@
 use std::collections::BTreeMap;
 
 use edith_types::{
-    CreateProfile, InstanceId, ModelConfig, ModelSpec, Profile, ProfileId, Timestamp, ToolId,
+    CreateProfile, ErrorCode, InstanceId, ModelConfig, ModelSpec, Profile, ProfileId, ProviderKind,
+    Timestamp, ToolId,
 };
 use hermes_native::config::{HermesConfig, McpServer, ModelSection, SCRIPTED, Seconds};
-use hermes_native::profile::{PROFILE_NAME_RULE, valid_profile_name};
+use hermes_native::profile::{DEFAULT_PROFILE, PROFILE_NAME_RULE, valid_profile_name};
 
 use super::{instances, tools};
 use crate::error::{AppError, AppResult};
@@ -49,6 +50,7 @@ pub async fn create(
     }
     let model = body.model.clone().unwrap_or(ModelSpec::Scripted);
     check_model(&model)?;
+    let restart = root_change_needs_restart(state, &record, &body.name).await?;
     let profile = Profile {
         id: ProfileId::generate(),
         instance_id: instance.clone(),
@@ -82,7 +84,46 @@ pub async fn create(
         state.store.delete_profile(&profile.id).await?;
         return Err(e.into());
     }
+    if restart {
+        restart_runtime(state, &record).await?;
+    }
     Ok(profile)
+}
+
+/// Whether a change to the tools of profile `native_name` needs the instance's runtime to
+/// restart: a `process` runtime (the real Hermes) reads the root profile's MCP servers — the
+/// only ones whose tools it offers — when it starts. Such a change is refused (409) while a
+/// turn runs there, rather than cutting the turn short.
+async fn root_change_needs_restart(
+    state: &AppState,
+    record: &edith_store::InstanceRecord,
+    native_name: &str,
+) -> AppResult<bool> {
+    if native_name != DEFAULT_PROFILE || record.instance.provider != ProviderKind::Process {
+        return Ok(false);
+    }
+    if state
+        .store
+        .instance_has_unfinished_turns(&record.instance.id)
+        .await?
+    {
+        return Err(AppError::new(
+            ErrorCode::Conflict,
+            "the `default` profile's tools are read by this runtime when it starts, so it \
+             restarts to take them; turns are running on the instance: retry once they finish",
+        ));
+    }
+    Ok(true)
+}
+
+/// Stops the runtime; the next use starts it again with the new configuration.
+async fn restart_runtime(state: &AppState, record: &edith_store::InstanceRecord) -> AppResult<()> {
+    state.gateways.forget(&record.instance.id).await;
+    state
+        .provider(record.instance.provider)?
+        .stop(&record.instance.id)
+        .await?;
+    Ok(())
 }
 
 fn check_model(model: &ModelSpec) -> AppResult<()> {
@@ -156,7 +197,11 @@ pub async fn attach_tool(
         ));
     }
     let tool = tools::load(state, tool).await?;
+    let restart = root_change_needs_restart(state, &record, &profile.native_name).await?;
     state.store.attach_tool(&profile.id, &tool.id).await?;
+    if restart {
+        restart_runtime(state, &record).await?;
+    }
     load(state, instance, id).await
 }
 
@@ -168,10 +213,15 @@ pub async fn detach_tool(
     tool: &ToolId,
 ) -> AppResult<Profile> {
     let profile = load(state, instance, id).await?;
+    let record = instances::load(state, instance).await?;
+    let restart = root_change_needs_restart(state, &record, &profile.native_name).await?;
     if !state.store.detach_tool(&profile.id, tool).await? {
         return Err(AppError::not_found(format!(
             "tool `{tool}` attached to profile `{id}`"
         )));
+    }
+    if restart {
+        restart_runtime(state, &record).await?;
     }
     load(state, instance, id).await
 }

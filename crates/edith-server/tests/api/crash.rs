@@ -21,7 +21,7 @@ fn alive(pid: &str) -> bool {
 
 impl Ctx {
     /// The pid of the runtime the instance started last (from its runtime log).
-    async fn runtime_pid(&self, iid: &str) -> Option<String> {
+    pub(crate) async fn runtime_pid(&self, iid: &str) -> Option<String> {
         let (_, log) = self.get(&format!("/v1/instances/{iid}/log")).await;
         log["lines"].as_array()?.iter().rev().find_map(|line| {
             line.as_str()?

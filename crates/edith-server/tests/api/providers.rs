@@ -622,3 +622,105 @@ async fn a_runtime_the_control_plane_starts_does_not_inherit_its_admin_key() {
     process.stop(Duration::from_secs(10)).await;
 }
 
+/// A callback tool on the real Hermes: 0.19 offers only the root (`default`) profile's MCP
+/// tools, read when it starts, so the control plane restarts the runtime when that profile's
+/// tools change (see `docs/runtimes.md`).
+#[tokio::test]
+async fn the_real_hermes_calls_a_callback_tool_of_the_default_profile() {
+    let ctx = Ctx::start_with(BTreeMap::from([("hermes".to_owned(), real_hermes())])).await;
+    let model = testkit::FakeModel::start().await;
+    let iid = ctx.process_instance("hermes").await;
+    let tool = ctx.echo_tool().await;
+    let profile = json!({
+        "name": "default", "tools": [tool],
+        "model": {"provider": "openai_compatible", "base_url": model.base_url(),
+            "model": "fake-model", "api_key": "sk-fake-0123456789"},
+    });
+    let (status, profile) = ctx
+        .post(
+            &format!("/v1/instances/{iid}/profiles"),
+            &profile.to_string(),
+        )
+        .await;
+    assert_eq!(status, 201, "{profile}");
+    let pid = profile["id"].as_str().unwrap();
+    let (turn, events) = ctx.turn(&iid, pid, r#"CALL echo {"text": "hi"}"#).await;
+    assert_eq!(turn["state"], "completed", "{turn} {events:?}");
+    let completed = events
+        .iter()
+        .find(|e| e["type"] == "tool.completed")
+        .unwrap_or_else(|| panic!("the tool was called: {events:?}"));
+    // Named as the application registered it, as on our runtime.
+    assert_eq!(completed["name"], "echo", "{completed}");
+    assert_eq!(completed["result"], "hi", "{completed}");
+    assert_eq!(turn["output"], r#"Tool result: {"result": "hi"}"#);
+}
+
+impl Ctx {
+    /// An `echo` tool served by a tool host of the test; its id.
+    async fn echo_tool(&self) -> String {
+        let secret = "0123456789abcdef";
+        let url = crate::echo_tool_host(secret).await;
+        let body = json!({"url": url, "secret": secret}).to_string();
+        let (status, host) = self.post("/v1/tool-hosts", &body).await;
+        assert_eq!(status, 201, "{host}");
+        let schema = json!({"type": "object", "properties": {"text": {"type": "string"}}});
+        let body = json!({"name": "echo", "description": "Echoes its text",
+            "input_schema": schema, "host_id": host["id"]});
+        let (status, tool) = self.post("/v1/tools", &body.to_string()).await;
+        assert_eq!(status, 201, "{tool}");
+        tool["id"].as_str().unwrap().to_owned()
+    }
+}
+
+#[tokio::test]
+async fn changing_the_default_profiles_tools_restarts_a_process_runtime_unless_turns_run() {
+    let ctx = Ctx::start().await;
+    let iid = ctx.process_instance("hermes-runtime").await;
+    let tool = ctx.echo_tool().await;
+    let before = ctx.runtime_pid(&iid).await;
+    let (status, profile) = ctx
+        .post(
+            &format!("/v1/instances/{iid}/profiles"),
+            r#"{"name": "default"}"#,
+        )
+        .await;
+    assert_eq!(status, 201, "{profile}");
+    let pid = profile["id"].as_str().unwrap().to_owned();
+    // A turn waiting for an approval keeps the runtime busy: the change is refused.
+    let sessions = format!("/v1/instances/{iid}/profiles/{pid}/sessions");
+    let (_, session) = ctx.post(&sessions, "{}").await;
+    let turns = format!("{sessions}/{}/turns", session["id"].as_str().unwrap());
+    let input = r#"{"input": "terminal {\"command\": \"rm -rf /tmp/edith-restart-nothing\"}"}"#;
+    let (_, turn) = ctx.post(&turns, input).await;
+    let turn_path = format!("{turns}/{}", turn["id"].as_str().unwrap());
+    for _ in 0..200 {
+        if ctx.get(&turn_path).await.1["state"] == "requires_action" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_ne!(
+        ctx.runtime_pid(&iid).await,
+        before,
+        "made the default profile: restarted"
+    );
+    let attach = format!("/v1/instances/{iid}/profiles/{pid}/tools/{tool}");
+    let busy = ctx.send(reqwest::Method::PUT, &attach, None).await;
+    assert_problem(&busy, 409, "conflict");
+    assert!(
+        busy.1["detail"]
+            .as_str()
+            .unwrap()
+            .contains("turns are running")
+    );
+    ctx.post(&format!("{turn_path}/cancel"), "{}").await;
+    ctx.sse(&format!("{turn_path}/events"), None).await;
+    let running = ctx.runtime_pid(&iid).await;
+    let (status, attached) = ctx.send(reqwest::Method::PUT, &attach, None).await;
+    assert_eq!(status, 200, "{attached}");
+    // The next turn runs on a fresh runtime that read the new configuration.
+    let finished = ctx.turn_on(&turns, "after").await;
+    assert_eq!(finished["state"], "completed", "{finished}");
+    assert_ne!(ctx.runtime_pid(&iid).await, running);
+}
