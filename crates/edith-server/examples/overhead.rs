@@ -1,0 +1,253 @@
+//! Benchmark: what the control plane adds to a turn, per provider. For each target the same warm
+//! turn (same fake model, a one-line answer) runs straight on a runtime's native gateway and
+//! through the control plane (POST the turn, read its SSE stream to the end); the medians and
+//! their difference are printed side by side. Asserts nothing. Run with `scripts/bench`.
+//!
+//! Usage: overhead <hermes-runtime binary> [<hermes binary>]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use edith_server::{RuntimeCommand, ServerConfig};
+use hermes_native::methods::{PromptSubmit, PromptSubmitParams, SessionCreate};
+use hermes_native::{GatewayClient, LiveSessionId, NativeEvent};
+use serde_json::{Value, json};
+use testkit::{FakeModel, ReadyProcess};
+
+const TOKEN: &str = "bench-token-0123456789";
+const KEY: &str = "edk_bench_admin_key_0123456789abcdef";
+const WARMUP: usize = 3;
+const TURNS: usize = 30;
+
+fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.2} ms", d.as_secs_f64() * 1000.0)
+}
+
+/// One turn straight on a gateway: `prompt.submit` to `message.complete`.
+async fn direct_turn(gateway: &GatewayClient, sid: &LiveSessionId) -> Duration {
+    let mut events = gateway.subscribe(sid);
+    let started = Instant::now();
+    let params = PromptSubmitParams {
+        session_id: Some(sid.clone()),
+        text: Some("hello".to_owned()),
+        ..Default::default()
+    };
+    gateway.request::<PromptSubmit>(&params).await.unwrap();
+    while let Some(event) = events.recv().await {
+        if matches!(event, NativeEvent::MessageComplete(_)) {
+            break;
+        }
+    }
+    let took = started.elapsed();
+    gateway.unsubscribe(sid);
+    took
+}
+
+/// Warm turns straight on the gateway at `ws_url`.
+async fn direct(ws_url: &str) -> Duration {
+    let gateway = GatewayClient::connect(ws_url, TOKEN, Duration::from_secs(120))
+        .await
+        .expect("connect");
+    let sid = gateway
+        .request::<SessionCreate>(&Default::default())
+        .await
+        .unwrap()
+        .session_id;
+    for _ in 0..WARMUP {
+        direct_turn(&gateway, &sid).await;
+    }
+    let mut samples = Vec::new();
+    for _ in 0..TURNS {
+        samples.push(direct_turn(&gateway, &sid).await);
+    }
+    median(samples)
+}
+
+/// A runtime binary serving a home configured for `model`.
+async fn launch(binary: &Path, home: &Path, model: &FakeModel) -> ReadyProcess {
+    let config = json!({"model": model.hermes_model_config(), "approvals": {"mode": "manual"}});
+    std::fs::write(home.join("config.yaml"), config.to_string()).unwrap();
+    let mut command = tokio::process::Command::new(binary);
+    command
+        .args(["serve", "--host", "127.0.0.1", "--port", "0"])
+        .current_dir(home)
+        .env("HERMES_HOME", home)
+        .env("HOME", home)
+        .env("HERMES_DASHBOARD_SESSION_TOKEN", TOKEN)
+        .env("HERMES_DISABLE_LAZY_INSTALLS", "1");
+    let ready = "HERMES_BACKEND_READY port=";
+    ReadyProcess::spawn(command, ready, Duration::from_secs(120)).await
+}
+
+struct ControlPlane {
+    http: reqwest::Client,
+    url: String,
+}
+
+impl ControlPlane {
+    async fn post(&self, path: &str, body: Value) -> Value {
+        let response = self
+            .http
+            .post(format!("{}{path}", self.url))
+            .bearer_auth(KEY)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert!(
+            response.status().is_success(),
+            "{path}: {}",
+            response.status()
+        );
+        response.json().await.unwrap()
+    }
+
+    /// An instance made from `body`, ready, with a session of a profile using `model`; the
+    /// session's turns path.
+    async fn session(&self, body: Value, model: &FakeModel) -> String {
+        let created = self.post("/v1/instances", body).await;
+        let iid = created["instance"]["id"].as_str().unwrap().to_owned();
+        let job = created["job"]["id"].as_str().unwrap();
+        self.read_stream(&format!("/v1/jobs/{job}/events")).await;
+        let profile = json!({"name": "bench", "model": {"provider": "openai_compatible",
+            "base_url": model.base_url(), "model": "fake-model", "api_key": "sk-bench"}});
+        let profile = self
+            .post(&format!("/v1/instances/{iid}/profiles"), profile)
+            .await;
+        let sessions = format!(
+            "/v1/instances/{iid}/profiles/{}/sessions",
+            profile["id"].as_str().unwrap()
+        );
+        let session = self.post(&sessions, json!({})).await;
+        format!("{sessions}/{}/turns", session["id"].as_str().unwrap())
+    }
+
+    /// Reads an SSE stream to its end.
+    async fn read_stream(&self, path: &str) {
+        let response = self
+            .http
+            .get(format!("{}{path}", self.url))
+            .bearer_auth(KEY)
+            .send()
+            .await
+            .unwrap();
+        let body = tokio::time::timeout(Duration::from_secs(300), response.text()).await;
+        body.expect("the stream ends").unwrap();
+    }
+
+    /// One turn through the control plane: POST it, then its event stream to the end.
+    async fn turn(&self, turns: &str) -> Duration {
+        let started = Instant::now();
+        let turn = self.post(turns, json!({"input": "hello"})).await;
+        let id = turn["id"].as_str().unwrap();
+        self.read_stream(&format!("{turns}/{id}/events")).await;
+        started.elapsed()
+    }
+
+    async fn warm_turns(&self, turns: &str) -> Duration {
+        for _ in 0..WARMUP {
+            self.turn(turns).await;
+        }
+        let mut samples = Vec::new();
+        for _ in 0..TURNS {
+            samples.push(self.turn(turns).await);
+        }
+        median(samples)
+    }
+}
+
+#[tokio::main]
+async fn main() {
+    // Absolute: the runtimes start in their homes.
+    let args: Vec<PathBuf> = std::env::args_os()
+        .skip(1)
+        .map(|arg| std::fs::canonicalize(&arg).expect("a runtime binary"))
+        .collect();
+    let ours = args
+        .first()
+        .expect("usage: overhead <hermes-runtime> [<hermes>]");
+    let hermes = args.get(1);
+    let model = FakeModel::start().await;
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut runtimes = BTreeMap::from([(
+        "ours".to_owned(),
+        RuntimeCommand {
+            program: ours.clone(),
+            args: Vec::new(),
+        },
+    )]);
+    if let Some(hermes) = hermes {
+        let env = RuntimeCommand {
+            program: PathBuf::from("env"),
+            args: vec![
+                "HERMES_DISABLE_LAZY_INSTALLS=1".to_owned(),
+                hermes.display().to_string(),
+            ],
+        };
+        runtimes.insert("hermes".to_owned(), env);
+    }
+    let config = ServerConfig {
+        admin_key: Some(KEY.to_owned()),
+        runtimes,
+        ..ServerConfig::local(dir.path().to_path_buf())
+    };
+    let server = edith_server::start(config).await.expect("control plane");
+    let plane = ControlPlane {
+        http: reqwest::Client::new(),
+        url: server.url().to_owned(),
+    };
+
+    let mut rows = Vec::new();
+    // Embedded: the runtime in this process, as the embedded provider runs it.
+    {
+        let home = tempfile::tempdir().unwrap();
+        let config = json!({"model": model.hermes_model_config()});
+        std::fs::write(home.path().join("config.yaml"), config.to_string()).unwrap();
+        let runtime = hermes_runtime::serve(hermes_runtime::RuntimeConfig::new(
+            home.path().to_path_buf(),
+            TOKEN.to_owned(),
+            ([127, 0, 0, 1], 0).into(),
+        ))
+        .await
+        .unwrap();
+        let straight = direct(&runtime.ws_url()).await;
+        runtime.shutdown().await;
+        let turns = plane.session(json!({"name": "embedded"}), &model).await;
+        rows.push(("embedded", straight, plane.warm_turns(&turns).await));
+    }
+    let mut process_targets = vec![("process: hermes-runtime", "ours", ours.clone())];
+    if let Some(hermes) = hermes {
+        process_targets.push(("process: hermes 0.19.0", "hermes", hermes.clone()));
+    }
+    for (label, runtime, binary) in process_targets {
+        let home = tempfile::tempdir().unwrap();
+        let process = launch(&binary, home.path(), &model).await;
+        let url = format!("ws://127.0.0.1:{}/api/ws", process.ready_value("port"));
+        let straight = direct(&url).await;
+        process.stop(Duration::from_secs(30)).await;
+        let body = json!({"name": runtime, "provider": "process", "runtime": runtime});
+        let turns = plane.session(body, &model).await;
+        rows.push((label, straight, plane.warm_turns(&turns).await));
+    }
+    server.shutdown().await;
+
+    println!("warm turn, one-line answer from the fake model; medians of {TURNS} after {WARMUP}");
+    println!("| target | straight on the gateway | through the control plane | overhead |");
+    println!("|---|---:|---:|---:|");
+    for (label, straight, through) in rows {
+        let overhead = through.saturating_sub(straight);
+        println!(
+            "| {label} | {} | {} | {} |",
+            ms(straight),
+            ms(through),
+            ms(overhead)
+        );
+    }
+}
