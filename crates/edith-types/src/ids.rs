@@ -52,6 +52,16 @@ const KINDS: &[(&str, &str)] = &[
     ("gwc", "a gateway connection"),
 ];
 
+/// The kind of control-plane id `value` is (`"a session"`, …), when it is one: a runtime's own
+/// ids never are, so an id passed where a native one belongs can be refused by name.
+pub fn control_plane_kind(value: &str) -> Option<&'static str> {
+    let (prefix, _) = value.split_once('_')?;
+    KINDS
+        .iter()
+        .find(|(p, _)| *p == prefix)
+        .and_then(|(p, name)| parse_prefixed(value, p, name).ok().map(|_| *name))
+}
+
 fn kind_of(value: &str) -> Option<&'static str> {
     let (prefix, _) = value.split_once('_')?;
     KINDS
@@ -259,6 +269,14 @@ mod tests {
             }
         ));
         assert!(err.to_string().contains("expected a session id"), "{err}");
+    }
+
+    #[test]
+    fn control_plane_ids_are_told_from_native_ones() {
+        let session = SessionId::generate();
+        assert_eq!(control_plane_kind(session.as_str()), Some("a session"));
+        assert_eq!(control_plane_kind("20261129_075703_0525c1"), None);
+        assert_eq!(control_plane_kind("sess_not-valid"), None);
     }
 
     #[test]

@@ -14,7 +14,7 @@ mod time;
 pub use events::{JobEvent, JobEventKind, TurnEvent, TurnEventKind, Usage};
 pub use ids::{
     ApiKeyId, GatewayConnectionId, IdError, InstanceId, JobId, NativeSessionId, ProfileId,
-    SessionId, ToolHostId, ToolId, TurnId,
+    SessionId, ToolHostId, ToolId, TurnId, control_plane_kind,
 };
 pub use keys::{ApiKey, CreateApiKey, CreatedApiKey, Scope};
 pub use problem::{ErrorCode, Problem};

@@ -329,6 +329,29 @@ impl Sessions {
     }
 
     /// A session that continues the runtime's stored session `native` (not a control-plane id).
+    /// The runtime resumes it at once: an id it does not know is a 404 here, and a
+    /// control-plane id is a 400.
+    ///
+    /// A native id, as the native session list gives it:
+    ///
+    /// ```no_run
+    /// # async fn demo(profile: hermes::ProfileHandle) -> Result<(), Box<dyn std::error::Error>> {
+    /// use hermes::native::SessionListParams;
+    /// use hermes::types::NativeSessionId;
+    /// let listed = profile.native().api().session().list(&SessionListParams::default()).await?;
+    /// let stored = NativeSessionId::new(listed.sessions[0].id.as_str());
+    /// let session = profile.sessions().resume_native(&stored).await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// A control-plane session id in its place does not compile:
+    ///
+    /// ```compile_fail,E0308
+    /// # async fn demo(profile: hermes::ProfileHandle) -> Result<(), Box<dyn std::error::Error>> {
+    /// let other = profile.sessions().create().await?;
+    /// let session = profile.sessions().resume_native(other.id()).await?;
+    /// # Ok(()) }
+    /// ```
     pub async fn resume_native(&self, native: &NativeSessionId) -> Result<SessionHandle> {
         self.create_with(CreateSession {
             title: None,

@@ -1,8 +1,11 @@
 //! Sessions: a conversation on a profile, optionally continuing a stored native session.
 
-use edith_types::{CreateSession, InstanceId, Profile, ProfileId, Session, SessionId, Timestamp};
+use edith_types::{
+    CreateSession, InstanceId, Profile, ProfileId, Session, SessionId, Timestamp,
+    control_plane_kind,
+};
 
-use super::profiles;
+use super::{instances, profiles, turns};
 use crate::error::{AppError, AppResult};
 use crate::state::AppState;
 
@@ -36,14 +39,29 @@ pub async fn create(
             "`resume_native_session_id` must not be empty",
         ));
     }
-    let session = Session {
+    if let Some(native) = &body.resume_native_session_id
+        && let Some(kind) = control_plane_kind(native.as_str())
+    {
+        return Err(AppError::invalid(format!(
+            "`resume_native_session_id` takes the runtime's stored session id (as the native \
+             session list shows it); `{native}` is {kind} id of the control plane"
+        )));
+    }
+    let mut session = Session {
         id: SessionId::generate(),
-        profile_id: profile.id,
-        instance_id: profile.instance_id,
+        profile_id: profile.id.clone(),
+        instance_id: profile.instance_id.clone(),
         native_session_id: body.resume_native_session_id,
         title: body.title,
         created_at: Timestamp::now(),
     };
+    if session.native_session_id.is_some() {
+        // Resumed now: an unknown id is the caller's 404 here, not a failed turn later; the
+        // live session serves the first turn.
+        let record = instances::load_ready(state, instance).await?;
+        let link = state.gateway(&record).await?;
+        turns::open_live_session(state, &link, &mut session, &profile).await?;
+    }
     state.store.insert_session(&session).await?;
     Ok(session)
 }

@@ -724,3 +724,89 @@ async fn changing_the_default_profiles_tools_restarts_a_process_runtime_unless_t
     assert_eq!(finished["state"], "completed", "{finished}");
     assert_ne!(ctx.runtime_pid(&iid).await, running);
 }
+
+/// A conversation on a new session of the `default` profile of a new `runtime` instance, then
+/// that stored native session listed, resumed through the control plane in a new session, and
+/// a turn there that the model answers with the earlier conversation in front of it.
+async fn resume_a_native_session(ctx: &Ctx, runtime: &str) {
+    let model = testkit::FakeModel::start().await;
+    let iid = ctx.process_instance(runtime).await;
+    let profile = json!({"name": "default", "model": {"provider": "openai_compatible",
+        "base_url": model.base_url(), "model": "fake-model", "api_key": "sk-fake-0123456789"}});
+    let (status, profile) = ctx
+        .post(
+            &format!("/v1/instances/{iid}/profiles"),
+            &profile.to_string(),
+        )
+        .await;
+    assert_eq!(status, 201, "{profile}");
+    let pid = profile["id"].as_str().unwrap();
+    let sessions = format!("/v1/instances/{iid}/profiles/{pid}/sessions");
+    let (_, first) = ctx.post(&sessions, "{}").await;
+    let first_turns = format!("{sessions}/{}/turns", first["id"].as_str().unwrap());
+    let finished = ctx.turn_on(&first_turns, "my name is Ada").await;
+    assert_eq!(finished["state"], "completed", "{finished}");
+    let (_, first) = ctx
+        .get(&format!("{sessions}/{}", first["id"].as_str().unwrap()))
+        .await;
+    let native = first["native_session_id"].as_str().unwrap().to_owned();
+
+    // The native list shows it.
+    let list = json!({"method": "session.list", "params": {}, "profile_id": pid});
+    let (status, listed) = ctx
+        .post(
+            &format!("/v1/instances/{iid}/native/rpc"),
+            &list.to_string(),
+        )
+        .await;
+    assert_eq!(status, 200, "{listed}");
+    let ids: Vec<&str> = listed["result"]["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["id"].as_str())
+        .collect();
+    assert!(ids.contains(&native.as_str()), "{native} in {listed}");
+
+    // Resumed in a new control-plane session: the next turn sees the earlier conversation.
+    let body = json!({"resume_native_session_id": native}).to_string();
+    let (status, resumed) = ctx.post(&sessions, &body).await;
+    assert_eq!(status, 201, "{resumed}");
+    assert_eq!(resumed["native_session_id"], native.as_str());
+    let turns = format!("{sessions}/{}/turns", resumed["id"].as_str().unwrap());
+    let finished = ctx.turn_on(&turns, "what is my name?").await;
+    assert_eq!(finished["state"], "completed", "{finished}");
+    let asked = model.streamed_requests().last().cloned().unwrap();
+    let history = asked["messages"].to_string();
+    assert!(
+        history.contains("my name is Ada") && history.contains("what is my name?"),
+        "the model saw the earlier conversation: {history}"
+    );
+
+    // Ids that are not a stored native session of this runtime are refused at once.
+    let unknown = json!({"resume_native_session_id": "20200101_000000_abcdef"}).to_string();
+    assert_problem(&ctx.post(&sessions, &unknown).await, 404, "not_found");
+    let ours = json!({"resume_native_session_id": resumed["id"]}).to_string();
+    let refused = ctx.post(&sessions, &ours).await;
+    assert_problem(&refused, 400, "invalid_request");
+    assert!(
+        refused.1["detail"]
+            .as_str()
+            .unwrap()
+            .contains("a session id of the control plane"),
+        "{}",
+        refused.1
+    );
+}
+
+#[tokio::test]
+async fn a_stored_native_session_is_resumed_through_the_control_plane_on_our_runtime() {
+    let ctx = Ctx::start().await;
+    resume_a_native_session(&ctx, "hermes-runtime").await;
+}
+
+#[tokio::test]
+async fn a_stored_native_session_is_resumed_through_the_control_plane_on_the_real_hermes() {
+    let ctx = Ctx::start_with(BTreeMap::from([("hermes".to_owned(), real_hermes())])).await;
+    resume_a_native_session(&ctx, "hermes").await;
+}

@@ -134,7 +134,7 @@ async fn run(
     // then the stored session is resumed once and the prompt sent again.
     let mut retried = false;
     let (sid, mut events) = loop {
-        let sid = live_session(state, &link, &mut session, profile).await?;
+        let sid = open_live_session(state, &link, &mut session, profile).await?;
         let events = link.gateway.subscribe(&sid);
         let submitted = link
             .gateway
@@ -337,7 +337,7 @@ const IDLE_LIMIT: std::time::Duration = std::time::Duration::from_secs(15 * 60);
 const SOURCE: &str = "edith";
 
 /// The live session serving `session` on this connection, opened when there is none.
-async fn live_session(
+pub async fn open_live_session(
     state: &AppState,
     link: &Arc<Link>,
     session: &mut Session,

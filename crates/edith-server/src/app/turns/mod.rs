@@ -15,7 +15,7 @@ use hermes_native::methods::{
     LiveSessionParams, SessionInterrupt,
 };
 
-pub use driver::recover;
+pub use driver::{open_live_session, recover};
 
 use super::instances;
 use crate::error::{AppError, AppResult};
