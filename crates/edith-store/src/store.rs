@@ -342,6 +342,29 @@ impl Store {
         Ok(())
     }
 
+    /// Rewrites the profile's resource (its tool attachments live apart).
+    pub async fn update_profile(&self, profile: &Profile) -> Result<()> {
+        sqlx::query("UPDATE profiles SET body = ? WHERE id = ?")
+            .bind(to_json(profile))
+            .bind(profile.id.as_str())
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Whether a turn of the profile's sessions is still queued, running or waiting.
+    pub async fn profile_has_unfinished_turns(&self, profile: &ProfileId) -> Result<bool> {
+        let found: Option<i64> = sqlx::query_scalar(
+            "SELECT 1 FROM turns JOIN sessions ON sessions.id = turns.session_id \
+             WHERE sessions.profile_id = ? \
+             AND turns.state IN ('queued', 'running', 'requires_action') LIMIT 1",
+        )
+        .bind(profile.as_str())
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(found.is_some())
+    }
+
     pub async fn profile(&self, instance: &InstanceId, id: &ProfileId) -> Result<Option<Profile>> {
         let row = sqlx::query("SELECT body FROM profiles WHERE id = ? AND instance_id = ?")
             .bind(id.as_str())
@@ -627,6 +650,19 @@ impl Store {
             .await?;
         let items = rows.iter().map(from_body).collect::<Result<Vec<_>>>()?;
         Ok(page(items, limit, |s: &Session| s.id.to_string()))
+    }
+
+    /// Removes the session and, by cascade, its turns and their events — unless one of its
+    /// turns has not finished (checked in the same statement); returns whether it was removed.
+    pub async fn delete_idle_session(&self, id: &SessionId) -> Result<bool> {
+        let done = sqlx::query(
+            "DELETE FROM sessions WHERE id = ?1 AND NOT EXISTS (SELECT 1 FROM turns \
+             WHERE session_id = ?1 AND state IN ('queued', 'running', 'requires_action'))",
+        )
+        .bind(id.as_str())
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected() == 1)
     }
 
     pub async fn update_session(&self, session: &Session) -> Result<()> {

@@ -454,6 +454,25 @@ pub struct CreateProfile {
     pub tools: Vec<ToolId>,
 }
 
+/// Body of `profile_update`: what changes (the name, which is also the native profile's home,
+/// does not).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateProfile {
+    /// The model from now on.
+    #[serde(default)]
+    pub model: Option<ModelSpec>,
+}
+
+/// Body of `session_update`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateSession {
+    /// The session's title from now on.
+    #[serde(default)]
+    pub title: Option<String>,
+}
+
 /// A control-plane session: a conversation on one profile.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Session {

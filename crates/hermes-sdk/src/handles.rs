@@ -7,6 +7,7 @@ use edith_types::{
     ApprovalChoice, CreateInstance, CreateProfile, CreateSession, CreateTurn, Instance, InstanceId,
     InstanceState, Job, JobEvent, JobEventKind, ModelSpec, NativeSessionId, Page, Profile,
     ProfileId, ProviderKind, Session, SessionId, ToolId, Turn, TurnAction, TurnEvent, TurnId,
+    UpdateProfile, UpdateSession,
 };
 use futures_util::StreamExt;
 
@@ -287,6 +288,20 @@ impl ProfileHandle {
         )
     }
 
+    /// Changes the profile's model.
+    pub async fn set_model(&self, model: ModelSpec) -> Result<Profile> {
+        let body = UpdateProfile { model: Some(model) };
+        let sdk = self.instance.hermes.sdk();
+        sdk.profile_update(&self.instance.id, &self.id, &body).await
+    }
+
+    /// Deletes the profile with its sessions and turns, and its native profile's home (409
+    /// while one of its turns has not finished).
+    pub async fn delete(&self) -> Result<Profile> {
+        let sdk = self.instance.hermes.sdk();
+        sdk.profile_delete(&self.instance.id, &self.id).await
+    }
+
     /// A persistent connection to the profile's native gateway, relayed by the control plane
     /// (the runtime's token never reaches this process): typed native requests, native
     /// events in order, and answers to approvals and questions (`approval.respond`,
@@ -404,6 +419,25 @@ impl SessionHandle {
             .sdk()
             .session_get(&p.instance.id, &p.id, &self.id)
             .await
+    }
+
+    /// Changes the session's title.
+    pub async fn set_title(&self, title: &str) -> Result<Session> {
+        let p = &self.profile;
+        let body = UpdateSession {
+            title: Some(title.to_owned()),
+        };
+        let sdk = p.instance.hermes.sdk();
+        sdk.session_update(&p.instance.id, &p.id, &self.id, &body)
+            .await
+    }
+
+    /// Deletes the session with its turns (409 while one has not finished); the runtime's
+    /// stored session stays and can be resumed by its native id.
+    pub async fn delete(&self) -> Result<Session> {
+        let p = &self.profile;
+        let sdk = p.instance.hermes.sdk();
+        sdk.session_delete(&p.instance.id, &p.id, &self.id).await
     }
 
     /// Starts a turn with `input`; follow it with [`TurnHandle::events`].

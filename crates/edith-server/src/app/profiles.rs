@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use edith_types::{
     CreateProfile, ErrorCode, InstanceId, ModelConfig, ModelSpec, Profile, ProfileId, ProviderKind,
-    Timestamp, ToolId,
+    Timestamp, ToolId, UpdateProfile,
 };
 use hermes_native::config::{HermesConfig, McpServer, ModelSection, SCRIPTED, Seconds};
 use hermes_native::profile::{DEFAULT_PROFILE, PROFILE_NAME_RULE, valid_profile_name};
@@ -66,14 +66,7 @@ pub async fn create(
     };
     // The row first: a duplicate name must not overwrite the other profile's config.
     state.store.insert_profile(&profile).await?;
-    let config = HermesConfig {
-        model: model_section(&model),
-        mcp_servers: BTreeMap::from([(
-            MCP_SERVER_NAME.to_owned(),
-            tool_relay(state, &profile, &record.mcp_token),
-        )]),
-        other: BTreeMap::new(),
-    };
+    let config = native_config(state, &profile, &record.mcp_token, &model);
     if !provider.configures_profiles() {
         return Ok(profile);
     }
@@ -86,6 +79,67 @@ pub async fn create(
     }
     if restart {
         restart_runtime(state, &record).await?;
+    }
+    Ok(profile)
+}
+
+/// Changes the profile's model: its `config.yaml` is rewritten (and a `process` runtime
+/// restarts for the `default` profile, as for its tools).
+pub async fn update(
+    state: &AppState,
+    instance: &InstanceId,
+    id: &ProfileId,
+    body: UpdateProfile,
+) -> AppResult<Profile> {
+    let mut profile = load(state, instance, id).await?;
+    let Some(model) = body.model else {
+        return Ok(profile);
+    };
+    let record = instances::load_ready(state, instance).await?;
+    let provider = state.provider(record.instance.provider)?;
+    if !provider.configures_profiles() {
+        return Err(AppError::invalid(
+            "this instance's runtime is configured by its owner: a profile here cannot set a \
+             model",
+        ));
+    }
+    check_model(&model)?;
+    let restart = root_change_needs_restart(state, &record, &profile.native_name).await?;
+    let config = native_config(state, &profile, &record.mcp_token, &model);
+    provider
+        .configure_profile(instance, &profile.native_name, &config)
+        .await?;
+    profile.model = model.shown();
+    state.store.update_profile(&profile).await?;
+    if restart {
+        restart_runtime(state, &record).await?;
+    }
+    Ok(profile)
+}
+
+/// Deletes the profile with its sessions, turns and their logs, and its native profile's home
+/// on the runtime (the root's stays). Refused (409) while one of its turns runs.
+pub async fn delete(state: &AppState, instance: &InstanceId, id: &ProfileId) -> AppResult<Profile> {
+    let profile = load(state, instance, id).await?;
+    if state
+        .store
+        .profile_has_unfinished_turns(&profile.id)
+        .await?
+    {
+        return Err(AppError::new(
+            ErrorCode::Conflict,
+            format!(
+                "profile `{id}` has a turn that has not finished: cancel it or let it finish first"
+            ),
+        ));
+    }
+    let record = instances::load(state, instance).await?;
+    state.store.delete_profile(&profile.id).await?;
+    let provider = state.provider(record.instance.provider)?;
+    if provider.configures_profiles() {
+        provider
+            .remove_profile(instance, &profile.native_name)
+            .await?;
     }
     Ok(profile)
 }
@@ -141,6 +195,24 @@ fn check_model(model: &ModelSpec) -> AppResult<()> {
         }
     }
     Ok(())
+}
+
+/// A native profile's `config.yaml`: its model, and the control plane's tool relay as its MCP
+/// server.
+fn native_config(
+    state: &AppState,
+    profile: &Profile,
+    mcp_token: &str,
+    model: &ModelSpec,
+) -> HermesConfig {
+    HermesConfig {
+        model: model_section(model),
+        mcp_servers: BTreeMap::from([(
+            MCP_SERVER_NAME.to_owned(),
+            tool_relay(state, profile, mcp_token),
+        )]),
+        other: BTreeMap::new(),
+    }
 }
 
 /// The profile's `mcp_servers` entry: the control plane's MCP endpoint for it, with the

@@ -1,9 +1,10 @@
 //! Sessions: a conversation on a profile, optionally continuing a stored native session.
 
 use edith_types::{
-    CreateSession, InstanceId, Profile, ProfileId, Session, SessionId, Timestamp,
-    control_plane_kind,
+    CreateSession, ErrorCode, InstanceId, Profile, ProfileId, Session, SessionId, Timestamp,
+    UpdateSession, control_plane_kind,
 };
+use hermes_native::methods::{LiveSessionParams, SessionClose};
 
 use super::{instances, profiles, turns};
 use crate::error::{AppError, AppResult};
@@ -63,5 +64,53 @@ pub async fn create(
         turns::open_live_session(state, &link, &mut session, &profile).await?;
     }
     state.store.insert_session(&session).await?;
+    Ok(session)
+}
+
+/// Changes the session's title.
+pub async fn update(
+    state: &AppState,
+    instance: &InstanceId,
+    profile: &ProfileId,
+    id: &SessionId,
+    body: UpdateSession,
+) -> AppResult<Session> {
+    let (_, mut session) = load(state, instance, profile, id).await?;
+    if let Some(title) = body.title {
+        session.title = Some(title);
+        state.store.update_session(&session).await?;
+    }
+    Ok(session)
+}
+
+/// Deletes the control-plane session with its turns and their logs, and closes its live
+/// session on the runtime; the runtime's stored session stays (it can be resumed by its native
+/// id). Refused (409) while one of its turns has not finished.
+pub async fn delete(
+    state: &AppState,
+    instance: &InstanceId,
+    profile: &ProfileId,
+    id: &SessionId,
+) -> AppResult<Session> {
+    let (_, session) = load(state, instance, profile, id).await?;
+    if !state.store.delete_idle_session(&session.id).await? {
+        return Err(AppError::new(
+            ErrorCode::Conflict,
+            format!(
+                "session `{id}` has a turn that has not finished: cancel it or let it finish first"
+            ),
+        ));
+    }
+    if let Some(link) = state.gateways.existing(instance) {
+        let live = link.live.lock().expect("not poisoned").remove(&session.id);
+        if let Some(sid) = live {
+            let params = LiveSessionParams {
+                session_id: Some(sid),
+                ..Default::default()
+            };
+            // Best effort: an orphaned live session is reaped by the runtime anyway.
+            let _ = link.gateway.request::<SessionClose>(&params).await;
+        }
+    }
     Ok(session)
 }

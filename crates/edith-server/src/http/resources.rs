@@ -2,11 +2,11 @@
 
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::routing::{delete, get, post, put};
+use axum::routing::{delete, get, patch, post, put};
 use axum::{Json, response::IntoResponse};
 use edith_types::{
     CreateProfile, CreateSession, InstanceId, Page, Profile, ProfileId, RegisterTool,
-    RegisterToolHost, Session, SessionId, Tool, ToolHost, ToolId,
+    RegisterToolHost, Session, SessionId, Tool, ToolHost, ToolId, UpdateProfile, UpdateSession,
 };
 
 use super::extract::{ApiJson, ApiQuery, Ids, PageParams};
@@ -36,6 +36,18 @@ pub fn routes(api: &mut Api) {
         .summary("Get a profile.")
         .returns::<Profile>(api, 200, "The profile.");
     api.add(op, get(get_profile));
+    let op = Op::patch(PROFILE, "profile_update")
+        .summary("Change a profile's model (its native config.yaml is rewritten).")
+        .body::<UpdateProfile>(api)
+        .returns::<Profile>(api, 200, "The profile.");
+    api.add(op, patch(update_profile));
+    let op = Op::delete(PROFILE, "profile_delete")
+        .summary(
+            "Delete a profile with its sessions and turns, and its native profile's home; 409 \
+             while one of its turns has not finished.",
+        )
+        .returns::<Profile>(api, 200, "The deleted profile.");
+    api.add(op, delete(delete_profile));
     let op = Op::put(PROFILE_TOOL, "profile_tool_attach")
         .summary("Attach a callback tool to the profile; attaching twice is a no-op.")
         .returns::<Profile>(api, 200, "The profile with the tool attached.");
@@ -59,6 +71,18 @@ pub fn routes(api: &mut Api) {
         .summary("Get a session.")
         .returns::<Session>(api, 200, "The session.");
     api.add(op, get(get_session));
+    let op = Op::patch(SESSION, "session_update")
+        .summary("Change a session's title.")
+        .body::<UpdateSession>(api)
+        .returns::<Session>(api, 200, "The session.");
+    api.add(op, patch(update_session));
+    let op = Op::delete(SESSION, "session_delete")
+        .summary(
+            "Delete a session with its turns and closes its live native session (the runtime's \
+             stored session stays); 409 while one of its turns has not finished.",
+        )
+        .returns::<Session>(api, 200, "The deleted session.");
+    api.add(op, delete(delete_session));
 
     let op = Op::post("/v1/tool-hosts", "tool_host_register")
         .summary("Register an MCP endpoint that serves callback tools, with its secret.")
@@ -97,6 +121,40 @@ pub fn routes(api: &mut Api) {
 }
 
 // ---- profiles ----
+
+async fn update_profile(
+    State(state): State<AppState>,
+    ids: Ids,
+    ApiJson(body): ApiJson<UpdateProfile>,
+) -> AppResult<Json<Profile>> {
+    let (instance, id) = (ids.get("instance_id")?, ids.get("profile_id")?);
+    Ok(Json(profiles::update(&state, &instance, &id, body).await?))
+}
+
+async fn delete_profile(State(state): State<AppState>, ids: Ids) -> AppResult<Json<Profile>> {
+    let (instance, id) = (ids.get("instance_id")?, ids.get("profile_id")?);
+    Ok(Json(profiles::delete(&state, &instance, &id).await?))
+}
+
+async fn update_session(
+    State(state): State<AppState>,
+    ids: Ids,
+    ApiJson(body): ApiJson<UpdateSession>,
+) -> AppResult<Json<Session>> {
+    let (instance, profile) = (ids.get("instance_id")?, ids.get("profile_id")?);
+    let id = ids.get("session_id")?;
+    Ok(Json(
+        sessions::update(&state, &instance, &profile, &id, body).await?,
+    ))
+}
+
+async fn delete_session(State(state): State<AppState>, ids: Ids) -> AppResult<Json<Session>> {
+    let (instance, profile) = (ids.get("instance_id")?, ids.get("profile_id")?);
+    let id = ids.get("session_id")?;
+    Ok(Json(
+        sessions::delete(&state, &instance, &profile, &id).await?,
+    ))
+}
 
 async fn create_profile(
     State(state): State<AppState>,

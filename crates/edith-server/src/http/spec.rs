@@ -79,6 +79,10 @@ impl Op {
         Self::new("put", path, id)
     }
 
+    pub fn patch(path: &'static str, id: &'static str) -> Self {
+        Self::new("patch", path, id)
+    }
+
     pub fn delete(path: &'static str, id: &'static str) -> Self {
         Self::new("delete", path, id)
     }

@@ -64,6 +64,18 @@ impl GatewayPool {
         Ok(link)
     }
 
+    /// The instance's open connection, if there is one now (nothing is started or waited for).
+    pub fn existing(&self, instance: &InstanceId) -> Option<Arc<Link>> {
+        let slot = self
+            .slots
+            .lock()
+            .expect("not poisoned")
+            .get(instance)?
+            .clone();
+        let current = slot.try_lock().ok()?;
+        current.clone().filter(|link| !link.gateway.is_closed())
+    }
+
     /// Forgets the instance's connection (it closes when the last user lets go).
     pub async fn forget(&self, instance: &InstanceId) {
         let slot = self.slots.lock().expect("not poisoned").remove(instance);

@@ -77,6 +77,23 @@ impl Homes {
         }
     }
 
+    /// Removes a named native profile's home (the root stays: it is the runtime's own). Idempotent.
+    pub async fn remove_profile(
+        &self,
+        instance: &InstanceId,
+        native_name: &str,
+    ) -> Result<(), ProviderError> {
+        if native_name == DEFAULT_PROFILE {
+            return Ok(());
+        }
+        let home = self.home(instance).join("profiles").join(native_name);
+        match tokio::fs::remove_dir_all(&home).await {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(io_error("cannot remove", &home, e)),
+        }
+    }
+
     /// Creates or rewrites a native profile's home and `config.yaml`; a home it had to create
     /// is removed again when writing fails.
     pub async fn configure_profile(

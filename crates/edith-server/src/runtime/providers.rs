@@ -56,6 +56,15 @@ pub trait RuntimeProvider: Send + Sync {
         native_name: &str,
         config: &HermesConfig,
     ) -> Result<(), ProviderError>;
+    /// Removes a native profile's home (not the root's). Idempotent.
+    async fn remove_profile(
+        &self,
+        instance: &InstanceId,
+        native_name: &str,
+    ) -> Result<(), ProviderError> {
+        let _ = (instance, native_name);
+        Ok(())
+    }
     /// How many runtimes this provider runs now.
     async fn running_count(&self) -> usize {
         0

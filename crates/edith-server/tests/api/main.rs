@@ -7,6 +7,7 @@ mod jobs;
 mod limits;
 mod providers;
 mod relay;
+mod resources;
 
 use std::time::Duration;
 

@@ -308,6 +308,14 @@ impl RuntimeProvider for ProcessProvider {
             .await
     }
 
+    async fn remove_profile(
+        &self,
+        instance: &InstanceId,
+        native_name: &str,
+    ) -> Result<(), ProviderError> {
+        self.homes.remove_profile(instance, native_name).await
+    }
+
     async fn running_count(&self) -> usize {
         self.running.lock().await.len()
     }

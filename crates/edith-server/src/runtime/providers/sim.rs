@@ -124,6 +124,14 @@ impl RuntimeProvider for SimProvider {
             .await
     }
 
+    async fn remove_profile(
+        &self,
+        instance: &InstanceId,
+        native_name: &str,
+    ) -> Result<(), ProviderError> {
+        self.runtimes.remove_profile(instance, native_name).await
+    }
+
     async fn running_count(&self) -> usize {
         self.runtimes.running_count().await
     }

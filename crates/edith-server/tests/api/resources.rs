@@ -1,0 +1,124 @@
+//! Profiles and sessions are changed and deleted: a profile's model is rewritten in its native
+//! config, deleting takes what belongs to it along, and nothing is deleted from under a turn.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::{Ctx, assert_problem};
+
+impl Ctx {
+    /// Starts a turn on `turns` that waits for an approval; its path.
+    async fn waiting_turn(&self, turns: &str) -> String {
+        let input = r#"{"input": "terminal {\"command\": \"rm -rf /tmp/edith-delete-nothing\"}"}"#;
+        let (status, turn) = self.post(turns, input).await;
+        assert_eq!(status, 202, "{turn}");
+        let path = format!("{turns}/{}", turn["id"].as_str().unwrap());
+        for _ in 0..200 {
+            if self.get(&path).await.1["state"] == "requires_action" {
+                return path;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        panic!("the turn never asked for an approval");
+    }
+
+    /// Cancels the turn at `path` and waits for its end.
+    async fn cancel_turn(&self, path: &str) {
+        let (status, body) = self.post(&format!("{path}/cancel"), "{}").await;
+        assert!(status < 300, "{body}");
+        self.sse(&format!("{path}/events"), None).await;
+    }
+
+    async fn delete(&self, path: &str) -> (u16, Value) {
+        self.send(reqwest::Method::DELETE, path, None).await
+    }
+}
+
+#[tokio::test]
+async fn a_profiles_model_is_changed_in_its_native_config() {
+    let ctx = Ctx::start().await;
+    let iid = ctx.ready_instance().await;
+    let (_, profile) = ctx
+        .post(&format!("/v1/instances/{iid}/profiles"), r#"{"name": "p"}"#)
+        .await;
+    let path = format!(
+        "/v1/instances/{iid}/profiles/{}",
+        profile["id"].as_str().unwrap()
+    );
+    let model = json!({"model": {"provider": "openai_compatible", "base_url": "http://127.0.0.1:9/v1",
+        "model": "m", "api_key": "sk-secret-never-shown"}});
+    let (status, changed) = ctx
+        .send(reqwest::Method::PATCH, &path, Some(&model.to_string()))
+        .await;
+    assert_eq!(status, 200, "{changed}");
+    assert_eq!(changed["model"]["provider"], "openai_compatible");
+    assert_eq!(changed["model"]["api_key_set"], true);
+    assert!(!changed.to_string().contains("sk-secret"));
+    assert_eq!(ctx.get(&path).await.1, changed);
+    let config = ctx
+        .dir
+        .path()
+        .join("instances")
+        .join(&iid)
+        .join("home/profiles/p/config.yaml");
+    let written = std::fs::read_to_string(config).unwrap();
+    assert!(written.contains("http://127.0.0.1:9/v1"), "{written}");
+    let bad =
+        json!({"model": {"provider": "openai_compatible", "base_url": "ftp://x", "model": "m"}});
+    let refused = ctx
+        .send(reqwest::Method::PATCH, &path, Some(&bad.to_string()))
+        .await;
+    assert_problem(&refused, 400, "invalid_request");
+}
+
+#[tokio::test]
+async fn deleting_takes_what_belongs_along_but_never_from_under_a_turn() {
+    let ctx = Ctx::start().await;
+    let iid = ctx.ready_instance().await;
+    let turns = ctx.turns_path(&iid).await;
+    let session = turns.trim_end_matches("/turns").to_owned();
+    let profile = session[..session.find("/sessions/").unwrap()].to_owned();
+    let home = ctx
+        .dir
+        .path()
+        .join("instances")
+        .join(&iid)
+        .join("home/profiles/p");
+    assert!(home.is_dir());
+
+    // A session: titled, then deleted; its turns go with it.
+    let (status, titled) = ctx
+        .send(
+            reqwest::Method::PATCH,
+            &session,
+            Some(r#"{"title": "first"}"#),
+        )
+        .await;
+    assert_eq!((status, titled["title"].as_str()), (200, Some("first")));
+    let finished = ctx.turn_on(&turns, "hello").await;
+    let turn = format!("{turns}/{}", finished["turn_id"].as_str().unwrap());
+    assert_eq!(ctx.get(&turn).await.0, 200);
+    let waiting = ctx.waiting_turn(&turns).await;
+    assert_problem(&ctx.delete(&session).await, 409, "conflict");
+    assert_problem(&ctx.delete(&profile).await, 409, "conflict");
+    ctx.cancel_turn(&waiting).await;
+    let (status, deleted) = ctx.delete(&session).await;
+    assert_eq!(status, 200, "{deleted}");
+    assert_eq!(ctx.get(&session).await.0, 404);
+    assert_eq!(ctx.get(&turn).await.0, 404);
+
+    // The profile: its sessions and its native home go too.
+    let (_, other) = ctx.post(&format!("{profile}/sessions"), "{}").await;
+    let other = format!("{profile}/sessions/{}", other["id"].as_str().unwrap());
+    let (status, deleted) = ctx.delete(&profile).await;
+    assert_eq!(status, 200, "{deleted}");
+    assert_eq!(ctx.get(&profile).await.0, 404);
+    assert_eq!(ctx.get(&other).await.0, 404);
+    assert!(!home.exists(), "the native profile's home is removed");
+    // Its name is free again.
+    let (status, again) = ctx
+        .post(&format!("/v1/instances/{iid}/profiles"), r#"{"name": "p"}"#)
+        .await;
+    assert_eq!(status, 201, "{again}");
+}
