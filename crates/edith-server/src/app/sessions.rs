@@ -106,7 +106,6 @@ pub async fn delete(
         if let Some(sid) = live {
             let params = LiveSessionParams {
                 session_id: Some(sid),
-                ..Default::default()
             };
             // Best effort: an orphaned live session is reaped by the runtime anyway.
             let _ = link.gateway.request::<SessionClose>(&params).await;
