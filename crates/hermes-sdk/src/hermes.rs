@@ -67,6 +67,35 @@ impl Hermes {
         }
     }
 
+    /// Registers `host` — a [`crate::ToolHost`] served on its own, e.g. in another process than
+    /// the control plane — with its secret, and every tool it serves now, in one call: the
+    /// control plane calls them with that secret. Returns the tools as registered (attach them
+    /// to profiles by id).
+    #[cfg(feature = "tool-host")]
+    pub async fn register_tool_host(
+        &self,
+        host: &crate::ToolHost,
+    ) -> Result<Vec<edith_types::Tool>> {
+        let registered = self
+            .sdk()
+            .tool_host_register(&edith_types::RegisterToolHost {
+                url: host.url().to_owned(),
+                secret: host.secret().to_owned(),
+            })
+            .await?;
+        let mut tools = Vec::new();
+        for tool in host.descriptors() {
+            let body = edith_types::RegisterTool {
+                name: tool.name,
+                description: tool.description,
+                input_schema: tool.input_schema,
+                host_id: registered.id.clone(),
+            };
+            tools.push(self.sdk().tool_register(&body).await?);
+        }
+        Ok(tools)
+    }
+
     /// What the control plane offers: providers, runtimes, the pinned native catalog.
     pub async fn capabilities(&self) -> Result<edith_types::Capabilities> {
         self.root.sdk.capabilities_get().await

@@ -41,10 +41,9 @@ struct Registry {
     tools: RwLock<BTreeMap<String, Tool>>,
 }
 
-impl ToolService for Registry {
-    async fn list_tools(&self) -> Result<Vec<ToolDescriptor>, String> {
-        Ok(self
-            .tools
+impl Registry {
+    fn descriptors(&self) -> Vec<ToolDescriptor> {
+        self.tools
             .read()
             .expect("not poisoned")
             .values()
@@ -53,7 +52,13 @@ impl ToolService for Registry {
                 description: tool.description.clone(),
                 input_schema: tool.input_schema.clone(),
             })
-            .collect())
+            .collect()
+    }
+}
+
+impl ToolService for Registry {
+    async fn list_tools(&self) -> Result<Vec<ToolDescriptor>, String> {
+        Ok(self.descriptors())
     }
 
     async fn call_tool(&self, name: &str, args: Value) -> Result<ToolOutput, ToolCallError> {
@@ -130,6 +135,11 @@ impl ToolHost {
             .write()
             .expect("not poisoned")
             .insert(tool.name.clone(), tool);
+    }
+
+    /// The tools it serves now, as the control plane registers them.
+    pub(crate) fn descriptors(&self) -> Vec<ToolDescriptor> {
+        self.tools.descriptors()
     }
 
     /// Stops serving; calls in flight finish first.
