@@ -52,6 +52,9 @@ fn id_type(param: &str) -> &'static str {
 /// The Rust type of a schema: a `$ref` names an `edith_types` type (`PageOfX` is `Page<X>`);
 /// anything else is free JSON.
 fn rust_type(schema: &Value, uses: &mut BTreeSet<String>) -> String {
+    if schema["type"] == "array" && schema["items"].get("$ref").is_some() {
+        return format!("Vec<{}>", rust_type(&schema["items"], uses));
+    }
     let Some(reference) = schema.get("$ref").and_then(Value::as_str) else {
         return "serde_json::Value".to_owned();
     };
@@ -461,6 +464,7 @@ mod tests {
                     "hermes-native",
                 ],
             ),
+            ("edith-cli", &["edith-server", "edith-types", "hermes-sdk"]),
             (
                 "xtask",
                 &["edith-server", "hermes-native", "hermes-runtime"],

@@ -310,7 +310,7 @@ async fn edith_makes_its_first_admin_key_in_a_private_file_and_never_logs_it() {
 #[tokio::test]
 async fn edith_refuses_to_listen_beyond_loopback_unless_tls_is_in_front() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_edith"))
+    let output = tokio::process::Command::new(crate::edith_binary())
         .args(["serve", "--listen", "0.0.0.0:0", "--data-dir"])
         .arg(dir.path())
         .env("EDITH_API_KEY", ADMIN_KEY)

@@ -28,6 +28,22 @@ fn client_with_key(key: &str) -> reqwest::Client {
         .expect("a client")
 }
 
+/// The `edith` binary (crate `edith-cli`), built beside the tests by `cargo build --workspace`.
+pub fn edith_binary() -> std::path::PathBuf {
+    let exe = std::env::current_exe().expect("the test's path");
+    let dir = exe
+        .parent()
+        .and_then(std::path::Path::parent)
+        .expect("target dir");
+    let edith = dir.join("edith");
+    assert!(
+        edith.is_file(),
+        "the edith binary is built beside the tests (`cargo build --workspace`): {}",
+        edith.display()
+    );
+    edith
+}
+
 /// `edith serve` on `dir` with `listen`, `extra` flags and `EDITH_API_KEY` = `key` (unset when
 /// `None`), once it printed its ready line.
 async fn edith_serve(
@@ -36,7 +52,7 @@ async fn edith_serve(
     extra: &[&str],
     key: Option<&str>,
 ) -> testkit::ReadyProcess {
-    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_edith"));
+    let mut command = tokio::process::Command::new(crate::edith_binary());
     command
         .args(["serve", "--listen", listen])
         .args(extra)
@@ -620,7 +636,7 @@ async fn the_edith_binary_prints_its_ready_line_and_serves_its_contract() {
 
 #[tokio::test]
 async fn the_edith_binary_refuses_bad_arguments() {
-    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_edith"))
+    let output = tokio::process::Command::new(crate::edith_binary())
         .args(["serve", "--listen", "nowhere"])
         .output()
         .await

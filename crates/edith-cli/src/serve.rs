@@ -1,33 +1,14 @@
-//! `edith serve [--listen ADDR] [--data-dir DIR]`: the control plane as a process;
-//! `edith openapi`: its contract.
+//! `edith serve`: the control plane as a process.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand};
+use clap::Args;
 use edith_server::{RuntimeCommand, ServerConfig};
 
-/// The EDITH control plane for Hermes agent runtimes.
-#[derive(Parser)]
-#[command(name = "edith", version, arg_required_else_help = true)]
-struct Cli {
-    #[command(subcommand)]
-    command: Command,
-}
-
-#[derive(Subcommand)]
-enum Command {
-    /// Serve the control plane (REST + SSE under /v1). Prints `EDITH_READY url=http://<addr>`
-    /// once it accepts requests; stops cleanly on SIGTERM or Ctrl-C. Its first admin API key is
-    /// `EDITH_API_KEY`; without it, one is made and written to `<data-dir>/admin.key`.
-    Serve(Serve),
-    /// Print the control-plane contract (OpenAPI 3.1).
-    Openapi,
-}
-
 #[derive(Args)]
-struct Serve {
+pub struct Serve {
     /// Address to bind, e.g. 127.0.0.1:8080; port 0 lets the OS pick.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080", value_parser = listen_addr)]
     listen: SocketAddr,
@@ -80,35 +61,23 @@ fn listen_addr(raw: &str) -> Result<SocketAddr, String> {
         .map_err(|_| format!("`--listen {raw}` is not an address like 127.0.0.1:8080"))
 }
 
-#[tokio::main]
-async fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_target(false)
-        .init();
-    let config = match Cli::parse().command {
-        Command::Serve(serve) => ServerConfig {
-            listen: serve.listen,
-            data_dir: serve.data_dir,
-            // From the environment, never a flag: a flag shows in every process listing.
-            admin_key: std::env::var(edith_server::ADMIN_KEY_VARIABLE)
-                .ok()
-                .filter(|k| !k.is_empty()),
-            behind_tls_proxy: serve.behind_tls_proxy,
-            runtimes: edith_server::builtin_runtimes()
-                .into_iter()
-                .chain(serve.runtimes)
-                .collect(),
-            limits: Default::default(),
-            sim_provider: serve.sim_provider,
-        },
-        Command::Openapi => {
-            println!(
-                "{}",
-                serde_json::to_string_pretty(edith_server::openapi()).expect("JSON")
-            );
-            return ExitCode::SUCCESS;
-        }
+/// Serves until SIGTERM or Ctrl-C. Prints `EDITH_READY url=http://<addr>` once it accepts
+/// requests.
+pub async fn run(serve: Serve) -> ExitCode {
+    let config = ServerConfig {
+        listen: serve.listen,
+        data_dir: serve.data_dir,
+        // From the environment, never a flag: a flag shows in every process listing.
+        admin_key: std::env::var(edith_server::ADMIN_KEY_VARIABLE)
+            .ok()
+            .filter(|k| !k.is_empty()),
+        behind_tls_proxy: serve.behind_tls_proxy,
+        runtimes: edith_server::builtin_runtimes()
+            .into_iter()
+            .chain(serve.runtimes)
+            .collect(),
+        limits: Default::default(),
+        sim_provider: serve.sim_provider,
     };
     let server = match edith_server::start(config).await {
         Ok(server) => server,

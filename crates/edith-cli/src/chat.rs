@@ -1,0 +1,140 @@
+//! `edith chat`: a conversation with a profile at the terminal. Each line is a turn; answers
+//! stream as they come, tool calls show as they happen, approvals and questions are asked
+//! inline. Ctrl-C cancels the running turn; a second Ctrl-C (or end of input) quits. The
+//! session id is printed so the conversation can be taken up again with `--session`.
+
+use std::io::Write;
+
+use clap::Args;
+use edith_types::{ApprovalChoice, InstanceId, ProfileId, SessionId, TurnEventKind};
+use futures_util::StreamExt;
+use hermes::{Hermes, Result, SessionHandle, TurnHandle};
+use tokio::io::{AsyncBufReadExt, BufReader, Lines, Stdin};
+
+#[derive(Args)]
+pub struct Chat {
+    instance: InstanceId,
+    profile: ProfileId,
+    /// Go on with this session instead of starting one.
+    #[arg(long)]
+    session: Option<SessionId>,
+}
+
+type Input = Lines<BufReader<Stdin>>;
+
+pub async fn run(hermes: &Hermes, chat: Chat) -> Result<()> {
+    let profile = hermes.instance(&chat.instance).profile(&chat.profile);
+    let session = match &chat.session {
+        Some(id) => {
+            let session = profile.session(id);
+            session.get().await?;
+            session
+        }
+        None => profile.sessions().create().await?,
+    };
+    eprintln!(
+        "session {} (take it up again with --session {}); Ctrl-C cancels a turn, twice quits",
+        session.id(),
+        session.id()
+    );
+    let mut input = BufReader::new(tokio::io::stdin()).lines();
+    loop {
+        prompt("> ");
+        let line = tokio::select! {
+            line = input.next_line() => line,
+            _ = tokio::signal::ctrl_c() => return Ok(()),
+        };
+        let Ok(Some(line)) = line else {
+            return Ok(());
+        };
+        if line.trim().is_empty() {
+            continue;
+        }
+        if !converse(&session, &line, &mut input).await? {
+            return Ok(());
+        }
+    }
+}
+
+fn prompt(text: &str) {
+    print!("{text}");
+    let _ = std::io::stdout().flush();
+}
+
+/// Runs one turn to its end; false when the user asked to quit.
+async fn converse(session: &SessionHandle, line: &str, input: &mut Input) -> Result<bool> {
+    let turn = session.send(line).await?;
+    let mut events = turn.events();
+    let mut cancelled = false;
+    loop {
+        let event = tokio::select! {
+            event = events.next() => event,
+            _ = tokio::signal::ctrl_c() => {
+                if cancelled {
+                    return Ok(false);
+                }
+                cancelled = true;
+                eprintln!("\n[cancelling; Ctrl-C again quits]");
+                turn.cancel().await?;
+                continue;
+            }
+        };
+        let Some(event) = event else {
+            return Ok(true);
+        };
+        match event?.kind {
+            TurnEventKind::MessageDelta { text } => prompt(&text),
+            TurnEventKind::ToolStarted { name, .. } => println!("\n[tool {name} …]"),
+            TurnEventKind::ToolCompleted { name, result, .. } => {
+                println!("[tool {name} -> {result}]")
+            }
+            TurnEventKind::ApprovalRequested {
+                command, choices, ..
+            } => approve(&turn, &command, &choices, input).await?,
+            TurnEventKind::ClarifyRequested {
+                request_id,
+                question,
+                choices,
+                ..
+            } => {
+                let choices = if choices.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", choices.join(", "))
+                };
+                prompt(&format!("\n{question}{choices}: "));
+                let answer = input.next_line().await.ok().flatten().unwrap_or_default();
+                turn.answer(&request_id, answer.trim()).await?;
+            }
+            TurnEventKind::TurnFinished { state, error, .. } => {
+                println!();
+                if let Some(error) = error {
+                    eprintln!("[turn {}: {error}]", state.as_str());
+                }
+                return Ok(true);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Asks whether the command may run, until the answer is one of `choices`.
+async fn approve(
+    turn: &TurnHandle,
+    command: &str,
+    choices: &[String],
+    input: &mut Input,
+) -> Result<()> {
+    loop {
+        prompt(&format!("\nrun `{command}`? [{}]: ", choices.join("/")));
+        let answer = input.next_line().await.ok().flatten().unwrap_or_default();
+        let answer = answer.trim();
+        // End of input answers `deny`: nothing runs without a yes.
+        let answer = if answer.is_empty() { "deny" } else { answer };
+        if let Ok(choice) = answer.parse::<ApprovalChoice>() {
+            turn.approve(choice).await?;
+            return Ok(());
+        }
+        eprintln!("answer one of: {}", choices.join(", "));
+    }
+}

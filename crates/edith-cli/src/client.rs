@@ -1,0 +1,395 @@
+//! The client commands: each resource's list, get, create and delete, through the SDK.
+
+use clap::Subcommand;
+use edith_types::{
+    ApiKeyId, CreateApiKey, CreateInstance, CreateSession, InstanceId, JobEventKind, JobId,
+    ProfileId, ProviderKind, Scope, SessionId, ToolId, TurnEventKind,
+};
+use futures_util::StreamExt;
+use hermes::{Hermes, PageRequest, ProfileSpec, Result};
+
+use crate::Output;
+use crate::output;
+
+/// Every item of a paginated list, page after page.
+async fn all<T, F, Fut>(mut fetch: F) -> Result<Vec<T>>
+where
+    F: FnMut(PageRequest) -> Fut,
+    Fut: std::future::Future<Output = Result<edith_types::Page<T>>>,
+{
+    let mut items = Vec::new();
+    let mut page = PageRequest {
+        cursor: None,
+        limit: Some(200),
+    };
+    loop {
+        let fetched = fetch(page.clone()).await?;
+        items.extend(fetched.items);
+        match fetched.next_cursor {
+            Some(cursor) => page.cursor = Some(cursor),
+            None => return Ok(items),
+        }
+    }
+}
+
+fn provider_arg(raw: &str) -> std::result::Result<ProviderKind, String> {
+    raw.parse()
+        .map_err(|_| format!("`{raw}` is not a provider: embedded, process, external or sim"))
+}
+
+fn scope_arg(raw: &str) -> std::result::Result<Scope, String> {
+    raw.parse()
+        .map_err(|_| format!("`{raw}` is not a scope: read, write or admin"))
+}
+
+#[derive(Subcommand)]
+pub enum Instances {
+    /// List instances.
+    List,
+    /// Show one instance.
+    Get { id: InstanceId },
+    /// Create an instance and wait until it is ready, showing its provisioning steps.
+    Create {
+        name: String,
+        /// `embedded` (default) or `process`.
+        #[arg(long, default_value = "embedded", value_parser = provider_arg)]
+        provider: ProviderKind,
+        /// For `process`: which runtime (see `edith runtimes`).
+        #[arg(long)]
+        runtime: Option<String>,
+        /// Return at once instead of following the provisioning job.
+        #[arg(long)]
+        no_wait: bool,
+    },
+    /// Delete an instance and wait until its runtime is gone.
+    Delete { id: InstanceId },
+}
+
+pub async fn instances(hermes: &Hermes, command: Instances, out: Output) -> Result<()> {
+    match command {
+        Instances::List => {
+            let items = all(|page| async move { hermes.instances().list(&page).await }).await?;
+            output::list(&items, out);
+        }
+        Instances::Get { id } => output::one(&hermes.instance(&id).get().await?, out),
+        Instances::Create {
+            name,
+            provider,
+            runtime,
+            no_wait,
+        } => {
+            let spec = CreateInstance {
+                name,
+                provider,
+                runtime,
+                url: None,
+                token: None,
+                restart_policy: Default::default(),
+                max_restarts: None,
+                sim: None,
+            };
+            let creation = hermes.instances().create_with(&spec).await?;
+            if !no_wait {
+                follow_job(hermes, &creation.job.id, out).await?;
+            }
+            output::one(&creation.handle().get().await?, out);
+        }
+        Instances::Delete { id } => {
+            hermes.instance(&id).delete().await?;
+            if out == Output::Table {
+                println!("deleted {id}");
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Follows a job's steps to its end; people see each step as it goes (on stderr, so the
+/// answer on stdout stays clean).
+async fn follow_job(hermes: &Hermes, job: &JobId, out: Output) -> Result<()> {
+    let mut events = hermes.sdk().job_events(job, 0);
+    while let Some(event) = events.next().await {
+        match event?.kind {
+            JobEventKind::StepStarted { step, index, of } if out == Output::Table => {
+                eprintln!("[{index}/{of}] {step} …");
+            }
+            JobEventKind::JobFinished {
+                error: Some(error), ..
+            } => {
+                eprintln!("failed: {error}");
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+#[derive(Subcommand)]
+pub enum Profiles {
+    /// List an instance's profiles.
+    List {
+        #[arg(long)]
+        instance: InstanceId,
+    },
+    /// Show one profile.
+    Get {
+        #[arg(long)]
+        instance: InstanceId,
+        id: ProfileId,
+    },
+    /// Create a profile (the scripted offline model; attach tools with `--tool`).
+    Create {
+        #[arg(long)]
+        instance: InstanceId,
+        name: String,
+        /// A callback tool to attach (repeatable).
+        #[arg(long = "tool")]
+        tools: Vec<ToolId>,
+    },
+    /// Delete a profile with its sessions and turns.
+    Delete {
+        #[arg(long)]
+        instance: InstanceId,
+        id: ProfileId,
+    },
+}
+
+pub async fn profiles(hermes: &Hermes, command: Profiles, out: Output) -> Result<()> {
+    match command {
+        Profiles::List { instance } => {
+            let profiles = hermes.instance(&instance).profiles();
+            let items = all(|page| {
+                let profiles = &profiles;
+                async move { profiles.list(&page).await }
+            })
+            .await?;
+            output::list(&items, out);
+        }
+        Profiles::Get { instance, id } => {
+            output::one(&hermes.instance(&instance).profile(&id).get().await?, out)
+        }
+        Profiles::Create {
+            instance,
+            name,
+            tools,
+        } => {
+            let mut spec = ProfileSpec::new(&name);
+            for tool in &tools {
+                spec = spec.tool(&hermes.sdk().tool_get(tool).await?);
+            }
+            let profile = hermes.instance(&instance).profiles().create(spec).await?;
+            output::one(&profile.get().await?, out);
+        }
+        Profiles::Delete { instance, id } => {
+            let deleted = hermes.instance(&instance).profile(&id).delete().await?;
+            output::one(&deleted, out);
+        }
+    }
+    Ok(())
+}
+
+#[derive(Subcommand)]
+pub enum Sessions {
+    /// List a profile's sessions.
+    List {
+        #[arg(long)]
+        instance: InstanceId,
+        #[arg(long)]
+        profile: ProfileId,
+    },
+    /// Create a session.
+    Create {
+        #[arg(long)]
+        instance: InstanceId,
+        #[arg(long)]
+        profile: ProfileId,
+        #[arg(long)]
+        title: Option<String>,
+    },
+    /// Delete a session with its turns.
+    Delete {
+        #[arg(long)]
+        instance: InstanceId,
+        #[arg(long)]
+        profile: ProfileId,
+        id: SessionId,
+    },
+}
+
+pub async fn sessions(hermes: &Hermes, command: Sessions, out: Output) -> Result<()> {
+    match command {
+        Sessions::List { instance, profile } => {
+            let sessions = hermes.instance(&instance).profile(&profile).sessions();
+            let items = all(|page| {
+                let sessions = &sessions;
+                async move { sessions.list(&page).await }
+            })
+            .await?;
+            output::list(&items, out);
+        }
+        Sessions::Create {
+            instance,
+            profile,
+            title,
+        } => {
+            let body = CreateSession {
+                title,
+                resume_native_session_id: None,
+            };
+            let profile = hermes.instance(&instance).profile(&profile);
+            let session = profile.sessions().create_with(body).await?;
+            output::one(&session.get().await?, out);
+        }
+        Sessions::Delete {
+            instance,
+            profile,
+            id,
+        } => {
+            let session = hermes.instance(&instance).profile(&profile).session(&id);
+            output::one(&session.delete().await?, out);
+        }
+    }
+    Ok(())
+}
+
+#[derive(Subcommand)]
+pub enum Turns {
+    /// Send `input` on a session and stream the answer until the turn ends (a turn that waits
+    /// for an approval or a question is left waiting: answer it in `edith chat`).
+    Send {
+        #[arg(long)]
+        instance: InstanceId,
+        #[arg(long)]
+        profile: ProfileId,
+        #[arg(long)]
+        session: SessionId,
+        input: String,
+    },
+}
+
+pub async fn turns(hermes: &Hermes, command: Turns, out: Output) -> Result<()> {
+    let Turns::Send {
+        instance,
+        profile,
+        session,
+        input,
+    } = command;
+    let session = hermes
+        .instance(&instance)
+        .profile(&profile)
+        .session(&session);
+    let turn = session.send(&input).await?;
+    let mut events = turn.events();
+    while let Some(event) = events.next().await {
+        let event = event?;
+        match (&event.kind, out) {
+            (_, Output::Json) => println!("{}", serde_json::to_string(&event).expect("JSON")),
+            (TurnEventKind::MessageDelta { text }, Output::Table) => print!("{text}"),
+            (TurnEventKind::ToolCompleted { name, result, .. }, Output::Table) => {
+                println!("[tool {name} -> {result}]")
+            }
+            (TurnEventKind::ApprovalRequested { command, .. }, Output::Table) => {
+                println!("\n[waiting for an approval of `{command}`: answer in `edith chat`]");
+                return Ok(());
+            }
+            (TurnEventKind::TurnFinished { state, error, .. }, Output::Table) => {
+                println!();
+                if let Some(error) = error {
+                    eprintln!("turn {}: {error}", state.as_str());
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+#[derive(Subcommand)]
+pub enum Jobs {
+    /// Show a job; with `--follow`, follow its steps to its end first.
+    Get {
+        id: JobId,
+        #[arg(long)]
+        follow: bool,
+    },
+}
+
+pub async fn jobs(hermes: &Hermes, command: Jobs, out: Output) -> Result<()> {
+    let Jobs::Get { id, follow } = command;
+    if follow {
+        follow_job(hermes, &id, out).await?;
+    }
+    output::one(&hermes.sdk().job_get(&id).await?, out);
+    Ok(())
+}
+
+#[derive(Subcommand)]
+pub enum Keys {
+    /// List API keys (never their secrets).
+    List,
+    /// Create a key; its secret is shown this once.
+    Create {
+        name: String,
+        /// `read`, `write` or `admin`.
+        #[arg(long, value_parser = scope_arg)]
+        scope: Scope,
+    },
+    /// Revoke a key.
+    Revoke { id: ApiKeyId },
+}
+
+pub async fn keys(hermes: &Hermes, command: Keys, out: Output) -> Result<()> {
+    let sdk = hermes.sdk();
+    match command {
+        Keys::List => {
+            let items = all(|page| async move { sdk.key_list(&page).await }).await?;
+            output::list(&items, out);
+        }
+        Keys::Create { name, scope } => {
+            let body = CreateApiKey {
+                name,
+                scope,
+                instances: None,
+            };
+            let created = sdk.key_create(&body).await?;
+            match out {
+                Output::Json => output::json(&created),
+                Output::Table => {
+                    output::one(&created.key, out);
+                    println!("secret (shown once): {}", created.secret);
+                }
+            }
+        }
+        Keys::Revoke { id } => output::one(&sdk.key_revoke(&id).await?, out),
+    }
+    Ok(())
+}
+
+#[derive(Subcommand)]
+pub enum Tools {
+    /// List callback tools.
+    List,
+    /// Show one tool.
+    Get { id: ToolId },
+    /// Delete a tool no profile uses.
+    Delete { id: ToolId },
+}
+
+pub async fn tools(hermes: &Hermes, command: Tools, out: Output) -> Result<()> {
+    let sdk = hermes.sdk();
+    match command {
+        Tools::List => {
+            let items = all(|page| async move { sdk.tool_list(&page).await }).await?;
+            output::list(&items, out);
+        }
+        Tools::Get { id } => output::one(&sdk.tool_get(&id).await?, out),
+        Tools::Delete { id } => output::one(&sdk.tool_delete(&id).await?, out),
+    }
+    Ok(())
+}
+
+pub async fn runtimes(hermes: &Hermes, out: Output) -> Result<()> {
+    let items = hermes.sdk().runtime_list().await?;
+    output::list(&items, out);
+    Ok(())
+}

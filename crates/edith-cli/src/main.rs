@@ -1,0 +1,118 @@
+//! `edith`: `edith serve` runs the control plane; the other commands are its clients, for
+//! people at a terminal and for scripts (`--output json`), through the SDK.
+
+mod chat;
+mod client;
+mod output;
+mod serve;
+
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// The EDITH control plane for Hermes agent runtimes, and its command-line client.
+#[derive(Parser)]
+#[command(name = "edith", version, arg_required_else_help = true)]
+struct Cli {
+    #[command(flatten)]
+    target: Target,
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// Which control plane the client commands talk to, and how they answer.
+#[derive(Args, Clone)]
+pub struct Target {
+    /// The control plane's base URL.
+    #[arg(
+        long,
+        global = true,
+        env = "EDITH_URL",
+        default_value = "http://127.0.0.1:8080"
+    )]
+    pub url: String,
+    /// An API key (`Authorization: Bearer …`); `edith serve` writes its first admin key to
+    /// `<data-dir>/admin.key`.
+    #[arg(long, global = true, env = "EDITH_API_KEY", hide_env_values = true)]
+    pub api_key: Option<String>,
+    /// Tables for people, JSON for scripts.
+    #[arg(long, global = true, value_enum, default_value_t = Output::Table)]
+    pub output: Output,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Output {
+    Table,
+    Json,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve the control plane (REST + SSE under /v1). Prints `EDITH_READY url=http://<addr>`
+    /// once it accepts requests; stops cleanly on SIGTERM or Ctrl-C. Its first admin API key is
+    /// `EDITH_API_KEY`; without it, one is made and written to `<data-dir>/admin.key`.
+    Serve(serve::Serve),
+    /// Print the control-plane contract (OpenAPI 3.1).
+    Openapi,
+    /// Runtime instances: list, get, create (waits until ready), delete.
+    #[command(subcommand)]
+    Instances(client::Instances),
+    /// Profiles of an instance: list, get, create, delete.
+    #[command(subcommand)]
+    Profiles(client::Profiles),
+    /// Sessions of a profile: list, get, create, delete.
+    #[command(subcommand)]
+    Sessions(client::Sessions),
+    /// Turns: send one and follow it to its end.
+    #[command(subcommand)]
+    Turns(client::Turns),
+    /// Provisioning jobs: get one, or follow it.
+    #[command(subcommand)]
+    Jobs(client::Jobs),
+    /// API keys (admin): list, create, revoke.
+    #[command(subcommand)]
+    Keys(client::Keys),
+    /// Callback tools: list, get, delete.
+    #[command(subcommand)]
+    Tools(client::Tools),
+    /// The runtimes `process` instances may run, with their versions.
+    Runtimes,
+    /// Talk with a profile: streamed answers, tool calls as they happen, approvals and
+    /// questions asked inline; Ctrl-C cancels the running turn, a second one quits.
+    Chat(chat::Chat),
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .init();
+    let cli = Cli::parse();
+    let client = || hermes::Hermes::remote(&cli.target.url, cli.target.api_key.as_deref());
+    let out = cli.target.output;
+    let done = match cli.command {
+        Command::Serve(serve) => return serve::run(serve).await,
+        Command::Openapi => {
+            let contract = serde_json::to_string_pretty(edith_server::openapi());
+            println!("{}", contract.expect("JSON"));
+            return ExitCode::SUCCESS;
+        }
+        Command::Instances(command) => client::instances(&client(), command, out).await,
+        Command::Profiles(command) => client::profiles(&client(), command, out).await,
+        Command::Sessions(command) => client::sessions(&client(), command, out).await,
+        Command::Turns(command) => client::turns(&client(), command, out).await,
+        Command::Jobs(command) => client::jobs(&client(), command, out).await,
+        Command::Keys(command) => client::keys(&client(), command, out).await,
+        Command::Tools(command) => client::tools(&client(), command, out).await,
+        Command::Runtimes => client::runtimes(&client(), out).await,
+        Command::Chat(chat) => chat::run(&client(), chat).await,
+    };
+    match done {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("edith: {}", output::explain(&e));
+            ExitCode::FAILURE
+        }
+    }
+}

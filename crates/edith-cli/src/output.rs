@@ -1,0 +1,192 @@
+//! How the client commands answer: aligned tables for people, JSON for scripts; and errors that
+//! say what to do next.
+
+use edith_types::{ApiKey, ErrorCode, Instance, Job, Profile, RuntimeInfo, Session, Tool, Turn};
+use hermes::Error;
+use serde::Serialize;
+
+use crate::Output;
+
+/// A resource shown as one row of a table.
+pub trait Row {
+    const HEADERS: &'static [&'static str];
+    fn cells(&self) -> Vec<String>;
+}
+
+fn or_dash(value: Option<impl ToString>) -> String {
+    value.map_or_else(|| "-".to_owned(), |v| v.to_string())
+}
+
+impl Row for Instance {
+    const HEADERS: &'static [&'static str] = &["ID", "NAME", "PROVIDER", "STATE", "REASON"];
+    fn cells(&self) -> Vec<String> {
+        vec![
+            self.id.to_string(),
+            self.name.clone(),
+            self.provider.as_str().to_owned(),
+            self.state.as_str().to_owned(),
+            or_dash(self.state_reason.as_ref()),
+        ]
+    }
+}
+
+impl Row for Profile {
+    const HEADERS: &'static [&'static str] = &["ID", "NAME", "TOOLS", "CREATED"];
+    fn cells(&self) -> Vec<String> {
+        vec![
+            self.id.to_string(),
+            self.name.clone(),
+            self.tools.len().to_string(),
+            self.created_at.to_string(),
+        ]
+    }
+}
+
+impl Row for Session {
+    const HEADERS: &'static [&'static str] = &["ID", "TITLE", "NATIVE SESSION", "CREATED"];
+    fn cells(&self) -> Vec<String> {
+        vec![
+            self.id.to_string(),
+            or_dash(self.title.as_ref()),
+            or_dash(self.native_session_id.as_ref()),
+            self.created_at.to_string(),
+        ]
+    }
+}
+
+impl Row for Turn {
+    const HEADERS: &'static [&'static str] = &["ID", "STATE", "OUTPUT", "ERROR"];
+    fn cells(&self) -> Vec<String> {
+        vec![
+            self.id.to_string(),
+            self.state.as_str().to_owned(),
+            or_dash(self.output.as_ref()),
+            or_dash(self.error.as_ref()),
+        ]
+    }
+}
+
+impl Row for Job {
+    const HEADERS: &'static [&'static str] = &["ID", "KIND", "STATE", "STEPS", "ERROR"];
+    fn cells(&self) -> Vec<String> {
+        let done = self
+            .steps
+            .iter()
+            .filter(|s| s.state == edith_types::StepState::Done)
+            .count();
+        vec![
+            self.id.to_string(),
+            self.kind.as_str().to_owned(),
+            self.state.as_str().to_owned(),
+            format!("{done}/{}", self.steps.len()),
+            or_dash(self.error.as_ref()),
+        ]
+    }
+}
+
+impl Row for ApiKey {
+    const HEADERS: &'static [&'static str] =
+        &["ID", "NAME", "PREFIX", "SCOPE", "LAST USED", "REVOKED"];
+    fn cells(&self) -> Vec<String> {
+        vec![
+            self.id.to_string(),
+            self.name.clone(),
+            self.prefix.clone(),
+            self.scope.as_str().to_owned(),
+            or_dash(self.last_used_at.as_ref()),
+            or_dash(self.revoked_at.as_ref()),
+        ]
+    }
+}
+
+impl Row for Tool {
+    const HEADERS: &'static [&'static str] = &["ID", "NAME", "HOST", "DESCRIPTION"];
+    fn cells(&self) -> Vec<String> {
+        vec![
+            self.id.to_string(),
+            self.name.clone(),
+            self.host_id.to_string(),
+            self.description.clone(),
+        ]
+    }
+}
+
+impl Row for RuntimeInfo {
+    const HEADERS: &'static [&'static str] = &["NAME", "VERSION", "PROGRAM"];
+    fn cells(&self) -> Vec<String> {
+        vec![
+            self.name.clone(),
+            or_dash(self.version.as_ref()),
+            self.program.clone(),
+        ]
+    }
+}
+
+/// Prints `items` as a table, or as a JSON array.
+pub fn list<T: Row + Serialize>(items: &[T], out: Output) {
+    match out {
+        Output::Json => json(&items),
+        Output::Table => table(items),
+    }
+}
+
+/// Prints one resource as a one-row table, or as JSON.
+pub fn one<T: Row + Serialize>(item: &T, out: Output) {
+    match out {
+        Output::Json => json(item),
+        Output::Table => table(std::slice::from_ref(item)),
+    }
+}
+
+pub fn json<T: Serialize + ?Sized>(value: &T) {
+    println!(
+        "{}",
+        serde_json::to_string_pretty(value).expect("resources serialise")
+    );
+}
+
+fn table<T: Row>(items: &[T]) {
+    let rows: Vec<Vec<String>> = items.iter().map(Row::cells).collect();
+    let mut widths: Vec<usize> = T::HEADERS.iter().map(|h| h.chars().count()).collect();
+    for row in &rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        let padded: Vec<String> = cells
+            .iter()
+            .zip(&widths)
+            .map(|(cell, width)| format!("{cell:<width$}"))
+            .collect();
+        println!("{}", padded.join("  ").trim_end());
+    };
+    line(T::HEADERS.to_vec());
+    for row in &rows {
+        line(row.iter().map(String::as_str).collect());
+    }
+}
+
+/// An error, with what to do about it.
+pub fn explain(error: &Error) -> String {
+    match error {
+        Error::Api {
+            code: ErrorCode::Unauthorized,
+            detail,
+            ..
+        } => format!(
+            "{detail}. Give a key with --api-key or EDITH_API_KEY (`edith serve` writes its \
+             first admin key to <data-dir>/admin.key)"
+        ),
+        Error::Api {
+            code: ErrorCode::Forbidden,
+            detail,
+            ..
+        } => format!("{detail}. Use a key with that scope (`edith keys create`, as admin)"),
+        Error::Transport(e) if e.is_connect() => format!(
+            "cannot reach the control plane ({e}). Is `edith serve` running? Point --url or \
+             EDITH_URL at it"
+        ),
+        other => other.to_string(),
+    }
+}

@@ -1,0 +1,190 @@
+//! The `edith` client commands against a real control plane on loopback: tables for people,
+//! JSON for scripts, a streamed turn, keys and scopes, errors that say what to do, and `edith
+//! chat` answering an approval inline.
+
+use std::process::Output;
+use std::time::Duration;
+
+use serde_json::Value;
+
+const KEY: &str = "edk_cli_test_admin_key_0123456789abcdef";
+
+struct Plane {
+    server: edith_server::RunningServer,
+    _dir: tempfile::TempDir,
+}
+
+async fn plane() -> Plane {
+    let dir = tempfile::tempdir().unwrap();
+    let config = edith_server::ServerConfig {
+        admin_key: Some(KEY.to_owned()),
+        ..edith_server::ServerConfig::local(dir.path().to_path_buf())
+    };
+    let server = edith_server::start(config).await.expect("control plane");
+    Plane { server, _dir: dir }
+}
+
+impl Plane {
+    /// Runs `edith <args>` with `key`, feeding `stdin`; bounded at 60 s.
+    async fn run_with(&self, key: &str, args: &[&str], stdin: &str) -> Output {
+        use tokio::io::AsyncWriteExt;
+        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_edith"))
+            .args(args)
+            .env("EDITH_URL", self.server.url())
+            .env("EDITH_API_KEY", key)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("edith runs");
+        let mut input = child.stdin.take().unwrap();
+        input.write_all(stdin.as_bytes()).await.unwrap();
+        drop(input);
+        tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
+            .await
+            .expect("edith ends within 60 s")
+            .unwrap()
+    }
+
+    async fn run(&self, args: &[&str]) -> Output {
+        self.run_with(KEY, args, "").await
+    }
+
+    /// `edith --output json <args>`, which must succeed; its JSON.
+    async fn json(&self, args: &[&str]) -> Value {
+        let mut all = vec!["--output", "json"];
+        all.extend_from_slice(args);
+        let output = self.run(&all).await;
+        assert!(output.status.success(), "{}", text(&output));
+        serde_json::from_slice(&output.stdout).expect("JSON on stdout")
+    }
+}
+
+fn text(output: &Output) -> String {
+    format!(
+        "status {}\nstdout:\n{}\nstderr:\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+#[tokio::test]
+async fn resources_are_made_listed_and_deleted_from_the_terminal() {
+    let plane = plane().await;
+    let instance = plane.json(&["instances", "create", "demo"]).await;
+    assert_eq!(instance["state"], "ready", "create waits until ready");
+    let iid = instance["id"].as_str().unwrap();
+
+    let table = plane.run(&["instances", "list"]).await;
+    let shown = String::from_utf8_lossy(&table.stdout);
+    assert!(shown.starts_with("ID"), "{shown}");
+    assert!(shown.contains(iid) && shown.contains("ready"), "{shown}");
+
+    let profile = plane
+        .json(&["profiles", "create", "--instance", iid, "helper"])
+        .await;
+    let pid = profile["id"].as_str().unwrap();
+    let session = plane
+        .json(&["sessions", "create", "--instance", iid, "--profile", pid])
+        .await;
+    let sid = session["id"].as_str().unwrap();
+    let turn = plane
+        .run(&[
+            "turns",
+            "send",
+            "--instance",
+            iid,
+            "--profile",
+            pid,
+            "--session",
+            sid,
+            "hello cli",
+        ])
+        .await;
+    assert!(turn.status.success(), "{}", text(&turn));
+    assert!(
+        String::from_utf8_lossy(&turn.stdout).contains("You said: hello cli"),
+        "{}",
+        text(&turn)
+    );
+    let listed = plane
+        .json(&["sessions", "list", "--instance", iid, "--profile", pid])
+        .await;
+    assert_eq!(listed.as_array().unwrap().len(), 1);
+
+    let runtimes = plane.json(&["runtimes"]).await;
+    assert!(
+        runtimes
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["name"] == "hermes-runtime"),
+        "{runtimes}"
+    );
+    let deleted = plane.run(&["instances", "delete", iid]).await;
+    assert!(deleted.status.success(), "{}", text(&deleted));
+    let gone = plane.run(&["instances", "get", iid]).await;
+    assert!(!gone.status.success());
+    assert!(
+        String::from_utf8_lossy(&gone.stderr).contains("not found"),
+        "{}",
+        text(&gone)
+    );
+}
+
+#[tokio::test]
+async fn keys_have_scopes_and_errors_say_what_to_do() {
+    let plane = plane().await;
+    let created = plane
+        .json(&["keys", "create", "reader", "--scope", "read"])
+        .await;
+    let reader = created["secret"].as_str().unwrap().to_owned();
+    let refused = plane
+        .run_with(&reader, &["instances", "create", "nope"], "")
+        .await;
+    assert!(!refused.status.success());
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        said.contains("write") && said.contains("keys create"),
+        "{said}"
+    );
+    let unknown = plane
+        .run_with("edk_wrong", &["instances", "list"], "")
+        .await;
+    let said = String::from_utf8_lossy(&unknown.stderr);
+    assert!(said.contains("EDITH_API_KEY"), "{said}");
+    let keys = plane.json(&["keys", "list"]).await;
+    assert!(
+        !keys.to_string().contains(&reader),
+        "secrets are never listed"
+    );
+    let bad_scope = plane.run(&["keys", "create", "x", "--scope", "root"]).await;
+    assert_eq!(bad_scope.status.code(), Some(2), "{}", text(&bad_scope));
+}
+
+#[tokio::test]
+async fn chat_streams_answers_and_asks_for_approvals_inline() {
+    let plane = plane().await;
+    let instance = plane.json(&["instances", "create", "chat"]).await;
+    let iid = instance["id"].as_str().unwrap();
+    let profile = plane
+        .json(&["profiles", "create", "--instance", iid, "talker"])
+        .await;
+    let pid = profile["id"].as_str().unwrap();
+    let victim = tempfile::tempdir().unwrap();
+    let command = format!("rm -rf {}", victim.path().display());
+    let lines = format!(
+        "hi there\nterminal {}\nonce\n",
+        serde_json::json!({ "command": command })
+    );
+    let chat = plane.run_with(KEY, &["chat", iid, pid], &lines).await;
+    assert!(chat.status.success(), "{}", text(&chat));
+    let shown = String::from_utf8_lossy(&chat.stdout);
+    assert!(shown.contains("You said: hi there"), "{shown}");
+    assert!(shown.contains(&format!("run `{command}`?")), "{shown}");
+    assert!(!victim.path().exists(), "approved inline, so it ran");
+    let said = String::from_utf8_lossy(&chat.stderr);
+    assert!(said.contains("session sess_"), "{said}");
+}
