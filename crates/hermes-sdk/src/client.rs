@@ -35,6 +35,8 @@ struct ClientInner {
     api_key: Option<String>,
     /// Set by [`EdithHermes::close`]: every later call fails with [`Error::Closed`].
     closed: AtomicBool,
+    /// Tells the gateway connections this client opened that it closed.
+    closing: tokio::sync::watch::Sender<bool>,
 }
 
 impl std::fmt::Debug for EdithHermes {
@@ -86,14 +88,17 @@ impl EdithHermes {
                 base: base_url.trim_end_matches('/').to_owned(),
                 api_key: api_key.map(str::to_owned),
                 closed: AtomicBool::new(false),
+                closing: tokio::sync::watch::Sender::new(false),
             }),
         }
     }
 
-    /// Closes this client (and its clones): later calls fail with [`Error::Closed`]. An HTTP
-    /// client the caller gave stays theirs and keeps working.
+    /// Closes this client (and its clones): later calls fail with [`Error::Closed`], and the
+    /// gateway connections it opened end. An HTTP client the caller gave stays theirs and keeps
+    /// working.
     pub fn close(&self) {
         self.inner.closed.store(true, Ordering::SeqCst);
+        self.inner.closing.send_replace(true);
     }
 
     fn check_open(&self) -> Result<()> {
@@ -212,11 +217,11 @@ impl EdithHermes {
         } else {
             return Err(Error::Socket(format!("`{base}` is not an http(s) URL")));
         };
-        GatewayConnection::open(RelayTarget {
+        let target = RelayTarget {
             url: format!("{ws_base}{path}"),
             api_key: self.inner.api_key.clone(),
-        })
-        .await
+        };
+        GatewayConnection::open(target, self.inner.closing.subscribe()).await
     }
 
     pub(crate) fn stream<E: LogEvent>(&self, path: String, after: u64) -> EventStream<E> {

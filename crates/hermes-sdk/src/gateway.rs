@@ -144,7 +144,10 @@ enum SocketEnd {
 
 impl GatewayConnection {
     /// Opens the relay at `target` and starts following it.
-    pub(crate) async fn open(target: RelayTarget) -> Result<Self> {
+    pub(crate) async fn open(
+        target: RelayTarget,
+        closing: tokio::sync::watch::Receiver<bool>,
+    ) -> Result<Self> {
         let socket = connect(&target, &RelayResume::default()).await?;
         let shared = Arc::new(Shared {
             pending: Mutex::new(HashMap::new()),
@@ -161,6 +164,7 @@ impl GatewayConnection {
             events: events_tx,
             last_seq: 0,
             dropped: None,
+            closing,
         };
         let driver = tokio::spawn(async move { driver.run(socket).await });
         Ok(Self {
@@ -298,6 +302,8 @@ struct Driver {
     /// Frames whose events the application's full queue could not take (first, last), to be
     /// reported before the next event.
     dropped: Option<(u64, u64)>,
+    /// Flips when the client that opened the connection closes.
+    closing: tokio::sync::watch::Receiver<bool>,
 }
 
 type Socket =
@@ -341,6 +347,10 @@ impl Driver {
                         Message::Close(_) => return SocketEnd::Dropped,
                         _ => {}
                     }
+                }
+                () = closed(&mut self.closing) => {
+                    let _ = socket.close(None).await;
+                    return SocketEnd::Closed;
                 }
                 outgoing = self.outgoing.recv() => match outgoing {
                     Some(Outgoing::Request(text)) => {
@@ -435,7 +445,10 @@ impl Driver {
         let mut last_error = String::new();
         for attempt in 0..RECONNECT_ATTEMPTS {
             let pause = Duration::from_millis(50 << attempt.min(5)).min(Duration::from_secs(2));
-            tokio::time::sleep(pause).await;
+            tokio::select! {
+                () = tokio::time::sleep(pause) => {}
+                () = closed(&mut self.closing) => return Err("closed by this client".to_owned()),
+            }
             match connect(&self.target, &resume).await {
                 Ok(socket) => return Ok(socket),
                 // The relay forgot it, or refuses: trying again will not help.
@@ -488,4 +501,9 @@ async fn connect(target: &RelayTarget, resume: &RelayResume) -> Result<Socket> {
         }
         Ok(Err(e)) => Err(Error::Socket(e.to_string())),
     }
+}
+
+/// Returns once the client that opened the connection has closed.
+async fn closed(closing: &mut tokio::sync::watch::Receiver<bool>) {
+    let _ = closing.wait_for(|closed| *closed).await;
 }

@@ -907,7 +907,13 @@ async fn a_dropped_gateway_socket_resumes_and_delivers_every_event_once() {
     assert!(connection.reconnects() >= 1, "the socket was replaced");
     assert_eq!(streamed, complete, "every piece once, in order");
     assert_eq!(complete, format!("You said: {}", words.join(" ")));
-    connection.close().await;
+    // Closing the client that opened it ends the connection.
     remote.close().await.expect("close");
+    let ended = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+        while connection.next_event().await.is_some() {}
+    })
+    .await;
+    assert!(ended.is_ok(), "the connection ended with its client");
+    assert_eq!(connection.ended().as_deref(), Some("closed by this client"));
     local.close().await.expect("close");
 }
