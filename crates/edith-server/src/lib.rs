@@ -16,7 +16,6 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use axum::serve::ListenerExt;
 use edith_store::Store;
 
 pub use auth::ADMIN_KEY_FILE;
@@ -193,18 +192,13 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         ))
         .layer(http::request_log())
         .with_state(state.clone());
-    let mut stopping_server = stopping;
-    let server = tokio::spawn(async move {
-        let shutdown = async move {
-            let _ = stopping_server.wait_for(|stop| *stop).await;
-        };
-        if let Err(e) = axum::serve(listener.tap_io(no_delay), app)
-            .with_graceful_shutdown(shutdown)
-            .await
-        {
-            tracing::error!(error = %e, "control plane server failed");
-        }
-    });
+    let header_timeout = config.limits.header_timeout;
+    let server = tokio::spawn(http::listener::serve(
+        listener,
+        app,
+        header_timeout,
+        stopping,
+    ));
     Ok(RunningServer {
         url,
         state,
@@ -273,9 +267,4 @@ impl Drop for RunningServer {
     fn drop(&mut self) {
         let _ = self.stop.send(true);
     }
-}
-
-/// Small frames (stream pieces) go out at once instead of waiting on Nagle's algorithm.
-fn no_delay(stream: &mut tokio::net::TcpStream) {
-    let _ = stream.set_nodelay(true);
 }

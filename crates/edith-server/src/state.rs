@@ -66,3 +66,9 @@ impl Deref for AppState {
         &self.0
     }
 }
+
+/// Returns once the server is stopping. (Waiting on the flag this way holds no borrow of it
+/// across an await, so the futures that use it stay `Send`.)
+pub async fn stopped(stopping: &mut tokio::sync::watch::Receiver<bool>) {
+    let _ = stopping.wait_for(|stop| *stop).await;
+}

@@ -31,7 +31,7 @@ use super::{instances, profiles};
 use crate::auth::Principal;
 use crate::error::{AppError, AppResult};
 use crate::http::limits::StreamPermit;
-use crate::state::AppState;
+use crate::state::{AppState, stopped};
 
 /// How long a connection whose client dropped is kept for the client to resume it.
 pub const RESUME_WINDOW: Duration = Duration::from_secs(60);
@@ -514,9 +514,4 @@ async fn send_within(
     let sent =
         tokio::time::timeout(SEND_TIMEOUT, sink.send(ClientMessage::Text(text.into()))).await;
     matches!(sent, Ok(Ok(())))
-}
-
-/// Returns once the server is stopping (holding nothing across awaits).
-async fn stopped(stopping: &mut watch::Receiver<bool>) {
-    let _ = stopping.wait_for(|stop| *stop).await;
 }

@@ -25,6 +25,9 @@ pub struct Limits {
     pub burst: f64,
     /// How many frames a gateway relay keeps for a client that drops to resume from.
     pub relay_kept_frames: usize,
+    /// How long a client may take to send a request's head, and how long a keep-alive
+    /// connection may stay idle, before it is disconnected.
+    pub header_timeout: std::time::Duration,
 }
 
 impl Default for Limits {
@@ -36,6 +39,7 @@ impl Default for Limits {
             requests_per_second: 50.0,
             burst: 200.0,
             relay_kept_frames: 4096,
+            header_timeout: std::time::Duration::from_secs(30),
         }
     }
 }

@@ -8,6 +8,7 @@ pub mod idempotency;
 mod instances;
 mod keys;
 pub mod limits;
+pub mod listener;
 mod native;
 mod resources;
 mod spec;

@@ -106,3 +106,41 @@ async fn a_key_holds_a_bounded_number_of_open_streams() {
     let cancel = format!("{turns}/{}/cancel", turn["id"].as_str().unwrap());
     ctx.post(&cancel, "").await;
 }
+
+#[tokio::test]
+async fn slow_and_idle_clients_are_disconnected_and_others_are_served() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let ctx = Ctx::start_limited(Limits {
+        header_timeout: std::time::Duration::from_millis(300),
+        ..Limits::default()
+    })
+    .await;
+    let addr = ctx.url("").trim_start_matches("http://").to_owned();
+    // Many sockets: one sends half a request head, the others nothing at all.
+    let mut slow = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    slow.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+        .await
+        .unwrap();
+    let mut idle = Vec::new();
+    for _ in 0..50 {
+        idle.push(tokio::net::TcpStream::connect(&addr).await.unwrap());
+    }
+    // Meanwhile everyone else is served.
+    assert_eq!(ctx.get("/v1/instances").await.0, 200);
+    for socket in std::iter::once(&mut slow).chain(idle.iter_mut()) {
+        let mut buffer = [0u8; 256];
+        let read =
+            tokio::time::timeout(std::time::Duration::from_secs(10), socket.read(&mut buffer))
+                .await
+                .expect("disconnected within 10 s");
+        // Closed: end of stream (hyper may first answer 408), or a reset.
+        match read {
+            Ok(0) | Err(_) => {}
+            Ok(n) => {
+                let text = String::from_utf8_lossy(&buffer[..n]);
+                assert!(text.starts_with("HTTP/1.1 408"), "{text}");
+            }
+        }
+    }
+    assert_eq!(ctx.get("/v1/instances").await.0, 200);
+}

@@ -1,0 +1,77 @@
+//! Accepts connections and serves them over HTTP/1.1 with limits a public endpoint needs: a
+//! client that does not send a whole request head within the header timeout — a slow one, or
+//! an idle keep-alive connection — is disconnected, so slow clients cannot hold sockets open
+//! forever. `axum::serve` sets no such timeout, hence this loop. Stopping lets requests in
+//! flight finish, for a bounded time.
+
+use std::time::Duration;
+
+use axum::Router;
+use hyper::server::conn::http1;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
+use tokio::net::TcpListener;
+
+use crate::state::stopped;
+
+/// How long stopping waits for requests in flight (streams end on their own when it stops).
+const DRAIN: Duration = Duration::from_secs(10);
+
+/// Serves `app` on `listener` until `stopping` flips.
+pub async fn serve(
+    listener: TcpListener,
+    app: Router,
+    header_timeout: Duration,
+    mut stopping: tokio::sync::watch::Receiver<bool>,
+) {
+    let mut connections = tokio::task::JoinSet::new();
+    loop {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            () = stopped(&mut stopping) => break,
+        };
+        let stream = match accepted {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                // Out of descriptors, say: try again shortly rather than spin.
+                tracing::warn!(error = %e, "accepting a connection failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        // Small frames (stream pieces) go out at once instead of waiting on Nagle's algorithm.
+        let _ = stream.set_nodelay(true);
+        let connection = http1::Builder::new()
+            .timer(TokioTimer::new())
+            .header_read_timeout(header_timeout)
+            .serve_connection(TokioIo::new(stream), TowerToHyperService::new(app.clone()))
+            .with_upgrades();
+        let mut stop = stopping.clone();
+        connections.spawn(async move {
+            let mut connection = std::pin::pin!(connection);
+            tokio::select! {
+                ended = connection.as_mut() => {
+                    if let Err(e) = ended {
+                        tracing::debug!(error = %e, "connection ended");
+                    }
+                }
+                () = stopped(&mut stop) => {
+                    // Finishes the request in flight, then closes.
+                    connection.as_mut().graceful_shutdown();
+                    let _ = connection.await;
+                }
+            }
+        });
+        // Forget the connections that ended.
+        while connections.try_join_next().is_some() {}
+    }
+    drop(listener);
+    let drained = tokio::time::timeout(DRAIN, async {
+        while connections.join_next().await.is_some() {}
+    })
+    .await;
+    if drained.is_err() {
+        tracing::warn!("requests still in flight after {DRAIN:?}; stopping anyway");
+        connections.abort_all();
+    }
+}
