@@ -104,21 +104,49 @@ pub async fn instances(hermes: &Hermes, command: Instances, out: Output) -> Resu
     Ok(())
 }
 
-/// Follows a job's steps to its end; people see each step as it goes (on stderr, so the
-/// answer on stdout stays clean).
+/// Follows a job's steps to its end, on stderr (the answer on stdout stays clean): a progress
+/// bar at a terminal, a line per step otherwise; a failure shows the step and the reason.
 async fn follow_job(hermes: &Hermes, job: &JobId, out: Output) -> Result<()> {
+    use std::io::IsTerminal;
+    let people = out == Output::Table;
+    let bar = (people && std::io::stderr().is_terminal()).then(|| {
+        let bar = indicatif::ProgressBar::new(0);
+        let style = indicatif::ProgressStyle::with_template("[{pos}/{len}] {wide_bar} {msg}")
+            .expect("a valid template");
+        bar.set_style(style);
+        bar
+    });
     let mut events = hermes.sdk().job_events(job, 0);
     while let Some(event) = events.next().await {
         match event?.kind {
-            JobEventKind::StepStarted { step, index, of } if out == Output::Table => {
-                eprintln!("[{index}/{of}] {step} …");
+            JobEventKind::StepStarted { step, index, of } => match &bar {
+                Some(bar) => {
+                    bar.set_length(u64::from(of));
+                    bar.set_position(u64::from(index - 1));
+                    bar.set_message(step);
+                }
+                None if people => eprintln!("[{index}/{of}] {step} …"),
+                None => {}
+            },
+            JobEventKind::StepCompleted { index, .. } => {
+                if let Some(bar) = &bar {
+                    bar.set_position(u64::from(index));
+                }
             }
             JobEventKind::JobFinished {
-                error: Some(error), ..
+                instance_state,
+                error,
+                ..
             } => {
-                eprintln!("failed: {error}");
+                if let Some(bar) = &bar {
+                    bar.finish_and_clear();
+                }
+                match error {
+                    Some(error) => eprintln!("failed: {error}"),
+                    None if people => eprintln!("instance {}", instance_state.as_str()),
+                    None => {}
+                }
             }
-            _ => {}
         }
     }
     Ok(())

@@ -3,6 +3,7 @@
 
 mod chat;
 mod client;
+mod config;
 mod output;
 mod serve;
 
@@ -23,16 +24,12 @@ struct Cli {
 /// Which control plane the client commands talk to, and how they answer.
 #[derive(Args, Clone)]
 pub struct Target {
-    /// The control plane's base URL.
-    #[arg(
-        long,
-        global = true,
-        env = "EDITH_URL",
-        default_value = "http://127.0.0.1:8080"
-    )]
-    pub url: String,
-    /// An API key (`Authorization: Bearer …`); `edith serve` writes its first admin key to
-    /// `<data-dir>/admin.key`.
+    /// The control plane's base URL (else what `edith login` saved, else
+    /// http://127.0.0.1:8080).
+    #[arg(long, global = true, env = "EDITH_URL")]
+    pub url: Option<String>,
+    /// An API key (`Authorization: Bearer …`; else what `edith login` saved). `edith serve`
+    /// writes its first admin key to `<data-dir>/admin.key`.
     #[arg(long, global = true, env = "EDITH_API_KEY", hide_env_values = true)]
     pub api_key: Option<String>,
     /// Tables for people, JSON for scripts.
@@ -80,6 +77,11 @@ enum Command {
     /// Talk with a profile: streamed answers, tool calls as they happen, approvals and
     /// questions asked inline; Ctrl-C cancels the running turn, a second one quits.
     Chat(chat::Chat),
+    /// Check the control plane and key given (flags or environment) and save them for the next
+    /// commands, in a file only you can read (`EDITH_CONFIG` names another).
+    Login,
+    /// Print a shell completion script, e.g. `edith completions bash > /etc/bash_completion.d/edith`.
+    Completions { shell: clap_complete::Shell },
 }
 
 #[tokio::main]
@@ -89,7 +91,15 @@ async fn main() -> ExitCode {
         .with_target(false)
         .init();
     let cli = Cli::parse();
-    let client = || hermes::Hermes::remote(&cli.target.url, cli.target.api_key.as_deref());
+    let saved = config::load();
+    let url = cli
+        .target
+        .url
+        .clone()
+        .or(saved.url)
+        .unwrap_or_else(|| "http://127.0.0.1:8080".to_owned());
+    let api_key = cli.target.api_key.clone().or(saved.api_key);
+    let client = || hermes::Hermes::remote(&url, api_key.as_deref());
     let out = cli.target.output;
     let done = match cli.command {
         Command::Serve(serve) => return serve::run(serve).await,
@@ -107,6 +117,13 @@ async fn main() -> ExitCode {
         Command::Tools(command) => client::tools(&client(), command, out).await,
         Command::Runtimes => client::runtimes(&client(), out).await,
         Command::Chat(chat) => chat::run(&client(), chat).await,
+        Command::Login => login(&client(), &url, api_key.as_deref()).await,
+        Command::Completions { shell } => {
+            use clap::CommandFactory;
+            let mut command = Cli::command();
+            clap_complete::generate(shell, &mut command, "edith", &mut std::io::stdout());
+            return ExitCode::SUCCESS;
+        }
     };
     match done {
         Ok(()) => ExitCode::SUCCESS,
@@ -114,5 +131,27 @@ async fn main() -> ExitCode {
             eprintln!("edith: {}", output::explain(&e));
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Saves `url` and `api_key` once the control plane has accepted them.
+async fn login(hermes: &hermes::Hermes, url: &str, api_key: Option<&str>) -> hermes::Result<()> {
+    hermes
+        .instances()
+        .list(&hermes::PageRequest {
+            cursor: None,
+            limit: Some(1),
+        })
+        .await?;
+    let saved = config::Saved {
+        url: Some(url.to_owned()),
+        api_key: api_key.map(str::to_owned),
+    };
+    match config::save(&saved) {
+        Ok(path) => {
+            println!("logged in to {url}; saved in {}", path.display());
+            Ok(())
+        }
+        Err(e) => Err(hermes::Error::Local(format!("cannot save the login: {e}"))),
     }
 }

@@ -47,6 +47,21 @@ impl Plane {
             .unwrap()
     }
 
+    /// Runs `edith <args>` with no URL or key in its environment, only the config file `config`.
+    async fn run_bare(&self, config: &std::path::Path, args: &[&str]) -> Output {
+        let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_edith"))
+            .args(args)
+            .env_remove("EDITH_URL")
+            .env_remove("EDITH_API_KEY")
+            .env("EDITH_CONFIG", config)
+            .kill_on_drop(true)
+            .output();
+        tokio::time::timeout(Duration::from_secs(60), output)
+            .await
+            .expect("edith ends within 60 s")
+            .unwrap()
+    }
+
     async fn run(&self, args: &[&str]) -> Output {
         self.run_with(KEY, args, "").await
     }
@@ -187,4 +202,56 @@ async fn chat_streams_answers_and_asks_for_approvals_inline() {
     assert!(!victim.path().exists(), "approved inline, so it ran");
     let said = String::from_utf8_lossy(&chat.stderr);
     assert!(said.contains("session sess_"), "{said}");
+}
+
+#[tokio::test]
+async fn login_saves_the_url_and_key_for_the_next_commands_in_a_private_file() {
+    use std::os::unix::fs::PermissionsExt;
+    let plane = plane().await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("edith.json");
+    let without = plane.run_bare(&config, &["instances", "list"]).await;
+    assert!(!without.status.success(), "no URL and no key yet");
+
+    let wrong = plane
+        .run_bare(
+            &config,
+            &[
+                "login",
+                "--url",
+                plane.server.url(),
+                "--api-key",
+                "edk_wrong",
+            ],
+        )
+        .await;
+    assert!(
+        !wrong.status.success(),
+        "a key the server refuses is not saved"
+    );
+    assert!(!config.exists());
+    let login = plane
+        .run_bare(
+            &config,
+            &["login", "--url", plane.server.url(), "--api-key", KEY],
+        )
+        .await;
+    assert!(login.status.success(), "{}", text(&login));
+    let mode = std::fs::metadata(&config).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+    let listed = plane.run_bare(&config, &["instances", "list"]).await;
+    assert!(listed.status.success(), "{}", text(&listed));
+    assert!(String::from_utf8_lossy(&listed.stdout).starts_with("ID"));
+}
+
+#[tokio::test]
+async fn completions_are_printed_for_a_shell() {
+    let plane = plane().await;
+    let bash = plane.run(&["completions", "bash"]).await;
+    assert!(bash.status.success(), "{}", text(&bash));
+    let script = String::from_utf8_lossy(&bash.stdout);
+    assert!(
+        script.contains("edith") && script.contains("instances"),
+        "{script}"
+    );
 }
