@@ -9,7 +9,7 @@ use clap::Args;
 use edith_types::{ApprovalChoice, InstanceId, ProfileId, SessionId, TurnEventKind};
 use futures_util::StreamExt;
 use hermes::{Hermes, Result, SessionHandle, TurnHandle};
-use tokio::io::{AsyncBufReadExt, BufReader, Lines, Stdin};
+use tokio::sync::mpsc;
 
 #[derive(Args)]
 pub struct Chat {
@@ -20,7 +20,22 @@ pub struct Chat {
     session: Option<SessionId>,
 }
 
-type Input = Lines<BufReader<Stdin>>;
+/// The lines typed, read by a thread of their own: a read blocked on the terminal must not keep
+/// the program from quitting (a blocked runtime read would).
+type Input = mpsc::Receiver<String>;
+
+fn typed_lines() -> Input {
+    let (lines, input) = mpsc::channel(16);
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lines() {
+            let Ok(line) = line else { break };
+            if lines.blocking_send(line).is_err() {
+                break;
+            }
+        }
+    });
+    input
+}
 
 pub async fn run(hermes: &Hermes, chat: Chat) -> Result<()> {
     let profile = hermes.instance(&chat.instance).profile(&chat.profile);
@@ -37,14 +52,14 @@ pub async fn run(hermes: &Hermes, chat: Chat) -> Result<()> {
         session.id(),
         session.id()
     );
-    let mut input = BufReader::new(tokio::io::stdin()).lines();
+    let mut input = typed_lines();
     loop {
         prompt("> ");
         let line = tokio::select! {
-            line = input.next_line() => line,
+            line = input.recv() => line,
             _ = tokio::signal::ctrl_c() => return Ok(()),
         };
-        let Ok(Some(line)) = line else {
+        let Some(line) = line else {
             return Ok(());
         };
         if line.trim().is_empty() {
@@ -103,7 +118,7 @@ async fn converse(session: &SessionHandle, line: &str, input: &mut Input) -> Res
                     format!(" ({})", choices.join(", "))
                 };
                 prompt(&format!("\n{question}{choices}: "));
-                let answer = input.next_line().await.ok().flatten().unwrap_or_default();
+                let answer = input.recv().await.unwrap_or_default();
                 turn.answer(&request_id, answer.trim()).await?;
             }
             TurnEventKind::TurnFinished { state, error, .. } => {
@@ -127,7 +142,7 @@ async fn approve(
 ) -> Result<()> {
     loop {
         prompt(&format!("\nrun `{command}`? [{}]: ", choices.join("/")));
-        let answer = input.next_line().await.ok().flatten().unwrap_or_default();
+        let answer = input.recv().await.unwrap_or_default();
         let answer = answer.trim();
         // End of input answers `deny`: nothing runs without a yes.
         let answer = if answer.is_empty() { "deny" } else { answer };

@@ -282,6 +282,15 @@ pub async fn sessions(hermes: &Hermes, command: Sessions, out: Output) -> Result
 
 #[derive(Subcommand)]
 pub enum Turns {
+    /// List a session's turns, oldest first.
+    List {
+        #[arg(long)]
+        instance: InstanceId,
+        #[arg(long)]
+        profile: ProfileId,
+        #[arg(long)]
+        session: SessionId,
+    },
     /// Send `input` on a session and stream the answer until the turn ends (a turn that waits
     /// for an approval or a question is left waiting: answer it in `edith chat`).
     Send {
@@ -296,12 +305,25 @@ pub enum Turns {
 }
 
 pub async fn turns(hermes: &Hermes, command: Turns, out: Output) -> Result<()> {
-    let Turns::Send {
-        instance,
-        profile,
-        session,
-        input,
-    } = command;
+    let (instance, profile, session, input) = match command {
+        Turns::List {
+            instance,
+            profile,
+            session,
+        } => {
+            let sdk = hermes.sdk();
+            let (i, p, s) = (&instance, &profile, &session);
+            let items = all(|page| async move { sdk.turn_list(i, p, s, &page).await }).await?;
+            output::list(&items, out);
+            return Ok(());
+        }
+        Turns::Send {
+            instance,
+            profile,
+            session,
+            input,
+        } => (instance, profile, session, input),
+    };
     let session = hermes
         .instance(&instance)
         .profile(&profile)

@@ -128,6 +128,19 @@ async fn resources_are_made_listed_and_deleted_from_the_terminal() {
         .json(&["sessions", "list", "--instance", iid, "--profile", pid])
         .await;
     assert_eq!(listed.as_array().unwrap().len(), 1);
+    let turns = plane
+        .json(&[
+            "turns",
+            "list",
+            "--instance",
+            iid,
+            "--profile",
+            pid,
+            "--session",
+            sid,
+        ])
+        .await;
+    assert_eq!(turns[0]["state"], "completed", "{turns}");
 
     let runtimes = plane.json(&["runtimes"]).await;
     assert!(
@@ -254,4 +267,111 @@ async fn completions_are_printed_for_a_shell() {
         script.contains("edith") && script.contains("instances"),
         "{script}"
     );
+}
+
+/// Reads what the process writes, in the background, so the test can wait for text in it.
+fn collect(
+    mut from: impl tokio::io::AsyncRead + Unpin + Send + 'static,
+) -> std::sync::Arc<std::sync::Mutex<String>> {
+    use tokio::io::AsyncReadExt;
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let into = seen.clone();
+    tokio::spawn(async move {
+        let mut buffer = [0u8; 4096];
+        while let Ok(n) = from.read(&mut buffer).await {
+            if n == 0 {
+                break;
+            }
+            into.lock()
+                .unwrap()
+                .push_str(&String::from_utf8_lossy(&buffer[..n]));
+        }
+    });
+    seen
+}
+
+/// Waits (bounded: 30 s) until `seen` holds `text` `times` times.
+async fn until_seen(seen: &std::sync::Mutex<String>, text: &str, times: usize) {
+    for _ in 0..600 {
+        if seen.lock().unwrap().matches(text).count() >= times {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("`{text}` ×{times} never came:\n{}", seen.lock().unwrap());
+}
+
+/// `edith chat` at a real terminal: `script` gives it a pseudo-terminal whose line discipline
+/// turns the Ctrl-C byte into SIGINT for it, as a person's terminal would.
+#[tokio::test]
+async fn at_a_terminal_ctrl_c_cancels_the_running_turn_and_a_second_quits() {
+    use hermes::types::{ModelSpec, TurnState};
+    use tokio::io::AsyncWriteExt;
+    let plane = plane().await;
+    let model = testkit::FakeModel::start().await;
+    let hermes = hermes::Hermes::remote(plane.server.url(), Some(KEY));
+    let instance = hermes
+        .instances()
+        .create("tty")
+        .await
+        .unwrap()
+        .ready()
+        .await
+        .unwrap();
+    let spec = hermes::ProfileSpec::new("slow").model(ModelSpec::OpenaiCompatible {
+        base_url: model.base_url().to_owned(),
+        model: "fake-model".to_owned(),
+        api_key: Some("sk-fake".to_owned()),
+    });
+    let profile = instance.profiles().create(spec).await.unwrap();
+    let chat = format!(
+        "{} chat {} {}",
+        env!("CARGO_BIN_EXE_edith"),
+        instance.id(),
+        profile.id()
+    );
+    let mut child = tokio::process::Command::new("script")
+        .args(["--quiet", "--return", "--command", &chat, "/dev/null"])
+        .env("EDITH_URL", plane.server.url())
+        .env("EDITH_API_KEY", KEY)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("script runs");
+    let mut keys = child.stdin.take().unwrap();
+    let seen = collect(child.stdout.take().unwrap());
+    until_seen(&seen, "> ", 1).await;
+    // The fake model answers SLOW with sixty pieces, 100 ms apart.
+    keys.write_all(b"go SLOW please\n").await.unwrap();
+    until_seen(&seen, "tick", 2).await;
+    keys.write_all(b"\x03").await.unwrap();
+    until_seen(&seen, "[cancelling", 1).await;
+    until_seen(&seen, "> ", 2).await;
+    let sessions = profile
+        .sessions()
+        .list(&hermes::PageRequest::default())
+        .await
+        .unwrap();
+    let session = profile.session(&sessions.items[0].id);
+    let turns = hermes
+        .sdk()
+        .turn_list(
+            instance.id(),
+            profile.id(),
+            session.id(),
+            &Default::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(turns.items[0].state, TurnState::Cancelled);
+    // At the prompt, Ctrl-C quits.
+    keys.write_all(b"\x03").await.unwrap();
+    let status = tokio::time::timeout(Duration::from_secs(10), child.wait())
+        .await
+        .expect("edith quits")
+        .unwrap();
+    assert!(status.success(), "{status}\n{}", seen.lock().unwrap());
+    hermes.close().await.unwrap();
 }

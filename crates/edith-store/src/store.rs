@@ -703,6 +703,25 @@ impl Store {
         Ok(busy.and_then(|id| id.parse().ok()))
     }
 
+    /// A page of the session's turns, oldest first.
+    pub async fn list_turns(
+        &self,
+        session: &SessionId,
+        cursor: Option<&TurnId>,
+        limit: usize,
+    ) -> Result<Page<Turn>> {
+        let rows = sqlx::query(
+            "SELECT body FROM turns WHERE session_id = ?3 AND (?2 IS NULL OR rowid > (SELECT rowid FROM turns WHERE id = ?2)) ORDER BY rowid LIMIT ?1",
+        )
+        .bind(limit as i64 + 1)
+        .bind(cursor.map(|c| c.as_str()))
+        .bind(session.as_str())
+        .fetch_all(&self.pool)
+        .await?;
+        let items = rows.iter().map(from_body).collect::<Result<Vec<_>>>()?;
+        Ok(page(items, limit, |t: &Turn| t.id.to_string()))
+    }
+
     pub async fn turn(&self, session: &SessionId, id: &TurnId) -> Result<Option<Turn>> {
         let row = sqlx::query("SELECT body FROM turns WHERE id = ? AND session_id = ?")
             .bind(id.as_str())

@@ -53,6 +53,7 @@ pub const OPERATIONS: &[&str] = &[
     "turn_create",
     "turn_events",
     "turn_get",
+    "turn_list",
 ];
 
 impl EdithHermes {
@@ -348,5 +349,12 @@ impl EdithHermes {
     /// `GET /v1/instances/{instance_id}/profiles/{profile_id}/sessions/{session_id}/turns/{turn_id}`
     pub async fn turn_get(&self, instance_id: &InstanceId, profile_id: &ProfileId, session_id: &SessionId, turn_id: &TurnId) -> Result<Turn> {
         self.call::<(), _>(Method::GET, &format!("/v1/instances/{instance_id}/profiles/{profile_id}/sessions/{session_id}/turns/{turn_id}"), None, None).await
+    }
+
+    /// List the session's turns, oldest first.
+    ///
+    /// `GET /v1/instances/{instance_id}/profiles/{profile_id}/sessions/{session_id}/turns`
+    pub async fn turn_list(&self, instance_id: &InstanceId, profile_id: &ProfileId, session_id: &SessionId, page: &PageRequest) -> Result<Page<Turn>> {
+        self.call::<(), _>(Method::GET, &format!("/v1/instances/{instance_id}/profiles/{profile_id}/sessions/{session_id}/turns"), Some(page), None).await
     }
 }

@@ -5,9 +5,9 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::{get, post};
 use axum::{Json, response::IntoResponse};
-use edith_types::{CreateTurn, Profile, Session, Turn, TurnAction, TurnEvent};
+use edith_types::{CreateTurn, Page, Profile, Session, Turn, TurnAction, TurnEvent, TurnId};
 
-use super::extract::{AfterParams, ApiJson, ApiQuery, Ids};
+use super::extract::{AfterParams, ApiJson, ApiQuery, Ids, PageParams};
 use super::resources::load_session;
 use super::spec::{Api, Op};
 use super::sse;
@@ -29,6 +29,11 @@ pub fn routes(api: &mut Api) {
         .body::<CreateTurn>(api)
         .returns::<Turn>(api, 202, "The turn (queued); follow its events.");
     api.add(op, post(create_turn));
+    let op = Op::get(TURNS, "turn_list")
+        .summary("List the session's turns, oldest first.")
+        .paginated()
+        .returns::<Page<Turn>>(api, 200, "A page of turns.");
+    api.add(op, get(list_turns));
     let op = Op::get(TURN, "turn_get")
         .summary("Get a turn.")
         .returns::<Turn>(api, 200, "The turn.");
@@ -74,6 +79,20 @@ async fn load_turn(state: &AppState, ids: &Ids) -> AppResult<(Profile, Session, 
     let (profile, session) = load_session(state, ids).await?;
     let turn = turns::load(state, &session, &ids.get("turn_id")?).await?;
     Ok((profile, session, turn))
+}
+
+async fn list_turns(
+    State(state): State<AppState>,
+    ids: Ids,
+    ApiQuery(params): ApiQuery<PageParams>,
+) -> AppResult<Json<Page<Turn>>> {
+    let (_, session) = load_session(&state, &ids).await?;
+    let cursor = params.cursor::<TurnId>()?;
+    let page = state
+        .store
+        .list_turns(&session.id, cursor.as_ref(), params.limit()?)
+        .await?;
+    Ok(Json(page))
 }
 
 async fn get_turn(State(state): State<AppState>, ids: Ids) -> AppResult<Json<Turn>> {
