@@ -81,6 +81,8 @@ struct Operation {
     body: Option<String>,
     response: Response,
     paginated: bool,
+    /// The type of the list's filters (`x-edith-filter`).
+    filter: Option<String>,
 }
 
 enum Response {
@@ -130,6 +132,10 @@ fn operations(contract: &Value, uses: &mut BTreeSet<String>) -> Vec<Operation> {
                 body,
                 response,
                 paginated,
+                filter: op["x-edith-filter"].as_str().map(|filter| {
+                    uses.insert(filter.to_owned());
+                    filter.to_owned()
+                }),
             });
         }
     }
@@ -157,7 +163,7 @@ pub fn generate_client(contract: &Value) -> String {
         uses.iter().cloned().collect::<Vec<_>>().join(", ")
     );
     out.push_str("use reqwest::Method;\n\n");
-    out.push_str("use crate::client::{EdithHermes, PageRequest};\n");
+    out.push_str("use crate::client::{EdithHermes, PageRequest, query_of};\n");
     out.push_str("use crate::error::Result;\n");
     out.push_str("use crate::events::EventStream;\n");
     out.push_str("use crate::gateway::GatewayConnection;\n\n");
@@ -189,6 +195,9 @@ fn write_operation(out: &mut String, op: &Operation) {
         .collect();
     if let Some(body) = &op.body {
         args.push(format!("body: &{body}"));
+    }
+    if let Some(filter) = &op.filter {
+        args.push(format!("filter: &{filter}"));
     }
     if op.paginated {
         args.push("page: &PageRequest".to_owned());
@@ -234,7 +243,12 @@ fn write_operation(out: &mut String, op: &Operation) {
                 "    pub async fn {}(&self{args}) -> Result<{reply}> {{",
                 op.id
             );
-            let page = if op.paginated { "Some(page)" } else { "None" };
+            let query = match (&op.filter, op.paginated) {
+                (Some(_), true) => "[page.query(), query_of(filter)].concat()",
+                (Some(_), false) => "query_of(filter)",
+                (None, true) => "page.query()",
+                (None, false) => "Vec::new()",
+            };
             let body = if op.body.is_some() {
                 "Some(body)"
             } else {
@@ -243,7 +257,7 @@ fn write_operation(out: &mut String, op: &Operation) {
             let turbofish = if op.body.is_some() { "" } else { "::<(), _>" };
             let _ = writeln!(
                 out,
-                "        self.call{turbofish}(Method::{}, {path}, {page}, {body}).await",
+                "        self.call{turbofish}(Method::{}, {path}, {query}, {body}).await",
                 op.method
             );
         }

@@ -2,8 +2,9 @@
 
 use clap::Subcommand;
 use edith_types::{
-    ApiKeyId, CreateApiKey, CreateInstance, CreateSession, InstanceId, JobEventKind, JobId,
-    ProfileId, ProviderKind, Scope, SessionId, ToolId, TurnEventKind,
+    ApiKeyId, CreateApiKey, CreateInstance, CreateSession, InstanceFilter, InstanceId,
+    InstanceState, JobEventKind, JobId, ProfileId, ProviderKind, Scope, SessionId, ToolId,
+    TurnEventKind,
 };
 use futures_util::StreamExt;
 use hermes::{Hermes, PageRequest, ProfileSpec, Result};
@@ -37,6 +38,16 @@ fn provider_arg(raw: &str) -> std::result::Result<ProviderKind, String> {
         .map_err(|_| format!("`{raw}` is not a provider: embedded, process, external or sim"))
 }
 
+fn state_arg(raw: &str) -> std::result::Result<InstanceState, String> {
+    InstanceState::parse(raw).ok_or_else(|| format!("`{raw}` is not an instance state"))
+}
+
+fn label_arg(raw: &str) -> std::result::Result<(String, String), String> {
+    raw.split_once('=')
+        .map(|(key, value)| (key.to_owned(), value.to_owned()))
+        .ok_or_else(|| format!("`{raw}` is not key=value"))
+}
+
 fn scope_arg(raw: &str) -> std::result::Result<Scope, String> {
     raw.parse()
         .map_err(|_| format!("`{raw}` is not a scope: read, write or admin"))
@@ -44,8 +55,15 @@ fn scope_arg(raw: &str) -> std::result::Result<Scope, String> {
 
 #[derive(Subcommand)]
 pub enum Instances {
-    /// List instances.
-    List,
+    /// List instances, optionally only those in a state or with a label.
+    List {
+        /// e.g. `ready`, `lost`.
+        #[arg(long, value_parser = state_arg)]
+        state: Option<InstanceState>,
+        /// `key=value`.
+        #[arg(long)]
+        label: Option<String>,
+    },
     /// Show one instance.
     Get { id: InstanceId },
     /// Create an instance and wait until it is ready, showing its provisioning steps.
@@ -57,6 +75,9 @@ pub enum Instances {
         /// For `process`: which runtime (see `edith runtimes`).
         #[arg(long)]
         runtime: Option<String>,
+        /// A label to find it by, `key=value` (repeatable).
+        #[arg(long = "label", value_parser = label_arg)]
+        labels: Vec<(String, String)>,
         /// Return at once instead of following the provisioning job.
         #[arg(long)]
         no_wait: bool,
@@ -67,8 +88,12 @@ pub enum Instances {
 
 pub async fn instances(hermes: &Hermes, command: Instances, out: Output) -> Result<()> {
     match command {
-        Instances::List => {
-            let items = all(|page| async move { hermes.instances().list(&page).await }).await?;
+        Instances::List { state, label } => {
+            let filter = InstanceFilter { state, label };
+            let filter = &filter;
+            let items =
+                all(|page| async move { hermes.instances().list_where(filter, &page).await })
+                    .await?;
             output::list(&items, out);
         }
         Instances::Get { id } => output::one(&hermes.instance(&id).get().await?, out),
@@ -76,17 +101,14 @@ pub async fn instances(hermes: &Hermes, command: Instances, out: Output) -> Resu
             name,
             provider,
             runtime,
+            labels,
             no_wait,
         } => {
             let spec = CreateInstance {
-                name,
                 provider,
                 runtime,
-                url: None,
-                token: None,
-                restart_policy: Default::default(),
-                max_restarts: None,
-                sim: None,
+                labels: labels.into_iter().collect(),
+                ..CreateInstance::named(&name)
             };
             let creation = hermes.instances().create_with(&spec).await?;
             if !no_wait {

@@ -88,10 +88,27 @@ fn text(output: &Output) -> String {
 #[tokio::test]
 async fn resources_are_made_listed_and_deleted_from_the_terminal() {
     let plane = plane().await;
-    let instance = plane.json(&["instances", "create", "demo"]).await;
+    let instance = plane
+        .json(&["instances", "create", "demo", "--label", "team=ai"])
+        .await;
     assert_eq!(instance["state"], "ready", "create waits until ready");
     let iid = instance["id"].as_str().unwrap();
 
+    let labelled = plane
+        .json(&[
+            "instances",
+            "list",
+            "--label",
+            "team=ai",
+            "--state",
+            "ready",
+        ])
+        .await;
+    assert_eq!(labelled[0]["id"], iid, "{labelled}");
+    let other = plane
+        .json(&["instances", "list", "--label", "team=web"])
+        .await;
+    assert_eq!(other.as_array().unwrap().len(), 0);
     let table = plane.run(&["instances", "list"]).await;
     let shown = String::from_utf8_lossy(&table.stdout);
     assert!(shown.starts_with("ID"), "{shown}");

@@ -123,18 +123,29 @@ impl Store {
         .transpose()
     }
 
+    /// A page of instances, only those in `state` and with the label `key` = `value` when
+    /// given.
     pub async fn list_instances(
         &self,
         cursor: Option<&InstanceId>,
         limit: usize,
+        state: Option<InstanceState>,
+        label: Option<(&str, &str)>,
     ) -> Result<Page<Instance>> {
         let rows = sqlx::query(
-            "SELECT body FROM instances WHERE state != 'deleted' AND (?2 IS NULL OR rowid > (SELECT rowid FROM instances WHERE id = ?2)) ORDER BY rowid LIMIT ?1",
+            "SELECT body FROM instances WHERE state != 'deleted' \
+             AND (?2 IS NULL OR rowid > (SELECT rowid FROM instances WHERE id = ?2)) \
+             AND (?3 IS NULL OR state = ?3) \
+             AND (?4 IS NULL OR json_extract(body, '$.labels.\"' || ?4 || '\"') = ?5) \
+             ORDER BY rowid LIMIT ?1",
         )
-            .bind(limit as i64 + 1)
-            .bind(cursor.map(|c| c.as_str()))
-            .fetch_all(&self.pool)
-            .await?;
+        .bind(limit as i64 + 1)
+        .bind(cursor.map(|c| c.as_str()))
+        .bind(state.map(|s| s.as_str()))
+        .bind(label.map(|(key, _)| key))
+        .bind(label.map(|(_, value)| value))
+        .fetch_all(&self.pool)
+        .await?;
         let items = rows.iter().map(from_body).collect::<Result<Vec<_>>>()?;
         Ok(page(items, limit, |i: &Instance| i.id.to_string()))
     }

@@ -1,5 +1,7 @@
 //! The control plane's resources and the bodies that create them.
 
+use std::collections::BTreeMap;
+
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -111,6 +113,9 @@ pub struct Instance {
     /// For `sim` instances: the faults they simulate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sim: Option<SimFaults>,
+    /// The caller's labels, to find instances by (`instance_list?label=key=value`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
     /// Restarts in a row so far: set back to 0 once a restarted runtime has run for 10 minutes.
     #[serde(default)]
     pub restarts: u32,
@@ -147,6 +152,38 @@ pub struct CreateInstance {
     /// For `sim`: the faults to simulate.
     #[serde(default)]
     pub sim: Option<SimFaults>,
+    /// Labels to find the instance by: up to 32; keys of 1 to 63 lowercase letters, digits,
+    /// `.`, `_`, `-` or `/`, starting with a letter or digit; values up to 256 characters.
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+}
+
+impl CreateInstance {
+    /// An `embedded` instance named `name`, with nothing else set.
+    pub fn named(name: &str) -> Self {
+        Self {
+            name: name.to_owned(),
+            provider: ProviderKind::Embedded,
+            runtime: None,
+            url: None,
+            token: None,
+            restart_policy: RestartPolicy::Never,
+            max_restarts: None,
+            sim: None,
+            labels: BTreeMap::new(),
+        }
+    }
+}
+
+/// Query of `instance_list`: only the instances that match every filter given.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct InstanceFilter {
+    /// Only instances in this state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<InstanceState>,
+    /// Only instances with this label, as `key=value`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
 }
 
 /// Faults a `sim` instance simulates, to test how the control plane copes.

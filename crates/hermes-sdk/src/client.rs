@@ -61,16 +61,33 @@ pub struct PageRequest {
 }
 
 impl PageRequest {
-    fn query(&self) -> Vec<(&'static str, String)> {
+    pub(crate) fn query(&self) -> Vec<(String, String)> {
         let mut query = Vec::new();
         if let Some(cursor) = &self.cursor {
-            query.push(("cursor", cursor.clone()));
+            query.push(("cursor".to_owned(), cursor.clone()));
         }
         if let Some(limit) = self.limit {
-            query.push(("limit", limit.to_string()));
+            query.push(("limit".to_owned(), limit.to_string()));
         }
         query
     }
+}
+
+/// The query parameters a value stands for: its fields, as the server reads them (absent ones
+/// left out).
+pub(crate) fn query_of<T: Serialize>(value: &T) -> Vec<(String, String)> {
+    let Ok(serde_json::Value::Object(fields)) = serde_json::to_value(value) else {
+        return Vec::new();
+    };
+    fields
+        .into_iter()
+        .filter_map(|(name, value)| match value {
+            serde_json::Value::String(s) => Some((name, s)),
+            serde_json::Value::Number(n) => Some((name, n.to_string())),
+            serde_json::Value::Bool(b) => Some((name, b.to_string())),
+            _ => None,
+        })
+        .collect()
 }
 
 impl EdithHermes {
@@ -133,15 +150,15 @@ impl EdithHermes {
         &self,
         method: Method,
         path: &str,
-        page: Option<&PageRequest>,
+        query: Vec<(String, String)>,
         body: Option<&B>,
     ) -> Result<T> {
         self.check_open()?;
         let mut request = self
             .request(method.clone(), path)
             .header(ACCEPT, "application/json");
-        if let Some(page) = page {
-            request = request.query(&page.query());
+        if !query.is_empty() {
+            request = request.query(&query);
         }
         if let Some(body) = body {
             let json = serde_json::to_vec(body).map_err(|e| Error::Decode {

@@ -468,15 +468,9 @@ impl Driver {
 /// control plane answered with.
 async fn connect(target: &RelayTarget, resume: &RelayResume) -> Result<Socket> {
     let mut url = reqwest::Url::parse(&target.url).map_err(|e| Error::Socket(e.to_string()))?;
-    if let Value::Object(fields) = serde_json::to_value(resume).expect("serialises") {
-        let mut query = url.query_pairs_mut();
-        for (name, value) in fields {
-            match value {
-                Value::String(s) => query.append_pair(&name, &s),
-                Value::Number(n) => query.append_pair(&name, &n.to_string()),
-                _ => continue,
-            };
-        }
+    let pairs = crate::client::query_of(resume);
+    if !pairs.is_empty() {
+        url.query_pairs_mut().extend_pairs(pairs);
     }
     let mut request = url
         .as_str()

@@ -4,10 +4,10 @@
 use std::time::Duration;
 
 use edith_types::{
-    ApprovalChoice, CreateInstance, CreateProfile, CreateSession, CreateTurn, Instance, InstanceId,
-    InstanceState, Job, JobEvent, JobEventKind, ModelSpec, NativeSessionId, Page, Profile,
-    ProfileId, ProviderKind, Session, SessionId, ToolId, Turn, TurnAction, TurnEvent, TurnId,
-    UpdateProfile, UpdateSession,
+    ApprovalChoice, CreateInstance, CreateProfile, CreateSession, CreateTurn, Instance,
+    InstanceFilter, InstanceId, InstanceState, Job, JobEvent, JobEventKind, ModelSpec,
+    NativeSessionId, Page, Profile, ProfileId, Session, SessionId, ToolId, Turn, TurnAction,
+    TurnEvent, TurnId, UpdateProfile, UpdateSession,
 };
 use futures_util::StreamExt;
 
@@ -31,17 +31,7 @@ impl Instances {
     /// Created through `Hermes::local()`, it is deleted when that context closes (unless
     /// `cleanup(false)`).
     pub async fn create(&self, name: &str) -> Result<InstanceCreation> {
-        self.create_with(&CreateInstance {
-            name: name.to_owned(),
-            provider: ProviderKind::Embedded,
-            runtime: None,
-            url: None,
-            token: None,
-            restart_policy: Default::default(),
-            max_restarts: None,
-            sim: None,
-        })
-        .await
+        self.create_with(&CreateInstance::named(name)).await
     }
 
     /// Creates an instance as `spec` says (e.g. a `process` instance running one of the
@@ -58,7 +48,16 @@ impl Instances {
 
     /// A page of instances.
     pub async fn list(&self, page: &PageRequest) -> Result<Page<Instance>> {
-        self.hermes.sdk().instance_list(page).await
+        self.list_where(&InstanceFilter::default(), page).await
+    }
+
+    /// A page of the instances that match `filter` (a state, a label).
+    pub async fn list_where(
+        &self,
+        filter: &InstanceFilter,
+        page: &PageRequest,
+    ) -> Result<Page<Instance>> {
+        self.hermes.sdk().instance_list(filter, page).await
     }
 }
 

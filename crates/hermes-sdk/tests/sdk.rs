@@ -254,7 +254,10 @@ async fn a_remote_client_never_deletes_and_leaves_the_callers_http_client_usable
     // Closed: its handles fail clearly; the instance is still there.
     assert!(matches!(seen.get().await, Err(Error::Closed)));
     assert!(matches!(
-        remote.sdk().instance_list(&Default::default()).await,
+        remote
+            .sdk()
+            .instance_list(&Default::default(), &Default::default())
+            .await,
         Err(Error::Closed)
     ));
     let still = server_side

@@ -31,6 +31,7 @@ pub async fn create(
     let token = check_external(&body)?;
     let max_restarts = check_restart(&body)?;
     let sim = check_sim(&body)?;
+    check_labels(&body.labels)?;
     let now = Timestamp::now();
     let instance = Instance {
         id: InstanceId::generate(),
@@ -43,6 +44,7 @@ pub async fn create(
         restart_policy: body.restart_policy,
         max_restarts,
         sim,
+        labels: body.labels,
         restarts: 0,
         created_at: now.clone(),
         updated_at: now,
@@ -146,6 +148,41 @@ fn check_sim(body: &CreateInstance) -> AppResult<Option<SimFaults>> {
         )),
         (_, None) => Ok(None),
     }
+}
+
+/// At most 32 labels; keys `^[a-z0-9][a-z0-9._/-]{0,62}$`, values up to 256 characters.
+fn check_labels(labels: &std::collections::BTreeMap<String, String>) -> AppResult<()> {
+    if labels.len() > 32 {
+        return Err(AppError::invalid("at most 32 `labels`"));
+    }
+    for (key, value) in labels {
+        check_label_key(key)?;
+        if value.chars().count() > 256 {
+            return Err(AppError::invalid(format!(
+                "label `{key}`: values are at most 256 characters"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// A label key: 1 to 63 lowercase letters, digits, `.`, `_`, `-` or `/`, starting with a letter
+/// or digit.
+pub fn check_label_key(key: &str) -> AppResult<()> {
+    let first_ok = key
+        .bytes()
+        .next()
+        .is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit());
+    let rest_ok = key
+        .bytes()
+        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"._/-".contains(&b));
+    if first_ok && rest_ok && key.len() <= 63 {
+        return Ok(());
+    }
+    Err(AppError::invalid(format!(
+        "label key `{key}` must be 1 to 63 lowercase letters, digits, `.`, `_`, `-` or `/`, \
+         starting with a letter or digit"
+    )))
 }
 
 /// Restarts in a row tried when the caller names no limit.

@@ -6,8 +6,8 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::routing::get;
 use axum::{Json, response::IntoResponse};
 use edith_types::{
-    Capabilities, CreateInstance, Instance, InstanceCapabilities, InstanceId, InstanceWithJob, Job,
-    JobEvent, Page, RuntimeInfo, RuntimeLog,
+    Capabilities, CreateInstance, Instance, InstanceCapabilities, InstanceFilter, InstanceId,
+    InstanceWithJob, Job, JobEvent, Page, RuntimeInfo, RuntimeLog,
 };
 use serde_json::json;
 
@@ -25,8 +25,9 @@ pub fn routes(api: &mut Api) {
         .body::<CreateInstance>(api)
         .returns::<InstanceWithJob>(api, 202, "The instance (provisioning) and its job.");
     let list = Op::get("/v1/instances", "instance_list")
-        .summary("List instances.")
+        .summary("List instances, optionally only those in a state or with a label.")
         .paginated()
+        .filtered::<InstanceFilter>(api)
         .returns::<Page<Instance>>(api, 200, "A page of instances.");
     api.add(create, axum::routing::post(create_instance));
     api.add(list, get(list_instances));
@@ -87,10 +88,22 @@ async fn create_instance(
 async fn list_instances(
     State(state): State<AppState>,
     ApiQuery(params): ApiQuery<PageParams>,
+    ApiQuery(filter): ApiQuery<InstanceFilter>,
 ) -> AppResult<Json<Page<Instance>>> {
+    let label = match &filter.label {
+        Some(label) => {
+            let (key, value) = label
+                .split_once('=')
+                .ok_or_else(|| AppError::invalid(format!("`label` `{label}` must be key=value")))?;
+            instances::check_label_key(key)?;
+            Some((key, value))
+        }
+        None => None,
+    };
+    let cursor = params.cursor::<InstanceId>()?;
     let page = state
         .store
-        .list_instances(params.cursor::<InstanceId>()?.as_ref(), params.limit()?)
+        .list_instances(cursor.as_ref(), params.limit()?, filter.state, label)
         .await?;
     Ok(Json(page))
 }

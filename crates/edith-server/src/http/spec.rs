@@ -34,8 +34,11 @@ pub struct Op {
     summary: &'static str,
     body: Option<Value>,
     responses: Vec<(u16, &'static str, Value)>,
-    query: Vec<(&'static str, &'static str, Value)>,
+    /// Query parameters: name, description, schema.
+    query: Vec<(String, String, Value)>,
     headers: Vec<(&'static str, &'static str)>,
+    /// The type whose properties are the list's filters.
+    filter: Option<String>,
 }
 
 /// Builds the router, the OpenAPI document and the access rules together.
@@ -64,6 +67,7 @@ impl Op {
             responses: Vec::new(),
             query: Vec::new(),
             headers: Vec::new(),
+            filter: None,
         }
     }
 
@@ -136,8 +140,8 @@ impl Op {
         self.headers
             .push(("Last-Event-ID", "Resume after this event sequence number."));
         self.query.push((
-            "after",
-            "Resume after this event sequence number (like `Last-Event-ID`).",
+            "after".to_owned(),
+            "Resume after this event sequence number (like `Last-Event-ID`).".to_owned(),
             json!({"type": "integer", "minimum": 0}),
         ));
         self
@@ -156,19 +160,39 @@ impl Op {
 
     /// A query parameter.
     pub fn query(mut self, name: &'static str, what: &'static str, schema: Value) -> Self {
-        self.query.push((name, what, schema));
+        self.query.push((name.to_owned(), what.to_owned(), schema));
+        self
+    }
+
+    /// Filters of a list, as query parameters: the properties of `T` (which the generated
+    /// client takes as one argument, named by `x-edith-filter`).
+    pub fn filtered<T: JsonSchema>(mut self, api: &mut Api) -> Self {
+        let _ = api.generator.subschema_for::<T>();
+        let name = T::schema_name().into_owned();
+        let definition = api.generator.definitions()[&name].clone();
+        let properties = definition["properties"]
+            .as_object()
+            .expect("a filter is an object");
+        for (param, property) in properties {
+            let what = property["description"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            self.query.push((param.clone(), what, not_null(property)));
+        }
+        self.filter = Some(name);
         self
     }
 
     pub fn paginated(mut self) -> Self {
         self.query.push((
-            "cursor",
-            "The `next_cursor` of the previous page.",
+            "cursor".to_owned(),
+            "The `next_cursor` of the previous page.".to_owned(),
             json!({"type": "string"}),
         ));
         self.query.push((
-            "limit",
-            "Items per page, 1 to 200 (default 50).",
+            "limit".to_owned(),
+            "Items per page, 1 to 200 (default 50).".to_owned(),
             json!({"type": "integer", "minimum": 1, "maximum": 200}),
         ));
         self
@@ -223,12 +247,42 @@ impl Op {
                 op["x-edith-scope"] = json!(scope.as_str());
             }
         }
+        if let Some(filter) = &self.filter {
+            op["x-edith-filter"] = json!(filter);
+        }
         if let Some(body) = &self.body {
             op["requestBody"] =
                 json!({"required": true, "content": {"application/json": {"schema": body}}});
         }
         op
     }
+}
+
+/// The schema of an optional value without its `null` (a query parameter is absent instead),
+/// and without the description, which the parameter carries.
+fn not_null(schema: &Value) -> Value {
+    let variants = schema["anyOf"].as_array().map(|variants| {
+        variants
+            .iter()
+            .filter(|v| v["type"] != "null")
+            .cloned()
+            .collect::<Vec<_>>()
+    });
+    let mut schema = match variants {
+        Some(mut variants) if variants.len() == 1 => variants.remove(0),
+        _ => schema.clone(),
+    };
+    if let Some(types) = schema["type"].as_array() {
+        let types: Vec<Value> = types.iter().filter(|t| *t != "null").cloned().collect();
+        if types.len() == 1 {
+            schema["type"] = types[0].clone();
+        }
+    }
+    if let Some(object) = schema.as_object_mut() {
+        object.remove("description");
+        object.remove("default");
+    }
+    schema
 }
 
 /// The schema of a path parameter: the id type it holds, with its pattern.

@@ -122,3 +122,52 @@ async fn deleting_takes_what_belongs_along_but_never_from_under_a_turn() {
         .await;
     assert_eq!(status, 201, "{again}");
 }
+
+#[tokio::test]
+async fn instances_are_listed_by_state_and_label() {
+    let ctx = Ctx::start().await;
+    let labelled = json!({"name": "a", "labels": {"team": "ai", "env": "prod"}});
+    let (status, a) = ctx.post("/v1/instances", &labelled.to_string()).await;
+    assert_eq!(status, 202, "{a}");
+    assert_eq!(a["instance"]["labels"]["team"], "ai");
+    let other = json!({"name": "b", "labels": {"team": "web"}});
+    let (_, b) = ctx.post("/v1/instances", &other.to_string()).await;
+    let (a, b) = (
+        a["instance"]["id"].as_str().unwrap().to_owned(),
+        b["instance"]["id"].as_str().unwrap().to_owned(),
+    );
+    ctx.instance_when(&a, |i| i["state"] == "ready").await;
+    ctx.instance_when(&b, |i| i["state"] == "ready").await;
+    let ids = |page: Value| -> Vec<String> {
+        page["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let (_, ai) = ctx.get("/v1/instances?label=team%3Dai").await;
+    assert_eq!(ids(ai), std::slice::from_ref(&a));
+    let (_, both) = ctx.get("/v1/instances?state=ready").await;
+    assert_eq!(ids(both), [a.clone(), b.clone()]);
+    let (_, none) = ctx.get("/v1/instances?state=lost").await;
+    assert!(ids(none).is_empty());
+    let (_, web_ready) = ctx.get("/v1/instances?state=ready&label=team%3Dweb").await;
+    assert_eq!(ids(web_ready), [b]);
+
+    for bad in [
+        "label=team",
+        "label=Team%3Dai",
+        "label=a%22b%3Dc",
+        "state=happy",
+    ] {
+        let refused = ctx.get(&format!("/v1/instances?{bad}")).await;
+        assert_eq!(refused.0, 400, "{bad}: {}", refused.1);
+    }
+    let bad_key = json!({"name": "c", "labels": {"Team": "x"}});
+    assert_problem(
+        &ctx.post("/v1/instances", &bad_key.to_string()).await,
+        400,
+        "invalid_request",
+    );
+}
