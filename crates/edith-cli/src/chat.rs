@@ -9,6 +9,9 @@ use clap::Args;
 use edith_types::{ApprovalChoice, InstanceId, ProfileId, SessionId, TurnEventKind};
 use futures_util::StreamExt;
 use hermes::{Hermes, Result, SessionHandle, TurnHandle};
+
+use crate::output::Done;
+use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio::sync::mpsc;
 
 #[derive(Args)]
@@ -37,7 +40,7 @@ fn typed_lines() -> Input {
     input
 }
 
-pub async fn run(hermes: &Hermes, chat: Chat) -> Result<()> {
+pub async fn run(hermes: &Hermes, chat: Chat) -> Done {
     let profile = hermes.instance(&chat.instance).profile(&chat.profile);
     let session = match &chat.session {
         Some(id) => {
@@ -53,11 +56,15 @@ pub async fn run(hermes: &Hermes, chat: Chat) -> Result<()> {
         session.id()
     );
     let mut input = typed_lines();
+    // One listener for the whole conversation: a Ctrl-C pressed while a request is on its way is
+    // kept for the next wait rather than lost.
+    let mut interrupts = signal(SignalKind::interrupt())
+        .map_err(|e| crate::output::Failure::Said(format!("cannot listen for Ctrl-C: {e}")))?;
     loop {
         prompt("> ");
         let line = tokio::select! {
             line = input.recv() => line,
-            _ = tokio::signal::ctrl_c() => return Ok(()),
+            _ = interrupts.recv() => return Ok(()),
         };
         let Some(line) = line else {
             return Ok(());
@@ -65,7 +72,7 @@ pub async fn run(hermes: &Hermes, chat: Chat) -> Result<()> {
         if line.trim().is_empty() {
             continue;
         }
-        if !converse(&session, &line, &mut input).await? {
+        if !converse(&session, &line, &mut input, &mut interrupts).await? {
             return Ok(());
         }
     }
@@ -77,14 +84,19 @@ fn prompt(text: &str) {
 }
 
 /// Runs one turn to its end; false when the user asked to quit.
-async fn converse(session: &SessionHandle, line: &str, input: &mut Input) -> Result<bool> {
+async fn converse(
+    session: &SessionHandle,
+    line: &str,
+    input: &mut Input,
+    interrupts: &mut Signal,
+) -> Result<bool> {
     let turn = session.send(line).await?;
     let mut events = turn.events();
     let mut cancelled = false;
     loop {
         let event = tokio::select! {
             event = events.next() => event,
-            _ = tokio::signal::ctrl_c() => {
+            _ = interrupts.recv() => {
                 if cancelled {
                     return Ok(false);
                 }
@@ -105,7 +117,11 @@ async fn converse(session: &SessionHandle, line: &str, input: &mut Input) -> Res
             }
             TurnEventKind::ApprovalRequested {
                 command, choices, ..
-            } => approve(&turn, &command, &choices, input).await?,
+            } => {
+                if !approve(&turn, &command, &choices, input, interrupts).await? {
+                    cancelled = true;
+                }
+            }
             TurnEventKind::ClarifyRequested {
                 request_id,
                 question,
@@ -118,7 +134,15 @@ async fn converse(session: &SessionHandle, line: &str, input: &mut Input) -> Res
                     format!(" ({})", choices.join(", "))
                 };
                 prompt(&format!("\n{question}{choices}: "));
-                let answer = input.recv().await.unwrap_or_default();
+                let answer = tokio::select! {
+                    answer = input.recv() => answer.unwrap_or_default(),
+                    _ = interrupts.recv() => {
+                        cancelled = true;
+                        eprintln!("\n[cancelling; Ctrl-C again quits]");
+                        turn.cancel().await?;
+                        continue;
+                    }
+                };
                 turn.answer(&request_id, answer.trim()).await?;
             }
             TurnEventKind::TurnFinished { state, error, .. } => {
@@ -133,22 +157,31 @@ async fn converse(session: &SessionHandle, line: &str, input: &mut Input) -> Res
     }
 }
 
-/// Asks whether the command may run, until the answer is one of `choices`.
+/// Asks whether the command may run, until the answer is one of `choices`; Ctrl-C cancels
+/// the turn instead (returns false).
 async fn approve(
     turn: &TurnHandle,
     command: &str,
     choices: &[String],
     input: &mut Input,
-) -> Result<()> {
+    interrupts: &mut Signal,
+) -> Result<bool> {
     loop {
         prompt(&format!("\nrun `{command}`? [{}]: ", choices.join("/")));
-        let answer = input.recv().await.unwrap_or_default();
+        let answer = tokio::select! {
+            answer = input.recv() => answer.unwrap_or_default(),
+            _ = interrupts.recv() => {
+                eprintln!("\n[cancelling; Ctrl-C again quits]");
+                turn.cancel().await?;
+                return Ok(false);
+            }
+        };
         let answer = answer.trim();
         // End of input answers `deny`: nothing runs without a yes.
         let answer = if answer.is_empty() { "deny" } else { answer };
         if let Ok(choice) = answer.parse::<ApprovalChoice>() {
             turn.approve(choice).await?;
-            return Ok(());
+            return Ok(true);
         }
         eprintln!("answer one of: {}", choices.join(", "));
     }

@@ -4,13 +4,13 @@ use clap::Subcommand;
 use edith_types::{
     ApiKeyId, CreateApiKey, CreateInstance, CreateSession, InstanceFilter, InstanceId,
     InstanceState, JobEventKind, JobId, ProfileId, ProviderKind, Scope, SessionId, ToolId,
-    TurnEventKind,
+    TurnEventKind, TurnState,
 };
 use futures_util::StreamExt;
 use hermes::{Hermes, PageRequest, ProfileSpec, Result};
 
 use crate::Output;
-use crate::output;
+use crate::output::{self, Done, Failure};
 
 /// Every item of a paginated list, page after page.
 async fn all<T, F, Fut>(mut fetch: F) -> Result<Vec<T>>
@@ -86,7 +86,7 @@ pub enum Instances {
     Delete { id: InstanceId },
 }
 
-pub async fn instances(hermes: &Hermes, command: Instances, out: Output) -> Result<()> {
+pub async fn instances(hermes: &Hermes, command: Instances, out: Output) -> Done {
     match command {
         Instances::List { state, label } => {
             let filter = InstanceFilter { state, label };
@@ -128,7 +128,7 @@ pub async fn instances(hermes: &Hermes, command: Instances, out: Output) -> Resu
 
 /// Follows a job's steps to its end, on stderr (the answer on stdout stays clean): a progress
 /// bar at a terminal, a line per step otherwise; a failure shows the step and the reason.
-async fn follow_job(hermes: &Hermes, job: &JobId, out: Output) -> Result<()> {
+async fn follow_job(hermes: &Hermes, job: &JobId, out: Output) -> Done {
     use std::io::IsTerminal;
     let people = out == Output::Table;
     let bar = (people && std::io::stderr().is_terminal()).then(|| {
@@ -164,7 +164,7 @@ async fn follow_job(hermes: &Hermes, job: &JobId, out: Output) -> Result<()> {
                     bar.finish_and_clear();
                 }
                 match error {
-                    Some(error) => eprintln!("failed: {error}"),
+                    Some(error) => return Err(Failure::Said(format!("the job failed: {error}"))),
                     None if people => eprintln!("instance {}", instance_state.as_str()),
                     None => {}
                 }
@@ -204,7 +204,7 @@ pub enum Profiles {
     },
 }
 
-pub async fn profiles(hermes: &Hermes, command: Profiles, out: Output) -> Result<()> {
+pub async fn profiles(hermes: &Hermes, command: Profiles, out: Output) -> Done {
     match command {
         Profiles::List { instance } => {
             let profiles = hermes.instance(&instance).profiles();
@@ -266,7 +266,7 @@ pub enum Sessions {
     },
 }
 
-pub async fn sessions(hermes: &Hermes, command: Sessions, out: Output) -> Result<()> {
+pub async fn sessions(hermes: &Hermes, command: Sessions, out: Output) -> Done {
     match command {
         Sessions::List { instance, profile } => {
             let sessions = hermes.instance(&instance).profile(&profile).sessions();
@@ -326,7 +326,7 @@ pub enum Turns {
     },
 }
 
-pub async fn turns(hermes: &Hermes, command: Turns, out: Output) -> Result<()> {
+pub async fn turns(hermes: &Hermes, command: Turns, out: Output) -> Done {
     let (instance, profile, session, input) = match command {
         Turns::List {
             instance,
@@ -352,22 +352,39 @@ pub async fn turns(hermes: &Hermes, command: Turns, out: Output) -> Result<()> {
         .session(&session);
     let turn = session.send(&input).await?;
     let mut events = turn.events();
+    let people = out == Output::Table;
     while let Some(event) = events.next().await {
         let event = event?;
-        match (&event.kind, out) {
-            (_, Output::Json) => println!("{}", serde_json::to_string(&event).expect("JSON")),
-            (TurnEventKind::MessageDelta { text }, Output::Table) => print!("{text}"),
-            (TurnEventKind::ToolCompleted { name, result, .. }, Output::Table) => {
+        if !people {
+            println!("{}", serde_json::to_string(&event).expect("JSON"));
+        }
+        match event.kind {
+            TurnEventKind::MessageDelta { text } if people => print!("{text}"),
+            TurnEventKind::ToolCompleted { name, result, .. } if people => {
                 println!("[tool {name} -> {result}]")
             }
-            (TurnEventKind::ApprovalRequested { command, .. }, Output::Table) => {
-                println!("\n[waiting for an approval of `{command}`: answer in `edith chat`]");
+            TurnEventKind::ApprovalRequested { command, .. } => {
+                if people {
+                    println!("\n[waiting for an approval of `{command}`: answer in `edith chat`]");
+                }
                 return Ok(());
             }
-            (TurnEventKind::TurnFinished { state, error, .. }, Output::Table) => {
-                println!();
-                if let Some(error) = error {
-                    eprintln!("turn {}: {error}", state.as_str());
+            TurnEventKind::ClarifyRequested { question, .. } => {
+                if people {
+                    println!("\n[waiting for an answer to `{question}`: answer in `edith chat`]");
+                }
+                return Ok(());
+            }
+            TurnEventKind::TurnFinished { state, error, .. } => {
+                if people {
+                    println!();
+                }
+                if state != TurnState::Completed {
+                    let why = error.unwrap_or_default();
+                    return Err(Failure::Said(format!(
+                        "the turn ended {}: {why}",
+                        state.as_str()
+                    )));
                 }
             }
             _ => {}
@@ -386,7 +403,7 @@ pub enum Jobs {
     },
 }
 
-pub async fn jobs(hermes: &Hermes, command: Jobs, out: Output) -> Result<()> {
+pub async fn jobs(hermes: &Hermes, command: Jobs, out: Output) -> Done {
     let Jobs::Get { id, follow } = command;
     if follow {
         follow_job(hermes, &id, out).await?;
@@ -410,7 +427,7 @@ pub enum Keys {
     Revoke { id: ApiKeyId },
 }
 
-pub async fn keys(hermes: &Hermes, command: Keys, out: Output) -> Result<()> {
+pub async fn keys(hermes: &Hermes, command: Keys, out: Output) -> Done {
     let sdk = hermes.sdk();
     match command {
         Keys::List => {
@@ -447,7 +464,7 @@ pub enum Tools {
     Delete { id: ToolId },
 }
 
-pub async fn tools(hermes: &Hermes, command: Tools, out: Output) -> Result<()> {
+pub async fn tools(hermes: &Hermes, command: Tools, out: Output) -> Done {
     let sdk = hermes.sdk();
     match command {
         Tools::List => {
@@ -460,7 +477,7 @@ pub async fn tools(hermes: &Hermes, command: Tools, out: Output) -> Result<()> {
     Ok(())
 }
 
-pub async fn runtimes(hermes: &Hermes, out: Output) -> Result<()> {
+pub async fn runtimes(hermes: &Hermes, out: Output) -> Done {
     let items = hermes.sdk().runtime_list().await?;
     output::list(&items, out);
     Ok(())

@@ -32,10 +32,10 @@ pub fn load() -> Saved {
         .unwrap_or_default()
 }
 
-/// Saves `saved`, readable by its owner only (the file is created 0600, never widened).
+/// Saves `saved`, readable by its owner only (0600, also when the file was there before).
 pub fn save(saved: &Saved) -> std::io::Result<PathBuf> {
     use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
     let path = path().ok_or_else(|| std::io::Error::other("no HOME to keep a config in"))?;
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
@@ -46,6 +46,8 @@ pub fn save(saved: &Saved) -> std::io::Result<PathBuf> {
         .truncate(true)
         .mode(0o600)
         .open(&path)?;
+    // A file that was there already keeps its mode on open: narrow it before writing.
+    file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
     file.write_all(&serde_json::to_vec_pretty(saved).expect("JSON"))?;
     Ok(path)
 }

@@ -92,13 +92,18 @@ async fn main() -> ExitCode {
         .init();
     let cli = Cli::parse();
     let saved = config::load();
+    // The saved key goes only to the control plane it was saved for.
+    let saved_key = match (&cli.target.url, &saved.url) {
+        (Some(given), Some(saved_url)) if given != saved_url => None,
+        _ => saved.api_key,
+    };
     let url = cli
         .target
         .url
         .clone()
         .or(saved.url)
         .unwrap_or_else(|| "http://127.0.0.1:8080".to_owned());
-    let api_key = cli.target.api_key.clone().or(saved.api_key);
+    let api_key = cli.target.api_key.clone().or(saved_key);
     let client = || hermes::Hermes::remote(&url, api_key.as_deref());
     let out = cli.target.output;
     let done = match cli.command {
@@ -135,7 +140,7 @@ async fn main() -> ExitCode {
 }
 
 /// Saves `url` and `api_key` once the control plane has accepted them.
-async fn login(hermes: &hermes::Hermes, url: &str, api_key: Option<&str>) -> hermes::Result<()> {
+async fn login(hermes: &hermes::Hermes, url: &str, api_key: Option<&str>) -> output::Done {
     hermes
         .instances()
         .list(&hermes::PageRequest {
@@ -152,6 +157,6 @@ async fn login(hermes: &hermes::Hermes, url: &str, api_key: Option<&str>) -> her
             println!("logged in to {url}; saved in {}", path.display());
             Ok(())
         }
-        Err(e) => Err(hermes::Error::Local(format!("cannot save the login: {e}"))),
+        Err(e) => Err(output::Failure::Said(format!("cannot save the login: {e}"))),
     }
 }

@@ -167,8 +167,29 @@ fn table<T: Row>(items: &[T]) {
     }
 }
 
-/// An error, with what to do about it.
-pub fn explain(error: &Error) -> String {
+/// Why a command failed.
+pub enum Failure {
+    /// The SDK could not do it.
+    Sdk(Error),
+    /// It was done, and did not go well (a turn that failed, a job that failed).
+    Said(String),
+}
+
+impl From<Error> for Failure {
+    fn from(e: Error) -> Self {
+        Failure::Sdk(e)
+    }
+}
+
+/// What a command ends with.
+pub type Done = std::result::Result<(), Failure>;
+
+/// A failure, with what to do about it.
+pub fn explain(failure: &Failure) -> String {
+    let error = match failure {
+        Failure::Sdk(error) => error,
+        Failure::Said(what) => return what.clone(),
+    };
     match error {
         Error::Api {
             code: ErrorCode::Unauthorized,

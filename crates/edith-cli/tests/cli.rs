@@ -240,6 +240,9 @@ async fn login_saves_the_url_and_key_for_the_next_commands_in_a_private_file() {
     let plane = plane().await;
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("edith.json");
+    // A file that was there, readable by all, is narrowed.
+    std::fs::write(&config, "{}").unwrap();
+    std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o644)).unwrap();
     let without = plane.run_bare(&config, &["instances", "list"]).await;
     assert!(!without.status.success(), "no URL and no key yet");
 
@@ -259,7 +262,7 @@ async fn login_saves_the_url_and_key_for_the_next_commands_in_a_private_file() {
         !wrong.status.success(),
         "a key the server refuses is not saved"
     );
-    assert!(!config.exists());
+    assert_eq!(std::fs::read_to_string(&config).unwrap(), "{}");
     let login = plane
         .run_bare(
             &config,
@@ -272,6 +275,17 @@ async fn login_saves_the_url_and_key_for_the_next_commands_in_a_private_file() {
     let listed = plane.run_bare(&config, &["instances", "list"]).await;
     assert!(listed.status.success(), "{}", text(&listed));
     assert!(String::from_utf8_lossy(&listed.stdout).starts_with("ID"));
+    // The saved key goes only to the control plane it was saved for.
+    let elsewhere = self::plane().await;
+    let other = plane
+        .run_bare(
+            &config,
+            &["instances", "list", "--url", elsewhere.server.url()],
+        )
+        .await;
+    assert!(!other.status.success());
+    let said = String::from_utf8_lossy(&other.stderr);
+    assert!(said.contains("needs an API key"), "no key was sent: {said}");
 }
 
 #[tokio::test]
@@ -390,5 +404,52 @@ async fn at_a_terminal_ctrl_c_cancels_the_running_turn_and_a_second_quits() {
         .expect("edith quits")
         .unwrap();
     assert!(status.success(), "{status}\n{}", seen.lock().unwrap());
+    hermes.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_turn_that_fails_makes_the_command_fail() {
+    use hermes::types::ModelSpec;
+    let plane = plane().await;
+    let model = testkit::FakeModel::start().await;
+    let hermes = hermes::Hermes::remote(plane.server.url(), Some(KEY));
+    let instance = hermes
+        .instances()
+        .create("f")
+        .await
+        .unwrap()
+        .ready()
+        .await
+        .unwrap();
+    let spec = hermes::ProfileSpec::new("failing").model(ModelSpec::OpenaiCompatible {
+        base_url: model.base_url().to_owned(),
+        model: "fake-model".to_owned(),
+        api_key: None,
+    });
+    let profile = instance.profiles().create(spec).await.unwrap();
+    let session = profile.sessions().create().await.unwrap();
+    let (iid, pid, sid) = (
+        instance.id().to_string(),
+        profile.id().to_string(),
+        session.id().to_string(),
+    );
+    let args = [
+        "turns",
+        "send",
+        "--instance",
+        &iid,
+        "--profile",
+        &pid,
+        "--session",
+        &sid,
+        "please FAIL",
+    ];
+    let failed = plane.run(&args).await;
+    assert_eq!(failed.status.code(), Some(1), "{}", text(&failed));
+    assert!(
+        String::from_utf8_lossy(&failed.stderr).contains("the turn ended failed"),
+        "{}",
+        text(&failed)
+    );
     hermes.close().await.unwrap();
 }

@@ -497,7 +497,10 @@ async fn connect(target: &RelayTarget, resume: &RelayResume) -> Result<Socket> {
     }
 }
 
-/// Returns once the client that opened the connection has closed.
+/// Returns once the client that opened the connection was closed with `close()` (a client that
+/// is merely dropped leaves its connections to their holders).
 async fn closed(closing: &mut tokio::sync::watch::Receiver<bool>) {
-    let _ = closing.wait_for(|closed| *closed).await;
+    if closing.wait_for(|closed| *closed).await.is_err() {
+        std::future::pending::<()>().await;
+    }
 }
