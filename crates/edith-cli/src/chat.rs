@@ -118,9 +118,8 @@ async fn converse(
             TurnEventKind::ApprovalRequested {
                 command, choices, ..
             } => {
-                if !approve(&turn, &command, &choices, input, interrupts).await? {
-                    cancelled = true;
-                }
+                let approved = approve(&turn, &command, &choices, input, interrupts).await?;
+                cancelled |= !approved;
             }
             TurnEventKind::ClarifyRequested {
                 request_id,
