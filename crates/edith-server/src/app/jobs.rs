@@ -152,6 +152,14 @@ fn now_ms() -> i64 {
     i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
 }
 
+impl Drop for Lease {
+    /// However the runner ends (a panic too), the lease stops being renewed, so it runs out
+    /// and another runner can take the job.
+    fn drop(&mut self) {
+        self.renewing.abort();
+    }
+}
+
 /// This replica's lease on a job, renewed in the background while it is held.
 struct Lease {
     job: JobId,
@@ -203,7 +211,6 @@ impl Lease {
     }
 
     async fn release(self, state: &AppState) {
-        self.renewing.abort();
         if let Err(e) = state.store.release_job(&self.job, &state.replica).await {
             tracing::warn!(job = %self.job, error = %e, "cannot release a job's lease");
         }

@@ -134,12 +134,16 @@ pub async fn delete(state: &AppState, instance: &InstanceId, id: &ProfileId) -> 
         ));
     }
     let record = instances::load(state, instance).await?;
+    let restart = root_change_needs_restart(state, &record, &profile.native_name).await?;
     state.store.delete_profile(&profile.id).await?;
     let provider = state.provider(record.instance.provider)?;
     if provider.configures_profiles() {
         provider
             .remove_profile(instance, &profile.native_name)
             .await?;
+    }
+    if restart {
+        restart_runtime(state, &record).await?;
     }
     Ok(profile)
 }

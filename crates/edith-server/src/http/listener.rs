@@ -1,8 +1,8 @@
-//! Accepts connections and serves them over HTTP/1.1 with limits a public endpoint needs: a
-//! client that does not send a whole request head within the header timeout — a slow one, or
-//! an idle keep-alive connection — is disconnected, so slow clients cannot hold sockets open
-//! forever. `axum::serve` sets no such timeout, hence this loop. Stopping lets requests in
-//! flight finish, for a bounded time.
+//! Accepts connections and serves them over HTTP/1.1: a client that does not send a whole
+//! request head within the header timeout — a slow one, or an idle keep-alive connection — is
+//! disconnected. `axum::serve` sets no such timeout, hence this loop. Stopping lets requests in
+//! flight finish, for a bounded time. Not bounded yet: how long a request body may take to
+//! arrive once its head has, and how many connections are open at once.
 
 use std::time::Duration;
 

@@ -77,14 +77,21 @@ impl Homes {
         }
     }
 
-    /// Removes a named native profile's home (the root stays: it is the runtime's own). Idempotent.
+    /// Removes a named native profile's home; for the root profile (the runtime's own home,
+    /// which stays), the `config.yaml` the control plane wrote — its model key and tool relay
+    /// go with it. Idempotent.
     pub async fn remove_profile(
         &self,
         instance: &InstanceId,
         native_name: &str,
     ) -> Result<(), ProviderError> {
         if native_name == DEFAULT_PROFILE {
-            return Ok(());
+            let config = self.home(instance).join(CONFIG_FILE);
+            return match tokio::fs::remove_file(&config).await {
+                Ok(()) => Ok(()),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+                Err(e) => Err(io_error("cannot remove", &config, e)),
+            };
         }
         let home = self.home(instance).join("profiles").join(native_name);
         match tokio::fs::remove_dir_all(&home).await {

@@ -694,12 +694,15 @@ async fn changing_the_default_profiles_tools_restarts_a_process_runtime_unless_t
     let input = r#"{"input": "terminal {\"command\": \"rm -rf /tmp/edith-restart-nothing\"}"}"#;
     let (_, turn) = ctx.post(&turns, input).await;
     let turn_path = format!("{turns}/{}", turn["id"].as_str().unwrap());
+    let mut waiting = false;
     for _ in 0..200 {
         if ctx.get(&turn_path).await.1["state"] == "requires_action" {
+            waiting = true;
             break;
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
+    assert!(waiting, "the turn waits for an approval");
     assert_ne!(
         ctx.runtime_pid(&iid).await,
         before,

@@ -171,3 +171,39 @@ async fn instances_are_listed_by_state_and_label() {
         "invalid_request",
     );
 }
+
+#[tokio::test]
+async fn deleting_the_default_profile_removes_its_config_and_the_key_in_it() {
+    let ctx = Ctx::start().await;
+    let iid = ctx.ready_instance().await;
+    let body = json!({"name": "default", "model": {"provider": "openai_compatible",
+        "base_url": "http://127.0.0.1:9/v1", "model": "m", "api_key": "sk-gone-with-it"}});
+    let (status, profile) = ctx
+        .post(&format!("/v1/instances/{iid}/profiles"), &body.to_string())
+        .await;
+    assert_eq!(status, 201, "{profile}");
+    let config = ctx
+        .dir
+        .path()
+        .join("instances")
+        .join(&iid)
+        .join("home/config.yaml");
+    assert!(
+        std::fs::read_to_string(&config)
+            .unwrap()
+            .contains("sk-gone-with-it")
+    );
+    let path = format!(
+        "/v1/instances/{iid}/profiles/{}",
+        profile["id"].as_str().unwrap()
+    );
+    assert_eq!(ctx.delete(&path).await.0, 200);
+    assert!(
+        !config.exists(),
+        "the root's config.yaml, with the key, is removed"
+    );
+    assert!(
+        config.parent().unwrap().is_dir(),
+        "the runtime's own home stays"
+    );
+}

@@ -125,7 +125,7 @@ impl ProcessProvider {
             // What it left in its group goes before the leader is reaped (see process_group).
             process_group::kill_group(dead.group);
             let status = dead.child.wait().await.ok();
-            self.forget_pid(&id).await;
+            self.forget_pid(&id, dead.group).await;
             let how = match status {
                 Some(status) => format!("the runtime exited ({status})"),
                 None => "the runtime exited".to_owned(),
@@ -210,7 +210,7 @@ impl ProcessProvider {
         let Ok(Some(port)) = ready else {
             let exited = process_group::leader_exited(group);
             process_group::stop(&mut child, group, Duration::ZERO).await;
-            self.forget_pid(id).await;
+            self.forget_pid(id, group).await;
             let what = if exited {
                 "exited before it was ready"
             } else {
@@ -237,9 +237,18 @@ impl ProcessProvider {
         })
     }
 
-    /// Forgets the pid of a runtime that was stopped or reaped.
-    async fn forget_pid(&self, instance: &InstanceId) {
-        let _ = tokio::fs::remove_file(self.homes.dir(instance).join(PID_FILE)).await;
+    /// Forgets the pid of a runtime that was stopped or reaped — only if the file still names
+    /// it (a runtime started since has written its own).
+    async fn forget_pid(&self, instance: &InstanceId, pid: Pid) {
+        let record = self.homes.dir(instance).join(PID_FILE);
+        let names_it = tokio::fs::read_to_string(&record)
+            .await
+            .ok()
+            .and_then(|text| pid_record(&text))
+            .is_some_and(|(recorded, _)| recorded == pid.as_raw_pid());
+        if names_it {
+            let _ = tokio::fs::remove_file(&record).await;
+        }
     }
 }
 
@@ -287,7 +296,7 @@ impl RuntimeProvider for ProcessProvider {
         let running = self.running.lock().await.remove(instance);
         if let Some(mut running) = running {
             process_group::stop(&mut running.child, running.group, STOP_GRACE).await;
-            self.forget_pid(instance).await;
+            self.forget_pid(instance, running.group).await;
         }
         Ok(())
     }
@@ -324,7 +333,7 @@ impl RuntimeProvider for ProcessProvider {
         let running: Vec<_> = self.running.lock().await.drain().collect();
         for (id, mut running) in running {
             process_group::stop(&mut running.child, running.group, STOP_GRACE).await;
-            self.forget_pid(&id).await;
+            self.forget_pid(&id, running.group).await;
         }
     }
 }
