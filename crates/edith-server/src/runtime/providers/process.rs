@@ -5,6 +5,7 @@
 //! directory.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -54,6 +55,8 @@ impl RuntimeCommand {
 /// The environment variable the control plane's first admin key may come from.
 pub const ADMIN_KEY_VARIABLE: &str = "EDITH_API_KEY";
 
+type Slot = Arc<Mutex<Option<Running>>>;
+
 struct Running {
     child: Child,
     group: Pid,
@@ -65,8 +68,10 @@ pub struct ProcessProvider {
     homes: Homes,
     /// By name: what callers may ask for.
     runtimes: BTreeMap<String, RuntimeCommand>,
-    /// The runtimes running now, by instance.
-    running: Mutex<HashMap<InstanceId, Running>>,
+    /// The runtimes running now, one slot per instance, each behind its own lock: launching or
+    /// stopping one runtime (seconds) never holds up another, nor the reconciler's looks; and
+    /// a start waits for a stop of the same instance, so there are never two runtimes for one.
+    running: std::sync::Mutex<HashMap<InstanceId, Slot>>,
 }
 
 impl ProcessProvider {
@@ -74,7 +79,7 @@ impl ProcessProvider {
         Self {
             homes,
             runtimes,
-            running: Mutex::new(HashMap::new()),
+            running: std::sync::Mutex::new(HashMap::new()),
         }
     }
 
@@ -113,15 +118,19 @@ impl ProcessProvider {
     /// The runtimes that exited on their own since the last look, each reaped and forgotten,
     /// with how it ended and how long it had run.
     pub async fn reap_exited(&self) -> Vec<Exited> {
-        let mut running = self.running.lock().await;
-        let exited: Vec<InstanceId> = running
-            .iter()
-            .filter(|(_, r)| process_group::leader_exited(r.group))
-            .map(|(id, _)| id.clone())
-            .collect();
         let mut reaped = Vec::new();
-        for id in exited {
-            let mut dead = running.remove(&id).expect("present");
+        for (id, slot) in self.slots() {
+            // A slot being launched or stopped is someone else's business right now.
+            let Ok(mut current) = slot.try_lock() else {
+                continue;
+            };
+            if !current
+                .as_ref()
+                .is_some_and(|r| process_group::leader_exited(r.group))
+            {
+                continue;
+            }
+            let mut dead = current.take().expect("checked");
             // What it left in its group goes before the leader is reaped (see process_group).
             process_group::kill_group(dead.group);
             let status = dead.child.wait().await.ok();
@@ -137,6 +146,21 @@ impl ProcessProvider {
             });
         }
         reaped
+    }
+
+    /// Every slot, as it is now.
+    fn slots(&self) -> Vec<(InstanceId, Slot)> {
+        let running = self.running.lock().expect("not poisoned");
+        running
+            .iter()
+            .map(|(id, slot)| (id.clone(), slot.clone()))
+            .collect()
+    }
+
+    /// The instance's slot, made when it has none.
+    fn slot(&self, instance: &InstanceId) -> Slot {
+        let mut running = self.running.lock().expect("not poisoned");
+        running.entry(instance.clone()).or_default().clone()
     }
 
     /// The last `lines` lines of the instance's runtime log.
@@ -277,24 +301,26 @@ impl RuntimeProvider for ProcessProvider {
     }
 
     async fn start(&self, instance: &InstanceRecord) -> Result<RuntimeEndpoint, ProviderError> {
-        let id = &instance.instance.id;
-        let mut running = self.running.lock().await;
-        if let Some(current) = running.get_mut(id) {
-            if !process_group::leader_exited(current.group) {
-                return Ok(endpoint(current.port, &instance.runtime_token));
+        let slot = self.slot(&instance.instance.id);
+        let mut current = slot.lock().await;
+        if let Some(running) = current.as_ref() {
+            if !process_group::leader_exited(running.group) {
+                return Ok(endpoint(running.port, &instance.runtime_token));
             }
             // It died: the reconciler reaps it and marks the instance lost; no new one here.
             return Err(ProviderError("the runtime exited".to_owned()));
         }
         let started = self.launch(instance).await?;
         let endpoint = endpoint(started.port, &instance.runtime_token);
-        running.insert(id.clone(), started);
+        *current = Some(started);
         Ok(endpoint)
     }
 
     async fn stop(&self, instance: &InstanceId) -> Result<(), ProviderError> {
-        let running = self.running.lock().await.remove(instance);
-        if let Some(mut running) = running {
+        let slot = self.slot(instance);
+        // Held until the runtime is gone: a start meanwhile waits, then launches a fresh one.
+        let mut current = slot.lock().await;
+        if let Some(mut running) = current.take() {
             process_group::stop(&mut running.child, running.group, STOP_GRACE).await;
             self.forget_pid(instance, running.group).await;
         }
@@ -326,14 +352,16 @@ impl RuntimeProvider for ProcessProvider {
     }
 
     async fn running_count(&self) -> usize {
-        self.running.lock().await.len()
+        let mut count = 0;
+        for (_, slot) in self.slots() {
+            count += usize::from(slot.lock().await.is_some());
+        }
+        count
     }
 
     async fn shutdown(&self) {
-        let running: Vec<_> = self.running.lock().await.drain().collect();
-        for (id, mut running) in running {
-            process_group::stop(&mut running.child, running.group, STOP_GRACE).await;
-            self.forget_pid(&id, running.group).await;
+        for (id, _) in self.slots() {
+            let _ = self.stop(&id).await;
         }
     }
 }
@@ -348,8 +376,13 @@ fn endpoint(port: u16, token: &str) -> RuntimeEndpoint {
 impl Drop for ProcessProvider {
     /// A control plane dropped without `shutdown` leaves no runtime behind.
     fn drop(&mut self) {
-        for running in self.running.get_mut().values() {
-            process_group::kill_group(running.group);
+        let running = self.running.get_mut().expect("not poisoned");
+        for slot in running.values() {
+            if let Ok(current) = slot.try_lock()
+                && let Some(running) = current.as_ref()
+            {
+                process_group::kill_group(running.group);
+            }
         }
     }
 }

@@ -90,12 +90,14 @@ impl RuntimeProvider for SimProvider {
     async fn start(&self, instance: &InstanceRecord) -> Result<RuntimeEndpoint, ProviderError> {
         let id = &instance.instance.id;
         let faults = instance.instance.sim.clone().unwrap_or_default();
-        let mut running = self.running.lock().await;
-        if !running.contains_key(id) {
+        // The pause is taken without holding the lock: other instances (and the reconciler's
+        // looks) go on meanwhile.
+        if !self.running.lock().await.contains_key(id) {
             let delay = Duration::from_millis(faults.start_delay_ms.unwrap_or(0));
             tokio::time::sleep(delay.min(MAX_START_DELAY)).await;
         }
         let endpoint = self.runtimes.start(instance).await?;
+        let mut running = self.running.lock().await;
         running.entry(id.clone()).or_insert_with(|| {
             let exit = faults.exit_after_ms.map(Duration::from_millis);
             (Instant::now(), exit)
