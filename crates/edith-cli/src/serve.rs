@@ -30,6 +30,10 @@ pub struct Serve {
     /// production.
     #[arg(long)]
     sim_provider: bool,
+    /// A host where `external` runtimes may be attached, `HOST` (any port) or `HOST:PORT`
+    /// (repeatable). Without it, an admin may attach a runtime anywhere.
+    #[arg(long = "external-host", value_name = "HOST[:PORT]")]
+    external_hosts: Vec<String>,
 }
 
 fn runtime_arg(raw: &str) -> Result<(String, RuntimeCommand), String> {
@@ -78,6 +82,7 @@ pub async fn run(serve: Serve) -> ExitCode {
             .collect(),
         limits: Default::default(),
         sim_provider: serve.sim_provider,
+        external_hosts: (!serve.external_hosts.is_empty()).then_some(serve.external_hosts),
     };
     let server = match edith_server::start(config).await {
         Ok(server) => server,

@@ -46,6 +46,9 @@ pub struct ServerConfig {
     pub limits: Limits,
     /// Offer the `sim` provider (fault injection, for testing the control plane).
     pub sim_provider: bool,
+    /// Where `external` runtimes may be attached: `host` (any port) or `host:port` entries;
+    /// `None` lets an admin attach any.
+    pub external_hosts: Option<Vec<String>>,
 }
 
 impl ServerConfig {
@@ -59,6 +62,7 @@ impl ServerConfig {
             runtimes: builtin_runtimes(),
             limits: Limits::default(),
             sim_provider: false,
+            external_hosts: None,
         }
     }
 }
@@ -158,7 +162,12 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
     let (stop, stopping) = tokio::sync::watch::channel(false);
     let state = AppState::new(Inner {
         store,
-        providers: runtime::Providers::new(data_dir, config.runtimes.clone(), config.sim_provider),
+        providers: runtime::Providers::new(
+            data_dir,
+            config.runtimes.clone(),
+            config.sim_provider,
+            config.external_hosts.clone(),
+        ),
         gateways: Default::default(),
         turn_events: Default::default(),
         job_events: Default::default(),
@@ -175,6 +184,13 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
     });
     recover(&state).await?;
     app::reconciler::spawn(state.clone());
+    // Each runtime's version is asked once, now, so that listing them later is quick.
+    let warming = state.clone();
+    tokio::spawn(async move {
+        for name in warming.providers.process.runtimes().keys() {
+            warming.providers.process.version(name).await;
+        }
+    });
 
     let (router, _, _) = http::build();
     // Outermost first: the key is checked before `Idempotency-Key` is looked at.

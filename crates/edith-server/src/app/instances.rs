@@ -29,6 +29,14 @@ pub async fn create(
     state.provider(body.provider)?;
     check_runtime(state, body.provider, body.runtime.as_deref())?;
     let token = check_external(&body)?;
+    if let Some(url) = &body.url
+        && !state.providers.external.allows(url)
+    {
+        return Err(AppError::new(
+            ErrorCode::Forbidden,
+            format!("the operator does not allow attaching runtimes at `{url}` (--external-host)"),
+        ));
+    }
     let max_restarts = check_restart(&body)?;
     let sim = check_sim(&body)?;
     check_labels(&body.labels)?;
@@ -255,34 +263,16 @@ pub async fn delete(state: &AppState, id: &InstanceId) -> AppResult<InstanceWith
 
 /// The runtimes `process` instances may run, with the version each reports.
 pub async fn runtimes(state: &AppState) -> Vec<RuntimeInfo> {
+    let process = &state.providers.process;
     let mut listed = Vec::new();
-    for (name, command) in state.providers.process.runtimes() {
+    for (name, command) in process.runtimes() {
         listed.push(RuntimeInfo {
             name: name.clone(),
             program: command.program.display().to_string(),
-            version: version_of(command).await,
+            version: process.version(name).await,
         });
     }
     listed
-}
-
-/// The first line `COMMAND --version` prints, if it answers within a few seconds.
-async fn version_of(command: &crate::runtime::RuntimeCommand) -> Option<String> {
-    let output = command
-        .command()
-        .arg("--version")
-        .stdin(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .output();
-    let output = tokio::time::timeout(std::time::Duration::from_secs(20), output)
-        .await
-        .ok()?
-        .ok()?;
-    let text = String::from_utf8_lossy(&output.stdout);
-    text.lines()
-        .map(str::trim)
-        .find(|line| !line.is_empty())
-        .map(str::to_owned)
 }
 
 /// The last `lines` lines its runtime wrote; only `process` instances keep a runtime log.

@@ -79,7 +79,8 @@ pub struct Providers {
     embedded: EmbeddedProvider,
     /// Also knows the runtimes the operator allows.
     pub process: ProcessProvider,
-    external: ExternalProvider,
+    /// Also knows the hosts the operator allows.
+    pub external: ExternalProvider,
     /// Offered only when the operator enabled it.
     #[cfg(feature = "embedded")]
     pub sim: Option<SimProvider>,
@@ -92,6 +93,7 @@ impl Providers {
         data_dir: &std::path::Path,
         runtimes: std::collections::BTreeMap<String, RuntimeCommand>,
         sim: bool,
+        external_hosts: Option<Vec<String>>,
     ) -> Self {
         let homes = super::homes::Homes::new(data_dir);
         #[cfg(not(feature = "embedded"))]
@@ -102,7 +104,7 @@ impl Providers {
             #[cfg(feature = "embedded")]
             sim: sim.then(|| SimProvider::new(homes.clone())),
             process: ProcessProvider::new(homes, runtimes),
-            external: ExternalProvider,
+            external: ExternalProvider::new(external_hosts),
         }
     }
 

@@ -150,7 +150,7 @@ impl Ctx {
     }
 
     /// A control plane configured by `adjust` (from a local one with the test admin key).
-    async fn start_from(adjust: impl FnOnce(&mut ServerConfig)) -> Self {
+    pub(crate) async fn start_from(adjust: impl FnOnce(&mut ServerConfig)) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let mut config = ServerConfig {
             admin_key: Some(ADMIN_KEY.to_owned()),

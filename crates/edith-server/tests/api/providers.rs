@@ -813,3 +813,59 @@ async fn a_stored_native_session_is_resumed_through_the_control_plane_on_the_rea
     let ctx = Ctx::start_with(BTreeMap::from([("hermes".to_owned(), real_hermes())])).await;
     resume_a_native_session(&ctx, "hermes").await;
 }
+
+#[tokio::test]
+async fn a_runtimes_version_is_asked_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let count = dir.path().join("asked");
+    let script = format!(
+        "echo asked >> {}; echo counted-runtime 1.0",
+        count.display()
+    );
+    let counted = RuntimeCommand {
+        program: PathBuf::from("sh"),
+        args: vec!["-c".to_owned(), script, "sh".to_owned()],
+    };
+    let ctx = Ctx::start_with(BTreeMap::from([("counted".to_owned(), counted)])).await;
+    for _ in 0..3 {
+        let (status, runtimes) = ctx.get("/v1/runtimes").await;
+        assert_eq!(status, 200);
+        let counted = runtimes
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == "counted")
+            .unwrap()
+            .clone();
+        assert_eq!(counted["version"], "counted-runtime 1.0");
+    }
+    let asked = std::fs::read_to_string(&count).unwrap();
+    assert_eq!(asked.lines().count(), 1, "{asked}");
+}
+
+#[tokio::test]
+async fn the_operator_decides_where_external_runtimes_may_be() {
+    let ctx = Ctx::start_from(|config| {
+        config.external_hosts = Some(vec!["127.0.0.2".to_owned(), "127.0.0.1:9".to_owned()])
+    })
+    .await;
+    let attach = |url: &str| {
+        json!({"name": "x", "provider": "external", "url": url,
+        "token": "0123456789abcdef"})
+        .to_string()
+    };
+    let refused = ctx
+        .post("/v1/instances", &attach("http://127.0.0.1:8000"))
+        .await;
+    assert_problem(&refused, 403, "forbidden");
+    assert!(
+        refused.1["detail"]
+            .as_str()
+            .unwrap()
+            .contains("--external-host")
+    );
+    for allowed in ["http://127.0.0.2:8000", "http://127.0.0.1:9"] {
+        let (status, body) = ctx.post("/v1/instances", &attach(allowed)).await;
+        assert_eq!(status, 202, "{allowed}: {body}");
+    }
+}

@@ -9,13 +9,43 @@ use hermes_native::config::HermesConfig;
 
 use super::{ProviderError, RuntimeEndpoint, RuntimeProvider};
 
-pub struct ExternalProvider;
+pub struct ExternalProvider {
+    /// The hosts (`host` for any port, or `host:port`) instances may be attached at; `None`
+    /// lets an admin attach any.
+    allowed_hosts: Option<Vec<String>>,
+}
+
+impl ExternalProvider {
+    pub fn new(allowed_hosts: Option<Vec<String>>) -> Self {
+        Self { allowed_hosts }
+    }
+
+    /// Whether the operator lets runtimes at `base` (`http://host:port`) be attached.
+    pub fn allows(&self, base: &str) -> bool {
+        let Some(allowed) = &self.allowed_hosts else {
+            return true;
+        };
+        let Some(authority) = authority(base) else {
+            return false;
+        };
+        let host = authority
+            .rsplit_once(':')
+            .map_or(authority, |(host, _)| host);
+        allowed
+            .iter()
+            .any(|entry| entry == authority || entry == host)
+    }
+}
+
+/// `host:port` of `http://host:port[/]`.
+fn authority(base: &str) -> Option<&str> {
+    let authority = base.strip_prefix("http://")?.trim_end_matches('/');
+    (!authority.is_empty() && !authority.contains('/')).then_some(authority)
+}
 
 /// The gateway URL of a runtime at `base` (`http://host:port` → `ws://host:port/api/ws`).
 pub fn gateway_url(base: &str) -> Option<String> {
-    let rest = base.strip_prefix("http://")?;
-    let authority = rest.trim_end_matches('/');
-    (!authority.is_empty() && !authority.contains('/')).then(|| format!("ws://{authority}/api/ws"))
+    authority(base).map(|authority| format!("ws://{authority}/api/ws"))
 }
 
 #[async_trait]

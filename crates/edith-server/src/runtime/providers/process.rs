@@ -5,9 +5,9 @@
 //! directory.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
 use std::path::PathBuf;
 use std::process::Stdio;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
@@ -68,6 +68,8 @@ pub struct ProcessProvider {
     homes: Homes,
     /// By name: what callers may ask for.
     runtimes: BTreeMap<String, RuntimeCommand>,
+    /// What each runtime's `--version` said, asked once (the real Hermes takes a second).
+    versions: BTreeMap<String, tokio::sync::OnceCell<Option<String>>>,
     /// The runtimes running now, one slot per instance, each behind its own lock: launching or
     /// stopping one runtime (seconds) never holds up another, nor the reconciler's looks; and
     /// a start waits for a stop of the same instance, so there are never two runtimes for one.
@@ -76,15 +78,27 @@ pub struct ProcessProvider {
 
 impl ProcessProvider {
     pub fn new(homes: Homes, runtimes: BTreeMap<String, RuntimeCommand>) -> Self {
+        let versions = runtimes
+            .keys()
+            .map(|name| (name.clone(), tokio::sync::OnceCell::new()))
+            .collect();
         Self {
             homes,
             runtimes,
+            versions,
             running: std::sync::Mutex::new(HashMap::new()),
         }
     }
 
     pub fn runtimes(&self) -> &BTreeMap<String, RuntimeCommand> {
         &self.runtimes
+    }
+
+    /// The first line the runtime `name` prints for `--version` (asked once, then kept), if it
+    /// answers within a few seconds.
+    pub async fn version(&self, name: &str) -> Option<String> {
+        let (command, cell) = (self.runtimes.get(name)?, self.versions.get(name)?);
+        cell.get_or_init(|| version_of(command)).await.clone()
     }
 
     fn command_for(&self, instance: &InstanceRecord) -> Result<&RuntimeCommand, ProviderError> {
@@ -274,6 +288,25 @@ impl ProcessProvider {
             let _ = tokio::fs::remove_file(&record).await;
         }
     }
+}
+
+/// The first line `COMMAND --version` prints, if it answers within 20 s.
+async fn version_of(command: &RuntimeCommand) -> Option<String> {
+    let output = command
+        .command()
+        .arg("--version")
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(Duration::from_secs(20), output)
+        .await
+        .ok()?
+        .ok()?;
+    let text = String::from_utf8_lossy(&output.stdout);
+    text.lines()
+        .map(str::trim)
+        .find(|line| !line.is_empty())
+        .map(str::to_owned)
 }
 
 /// The pid and start time `runtime.pid` holds.
