@@ -162,12 +162,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
     let (stop, stopping) = tokio::sync::watch::channel(false);
     let state = AppState::new(Inner {
         store,
-        providers: runtime::Providers::new(
-            data_dir,
-            config.runtimes.clone(),
-            config.sim_provider,
-            config.external_hosts.clone(),
-        ),
+        providers: runtime::Providers::new(&config),
         gateways: Default::default(),
         turn_events: Default::default(),
         job_events: Default::default(),

@@ -28,6 +28,8 @@ pub struct Limits {
     /// How long a client may take to send a request's head, and how long a keep-alive
     /// connection may stay idle, before it is disconnected.
     pub header_timeout: std::time::Duration,
+    /// How large a `process` runtime's log grows before it is rotated (one older file kept).
+    pub runtime_log_bytes: u64,
 }
 
 impl Default for Limits {
@@ -40,6 +42,7 @@ impl Default for Limits {
             burst: 200.0,
             relay_kept_frames: 4096,
             header_timeout: std::time::Duration::from_secs(30),
+            runtime_log_bytes: 10 * 1024 * 1024,
         }
     }
 }

@@ -5,6 +5,7 @@ mod gateway_pool;
 mod homes;
 mod process_group;
 mod providers;
+mod runtime_log;
 
 pub use gateway_pool::{GatewayPool, Link};
 #[cfg(feature = "embedded")]

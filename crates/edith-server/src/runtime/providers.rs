@@ -87,24 +87,17 @@ pub struct Providers {
 }
 
 impl Providers {
-    /// Providers keeping what they make under `data_dir`; `process` instances may run
-    /// `runtimes`.
-    pub fn new(
-        data_dir: &std::path::Path,
-        runtimes: std::collections::BTreeMap<String, RuntimeCommand>,
-        sim: bool,
-        external_hosts: Option<Vec<String>>,
-    ) -> Self {
-        let homes = super::homes::Homes::new(data_dir);
-        #[cfg(not(feature = "embedded"))]
-        let _ = sim;
+    /// The providers `config` asks for, keeping what they make under its data dir.
+    pub fn new(config: &crate::ServerConfig) -> Self {
+        let homes = super::homes::Homes::new(&config.data_dir);
+        let log_limit = config.limits.runtime_log_bytes;
         Self {
             #[cfg(feature = "embedded")]
             embedded: EmbeddedProvider::new(homes.clone()),
             #[cfg(feature = "embedded")]
-            sim: sim.then(|| SimProvider::new(homes.clone())),
-            process: ProcessProvider::new(homes, runtimes),
-            external: ExternalProvider::new(external_hosts),
+            sim: config.sim_provider.then(|| SimProvider::new(homes.clone())),
+            process: ProcessProvider::new(homes, config.runtimes.clone(), log_limit),
+            external: ExternalProvider::new(config.external_hosts.clone()),
         }
     }
 

@@ -15,13 +15,14 @@ use edith_store::InstanceRecord;
 use edith_types::InstanceId;
 use hermes_native::config::HermesConfig;
 use rustix::process::Pid;
-use tokio::io::{AsyncWriteExt, BufReader};
+use tokio::io::BufReader;
 use tokio::process::{Child, Command};
 use tokio::sync::Mutex;
 
 use super::{ProviderError, RuntimeEndpoint, RuntimeProvider};
 use crate::runtime::homes::{Homes, io_error};
 use crate::runtime::process_group;
+use crate::runtime::runtime_log::{self, RuntimeLog};
 
 /// How long a runtime may take to print its ready line (the real Hermes takes a few seconds).
 const READY_TIMEOUT: Duration = Duration::from_secs(120);
@@ -68,6 +69,8 @@ pub struct ProcessProvider {
     homes: Homes,
     /// By name: what callers may ask for.
     runtimes: BTreeMap<String, RuntimeCommand>,
+    /// How large a runtime's log grows before it is rotated.
+    log_limit: u64,
     /// What each runtime's `--version` said, asked once (the real Hermes takes a second).
     versions: BTreeMap<String, tokio::sync::OnceCell<Option<String>>>,
     /// The runtimes running now, one slot per instance, each behind its own lock: launching or
@@ -77,7 +80,7 @@ pub struct ProcessProvider {
 }
 
 impl ProcessProvider {
-    pub fn new(homes: Homes, runtimes: BTreeMap<String, RuntimeCommand>) -> Self {
+    pub fn new(homes: Homes, runtimes: BTreeMap<String, RuntimeCommand>, log_limit: u64) -> Self {
         let versions = runtimes
             .keys()
             .map(|name| (name.clone(), tokio::sync::OnceCell::new()))
@@ -85,6 +88,7 @@ impl ProcessProvider {
         Self {
             homes,
             runtimes,
+            log_limit,
             versions,
             running: std::sync::Mutex::new(HashMap::new()),
         }
@@ -179,16 +183,7 @@ impl ProcessProvider {
 
     /// The last `lines` lines of the instance's runtime log.
     pub async fn log_tail(&self, instance: &InstanceId, lines: usize) -> Vec<String> {
-        let path = self.homes.dir(instance).join(LOG_FILE);
-        let bytes = tokio::fs::read(&path).await.unwrap_or_default();
-        // Only the end is needed: the last 4 MiB hold far more lines than a caller may ask for.
-        let tail = &bytes[bytes.len().saturating_sub(4 * 1024 * 1024)..];
-        let text = String::from_utf8_lossy(tail);
-        let all: Vec<&str> = text.lines().collect();
-        all[all.len().saturating_sub(lines)..]
-            .iter()
-            .map(|line| (*line).to_owned())
-            .collect()
+        runtime_log::tail(&self.homes.dir(instance).join(LOG_FILE), lines).await
     }
 
     async fn launch(&self, instance: &InstanceRecord) -> Result<Running, ProviderError> {
@@ -196,14 +191,10 @@ impl ProcessProvider {
         let home = self.homes.existing_home(id)?;
         let command = self.command_for(instance)?;
         let log_path = self.homes.dir(id).join(LOG_FILE);
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&log_path)
-            .map_err(|e| io_error("cannot open", &log_path, e))?;
-        let stderr = log
-            .try_clone()
-            .map_err(|e| io_error("cannot open", &log_path, e))?;
+        let log = Arc::new(
+            RuntimeLog::open(&log_path, self.log_limit)
+                .map_err(|e| io_error("cannot open", &log_path, e))?,
+        );
         let mut child = command
             .command()
             .args(["serve", "--host", "127.0.0.1", "--port", "0"])
@@ -212,19 +203,20 @@ impl ProcessProvider {
             .current_dir(&home)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::from(stderr))
+            .stderr(Stdio::piped())
             .process_group(0)
             .spawn()
             .map_err(|e| {
                 ProviderError(format!("cannot start {}: {e}", command.program.display()))
             })?;
+        // Its stderr goes to the log from the start; stdout once the ready line is found.
+        let stderr = child.stderr.take().expect("stderr is piped");
+        copy_lines(BufReader::new(stderr), log.clone());
         let group = process_group::group_of(&child)
             .ok_or_else(|| ProviderError("the runtime exited at once".to_owned()))?;
         let pid = group.as_raw_pid();
-        let _ = std::io::Write::write_all(
-            &mut &log,
-            format!("edith: started the runtime, pid {pid}\n").as_bytes(),
-        );
+        log.line(&format!("edith: started the runtime, pid {pid}"))
+            .await;
         if let Some(started) = process_group::start_time(pid) {
             let record = self.homes.dir(id).join(PID_FILE);
             if let Err(e) = tokio::fs::write(&record, format!("{pid} {started}\n")).await {
@@ -233,11 +225,10 @@ impl ProcessProvider {
             }
         }
         let stdout = child.stdout.take().expect("stdout is piped");
-        let mut log = tokio::fs::File::from_std(log);
         let mut lines = BufReader::new(stdout);
         let ready = tokio::time::timeout(READY_TIMEOUT, async {
             while let Some(line) = next_line(&mut lines).await {
-                let _ = log.write_all(format!("{line}\n").as_bytes()).await;
+                log.line(&line).await;
                 if let Some(port) = line.strip_prefix(READY_PREFIX) {
                     return port.trim().parse::<u16>().ok();
                 }
@@ -262,11 +253,7 @@ impl ProcessProvider {
             )));
         };
         // Keep copying its output to the log, so it never blocks on a full pipe.
-        tokio::spawn(async move {
-            while let Some(line) = next_line(&mut lines).await {
-                let _ = log.write_all(format!("{line}\n").as_bytes()).await;
-            }
-        });
+        copy_lines(lines, log);
         Ok(Running {
             child,
             group,
@@ -418,6 +405,18 @@ impl Drop for ProcessProvider {
             }
         }
     }
+}
+
+/// Copies every line of `from` to the log, in the background, until it ends.
+fn copy_lines<R>(mut from: R, log: Arc<RuntimeLog>)
+where
+    R: tokio::io::AsyncBufRead + Unpin + Send + 'static,
+{
+    tokio::spawn(async move {
+        while let Some(line) = next_line(&mut from).await {
+            log.line(&line).await;
+        }
+    });
 }
 
 /// The next line of a runtime's output, whatever its encoding (invalid UTF-8 is replaced, so
