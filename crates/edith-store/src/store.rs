@@ -584,6 +584,17 @@ impl Store {
         Ok(())
     }
 
+    /// Rewrites a tool host: its resource, and its secret when `secret` is given.
+    pub async fn update_tool_host(&self, host: &ToolHost, secret: Option<&str>) -> Result<()> {
+        sqlx::query("UPDATE tool_hosts SET body = ?, secret = COALESCE(?, secret) WHERE id = ?")
+            .bind(to_json(host))
+            .bind(secret)
+            .bind(host.id.as_str())
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
     pub async fn tool_host(&self, id: &ToolHostId) -> Result<Option<ToolHost>> {
         let row = sqlx::query("SELECT body FROM tool_hosts WHERE id = ?")
             .bind(id.as_str())
@@ -601,6 +612,16 @@ impl Store {
             .execute(&self.pool)
             .await
             .map_err(|e| duplicate_or_db(e, format!("a tool named `{}`", tool.name)))?;
+        Ok(())
+    }
+
+    /// Rewrites a tool's resource (its name and host stay).
+    pub async fn update_tool(&self, tool: &Tool) -> Result<()> {
+        sqlx::query("UPDATE tools SET body = ? WHERE id = ?")
+            .bind(to_json(tool))
+            .bind(tool.id.as_str())
+            .execute(&self.pool)
+            .await?;
         Ok(())
     }
 

@@ -677,6 +677,37 @@ pub struct RegisterTool {
     pub host_id: ToolHostId,
 }
 
+/// Body of `tool_update`: what changes (the name, which the model sees and profiles are
+/// configured with, does not).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateTool {
+    #[serde(default)]
+    pub description: Option<String>,
+    /// JSON Schema of the arguments; must describe an object.
+    #[serde(default)]
+    pub input_schema: Option<Value>,
+}
+
+/// Body of `tool_host_update`: where the host is now, and its new secret (write-only).
+#[derive(Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateToolHost {
+    #[serde(default)]
+    pub url: Option<String>,
+    #[serde(default)]
+    pub secret: Option<String>,
+}
+
+impl std::fmt::Debug for UpdateToolHost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UpdateToolHost")
+            .field("url", &self.url)
+            .field("secret", &self.secret.as_ref().map(|_| "<redacted>"))
+            .finish()
+    }
+}
+
 /// A registered endpoint that serves callback tools over MCP (Streamable HTTP).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ToolHost {

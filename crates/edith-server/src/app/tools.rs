@@ -1,22 +1,44 @@
 //! Callback tools and the tool hosts that serve them.
 
 use edith_store::ToolHostRecord;
-use edith_types::{RegisterTool, RegisterToolHost, Timestamp, Tool, ToolHost, ToolHostId, ToolId};
+use edith_types::{
+    RegisterTool, RegisterToolHost, Timestamp, Tool, ToolHost, ToolHostId, ToolId, UpdateTool,
+    UpdateToolHost,
+};
 
 use edith_types::ErrorCode;
 
 use crate::error::{AppError, AppResult};
 use crate::state::AppState;
 
-pub async fn register_host(state: &AppState, body: RegisterToolHost) -> AppResult<ToolHost> {
-    if !(body.url.starts_with("http://") || body.url.starts_with("https://")) {
-        return Err(AppError::invalid(
-            "`url` must be an http:// or https:// URL",
-        ));
+fn check_host_url(url: &str) -> AppResult<()> {
+    if url.starts_with("http://") || url.starts_with("https://") {
+        return Ok(());
     }
-    if body.secret.len() < 16 {
+    Err(AppError::invalid(
+        "`url` must be an http:// or https:// URL",
+    ))
+}
+
+fn check_secret(secret: &str) -> AppResult<()> {
+    if secret.len() < 16 {
         return Err(AppError::invalid("`secret` must be at least 16 characters"));
     }
+    Ok(())
+}
+
+fn check_schema(schema: &serde_json::Value) -> AppResult<()> {
+    if schema.get("type").and_then(|t| t.as_str()) != Some("object") {
+        return Err(AppError::invalid(
+            "`input_schema` must be a JSON Schema with \"type\": \"object\"",
+        ));
+    }
+    Ok(())
+}
+
+pub async fn register_host(state: &AppState, body: RegisterToolHost) -> AppResult<ToolHost> {
+    check_host_url(&body.url)?;
+    check_secret(&body.secret)?;
     let host = ToolHost {
         id: ToolHostId::generate(),
         url: body.url,
@@ -55,11 +77,7 @@ pub async fn register(state: &AppState, body: RegisterTool) -> AppResult<Tool> {
             body.name
         )));
     }
-    if body.input_schema.get("type").and_then(|t| t.as_str()) != Some("object") {
-        return Err(AppError::invalid(
-            "`input_schema` must be a JSON Schema with \"type\": \"object\"",
-        ));
-    }
+    check_schema(&body.input_schema)?;
     load_host(state, &body.host_id).await?;
     let tool = Tool {
         id: ToolId::generate(),
@@ -70,6 +88,43 @@ pub async fn register(state: &AppState, body: RegisterTool) -> AppResult<Tool> {
         created_at: Timestamp::now(),
     };
     state.store.insert_tool(&tool).await?;
+    Ok(tool)
+}
+
+/// Moves a tool host or changes its secret; the next call reaches it there, with that.
+pub async fn update_host(
+    state: &AppState,
+    id: &ToolHostId,
+    body: UpdateToolHost,
+) -> AppResult<ToolHost> {
+    let mut host = load_host(state, id).await?;
+    if let Some(url) = body.url {
+        check_host_url(&url)?;
+        host.url = url;
+    }
+    if let Some(secret) = &body.secret {
+        check_secret(secret)?;
+    }
+    state
+        .store
+        .update_tool_host(&host, body.secret.as_deref())
+        .await?;
+    // Its connection was to the old place or with the old secret.
+    state.tool_hosts.forget(id).await;
+    Ok(host)
+}
+
+/// Changes a tool's description or argument schema; runtimes see it on their next listing.
+pub async fn update(state: &AppState, id: &ToolId, body: UpdateTool) -> AppResult<Tool> {
+    let mut tool = load(state, id).await?;
+    if let Some(schema) = body.input_schema {
+        check_schema(&schema)?;
+        tool.input_schema = schema;
+    }
+    if let Some(description) = body.description {
+        tool.description = description;
+    }
+    state.store.update_tool(&tool).await?;
     Ok(tool)
 }
 

@@ -7,6 +7,7 @@ use axum::{Json, response::IntoResponse};
 use edith_types::{
     CreateProfile, CreateSession, InstanceId, Page, Profile, ProfileId, RegisterTool,
     RegisterToolHost, Session, SessionId, Tool, ToolHost, ToolId, UpdateProfile, UpdateSession,
+    UpdateTool, UpdateToolHost,
 };
 
 use super::extract::{ApiJson, ApiQuery, Ids, PageParams};
@@ -93,6 +94,11 @@ pub fn routes(api: &mut Api) {
         .summary("Get a tool host.")
         .returns::<ToolHost>(api, 200, "The tool host.");
     api.add(op, get(get_tool_host));
+    let op = Op::patch("/v1/tool-hosts/{tool_host_id}", "tool_host_update")
+        .summary("Move a tool host or change its secret (write-only).")
+        .body::<UpdateToolHost>(api)
+        .returns::<ToolHost>(api, 200, "The tool host (the secret is never returned).");
+    api.add(op, patch(update_tool_host));
     let op = Op::delete("/v1/tool-hosts/{tool_host_id}", "tool_host_delete")
         .summary("Delete a tool host that serves no tool (one that does is a 409 naming them).")
         .returns::<ToolHost>(api, 200, "The deleted tool host.");
@@ -112,6 +118,11 @@ pub fn routes(api: &mut Api) {
         .summary("Get a callback tool.")
         .returns::<Tool>(api, 200, "The tool.");
     api.add(op, get(get_tool));
+    let op = Op::patch("/v1/tools/{tool_id}", "tool_update")
+        .summary("Change a callback tool's description or argument schema (not its name).")
+        .body::<UpdateTool>(api)
+        .returns::<Tool>(api, 200, "The tool.");
+    api.add(op, patch(update_tool));
     let op = Op::delete("/v1/tools/{tool_id}", "tool_delete")
         .summary(
             "Delete a callback tool no profile uses (one in use is a 409 naming the profiles).",
@@ -241,6 +252,25 @@ async fn get_session(State(state): State<AppState>, ids: Ids) -> AppResult<Json<
 }
 
 // ---- tools and tool hosts ----
+
+async fn update_tool_host(
+    State(state): State<AppState>,
+    ids: Ids,
+    ApiJson(body): ApiJson<UpdateToolHost>,
+) -> AppResult<Json<ToolHost>> {
+    let id = ids.get("tool_host_id")?;
+    Ok(Json(tools::update_host(&state, &id, body).await?))
+}
+
+async fn update_tool(
+    State(state): State<AppState>,
+    ids: Ids,
+    ApiJson(body): ApiJson<UpdateTool>,
+) -> AppResult<Json<Tool>> {
+    Ok(Json(
+        tools::update(&state, &ids.get("tool_id")?, body).await?,
+    ))
+}
 
 async fn register_tool_host(
     State(state): State<AppState>,

@@ -658,7 +658,7 @@ async fn the_real_hermes_calls_a_callback_tool_of_the_default_profile() {
 
 impl Ctx {
     /// An `echo` tool served by a tool host of the test; its id.
-    async fn echo_tool(&self) -> String {
+    pub(crate) async fn echo_tool(&self) -> String {
         let secret = "0123456789abcdef";
         let url = crate::echo_tool_host(secret).await;
         let body = json!({"url": url, "secret": secret}).to_string();

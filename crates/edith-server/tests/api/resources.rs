@@ -207,3 +207,59 @@ async fn deleting_the_default_profile_removes_its_config_and_the_key_in_it() {
         "the runtime's own home stays"
     );
 }
+
+#[tokio::test]
+async fn tools_and_tool_hosts_are_changed_and_the_next_call_uses_the_change() {
+    let ctx = Ctx::start().await;
+    let tool = ctx.echo_tool().await;
+    let (_, registered) = ctx.get(&format!("/v1/tools/{tool}")).await;
+    let host = format!("/v1/tool-hosts/{}", registered["host_id"].as_str().unwrap());
+    let path = format!("/v1/tools/{tool}");
+    let change = json!({"description": "Says it back",
+        "input_schema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}});
+    let (status, changed) = ctx
+        .send(reqwest::Method::PATCH, &path, Some(&change.to_string()))
+        .await;
+    assert_eq!(status, 200, "{changed}");
+    assert_eq!(changed["description"], "Says it back");
+    assert_eq!(changed["name"], "echo", "the name stays");
+    let bad = json!({"input_schema": {"type": "string"}}).to_string();
+    assert_problem(
+        &ctx.send(reqwest::Method::PATCH, &path, Some(&bad)).await,
+        400,
+        "invalid_request",
+    );
+
+    let iid = ctx.ready_instance().await;
+    let (_, profile) = ctx
+        .post(
+            &format!("/v1/instances/{iid}/profiles"),
+            &json!({"name": "p", "tools": [tool]}).to_string(),
+        )
+        .await;
+    let sessions = format!(
+        "/v1/instances/{iid}/profiles/{}/sessions",
+        profile["id"].as_str().unwrap()
+    );
+    let (_, session) = ctx.post(&sessions, "{}").await;
+    let turns = format!("{sessions}/{}/turns", session["id"].as_str().unwrap());
+    let call = r#"echo {"text": "hi"}"#;
+    assert_eq!(
+        ctx.turn_on(&turns, call).await["output"],
+        "echo returned hi."
+    );
+
+    // A wrong secret from now on: the host refuses the next call, and says so in the turn.
+    let wrong = json!({"secret": "not-the-hosts-secret"}).to_string();
+    let (status, moved) = ctx.send(reqwest::Method::PATCH, &host, Some(&wrong)).await;
+    assert_eq!(status, 200, "{moved}");
+    assert!(!moved.to_string().contains("not-the-hosts-secret"));
+    let refused = ctx.turn_on(&turns, call).await;
+    assert_ne!(refused["output"], "echo returned hi.", "{refused}");
+    let right = json!({"secret": "0123456789abcdef"}).to_string();
+    ctx.send(reqwest::Method::PATCH, &host, Some(&right)).await;
+    assert_eq!(
+        ctx.turn_on(&turns, call).await["output"],
+        "echo returned hi."
+    );
+}
