@@ -165,7 +165,9 @@ async fn twenty_kills_during_streaming_turns_lose_nothing_and_work_goes_on() {
 
         ctx = Ctx::serve(ctx.crash().await).await;
 
-        let after = events_for(&ctx, &events_path, Duration::from_secs(30)).await;
+        let reading = std::time::Instant::now();
+        let after = events_for(&ctx, &events_path, Duration::from_secs(60)).await;
+        let took = reading.elapsed();
         assert!(
             after.len() >= seen.len() && after[..seen.len()] == seen[..],
             "round {round}: what was served before the kill is served again unchanged\n\
@@ -181,7 +183,10 @@ async fn twenty_kills_during_streaming_turns_lose_nothing_and_work_goes_on() {
                 );
                 cut_mid_stream += usize::from(!seen.is_empty());
             }
-            _ => panic!("round {round}: the turn has an end: {after:?}"),
+            _ => panic!(
+                "round {round}: the turn has an end (the stream was read for {took:?}, after a \
+                 kill {wait:?} into it): {after:?}"
+            ),
         }
         if let Some(job) = job {
             let events = ctx.sse(&format!("/v1/jobs/{job}/events"), None).await;
