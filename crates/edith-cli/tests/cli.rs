@@ -453,3 +453,105 @@ async fn a_turn_that_fails_makes_the_command_fail() {
     );
     hermes.close().await.unwrap();
 }
+
+#[tokio::test]
+async fn every_client_command_answers() {
+    let plane = plane().await;
+    // No wait: the job is followed with `jobs get --follow`.
+    let created = plane
+        .json(&["instances", "create", "quick", "--no-wait"])
+        .await;
+    let iid = created["id"].as_str().unwrap().to_owned();
+    let hermes = hermes::Hermes::remote(plane.server.url(), Some(KEY));
+    // Another provisioning job, followed to its end by `jobs get --follow`.
+    let creation = hermes.instances().create("for-job").await.unwrap();
+    let job = creation.job.id.to_string();
+    let followed = plane.json(&["jobs", "get", &job, "--follow"]).await;
+    assert_eq!(followed["state"], "succeeded", "{followed}");
+    let got = plane.json(&["instances", "get", &iid]).await;
+    assert_eq!(got["id"], iid.as_str());
+
+    let profile = plane
+        .json(&["profiles", "create", "--instance", &iid, "p"])
+        .await;
+    let pid = profile["id"].as_str().unwrap().to_owned();
+    let got = plane
+        .json(&["profiles", "get", "--instance", &iid, &pid])
+        .await;
+    assert_eq!(got["name"], "p");
+    let listed = plane.json(&["profiles", "list", "--instance", &iid]).await;
+    assert_eq!(listed.as_array().unwrap().len(), 1);
+    let session = plane
+        .json(&[
+            "sessions",
+            "create",
+            "--instance",
+            &iid,
+            "--profile",
+            &pid,
+            "--title",
+            "t",
+        ])
+        .await;
+    let sid = session["id"].as_str().unwrap().to_owned();
+    assert_eq!(session["title"], "t");
+    let deleted = plane
+        .json(&[
+            "sessions",
+            "delete",
+            "--instance",
+            &iid,
+            "--profile",
+            &pid,
+            &sid,
+        ])
+        .await;
+    assert_eq!(deleted["id"], sid.as_str());
+    let deleted = plane
+        .json(&["profiles", "delete", "--instance", &iid, &pid])
+        .await;
+    assert_eq!(deleted["id"], pid.as_str());
+
+    // Tools: listed, shown and deleted (registered through the SDK: a host is needed).
+    let host = hermes
+        .sdk()
+        .tool_host_register(&hermes::types::RegisterToolHost {
+            url: "http://127.0.0.1:9/mcp".to_owned(),
+            secret: "0123456789abcdef".to_owned(),
+        })
+        .await
+        .unwrap();
+    let tool = hermes
+        .sdk()
+        .tool_register(&hermes::types::RegisterTool {
+            name: "noop".to_owned(),
+            description: "Does nothing".to_owned(),
+            input_schema: serde_json::json!({"type": "object"}),
+            host_id: host.id,
+        })
+        .await
+        .unwrap();
+    let tid = tool.id.to_string();
+    let tools = plane.json(&["tools", "list"]).await;
+    assert_eq!(tools[0]["name"], "noop");
+    assert_eq!(
+        plane.json(&["tools", "get", &tid]).await["id"],
+        tid.as_str()
+    );
+    assert_eq!(
+        plane.json(&["tools", "delete", &tid]).await["id"],
+        tid.as_str()
+    );
+
+    // Keys: revoked, and then refused.
+    let created = plane
+        .json(&["keys", "create", "short-lived", "--scope", "read"])
+        .await;
+    let kid = created["key"]["id"].as_str().unwrap().to_owned();
+    let secret = created["secret"].as_str().unwrap().to_owned();
+    let revoked = plane.json(&["keys", "revoke", &kid]).await;
+    assert!(revoked["revoked_at"].is_string(), "{revoked}");
+    let refused = plane.run_with(&secret, &["instances", "list"], "").await;
+    assert!(!refused.status.success());
+    hermes.close().await.unwrap();
+}
