@@ -1049,11 +1049,11 @@ impl<T: NativeTransport + ?Sized> PetNamespace<'_, T> {
         call(self.transport, "pet.cancel", params).await
     }
 
-    /// `pet.cells` (scope: instance; may reply out of order; not implemented by hermes-runtime: answers Unsupported there).
+    /// `pet.cells` (scope: instance; may reply out of order).
     ///
     /// Result keys: color, cols, displayName, enabled, frameMs, frames, graphics, imageId, placeholder, rows, scale, slug, state.
-    pub async fn cells(&self, params: &PetCellsParams) -> Result<Value, NativeError> {
-        call(self.transport, "pet.cells", params).await
+    pub async fn cells(&self, params: &<methods::PetCells as Method>::Params) -> Result<<methods::PetCells as Method>::Result, NativeError> {
+        call_method::<methods::PetCells, _>(self.transport, params).await
     }
 
     /// `pet.disable` (scope: instance; admin; not implemented by hermes-runtime: answers Unsupported there).
@@ -1098,18 +1098,18 @@ impl<T: NativeTransport + ?Sized> PetNamespace<'_, T> {
         call(self.transport, "pet.hatch", params).await
     }
 
-    /// `pet.info` (scope: instance; may reply out of order; not implemented by hermes-runtime: answers Unsupported there).
+    /// `pet.info` (scope: instance; may reply out of order).
     ///
     /// Result keys: enabled.
-    pub async fn info(&self) -> Result<Value, NativeError> {
-        call(self.transport, "pet.info", &serde_json::Map::new()).await
+    pub async fn info(&self, params: &<methods::PetInfo as Method>::Params) -> Result<<methods::PetInfo as Method>::Result, NativeError> {
+        call_method::<methods::PetInfo, _>(self.transport, params).await
     }
 
-    /// `pet.info.meta` (scope: instance; not implemented by hermes-runtime: answers Unsupported there).
+    /// `pet.info.meta` (scope: instance).
     ///
     /// Result keys: displayName, enabled, scale, slug, spritesheetRevision.
-    pub async fn info_meta(&self) -> Result<Value, NativeError> {
-        call(self.transport, "pet.info.meta", &serde_json::Map::new()).await
+    pub async fn info_meta(&self, params: &<methods::PetInfoMeta as Method>::Params) -> Result<<methods::PetInfoMeta as Method>::Result, NativeError> {
+        call_method::<methods::PetInfoMeta, _>(self.transport, params).await
     }
 
     /// `pet.remove` (scope: instance; admin; not implemented by hermes-runtime: answers Unsupported there).
@@ -1153,17 +1153,6 @@ impl<T: NativeTransport + ?Sized> PetNamespace<'_, T> {
 pub struct PetCancelParams {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub token: Option<Value>,
-}
-
-/// Params of `pet.cells`; unset fields are not sent.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct PetCellsParams {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cols: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub graphics: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub state: Option<Value>,
 }
 
 /// Params of `pet.export`; unset fields are not sent.
@@ -2357,11 +2346,11 @@ pub struct UsageNamespace<'a, T: ?Sized> {
 }
 
 impl<T: NativeTransport + ?Sized> UsageNamespace<'_, T> {
-    /// `usage.bars` (scope: instance; may reply out of order; not implemented by hermes-runtime: answers Unsupported there).
+    /// `usage.bars` (scope: instance; may reply out of order).
     ///
     /// Result keys: available, ok.
-    pub async fn bars(&self) -> Result<Value, NativeError> {
-        call(self.transport, "usage.bars", &serde_json::Map::new()).await
+    pub async fn bars(&self, params: &<methods::UsageBars as Method>::Params) -> Result<<methods::UsageBars as Method>::Result, NativeError> {
+        call_method::<methods::UsageBars, _>(self.transport, params).await
     }
 }
 

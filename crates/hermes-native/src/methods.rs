@@ -74,6 +74,47 @@ methods! {
     ApprovalRespond = "approval.respond" (ApprovalRespondParams) -> ApprovalResolved;
     /// Answers a `clarify.request`.
     ClarifyRespond = "clarify.respond" (ClarifyRespondParams) -> StatusReply;
+    /// The active pet (Hermes's animated companion), for clients that draw it.
+    PetInfo = "pet.info" (NoParams) -> FeatureState;
+    /// The active pet's metadata.
+    PetInfoMeta = "pet.info.meta" (NoParams) -> FeatureState;
+    /// The active pet as terminal cells (the TUI asks while it draws).
+    PetCells = "pet.cells" (PetCellsParams) -> FeatureState;
+    /// The hosted account's usage bars (`/usage`).
+    UsageBars = "usage.bars" (NoParams) -> UsageAvailability;
+}
+
+/// Params of a method that takes none.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NoParams {}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PetCellsParams {
+    /// Width in terminal columns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cols: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub graphics: Option<Value>,
+    /// `idle`, `run`, `review`, `failed`, `wave` or `jump`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+}
+
+/// Whether an optional feature is on; when it is, what it says (kept as it came).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FeatureState {
+    pub enabled: bool,
+    #[serde(flatten)]
+    pub other: Extra,
+}
+
+/// Whether the hosted account's usage can be shown; when it can, what it says.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UsageAvailability {
+    pub ok: bool,
+    pub available: bool,
+    #[serde(flatten)]
+    pub other: Extra,
 }
 
 /// Anything a reply holds that the types here do not name.

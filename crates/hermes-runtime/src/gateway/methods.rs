@@ -105,6 +105,10 @@ methods! { runtime, transport, p;
     ApprovalRespond => reply(approval_respond(runtime, p)?),
     ClarifyRespond => reply(clarify_respond(runtime, p)?),
     PromptSubmit => prompt_submit(runtime, transport, p),
+    PetInfo => reply(switched_off(p)),
+    PetInfoMeta => reply(switched_off(p)),
+    PetCells => reply(switched_off(p)),
+    UsageBars => reply(no_hosted_account(p)),
 }
 
 /// A param that is set and not empty (Hermes treats `""` as unset).
@@ -684,5 +688,21 @@ pub fn detach_connection(runtime: &Arc<Runtime>, connection: u64) {
                 close(&runtime, &session, "ws_disconnect").await;
             }
         });
+    }
+}
+
+/// Pets are drawn from sprite sheets and an optional hosted generator that this runtime does
+/// not have: it answers as Hermes does with pets switched off, so clients that ask unprompted
+/// (the TUI asks for `pet.cells` as it draws) show nothing instead of an error.
+fn switched_off<P>(_: P) -> FeatureState {
+    FeatureState::default()
+}
+
+/// Usage bars come from Hermes's hosted account; without one Hermes says they are unavailable.
+fn no_hosted_account(_: NoParams) -> UsageAvailability {
+    UsageAvailability {
+        ok: true,
+        available: false,
+        other: Default::default(),
     }
 }
