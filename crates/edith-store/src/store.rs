@@ -213,14 +213,29 @@ impl Store {
         row.map(|row| from_body(&row)).transpose()
     }
 
-    pub async fn update_job(&self, job: &Job) -> Result<()> {
-        sqlx::query("UPDATE jobs SET state = ?, body = ? WHERE id = ?")
-            .bind(job.state.as_str())
-            .bind(to_json(job))
-            .bind(job.id.as_str())
-            .execute(&self.pool)
-            .await?;
-        Ok(())
+    /// Writes the job's progress if `owner` still holds its lease (a runner that lost it must
+    /// not write over the one that took the job over); returns whether it was written.
+    pub async fn update_leased_job(&self, job: &Job, owner: &str) -> Result<bool> {
+        let done =
+            sqlx::query("UPDATE jobs SET state = ?, body = ? WHERE id = ? AND lease_owner = ?")
+                .bind(job.state.as_str())
+                .bind(to_json(job))
+                .bind(job.id.as_str())
+                .bind(owner)
+                .execute(&self.pool)
+                .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Whether `owner` holds the job's lease now.
+    pub async fn holds_job_lease(&self, job: &JobId, owner: &str) -> Result<bool> {
+        let found: Option<i64> =
+            sqlx::query_scalar("SELECT 1 FROM jobs WHERE id = ? AND lease_owner = ?")
+                .bind(job.as_str())
+                .bind(owner)
+                .fetch_optional(&self.pool)
+                .await?;
+        Ok(found.is_some())
     }
 
     /// Unfinished jobs that `owner` may take now: not leased, leased by `owner` itself (an
@@ -1018,10 +1033,15 @@ mod tests {
             !store.lease_job(&job.id, "a", 220, 320).await.unwrap(),
             "only b releases"
         );
-        store.release_job(&job.id, "b").await.unwrap();
+        assert!(store.holds_job_lease(&job.id, "b").await.unwrap());
         let mut finished = job.clone();
         finished.state = JobState::Succeeded;
-        store.update_job(&finished).await.unwrap();
+        assert!(
+            !store.update_leased_job(&finished, "a").await.unwrap(),
+            "a lost it"
+        );
+        assert!(store.update_leased_job(&finished, "b").await.unwrap());
+        store.release_job(&job.id, "b").await.unwrap();
         assert!(
             !store.lease_job(&job.id, "a", 230, 330).await.unwrap(),
             "finished"

@@ -217,9 +217,20 @@ impl Lease {
     }
 }
 
+/// The error of a runner whose lease another runner took over: it stops without writing.
+fn lease_lost(job: &Job) -> AppError {
+    AppError::new(
+        edith_types::ErrorCode::Conflict,
+        format!("job `{}` is run by another runner now", job.id),
+    )
+}
+
+/// Records the job's progress and its event — only while this replica holds its lease.
 async fn record(state: &AppState, job: &mut Job, event: JobEventKind) -> AppResult<()> {
     job.updated_at = Timestamp::now();
-    state.store.update_job(job).await?;
+    if !state.store.update_leased_job(job, &state.replica).await? {
+        return Err(lease_lost(job));
+    }
     let event = state.store.append_job_event(&job.id, &event).await?;
     state.job_events.publish(job.id.as_str(), event);
     Ok(())
@@ -247,6 +258,10 @@ async fn run(state: &AppState, mut job: Job, lease: &Lease) -> AppResult<()> {
         )
         .await?;
         if let Err(e) = run_checked_step(state, &job, &step).await {
+            // Only the lease holder undoes: another runner may be building it again by now.
+            if !state.store.holds_job_lease(&job.id, &state.replica).await? {
+                return Err(lease_lost(&job));
+            }
             job.steps[index].state = StepState::Failed;
             let mut reason = format!("{step}: {}", e.detail);
             for undo_failed in undo(state, &job, index).await {
@@ -400,6 +415,9 @@ async fn instance(state: &AppState, id: &InstanceId) -> AppResult<edith_store::I
 }
 
 async fn finish(state: &AppState, mut job: Job, outcome: Result<(), String>) -> AppResult<()> {
+    if !state.store.holds_job_lease(&job.id, &state.replica).await? {
+        return Err(lease_lost(&job));
+    }
     let instance_state = match (&outcome, job.kind) {
         (Ok(()), JobKind::InstanceProvision) => InstanceState::Ready,
         (Ok(()), JobKind::InstanceDelete) => InstanceState::Deleted,

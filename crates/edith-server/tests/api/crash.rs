@@ -183,10 +183,14 @@ async fn twenty_kills_during_streaming_turns_lose_nothing_and_work_goes_on() {
                 );
                 cut_mid_stream += usize::from(!seen.is_empty());
             }
-            _ => panic!(
-                "round {round}: the turn has an end (the stream was read for {took:?}, after a \
-                 kill {wait:?} into it): {after:?}"
-            ),
+            _ => {
+                let turn_path = events_path.trim_end_matches("/events");
+                let (_, turn) = ctx.get(turn_path).await;
+                panic!(
+                    "round {round}: the turn has an end (the stream was read for {took:?}, \
+                     after a kill {wait:?} into it; the turn now: {turn}): {after:?}"
+                )
+            }
         }
         if let Some(job) = job {
             let events = ctx.sse(&format!("/v1/jobs/{job}/events"), None).await;
