@@ -76,6 +76,31 @@ impl Plane {
     }
 }
 
+/// A ready instance with a profile named `name` whose model is the fake `model` (with `key`).
+async fn profile_on_fake_model(
+    hermes: &hermes::Hermes,
+    model: &testkit::FakeModel,
+    name: &str,
+    key: Option<&str>,
+) -> (hermes::InstanceHandle, hermes::ProfileHandle) {
+    use hermes::types::ModelSpec;
+    let instance = hermes
+        .instances()
+        .create(name)
+        .await
+        .unwrap()
+        .ready()
+        .await
+        .unwrap();
+    let spec = hermes::ProfileSpec::new(name).model(ModelSpec::OpenaiCompatible {
+        base_url: model.base_url().to_owned(),
+        model: "fake-model".to_owned(),
+        api_key: key.map(str::to_owned),
+    });
+    let profile = instance.profiles().create(spec).await.unwrap();
+    (instance, profile)
+}
+
 fn text(output: &Output) -> String {
     format!(
         "status {}\nstdout:\n{}\nstderr:\n{}",
@@ -336,25 +361,12 @@ async fn until_seen(seen: &std::sync::Mutex<String>, text: &str, times: usize) {
 /// turns the Ctrl-C byte into SIGINT for it, as a person's terminal would.
 #[tokio::test]
 async fn at_a_terminal_ctrl_c_cancels_the_running_turn_and_a_second_quits() {
-    use hermes::types::{ModelSpec, TurnState};
+    use hermes::types::TurnState;
     use tokio::io::AsyncWriteExt;
     let plane = plane().await;
     let model = testkit::FakeModel::start().await;
     let hermes = hermes::Hermes::remote(plane.server.url(), Some(KEY));
-    let instance = hermes
-        .instances()
-        .create("tty")
-        .await
-        .unwrap()
-        .ready()
-        .await
-        .unwrap();
-    let spec = hermes::ProfileSpec::new("slow").model(ModelSpec::OpenaiCompatible {
-        base_url: model.base_url().to_owned(),
-        model: "fake-model".to_owned(),
-        api_key: Some("sk-fake".to_owned()),
-    });
-    let profile = instance.profiles().create(spec).await.unwrap();
+    let (instance, profile) = profile_on_fake_model(&hermes, &model, "slow", Some("sk-fake")).await;
     let chat = format!(
         "{} chat {} {}",
         env!("CARGO_BIN_EXE_edith"),
@@ -409,24 +421,10 @@ async fn at_a_terminal_ctrl_c_cancels_the_running_turn_and_a_second_quits() {
 
 #[tokio::test]
 async fn a_turn_that_fails_makes_the_command_fail() {
-    use hermes::types::ModelSpec;
     let plane = plane().await;
     let model = testkit::FakeModel::start().await;
     let hermes = hermes::Hermes::remote(plane.server.url(), Some(KEY));
-    let instance = hermes
-        .instances()
-        .create("f")
-        .await
-        .unwrap()
-        .ready()
-        .await
-        .unwrap();
-    let spec = hermes::ProfileSpec::new("failing").model(ModelSpec::OpenaiCompatible {
-        base_url: model.base_url().to_owned(),
-        model: "fake-model".to_owned(),
-        api_key: None,
-    });
-    let profile = instance.profiles().create(spec).await.unwrap();
+    let (instance, profile) = profile_on_fake_model(&hermes, &model, "failing", None).await;
     let session = profile.sessions().create().await.unwrap();
     let (iid, pid, sid) = (
         instance.id().to_string(),

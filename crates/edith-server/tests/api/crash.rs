@@ -115,21 +115,14 @@ async fn twenty_kills_during_streaming_turns_lose_nothing_and_work_goes_on() {
     })
     .await;
     let mut ctx = Ctx::serve(tempfile::tempdir().expect("temp dir")).await;
-    let profile = json!({
-        "name": "talker",
-        "model": {"provider": "openai_compatible", "base_url": model.base_url(),
-            "model": "fake-model", "api_key": "sk-fake-0123456789"},
-    })
-    .to_string();
     let mut sessions = Vec::new();
     for iid in [
         ctx.ready_instance().await,
         ctx.process_instance("hermes-runtime").await,
     ] {
-        let (status, created) = ctx
-            .post(&format!("/v1/instances/{iid}/profiles"), &profile)
+        let created = ctx
+            .profile_on(&iid, &model, json!({"name": "talker"}))
             .await;
-        assert_eq!(status, 201, "{created}");
         let path = format!(
             "/v1/instances/{iid}/profiles/{}/sessions",
             created["id"].as_str().unwrap()

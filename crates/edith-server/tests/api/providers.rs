@@ -17,6 +17,22 @@ impl Ctx {
         self.instance_from(body).await
     }
 
+    /// A profile of instance `iid` made from `body`, its model the fake `model`; as created.
+    pub(crate) async fn profile_on(
+        &self,
+        iid: &str,
+        model: &testkit::FakeModel,
+        body: Value,
+    ) -> Value {
+        let mut body = body;
+        body["model"] = json!({"provider": "openai_compatible", "base_url": model.base_url(),
+            "model": "fake-model", "api_key": "sk-fake-0123456789"});
+        let path = format!("/v1/instances/{iid}/profiles");
+        let (status, profile) = self.post(&path, &body.to_string()).await;
+        assert_eq!(status, 201, "{profile}");
+        profile
+    }
+
     /// An instance made from `body` that finished provisioning.
     pub(crate) async fn instance_from(&self, body: Value) -> String {
         let (status, created) = self.post("/v1/instances", &body.to_string()).await;
@@ -225,18 +241,9 @@ async fn the_real_hermes_runs_a_turn_behind_the_control_plane() {
 
     let model = testkit::FakeModel::start().await;
     let iid = ctx.process_instance("hermes").await;
-    let profile = json!({
-        "name": "assistant",
-        "model": {"provider": "openai_compatible", "base_url": model.base_url(),
-            "model": "fake-model", "api_key": "sk-fake-0123456789"},
-    });
-    let (status, profile) = ctx
-        .post(
-            &format!("/v1/instances/{iid}/profiles"),
-            &profile.to_string(),
-        )
+    let profile = ctx
+        .profile_on(&iid, &model, json!({"name": "assistant"}))
         .await;
-    assert_eq!(status, 201, "{profile}");
     let (turn, events) = ctx
         .turn(&iid, profile["id"].as_str().unwrap(), "hello real hermes")
         .await;
@@ -631,18 +638,9 @@ async fn the_real_hermes_calls_a_callback_tool_of_the_default_profile() {
     let model = testkit::FakeModel::start().await;
     let iid = ctx.process_instance("hermes").await;
     let tool = ctx.echo_tool().await;
-    let profile = json!({
-        "name": "default", "tools": [tool],
-        "model": {"provider": "openai_compatible", "base_url": model.base_url(),
-            "model": "fake-model", "api_key": "sk-fake-0123456789"},
-    });
-    let (status, profile) = ctx
-        .post(
-            &format!("/v1/instances/{iid}/profiles"),
-            &profile.to_string(),
-        )
+    let profile = ctx
+        .profile_on(&iid, &model, json!({"name": "default", "tools": [tool]}))
         .await;
-    assert_eq!(status, 201, "{profile}");
     let pid = profile["id"].as_str().unwrap();
     let (turn, events) = ctx.turn(&iid, pid, r#"CALL echo {"text": "hi"}"#).await;
     assert_eq!(turn["state"], "completed", "{turn} {events:?}");
@@ -734,15 +732,9 @@ async fn changing_the_default_profiles_tools_restarts_a_process_runtime_unless_t
 async fn resume_a_native_session(ctx: &Ctx, runtime: &str) {
     let model = testkit::FakeModel::start().await;
     let iid = ctx.process_instance(runtime).await;
-    let profile = json!({"name": "default", "model": {"provider": "openai_compatible",
-        "base_url": model.base_url(), "model": "fake-model", "api_key": "sk-fake-0123456789"}});
-    let (status, profile) = ctx
-        .post(
-            &format!("/v1/instances/{iid}/profiles"),
-            &profile.to_string(),
-        )
+    let profile = ctx
+        .profile_on(&iid, &model, json!({"name": "default"}))
         .await;
-    assert_eq!(status, 201, "{profile}");
     let pid = profile["id"].as_str().unwrap();
     let sessions = format!("/v1/instances/{iid}/profiles/{pid}/sessions");
     let (_, first) = ctx.post(&sessions, "{}").await;

@@ -257,18 +257,7 @@ async fn prompt_through_the_relay(
     model: &testkit::FakeModel,
     input: &str,
 ) -> (String, String) {
-    let profile = json!({
-        "name": "relayed",
-        "model": {"provider": "openai_compatible", "base_url": model.base_url(),
-            "model": "fake-model", "api_key": "sk-fake-0123456789"},
-    });
-    let (status, profile) = ctx
-        .post(
-            &format!("/v1/instances/{iid}/profiles"),
-            &profile.to_string(),
-        )
-        .await;
-    assert_eq!(status, 201, "{profile}");
+    let profile = ctx.profile_on(iid, model, json!({"name": "relayed"})).await;
     let path = format!(
         "/v1/instances/{iid}/profiles/{}/gateway",
         profile["id"].as_str().unwrap()
