@@ -367,14 +367,17 @@ async fn at_a_terminal_ctrl_c_cancels_the_running_turn_and_a_second_quits() {
     let model = testkit::FakeModel::start().await;
     let hermes = hermes::Hermes::remote(plane.server.url(), Some(KEY));
     let (instance, profile) = profile_on_fake_model(&hermes, &model, "slow", Some("sk-fake")).await;
+    // `exec`: `script` runs the command through a shell, and a shell left in between (dash, when
+    // SHELL is unset) would itself die of the SIGINT the terminal sends its foreground group.
     let chat = format!(
-        "{} chat {} {}",
+        "exec {} chat {} {}",
         env!("CARGO_BIN_EXE_edith"),
         instance.id(),
         profile.id()
     );
     let mut child = tokio::process::Command::new("script")
         .args(["--quiet", "--return", "--command", &chat, "/dev/null"])
+        .env("SHELL", "/bin/sh")
         .env("EDITH_URL", plane.server.url())
         .env("EDITH_API_KEY", KEY)
         .stdin(std::process::Stdio::piped())
