@@ -7,7 +7,11 @@
 //! - `contracts/hermes-native.catalog.json` is extracted from the installed hermes-agent by
 //!   `scripts/native-catalog.py` (`cargo xtask catalog`), with this project's `implemented`
 //!   flags; `crates/hermes-native/src/generated.rs` is generated from it.
+//! - `contracts/hermes-desktop.routes.json` is extracted by `scripts/desktop-routes.py` (also
+//!   `cargo xtask catalog`); the route table (`hermes_native::desktop`) and the SDK's
+//!   `HermesDesktop` operations are generated from it.
 
+pub mod desktop;
 pub mod native;
 
 use std::collections::BTreeSet;
@@ -278,6 +282,7 @@ pub fn write_all() -> std::io::Result<Vec<&'static str>> {
     let parsed: Value = serde_json::from_str(&contract).expect("JSON");
     let catalog =
         native::with_implemented(serde_json::from_str(&read(native::CATALOG)).expect("JSON"));
+    let routes: Value = serde_json::from_str(&read(desktop::ROUTES)).expect("JSON");
     write_files([
         (CONTRACT, contract.clone()),
         (GENERATED_CLIENT, generate_client(&parsed)),
@@ -286,14 +291,21 @@ pub fn write_all() -> std::io::Result<Vec<&'static str>> {
             native::GENERATED_NAMESPACES,
             native::generate_namespaces(&catalog),
         ),
+        (desktop::GENERATED_ROUTES, desktop::generate_routes(&routes)),
+        (desktop::GENERATED_CLIENT, desktop::generate_client(&routes)),
     ])
 }
 
-/// Re-extracts the native catalog from the installed hermes-agent, then regenerates.
+/// Re-extracts the native catalog and the Desktop routes from the installed hermes-agent,
+/// then regenerates.
 pub fn write_catalog() -> Result<Vec<&'static str>, String> {
     let catalog = native::with_implemented(native::extract()?);
-    let mut changed = write_files([(native::CATALOG, native::catalog_text(&catalog))])
-        .map_err(|e| e.to_string())?;
+    let routes = desktop::extract()?;
+    let mut changed = write_files([
+        (native::CATALOG, native::catalog_text(&catalog)),
+        (desktop::ROUTES, native::catalog_text(&routes)),
+    ])
+    .map_err(|e| e.to_string())?;
     changed.extend(write_all().map_err(|e| e.to_string())?);
     Ok(changed)
 }
@@ -380,6 +392,35 @@ mod tests {
              `cargo xtask catalog` and review the diff",
             native::CATALOG,
             native::EXTRACTOR
+        );
+    }
+
+    #[test]
+    fn the_desktop_route_table_and_client_match_the_routes() {
+        let routes: Value = serde_json::from_str(&read(desktop::ROUTES)).expect("JSON");
+        assert!(
+            read(desktop::GENERATED_ROUTES) == desktop::generate_routes(&routes),
+            "{} differs from the routes: {FIX}",
+            desktop::GENERATED_ROUTES
+        );
+        assert!(
+            read(desktop::GENERATED_CLIENT) == desktop::generate_client(&routes),
+            "{} differs from the routes: {FIX}",
+            desktop::GENERATED_CLIENT
+        );
+    }
+
+    /// Needs the real hermes-agent installed (`scripts/hermes-venv`, which `scripts/test` runs).
+    #[test]
+    fn the_desktop_routes_are_what_the_extractor_reads_from_the_real_hermes_0_19_0() {
+        let extracted = desktop::extract().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(extracted["hermes_agent_version"], "0.19.0");
+        assert!(
+            extracted == serde_json::from_str::<Value>(&read(desktop::ROUTES)).expect("JSON"),
+            "{} differs from what {} reads from the installed package: run \
+             `cargo xtask catalog` and review the diff",
+            desktop::ROUTES,
+            desktop::EXTRACTOR
         );
     }
 

@@ -1,6 +1,6 @@
 //! `cargo xtask codegen`: regenerates the contracts and generated code from the code.
-//! `cargo xtask catalog`: re-extracts the native catalog from the installed hermes-agent, then
-//! regenerates.
+//! `cargo xtask catalog`: re-extracts the native catalog and the Desktop routes from the
+//! installed hermes-agent, then regenerates.
 
 use std::process::ExitCode;
 

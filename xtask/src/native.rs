@@ -20,6 +20,12 @@ fn venv_python() -> PathBuf {
 /// Runs the extraction script against the installed hermes-agent; the catalog without
 /// this project's `implemented` flags.
 pub fn extract() -> Result<Value, String> {
+    run_extractor(EXTRACTOR)
+}
+
+/// Runs one of the extraction scripts with the installed hermes-agent's site-packages; its
+/// JSON output.
+pub fn run_extractor(script: &str) -> Result<Value, String> {
     let python = venv_python();
     if !python.is_file() {
         return Err(format!(
@@ -39,17 +45,17 @@ pub fn extract() -> Result<Value, String> {
     }
     let site = String::from_utf8_lossy(&site.stdout).trim().to_owned();
     let output = Command::new(&python)
-        .arg(crate::root().join(EXTRACTOR))
+        .arg(crate::root().join(script))
         .arg(&site)
         .output()
-        .map_err(|e| format!("cannot run {EXTRACTOR}: {e}"))?;
+        .map_err(|e| format!("cannot run {script}: {e}"))?;
     if !output.status.success() {
         return Err(format!(
-            "{EXTRACTOR} failed: {}",
+            "{script} failed: {}",
             String::from_utf8_lossy(&output.stderr)
         ));
     }
-    serde_json::from_slice(&output.stdout).map_err(|e| format!("{EXTRACTOR} output: {e}"))
+    serde_json::from_slice(&output.stdout).map_err(|e| format!("{script} output: {e}"))
 }
 
 /// Marks each method our runtime implements.
@@ -73,6 +79,7 @@ pub fn without_implemented(mut catalog: Value) -> Value {
     catalog
 }
 
+/// A JSON file as checked in: pretty, with a final newline.
 pub fn catalog_text(catalog: &Value) -> String {
     let mut text = serde_json::to_string_pretty(catalog).expect("JSON");
     text.push('\n');
@@ -87,7 +94,7 @@ const KEYWORDS: &[&str] = &[
     "try", "typeof", "unsized", "virtual", "yield", "gen",
 ];
 
-fn snake(part: &str) -> String {
+pub(crate) fn snake(part: &str) -> String {
     part.chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() {
@@ -99,7 +106,7 @@ fn snake(part: &str) -> String {
         .collect()
 }
 
-fn ident(name: &str) -> String {
+pub(crate) fn ident(name: &str) -> String {
     if KEYWORDS.contains(&name) {
         format!("r#{name}")
     } else {
@@ -107,7 +114,7 @@ fn ident(name: &str) -> String {
     }
 }
 
-fn camel(name: &str) -> String {
+pub(crate) fn camel(name: &str) -> String {
     name.split(|c: char| !c.is_ascii_alphanumeric())
         .filter(|s| !s.is_empty())
         .map(|s| {

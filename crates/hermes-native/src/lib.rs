@@ -9,6 +9,8 @@
 //! - [`events`]: the events, typed ([`NativeEvent`]), unknown ones kept whole.
 //! - [`config`]: a home's `config.yaml`, written by the control plane, read by runtimes.
 //! - [`profile`], [`LiveSessionId`], [`StoredSessionId`], [`codes`]: names and codes.
+//! - [`desktop`]: the Desktop REST routes (`/api/*`), generated from
+//!   `contracts/hermes-desktop.routes.json`.
 //! - [`GatewayClient`]: a multiplexed connection.
 //! - [`Native`]: every method of the pinned catalog, in namespaces (`native.session().list(..)`),
 //!   generated from `contracts/hermes-native.catalog.json` over any [`NativeTransport`].
@@ -16,6 +18,7 @@
 pub mod catalog;
 pub mod client;
 pub mod config;
+pub mod desktop;
 pub mod events;
 #[rustfmt::skip]
 mod generated;

@@ -18,9 +18,72 @@ pub fn valid_profile_name(name: &str) -> bool {
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'_' || *b == b'-')
 }
 
+/// Names Hermes refuses for a profile (they collide with itself or common commands).
+pub const RESERVED_PROFILE_NAMES: &[&str] = &["hermes", "default", "test", "tmp", "root", "sudo"];
+
+/// Why a name given for a profile is refused; `Display` says it as Hermes does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProfileNameError {
+    Empty,
+    Invalid(String),
+    Reserved(String),
+}
+
+impl std::fmt::Display for ProfileNameError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Empty => f.write_str("profile name cannot be empty"),
+            Self::Invalid(name) => write!(
+                f,
+                "Invalid profile name '{name}'. Must match [a-z0-9][a-z0-9_-]{{0,63}}"
+            ),
+            Self::Reserved(name) => write!(
+                f,
+                "Profile name '{name}' is reserved — it collides with either the Hermes \
+                 installation itself or a common system binary.  Pick a different name."
+            ),
+        }
+    }
+}
+
+/// A name as Hermes reads it where a profile is named: trimmed, `default` in any case is the
+/// default profile, others lowercased; then checked against the rule and the reserved names.
+pub fn normalize_profile_name(raw: &str) -> Result<String, ProfileNameError> {
+    let trimmed = raw.trim();
+    if trimmed.is_empty() {
+        return Err(ProfileNameError::Empty);
+    }
+    if trimmed.eq_ignore_ascii_case(DEFAULT_PROFILE) {
+        return Ok(DEFAULT_PROFILE.to_owned());
+    }
+    let name = trimmed.to_lowercase();
+    if !valid_profile_name(&name) {
+        return Err(ProfileNameError::Invalid(name));
+    }
+    if RESERVED_PROFILE_NAMES.contains(&name.as_str()) {
+        return Err(ProfileNameError::Reserved(name));
+    }
+    Ok(name)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_are_normalized_and_refused_as_hermes_does() {
+        assert_eq!(normalize_profile_name(" Work ").as_deref(), Ok("work"));
+        assert_eq!(normalize_profile_name("DEFAULT").as_deref(), Ok("default"));
+        assert_eq!(normalize_profile_name("  "), Err(ProfileNameError::Empty));
+        assert_eq!(
+            normalize_profile_name("Bad Name").unwrap_err().to_string(),
+            "Invalid profile name 'bad name'. Must match [a-z0-9][a-z0-9_-]{0,63}"
+        );
+        assert!(matches!(
+            normalize_profile_name("sudo"),
+            Err(ProfileNameError::Reserved(_))
+        ));
+    }
 
     #[test]
     fn profile_names_follow_the_hermes_rule() {

@@ -41,6 +41,10 @@ pub struct RuntimeConfig {
     pub listen: SocketAddr,
     /// How long a session of a dropped connection waits to be resumed before it is closed.
     pub orphan_grace: Duration,
+    /// The directory the Desktop file routes (`/api/fs/*`, `/api/git/*`) may reach: relative
+    /// paths start there, and nothing outside it is read or written. The current directory
+    /// unless set.
+    pub workspace: PathBuf,
 }
 
 impl std::fmt::Debug for RuntimeConfig {
@@ -50,6 +54,7 @@ impl std::fmt::Debug for RuntimeConfig {
             .field("token", &"<redacted>")
             .field("listen", &self.listen)
             .field("orphan_grace", &self.orphan_grace)
+            .field("workspace", &self.workspace)
             .finish()
     }
 }
@@ -61,6 +66,7 @@ impl RuntimeConfig {
             token,
             listen,
             orphan_grace: Duration::from_secs(20),
+            workspace: std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
         }
     }
 }
@@ -85,6 +91,8 @@ impl std::fmt::Debug for RunningRuntime {
 /// Binds and starts serving; returns once the socket accepts connections.
 pub async fn serve(config: RuntimeConfig) -> std::io::Result<RunningRuntime> {
     tokio::fs::create_dir_all(&config.home).await?;
+    // Canonical, so that a resolved path inside it starts with it.
+    let workspace = tokio::fs::canonicalize(&config.workspace).await?;
     let listener = tokio::net::TcpListener::bind(config.listen).await?;
     let addr = listener.local_addr()?;
     let (stop, stopped) = tokio::sync::watch::channel(false);
@@ -92,6 +100,7 @@ pub async fn serve(config: RuntimeConfig) -> std::io::Result<RunningRuntime> {
         config.home,
         config.token,
         config.orphan_grace,
+        workspace,
         stopped.clone(),
     ));
     let app = http::router(runtime.clone());

@@ -27,6 +27,8 @@ pub struct Runtime {
     pub prompts: Prompts,
     /// Seconds a disconnected session survives before it is reaped, unless resumed.
     pub orphan_grace: std::time::Duration,
+    /// The directory the Desktop file routes may reach (canonical).
+    pub workspace: PathBuf,
     /// Becomes `true` when the runtime stops; connections end on it.
     pub stopping: tokio::sync::watch::Receiver<bool>,
 }
@@ -36,6 +38,7 @@ impl Runtime {
         root: PathBuf,
         token: String,
         orphan_grace: std::time::Duration,
+        workspace: PathBuf,
         stopping: tokio::sync::watch::Receiver<bool>,
     ) -> Self {
         Self {
@@ -51,6 +54,7 @@ impl Runtime {
                 .unwrap_or_default(),
             prompts: Prompts::default(),
             orphan_grace,
+            workspace,
             stopping,
         }
     }
@@ -82,6 +86,14 @@ impl Runtime {
         let db = StateDb::open(home).await?;
         dbs.insert(home.to_path_buf(), db.clone());
         Ok(db)
+    }
+
+    /// Closes and forgets the database of `home` (before the home is moved or removed).
+    pub async fn forget_db(&self, home: &Path) {
+        let db = self.dbs.lock().await.remove(home);
+        if let Some(db) = db {
+            db.close().await;
+        }
     }
 
     pub fn session(&self, sid: &str) -> Option<Arc<LiveSession>> {

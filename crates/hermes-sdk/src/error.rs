@@ -32,6 +32,17 @@ pub enum Error {
         /// The reply as it came.
         body: String,
     },
+    /// A runtime's Desktop route refused the request (the runtime's own error, not the control
+    /// plane's).
+    #[error("{route} answered {status}: {detail}")]
+    Runtime {
+        /// The route, as `METHOD /path`.
+        route: String,
+        /// The HTTP status.
+        status: u16,
+        /// What the runtime said (its `detail`).
+        detail: String,
+    },
     /// The server does not implement the operation.
     #[error("`{operation}` is not supported by this server")]
     Unsupported {

@@ -4,6 +4,8 @@
 //!   ([`Hermes::local`]) or remote ([`Hermes::remote`]).
 //! - [`EdithHermes`]: the low-level client, one method per operation of the checked-in
 //!   control-plane contract (`hermes.sdk()`).
+//! - [`HermesDesktop`]: the Desktop REST routes of one runtime (`/api/*`), one method per
+//!   route of the checked-in `contracts/hermes-desktop.routes.json`.
 //! - [`Tool`] and [`ToolHost`]: callback tools that live in your process.
 //!
 //! Features: `local` (default) adds `Hermes::local()`, an embedded control plane and runtime;
@@ -15,6 +17,7 @@
 #![deny(missing_docs)]
 
 mod client;
+mod desktop;
 mod error;
 mod events;
 mod gateway;
@@ -31,6 +34,7 @@ mod tool;
 mod tool_host;
 
 pub use client::{EdithHermes, PageRequest};
+pub use desktop::HermesDesktop;
 pub use error::{Error, Result};
 pub use events::{EventStream, LogEvent};
 pub use gateway::{GatewayConnection, GatewayEvent};

@@ -9,6 +9,7 @@
 mod harness;
 
 mod auth;
+mod desktop;
 mod features;
 mod framing;
 mod runtime_only;

@@ -1,5 +1,7 @@
 //! `state.db`: a home's stored sessions and messages, in the columns Hermes 0.19 uses (a subset).
 
+pub mod desktop;
+
 use std::path::Path;
 use std::str::FromStr;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -25,7 +27,8 @@ CREATE TABLE IF NOT EXISTS sessions (
     input_tokens INTEGER NOT NULL DEFAULT 0,
     output_tokens INTEGER NOT NULL DEFAULT 0,
     title TEXT,
-    profile_name TEXT
+    profile_name TEXT,
+    archived INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS messages (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -95,6 +98,7 @@ impl StateDb {
             .connect_with(options)
             .await?;
         sqlx::raw_sql(SCHEMA).execute(&pool).await?;
+        add_missing_columns(&pool).await?;
         Ok(Self { pool })
     }
 
@@ -255,6 +259,20 @@ impl StateDb {
         .await?;
         Ok(())
     }
+}
+
+/// Columns added since a home's `state.db` was made (`CREATE TABLE IF NOT EXISTS` leaves an
+/// existing table as it is).
+async fn add_missing_columns(pool: &SqlitePool) -> Result<(), sqlx::Error> {
+    let present: Vec<String> = sqlx::query_scalar("SELECT name FROM pragma_table_info('sessions')")
+        .fetch_all(pool)
+        .await?;
+    if !present.iter().any(|c| c == "archived") {
+        sqlx::query("ALTER TABLE sessions ADD COLUMN archived INTEGER NOT NULL DEFAULT 0")
+            .execute(pool)
+            .await?;
+    }
+    Ok(())
 }
 
 async fn insert_message(

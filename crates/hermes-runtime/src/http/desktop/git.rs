@@ -1,0 +1,329 @@
+//! `/api/git/{status,branches}` of a directory in the workspace, read with the git CLI. A
+//! directory outside any repository answers `null` / no branches, as Hermes does.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Json;
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+use hermes_native::desktop::replies::{Branch, BranchList, ChangedFile, RepoStatus};
+use hermes_native::desktop::{GitBranchesQuery, GitStatusQuery};
+
+use super::workspace::resolve;
+use crate::http::extract::Params;
+use crate::runtime::Runtime;
+
+/// How long one git command may take before it counts as failed.
+const GIT_TIMEOUT: Duration = Duration::from_secs(30);
+/// How many changed files a status lists.
+const MAX_FILES: usize = 200;
+/// How many untracked files have their lines counted, and up to what size.
+const MAX_COUNTED_UNTRACKED: usize = 500;
+const MAX_COUNTED_BYTES: u64 = 1024 * 1024;
+
+/// Runs `git args` in `dir`; its output when it succeeds in time.
+async fn git(dir: &Path, args: &[&str]) -> Option<String> {
+    let run = tokio::process::Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    match tokio::time::timeout(GIT_TIMEOUT, run).await {
+        Ok(Ok(output)) if output.status.success() => {
+            Some(String::from_utf8_lossy(&output.stdout).into_owned())
+        }
+        _ => None,
+    }
+}
+
+async fn directory(runtime: &Runtime, raw: &str) -> Result<Option<PathBuf>, Response> {
+    let path = resolve(&runtime.workspace, raw).map_err(super::fs::refused)?;
+    Ok(path.is_dir().then_some(path))
+}
+
+pub async fn status(
+    State(runtime): State<Arc<Runtime>>,
+    Params(query): Params<GitStatusQuery>,
+) -> Response {
+    match directory(&runtime, &query.path).await {
+        Ok(Some(dir)) => Json(repo_status(&dir).await).into_response(),
+        Ok(None) => Json(None::<RepoStatus>).into_response(),
+        Err(refused) => refused,
+    }
+}
+
+pub async fn branches(
+    State(runtime): State<Arc<Runtime>>,
+    Params(query): Params<GitBranchesQuery>,
+) -> Response {
+    let branches = match directory(&runtime, &query.path).await {
+        Ok(Some(dir)) => branch_list(&dir).await,
+        Ok(None) => Vec::new(),
+        Err(refused) => return refused,
+    };
+    Json(BranchList { branches }).into_response()
+}
+
+async fn repo_status(dir: &Path) -> Option<RepoStatus> {
+    let porcelain = git(dir, &["status", "--porcelain=v2", "--branch", "-z"]).await?;
+    let root = PathBuf::from(git(dir, &["rev-parse", "--show-toplevel"]).await?.trim());
+    let mut status = RepoStatus {
+        branch: None,
+        default_branch: default_branch_of_status(dir).await,
+        detached: false,
+        ahead: 0,
+        behind: 0,
+        staged: 0,
+        unstaged: 0,
+        untracked: 0,
+        conflicted: 0,
+        changed: 0,
+        added: 0,
+        removed: 0,
+        files: Vec::new(),
+    };
+    let mut files = Vec::new();
+    let mut records = porcelain.split('\0').filter(|r| !r.is_empty());
+    while let Some(record) = records.next() {
+        if let Some(header) = record.strip_prefix("# ") {
+            read_header(header, &mut status);
+            continue;
+        }
+        let (kind, rest) = record.split_at(1);
+        let file = match kind {
+            "?" => untracked(rest.trim_start()),
+            "1" => tracked(rest, 6),
+            "2" => {
+                records.next(); // the path it was renamed from
+                tracked(rest, 7)
+            }
+            "u" => rest.splitn(11, ' ').nth(10).map(|path| ChangedFile {
+                path: path.to_owned(),
+                staged: false,
+                unstaged: false,
+                untracked: false,
+                conflicted: true,
+            }),
+            _ => None,
+        };
+        files.extend(file);
+    }
+    for file in &files {
+        status.staged += i64::from(file.staged);
+        status.unstaged += i64::from(file.unstaged);
+        status.untracked += i64::from(file.untracked);
+        status.conflicted += i64::from(file.conflicted);
+    }
+    status.changed = files.len() as i64;
+    let (added, removed) = line_changes(dir, &root, &files).await;
+    status.added = added;
+    status.removed = removed;
+    files.truncate(MAX_FILES);
+    status.files = files;
+    Some(status)
+}
+
+fn read_header(header: &str, status: &mut RepoStatus) {
+    if let Some(head) = header.strip_prefix("branch.head ") {
+        status.detached = head == "(detached)";
+        status.branch = (!status.detached).then(|| head.to_owned());
+    } else if let Some(counts) = header.strip_prefix("branch.ab ") {
+        let mut parts = counts.split(' ');
+        status.ahead = parts
+            .next()
+            .and_then(|a| a.trim_start_matches('+').parse().ok())
+            .unwrap_or(0);
+        status.behind = parts
+            .next()
+            .and_then(|b| b.trim_start_matches('-').parse().ok())
+            .unwrap_or(0);
+    }
+}
+
+fn untracked(path: &str) -> Option<ChangedFile> {
+    Some(ChangedFile {
+        path: path.to_owned(),
+        staged: false,
+        unstaged: true,
+        untracked: true,
+        conflicted: false,
+    })
+}
+
+/// An ordinary or renamed entry: `<XY> <fields…> <path>`, the path after `fields` fields.
+fn tracked(rest: &str, fields: usize) -> Option<ChangedFile> {
+    let mut parts = rest.trim_start().splitn(fields + 2, ' ');
+    let xy = parts.next()?;
+    let path = parts.nth(fields)?;
+    let mut codes = xy.chars();
+    let (x, y) = (codes.next()?, codes.next()?);
+    Some(ChangedFile {
+        path: path.to_owned(),
+        staged: !matches!(x, '.' | '?'),
+        unstaged: !matches!(y, '.' | '?'),
+        untracked: false,
+        conflicted: false,
+    })
+}
+
+/// Lines added and removed against HEAD, with the lines of untracked files as added.
+async fn line_changes(dir: &Path, root: &Path, files: &[ChangedFile]) -> (i64, i64) {
+    let (mut added, mut removed) = (0, 0);
+    if let Some(numstat) = git(dir, &["diff", "--numstat", "HEAD"]).await {
+        for line in numstat.lines() {
+            let mut parts = line.split('\t');
+            added += parts
+                .next()
+                .and_then(|n| n.parse::<i64>().ok())
+                .unwrap_or(0);
+            removed += parts
+                .next()
+                .and_then(|n| n.parse::<i64>().ok())
+                .unwrap_or(0);
+        }
+    }
+    let untracked: Vec<PathBuf> = files
+        .iter()
+        .filter(|f| f.untracked)
+        .take(MAX_COUNTED_UNTRACKED)
+        .map(|f| root.join(&f.path))
+        .collect();
+    let counted = tokio::task::spawn_blocking(move || {
+        untracked.iter().map(|path| line_count(path)).sum::<i64>()
+    })
+    .await
+    .unwrap_or(0);
+    (added + counted, removed)
+}
+
+/// Lines of a small text file (a last line without a newline counts); 0 for anything else.
+fn line_count(path: &Path) -> i64 {
+    let small_file =
+        std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() <= MAX_COUNTED_BYTES);
+    let Some(data) = small_file.then(|| std::fs::read(path).ok()).flatten() else {
+        return 0;
+    };
+    if data.contains(&0) {
+        return 0;
+    }
+    let newlines = data.iter().filter(|b| **b == b'\n').count() as i64;
+    newlines + i64::from(data.last().is_some_and(|b| *b != b'\n'))
+}
+
+/// The branch `origin/HEAD` names, else the first of main and master (local, then remote).
+async fn default_branch_of_status(dir: &Path) -> Option<String> {
+    if let Some(head) = git(
+        dir,
+        &["symbolic-ref", "--quiet", "refs/remotes/origin/HEAD"],
+    )
+    .await
+    {
+        let head = head.trim();
+        if let Some(name) = head.strip_prefix("refs/remotes/origin/") {
+            return Some(name.to_owned());
+        }
+    }
+    for candidate in [
+        "refs/heads/main",
+        "refs/heads/master",
+        "refs/remotes/origin/main",
+        "refs/remotes/origin/master",
+    ] {
+        if git(dir, &["show-ref", "--verify", "--quiet", candidate])
+            .await
+            .is_some()
+        {
+            return candidate.rsplit('/').next().map(str::to_owned);
+        }
+    }
+    None
+}
+
+/// The default branch as `git/branches` judges it: `origin/HEAD`, then `init.defaultBranch`,
+/// then main or master if either exists.
+async fn default_branch_of_list(dir: &Path, names: &[String]) -> Option<String> {
+    if let Some(head) = git(
+        dir,
+        &[
+            "symbolic-ref",
+            "--quiet",
+            "--short",
+            "refs/remotes/origin/HEAD",
+        ],
+    )
+    .await
+    {
+        let head = head.trim();
+        return Some(head.strip_prefix("origin/").unwrap_or(head).to_owned());
+    }
+    if let Some(configured) = git(dir, &["config", "--get", "init.defaultBranch"]).await {
+        let configured = configured.trim();
+        if !configured.is_empty() {
+            return Some(configured.to_owned());
+        }
+    }
+    ["main", "master"]
+        .into_iter()
+        .find(|candidate| names.iter().any(|n| n == candidate))
+        .map(str::to_owned)
+}
+
+async fn branch_list(dir: &Path) -> Vec<Branch> {
+    let Some(refs) = git(
+        dir,
+        &[
+            "for-each-ref",
+            "--format=%(refname:short)",
+            "--sort=-committerdate",
+            "refs/heads",
+        ],
+    )
+    .await
+    else {
+        return Vec::new();
+    };
+    let names: Vec<String> = refs
+        .lines()
+        .map(str::to_owned)
+        .filter(|n| !n.is_empty())
+        .collect();
+    let worktrees = worktrees(dir).await;
+    let default = default_branch_of_list(dir, &names).await;
+    names
+        .into_iter()
+        .map(|name| {
+            let worktree_path = worktrees
+                .iter()
+                .find(|(_, branch)| *branch == name)
+                .map(|(path, _)| path.clone());
+            Branch {
+                checked_out: worktree_path.is_some(),
+                is_default: default.as_deref() == Some(name.as_str()),
+                worktree_path,
+                name,
+            }
+        })
+        .collect()
+}
+
+/// `(worktree path, branch checked out there)` for each worktree on a branch.
+async fn worktrees(dir: &Path) -> Vec<(String, String)> {
+    let Some(list) = git(dir, &["worktree", "list", "--porcelain"]).await else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    let mut path = None;
+    for line in list.lines() {
+        if let Some(p) = line.strip_prefix("worktree ") {
+            path = Some(p.to_owned());
+        } else if let Some(branch) = line.strip_prefix("branch refs/heads/")
+            && let Some(path) = path.take()
+        {
+            found.push((path, branch.to_owned()));
+        }
+    }
+    found
+}

@@ -1,0 +1,83 @@
+//! The Desktop REST routes, registered from the generated route table: each route of
+//! `contracts/hermes-desktop.routes.json` is either served here or listed as not served yet, so
+//! a route added to the contract does not compile until it is decided.
+
+mod fs;
+mod git;
+mod profiles;
+mod sessions;
+mod status;
+mod workspace;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::handler::Handler;
+use axum::routing::{MethodFilter, on};
+use hermes_native::desktop::Route;
+
+use crate::runtime::Runtime;
+
+type Routes = Router<Arc<Runtime>>;
+
+pub fn routes() -> Routes {
+    Route::ALL
+        .iter()
+        .fold(Router::new(), |router, route| serve(router, *route))
+}
+
+fn serve(router: Routes, route: Route) -> Routes {
+    match route {
+        Route::StatusGet => add(router, route, status::status),
+        Route::SessionList => add(router, route, sessions::list),
+        Route::SessionSearch => add(router, route, sessions::search),
+        Route::SessionGet => add(router, route, sessions::get),
+        Route::SessionMessages => add(router, route, sessions::messages),
+        Route::SessionUpdate => add(router, route, sessions::update),
+        Route::SessionDelete => add(router, route, sessions::delete),
+        Route::ProfileList => add(router, route, profiles::list),
+        Route::ProfileActive => add(router, route, profiles::active),
+        Route::ProfileCreate => add(router, route, profiles::create),
+        Route::ProfileRename => add(router, route, profiles::rename),
+        Route::ProfileDelete => add(router, route, profiles::delete),
+        Route::FsList => add(router, route, fs::list),
+        Route::FsReadText => add(router, route, fs::read_text),
+        Route::FsWriteText => add(router, route, fs::write_text),
+        Route::GitStatus => add(router, route, git::status),
+        Route::GitBranches => add(router, route, git::branches),
+        // Not served yet: they answer 404, which clients read as "this server lacks it".
+        Route::CronJobList
+        | Route::CronJobCreate
+        | Route::CronJobGet
+        | Route::CronJobUpdate
+        | Route::CronJobDelete
+        | Route::CronJobPause
+        | Route::CronJobResume
+        | Route::CronJobTrigger
+        | Route::CronJobRuns
+        | Route::SkillList
+        | Route::SkillToggle
+        | Route::ToolsetList
+        | Route::ToolsetUpdate
+        | Route::ConfigGet
+        | Route::ConfigUpdate
+        | Route::ConfigSchema => router,
+    }
+}
+
+/// Registers `handler` for the route's method and path (routes on one path share it).
+fn add<H, T>(router: Routes, route: Route, handler: H) -> Routes
+where
+    H: Handler<T, Arc<Runtime>>,
+    T: 'static,
+{
+    let method = match route.method() {
+        "GET" => MethodFilter::GET,
+        "POST" => MethodFilter::POST,
+        "PUT" => MethodFilter::PUT,
+        "PATCH" => MethodFilter::PATCH,
+        "DELETE" => MethodFilter::DELETE,
+        other => unreachable!("the routes use no {other}"),
+    };
+    router.route(route.path(), on(method, handler))
+}

@@ -1,0 +1,74 @@
+//! `GET /api/status`: public; what the runtime is, its profiles and its recent activity. The
+//! messaging gateway, updates and hosted sign-in are not part of this runtime: they answer as a
+//! Hermes without them does.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+use hermes_native::config::HermesConfig;
+use hermes_native::desktop::StatusGetQuery;
+use hermes_native::desktop::replies::Status;
+use serde_json::{Value, json};
+
+use super::profiles::{home_of, profile_names};
+use crate::http::extract::Params;
+use crate::runtime::Runtime;
+
+/// The config schema version Hermes 0.19.0 writes.
+const LATEST_CONFIG_VERSION: i64 = 33;
+/// The release date of the Hermes version whose protocol this runtime speaks.
+const HERMES_RELEASE_DATE: &str = "2026.7.20";
+
+pub async fn status(
+    State(runtime): State<Arc<Runtime>>,
+    Params(query): Params<StatusGetQuery>,
+) -> Response {
+    let profile = query.profile.filter(|p| !p.eq_ignore_ascii_case("current"));
+    let (home, _) = match home_of(&runtime, profile.as_deref()) {
+        Ok(found) => found,
+        Err(refused) => return refused.into_response(),
+    };
+    let config_version = HermesConfig::load(&home)
+        .await
+        .ok()
+        .and_then(|config| config.other.get("_config_version").and_then(|v| v.as_i64()))
+        .unwrap_or(0);
+    let active_sessions = match runtime.db(&home).await {
+        Ok(db) => db.active_session_count().await.unwrap_or(0),
+        Err(_) => 0,
+    };
+    let shown = |name: &str| Some(home.join(name).to_string_lossy().into_owned());
+    Json(Status {
+        version: crate::HERMES_COMPAT_VERSION.to_owned(),
+        release_date: HERMES_RELEASE_DATE.to_owned(),
+        config_version,
+        latest_config_version: LATEST_CONFIG_VERSION,
+        can_update_hermes: false,
+        gateway_running: false,
+        gateway_state: None,
+        gateway_platforms: json!({}),
+        gateway_exit_reason: None,
+        gateway_updated_at: None,
+        active_agents: 0,
+        gateway_busy: false,
+        gateway_drainable: false,
+        restart_drain_timeout: 0.0,
+        active_sessions,
+        auth_required: false,
+        auth_providers: Vec::new(),
+        nous_session_valid: Value::from("unknown"),
+        profiles: profile_names(&runtime.root),
+        gateway_mode: "none".to_owned(),
+        hermes_home: Some(home.to_string_lossy().into_owned()),
+        config_path: shown("config.yaml"),
+        env_path: shown(".env"),
+        gateway_pid: None,
+        gateway_health_url: None,
+        gateways: Vec::new(),
+        runtime: Some("hermes-runtime".to_owned()),
+        runtime_version: Some(env!("CARGO_PKG_VERSION").to_owned()),
+    })
+    .into_response()
+}

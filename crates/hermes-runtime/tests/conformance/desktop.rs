@@ -1,0 +1,584 @@
+//! The Desktop REST routes, driven through the SDK's `HermesDesktop`: the same client against
+//! our runtime and the real Hermes 0.19.0.
+
+use hermes::native::StoredSessionId;
+use hermes::native::desktop::{
+    FsListQuery, FsReadTextQuery, FsWriteTextBody, GitBranchesQuery, GitStatusQuery,
+    ProfileCreateBody, ProfileRenameBody, SessionDeleteQuery, SessionGetQuery, SessionListQuery,
+    SessionMessagesQuery, SessionSearchQuery, SessionUpdateBody, StatusGetQuery,
+};
+use hermes::{Error, HermesDesktop};
+use serde_json::json;
+
+use crate::conformance;
+use crate::harness::{Peer, TOKEN, Target};
+use crate::sessions::prompted_session;
+
+conformance!(
+    desktop_sessions_made_over_the_gateway_are_listed_read_renamed_and_deleted,
+    sessions
+);
+conformance!(
+    desktop_profiles_are_created_renamed_and_deleted_and_scope_sessions,
+    profiles
+);
+conformance!(desktop_files_and_git_of_the_workspace, files_and_git);
+conformance!(desktop_refusals_are_shaped_as_hermes_shapes_them, refusals);
+
+fn desktop(peer: &Peer) -> HermesDesktop {
+    HermesDesktop::remote(&peer.url(""), Some(TOKEN))
+}
+
+/// The status (`code`, `detail`) of a refused call.
+fn refusal(error: Error) -> (u16, String) {
+    match error {
+        Error::Runtime { status, detail, .. } => (status, detail),
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+async fn sessions(target: Target) {
+    let peer = Peer::start(target).await;
+    let desktop = desktop(&peer);
+    let mut client = peer.connect().await;
+    let (_, stored) = prompted_session(&mut client, "hello nimbus world").await;
+    let stored = StoredSessionId::new(stored);
+
+    let page = desktop
+        .session_list(&SessionListQuery::default())
+        .await
+        .unwrap();
+    assert_eq!(page.total, 1, "{page:?}");
+    assert_eq!((page.limit, page.offset), (20, 0));
+    let listed = &page.sessions[0];
+    assert_eq!(listed.columns.id, stored);
+    assert_eq!(listed.columns.source, "conformance");
+    assert_eq!(listed.columns.model.as_deref(), Some("fake-model"));
+    assert_eq!(listed.columns.message_count, 2);
+    assert_eq!(listed.preview, "hello nimbus world");
+    assert!(listed.is_active && !listed.archived);
+    assert!(listed.last_active >= listed.columns.started_at);
+
+    // A prefix of the id names it too.
+    let prefix = &stored.as_str()[..stored.as_str().len() - 2];
+    let detail = desktop
+        .session_get(&StoredSessionId::new(prefix), &SessionGetQuery::default())
+        .await
+        .unwrap();
+    assert_eq!(detail.columns.id, stored);
+    assert_eq!(detail.archived, 0);
+    let read = desktop
+        .session_messages(&stored, &SessionMessagesQuery::default())
+        .await
+        .unwrap();
+    let roles: Vec<&str> = read.messages.iter().map(|m| m.role.as_str()).collect();
+    assert_eq!(roles, ["user", "assistant"]);
+    assert_eq!(read.messages[0].content, json!("hello nimbus world"));
+    assert_eq!(read.pagination.returned, 2);
+    assert_eq!(read.pagination.limit, None);
+    let second = desktop
+        .session_messages(
+            &stored,
+            &SessionMessagesQuery {
+                offset: Some(1),
+                limit: Some(5),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(second.messages.len(), 1);
+    assert_eq!(second.messages[0].role, "assistant");
+
+    let found = desktop
+        .session_search(&SessionSearchQuery {
+            q: Some("nimb".to_owned()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(found.results.len(), 1, "{found:?}");
+    assert_eq!(found.results[0].session_id, stored);
+    assert_eq!(found.results[0].role.as_deref(), Some("user"));
+    assert!(
+        found.results[0].snippet.contains(">>>nimbus<<<"),
+        "{found:?}"
+    );
+
+    let renamed = desktop
+        .session_update(
+            &stored,
+            &SessionUpdateBody {
+                title: Some("  A   tidy\ttitle ".to_owned()),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (renamed.title.as_str(), renamed.archived),
+        ("A tidy title", None)
+    );
+    let archived = desktop
+        .session_update(
+            &stored,
+            &SessionUpdateBody {
+                archived: Some(true),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(archived.archived, Some(true));
+    let default_list = desktop
+        .session_list(&SessionListQuery::default())
+        .await
+        .unwrap();
+    assert_eq!(default_list.total, 0, "archived sessions are left out");
+    let only_archived = desktop
+        .session_list(&SessionListQuery {
+            archived: Some("only".to_owned()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        only_archived.sessions[0].columns.title.as_deref(),
+        Some("A tidy title")
+    );
+    let nothing = desktop
+        .session_update(&stored, &SessionUpdateBody::default())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        refusal(nothing),
+        (
+            400,
+            "Nothing to update; provide 'title' and/or 'archived'.".to_owned()
+        )
+    );
+
+    let deleted = desktop
+        .session_delete(&stored, &SessionDeleteQuery::default())
+        .await
+        .unwrap();
+    assert_eq!((deleted.ok, deleted.already_absent), (true, None));
+    let again = desktop
+        .session_delete(&stored, &SessionDeleteQuery::default())
+        .await
+        .unwrap();
+    assert_eq!(again.already_absent, Some(true));
+    let gone = desktop
+        .session_get(&stored, &SessionGetQuery::default())
+        .await
+        .unwrap_err();
+    assert_eq!(refusal(gone), (404, "Session not found".to_owned()));
+    peer.stop().await;
+}
+
+async fn profiles(target: Target) {
+    let peer = Peer::start(target).await;
+    let desktop = desktop(&peer);
+    let created = desktop
+        .profile_create(&ProfileCreateBody {
+            name: "Work".to_owned(),
+            clone_from_default: Some(true),
+            description: Some("for work".to_owned()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let work_home = peer.home.join("profiles/work");
+    assert_eq!(created.name, "Work", "the name as given");
+    assert_eq!(created.path, work_home.to_string_lossy());
+    assert!(
+        work_home.join("config.yaml").is_file(),
+        "a clone has the config"
+    );
+    desktop
+        .profile_create(&ProfileCreateBody {
+            name: "other".to_owned(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+
+    let listed = desktop.profile_list().await.unwrap();
+    let names: Vec<&str> = listed.profiles.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["default", "other", "work"]);
+    let work = &listed.profiles[2];
+    assert_eq!(work.description, "for work");
+    assert_eq!(work.model.as_deref(), Some("fake-model"));
+    assert!(!work.is_default);
+    assert!(
+        listed.profiles[1].has_env,
+        "a fresh profile has its own .env"
+    );
+    let status = desktop
+        .status_get(&StatusGetQuery::default())
+        .await
+        .unwrap();
+    assert_eq!(status.profiles, ["default", "other", "work"]);
+    assert_eq!(status.version, "0.19.0");
+
+    // A profile made over REST is one the gateway serves, and its sessions are its own.
+    let mut client = peer.connect().await;
+    let session = client
+        .call(
+            "session.create",
+            json!({"profile": "work", "source": "conformance"}),
+        )
+        .await;
+    let live = session["session_id"].as_str().unwrap().to_owned();
+    let stored = StoredSessionId::new(session["stored_session_id"].as_str().unwrap());
+    client.submit(&live, "in the work profile").await;
+    client.events_until("message.complete").await;
+    let work_client = desktop.for_profile("work");
+    let in_work = work_client
+        .session_list(&SessionListQuery::default())
+        .await
+        .unwrap();
+    assert!(
+        in_work.sessions.iter().any(|s| s.columns.id == stored),
+        "{in_work:?}"
+    );
+    assert_eq!(in_work.sessions[0].profile.as_deref(), Some("work"));
+    assert_eq!(in_work.sessions[0].is_default_profile, Some(false));
+    let in_other = desktop
+        .for_profile("other")
+        .session_list(&SessionListQuery::default())
+        .await
+        .unwrap();
+    assert_eq!(in_other.total, 0, "{in_other:?}");
+    work_client.close();
+    assert!(matches!(
+        work_client.profile_list().await,
+        Err(Error::Closed)
+    ));
+    assert!(
+        desktop.profile_list().await.is_ok(),
+        "the parent stays open"
+    );
+
+    let renamed = desktop
+        .profile_rename(
+            "work",
+            &ProfileRenameBody {
+                new_name: "desk".to_owned(),
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        renamed.path,
+        peer.home.join("profiles/desk").to_string_lossy()
+    );
+    let moved = desktop
+        .for_profile("desk")
+        .session_list(&SessionListQuery::default())
+        .await
+        .unwrap();
+    assert!(moved.sessions.iter().any(|s| s.columns.id == stored));
+    let old = desktop
+        .for_profile("work")
+        .session_list(&SessionListQuery::default())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        refusal(old),
+        (404, "Profile 'work' does not exist.".to_owned())
+    );
+
+    let bad = |name: &str| ProfileCreateBody {
+        name: name.to_owned(),
+        ..Default::default()
+    };
+    let invalid = desktop.profile_create(&bad("Bad Name")).await.unwrap_err();
+    assert_eq!(
+        refusal(invalid),
+        (
+            400,
+            "Invalid profile name 'bad name'. Must match [a-z0-9][a-z0-9_-]{0,63}".to_owned()
+        )
+    );
+    let (status, detail) = refusal(desktop.profile_create(&bad("other")).await.unwrap_err());
+    assert_eq!(status, 400);
+    assert!(
+        detail.starts_with("Profile 'other' already exists"),
+        "{detail}"
+    );
+    let (status, _) = refusal(desktop.profile_create(&bad("default")).await.unwrap_err());
+    assert_eq!(status, 400);
+    let (status, detail) = refusal(desktop.profile_delete("default").await.unwrap_err());
+    assert_eq!(status, 400);
+    assert!(
+        detail.starts_with("Cannot delete the default profile"),
+        "{detail}"
+    );
+    let taken = desktop
+        .profile_rename(
+            "desk",
+            &ProfileRenameBody {
+                new_name: "other".to_owned(),
+            },
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(
+        refusal(taken),
+        (400, "Profile 'other' already exists.".to_owned())
+    );
+
+    let deleted = desktop.profile_delete("desk").await.unwrap();
+    assert!(deleted.ok);
+    assert!(!peer.home.join("profiles/desk").exists());
+    let again = desktop.profile_delete("desk").await.unwrap_err();
+    assert_eq!(
+        refusal(again),
+        (404, "Profile 'desk' does not exist.".to_owned())
+    );
+    peer.stop().await;
+}
+
+fn git(dir: &std::path::Path, args: &[&str]) {
+    let status = std::process::Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+        .args(args)
+        .current_dir(dir)
+        .env("HOME", dir)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success(), "git {args:?}");
+}
+
+async fn files_and_git(target: Target) {
+    let peer = Peer::start(target).await;
+    let desktop = desktop(&peer);
+    let work = std::fs::canonicalize(&peer.work).unwrap();
+    std::fs::create_dir_all(work.join("src")).unwrap();
+    std::fs::create_dir_all(work.join("node_modules")).unwrap();
+    std::fs::write(work.join("README.md"), "line one\nline two\n").unwrap();
+    std::fs::write(work.join("src/main.rs"), "fn main() {}\n").unwrap();
+    git(&work, &["init", "-q", "-b", "main"]);
+    git(&work, &["add", "README.md", "src/main.rs"]);
+    git(&work, &["commit", "-q", "-m", "first"]);
+    git(&work, &["branch", "feature"]);
+
+    let listed = desktop
+        .fs_list(&FsListQuery {
+            path: work.to_string_lossy().into_owned(),
+        })
+        .await
+        .unwrap();
+    let names: Vec<(&str, bool)> = listed
+        .entries
+        .iter()
+        .map(|e| (e.name.as_str(), e.is_directory))
+        .collect();
+    assert_eq!(names, [("src", true), ("README.md", false)], "{listed:?}");
+    assert_eq!(
+        listed.entries[1].path,
+        work.join("README.md").to_string_lossy()
+    );
+    let missing = desktop
+        .fs_list(&FsListQuery {
+            path: work.join("nope").to_string_lossy().into_owned(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(missing.error.as_deref(), Some("ENOENT"));
+
+    let source = desktop
+        .fs_read_text(&FsReadTextQuery {
+            path: work.join("src/main.rs").to_string_lossy().into_owned(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(source.text, "fn main() {}\n");
+    assert_eq!((source.language.as_str(), source.byte_size), ("rust", 13));
+    assert!(!source.binary && !source.truncated);
+
+    let written = desktop
+        .fs_write_text(&FsWriteTextBody {
+            path: work.join("README.md").to_string_lossy().into_owned(),
+            content: "line one\nline 2\nline three\n".to_owned(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(written.byte_size, 27);
+    std::fs::write(work.join("notes.txt"), "a\nb\nc").unwrap();
+    let (status, detail) = refusal(
+        desktop
+            .fs_write_text(&FsWriteTextBody {
+                path: work.join("no/such/dir.txt").to_string_lossy().into_owned(),
+                content: String::new(),
+            })
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(
+        (status, detail.as_str()),
+        (400, "Parent directory does not exist")
+    );
+
+    let path = work.to_string_lossy().into_owned();
+    let status = desktop
+        .git_status(&GitStatusQuery { path: path.clone() })
+        .await
+        .unwrap()
+        .expect("a repository");
+    assert_eq!(status.branch.as_deref(), Some("main"));
+    assert_eq!(status.default_branch.as_deref(), Some("main"));
+    assert_eq!(
+        (status.unstaged, status.untracked, status.changed),
+        (2, 1, 2)
+    );
+    // README: one line changed, one added; notes.txt: three lines.
+    assert_eq!((status.added, status.removed), (5, 1));
+    let files: Vec<(&str, bool)> = status
+        .files
+        .iter()
+        .map(|f| (f.path.as_str(), f.untracked))
+        .collect();
+    assert_eq!(files, [("README.md", false), ("notes.txt", true)]);
+    let branches = desktop
+        .git_branches(&GitBranchesQuery { path: path.clone() })
+        .await
+        .unwrap();
+    let mut names: Vec<(&str, bool)> = branches
+        .branches
+        .iter()
+        .map(|b| (b.name.as_str(), b.checked_out))
+        .collect();
+    names.sort();
+    assert_eq!(names, [("feature", false), ("main", true)]);
+    let plain = work.join("src").to_string_lossy().into_owned();
+    std::fs::remove_dir_all(work.join(".git")).unwrap();
+    let outside_repo = desktop
+        .git_status(&GitStatusQuery { path: plain })
+        .await
+        .unwrap();
+    assert_eq!(outside_repo, None);
+    peer.stop().await;
+}
+
+async fn refusals(target: Target) {
+    let peer = Peer::start(target).await;
+    let anonymous = HermesDesktop::remote(&peer.url(""), Some("wrong"));
+    let (status, detail) = refusal(anonymous.profile_list().await.unwrap_err());
+    assert_eq!((status, detail.as_str()), (401, "Unauthorized"));
+    let public = anonymous.status_get(&StatusGetQuery::default()).await;
+    assert!(public.is_ok(), "status is public: {public:?}");
+
+    let http = reqwest::Client::new();
+    let missing = http
+        .get(peer.url("/api/fs/list"))
+        .header("X-Hermes-Session-Token", TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(missing.status(), 422);
+    let body: serde_json::Value = missing.json().await.unwrap();
+    assert_eq!(body["detail"][0]["loc"], json!(["query", "path"]), "{body}");
+    assert_eq!(body["detail"][0]["type"], "missing");
+    let wrong_method = http
+        .post(peer.url("/api/sessions"))
+        .header("X-Hermes-Session-Token", TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(wrong_method.status(), 405);
+    let bad_order = HermesDesktop::remote(&peer.url(""), Some(TOKEN))
+        .session_list(&SessionListQuery {
+            order: Some("sideways".to_owned()),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(
+        refusal(bad_order),
+        (400, "order must be one of: created, recent".to_owned())
+    );
+    peer.stop().await;
+}
+
+/// Ours only: Hermes 0.19's file routes read and write anywhere the process may (`..`,
+/// absolute paths, links out of the directory); ours keep to the workspace.
+#[tokio::test]
+async fn desktop_paths_outside_the_workspace_are_refused() {
+    let peer = Peer::start(Target::Ours).await;
+    let desktop = desktop(&peer);
+    let work = std::fs::canonicalize(&peer.work).unwrap();
+    let outside = work.parent().unwrap().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("secret.txt"), "secret").unwrap();
+    std::os::unix::fs::symlink(&outside, work.join("door")).unwrap();
+    for path in ["../outside/secret.txt", "door/secret.txt", "/etc/hostname"] {
+        let read = desktop
+            .fs_read_text(&FsReadTextQuery {
+                path: path.to_owned(),
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(
+            refusal(read),
+            (403, "Path is outside the workspace".to_owned()),
+            "{path}"
+        );
+        let write = desktop
+            .fs_write_text(&FsWriteTextBody {
+                path: path.to_owned(),
+                content: "overwritten".to_owned(),
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(refusal(write).0, 403, "{path}");
+        let listed = desktop
+            .fs_list(&FsListQuery {
+                path: "door".to_owned(),
+            })
+            .await
+            .unwrap();
+        assert_eq!(
+            (listed.entries.len(), listed.error.as_deref()),
+            (0, Some("EACCES"))
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(outside.join("secret.txt")).unwrap(),
+        "secret"
+    );
+    // Relative paths start at the workspace.
+    std::fs::write(work.join("inside.txt"), "inside").unwrap();
+    let inside = desktop
+        .fs_read_text(&FsReadTextQuery {
+            path: "inside.txt".to_owned(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(inside.text, "inside");
+    let status = desktop
+        .status_get(&StatusGetQuery::default())
+        .await
+        .unwrap();
+    assert_eq!(status.runtime.as_deref(), Some("hermes-runtime"));
+    peer.stop().await;
+}
+
+/// Ours only: a route of the contract our runtime does not serve yet is reported as
+/// unsupported by the client, quickly, instead of as an opaque 404.
+#[tokio::test]
+async fn desktop_routes_not_served_are_unsupported() {
+    let peer = Peer::start(Target::Ours).await;
+    let missing = desktop(&peer)
+        .skill_list(&hermes::native::desktop::SkillListQuery::default())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&missing, Error::Unsupported { operation } if operation == "skill_list"),
+        "{missing:?}"
+    );
+    peer.stop().await;
+}

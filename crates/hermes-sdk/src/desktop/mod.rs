@@ -1,0 +1,217 @@
+//! `HermesDesktop`: the Desktop REST routes of one Hermes runtime (`hermes serve`'s `/api/*`,
+//! or our runtime's), a different endpoint with different operations from the control plane's.
+//! Its operations (one method per route of `contracts/hermes-desktop.routes.json`) are generated
+//! into `generated.rs`; this file has what they stand on.
+
+#[rustfmt::skip]
+mod generated;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use hermes_native::desktop::{ParamIn, Route, TOKEN_HEADER};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+use crate::client::query_of;
+use crate::error::{Error, Result};
+
+/// How long one request may take before it is reported as hanging.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A client for the Desktop routes of one runtime. Cheap to clone; clones share the HTTP client
+/// and the closed state.
+#[derive(Clone)]
+pub struct HermesDesktop {
+    http: reqwest::Client,
+    /// `http://host:port`, without a trailing slash.
+    base: Arc<str>,
+    token: Option<Arc<str>>,
+    /// The profile every call acts on, for routes that take one; `None`: the runtime's own.
+    profile: Option<Arc<str>>,
+    /// Set by [`HermesDesktop::close`] on this client and its clones.
+    closed: Arc<AtomicBool>,
+    /// The closed state of the client this one was made from by
+    /// [`HermesDesktop::for_profile`]: when that one closes, this one cannot go on.
+    parent_closed: Option<Arc<AtomicBool>>,
+}
+
+impl std::fmt::Debug for HermesDesktop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HermesDesktop")
+            .field("base_url", &self.base)
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("profile", &self.profile)
+            .finish()
+    }
+}
+
+impl HermesDesktop {
+    /// A client for the runtime at `base_url` (e.g. `http://127.0.0.1:9119`), authenticated with
+    /// its session token, with an HTTP client of its own.
+    pub fn remote(base_url: &str, token: Option<&str>) -> Self {
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .build()
+            .unwrap_or_default();
+        Self::with_http_client(base_url, token, http)
+    }
+
+    /// A client that sends through `http`. The SDK never closes or reconfigures it: it stays
+    /// the caller's.
+    pub fn with_http_client(base_url: &str, token: Option<&str>, http: reqwest::Client) -> Self {
+        Self {
+            http,
+            base: base_url.trim_end_matches('/').into(),
+            token: token.map(Into::into),
+            profile: None,
+            closed: Arc::new(AtomicBool::new(false)),
+            parent_closed: None,
+        }
+    }
+
+    /// A client for the runtime's profile `name`: every route that takes a profile acts on it.
+    /// It shares this client's HTTP client without owning it: closing it leaves this client
+    /// open, closing this client ends it too.
+    pub fn for_profile(&self, name: &str) -> Self {
+        Self {
+            http: self.http.clone(),
+            base: self.base.clone(),
+            token: self.token.clone(),
+            profile: Some(name.into()),
+            closed: Arc::new(AtomicBool::new(false)),
+            parent_closed: Some(
+                self.parent_closed
+                    .clone()
+                    .unwrap_or_else(|| self.closed.clone()),
+            ),
+        }
+    }
+
+    /// The profile this client acts on; `None`: the runtime's default.
+    pub fn profile(&self) -> Option<&str> {
+        self.profile.as_deref()
+    }
+
+    /// The runtime's base URL.
+    pub fn base_url(&self) -> &str {
+        &self.base
+    }
+
+    /// Closes this client (and its clones, and the clients [`for_profile`](Self::for_profile)
+    /// made from it): later calls fail with [`Error::Closed`]. An HTTP client the caller gave
+    /// stays theirs and keeps working.
+    pub fn close(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+    }
+
+    fn check_open(&self) -> Result<()> {
+        let parent = self
+            .parent_closed
+            .as_ref()
+            .is_some_and(|p| p.load(Ordering::SeqCst));
+        if parent || self.closed.load(Ordering::SeqCst) {
+            return Err(Error::Closed);
+        }
+        Ok(())
+    }
+
+    /// `value` as a JSON object, with this client's profile added where the route takes one in
+    /// `place` and the caller left it unset.
+    fn with_profile<T: Serialize>(
+        &self,
+        route: Route,
+        place: ParamIn,
+        value: &T,
+    ) -> Result<Map<String, Value>> {
+        let mut object = match serde_json::to_value(value) {
+            Ok(Value::Object(object)) => object,
+            Ok(Value::Null) => Map::new(),
+            Ok(other) => {
+                return Err(Error::Decode {
+                    detail: "a query or body must be an object".to_owned(),
+                    body: other.to_string(),
+                });
+            }
+            Err(e) => {
+                return Err(Error::Decode {
+                    detail: e.to_string(),
+                    body: String::new(),
+                });
+            }
+        };
+        if let Some(profile) = &self.profile
+            && route.profile_param() == Some(place)
+            && object.get("profile").is_none_or(Value::is_null)
+        {
+            object.insert("profile".to_owned(), Value::String(profile.to_string()));
+        }
+        Ok(object)
+    }
+
+    /// Sends one request to `route` and reads its reply.
+    async fn call<Q: Serialize, B: Serialize, R: DeserializeOwned>(
+        &self,
+        route: Route,
+        params: &[(&str, &str)],
+        query: Option<&Q>,
+        body: Option<&B>,
+    ) -> Result<R> {
+        self.check_open()?;
+        let method =
+            reqwest::Method::from_bytes(route.method().as_bytes()).expect("a method of the routes");
+        let url = format!("{}{}", self.base, route.fill(params));
+        let mut request = self.http.request(method, url).timeout(REQUEST_TIMEOUT);
+        if let Some(token) = &self.token {
+            request = request.header(TOKEN_HEADER, token.as_ref());
+        }
+        if let Some(query) = query {
+            request = request.query(&query_of(&self.with_profile(
+                route,
+                ParamIn::Query,
+                query,
+            )?));
+        }
+        if let Some(body) = body {
+            request = request.json(&self.with_profile(route, ParamIn::Body, body)?);
+        }
+        let reply = request.send().await?;
+        let status = reply.status();
+        let bytes = reply.bytes().await?;
+        if !status.is_success() {
+            return Err(refusal(route, status.as_u16(), &bytes));
+        }
+        serde_json::from_slice(&bytes).map_err(|e| Error::Decode {
+            detail: e.to_string(),
+            body: String::from_utf8_lossy(&bytes).into_owned(),
+        })
+    }
+}
+
+/// The error for a refused request. A 404 without a detail or with FastAPI's own "Not Found"
+/// (no route matched, as opposed to "Session not found") and a 405 mean the server lacks the
+/// route.
+fn refusal(route: Route, status: u16, body: &[u8]) -> Error {
+    let detail = serde_json::from_slice::<Value>(body)
+        .ok()
+        .and_then(|v| v.get("detail").cloned());
+    // Hermes's headless server answers unmatched paths with `{"error": …}` instead.
+    let unmatched =
+        detail.is_none() || detail.as_ref().and_then(Value::as_str) == Some("Not Found");
+    if (status == 404 && unmatched) || status == 405 {
+        return Error::Unsupported {
+            operation: route.operation().to_owned(),
+        };
+    }
+    Error::Runtime {
+        route: format!("{} {}", route.method(), route.path()),
+        status,
+        detail: match detail {
+            Some(Value::String(text)) => text,
+            Some(other) => other.to_string(),
+            None => String::from_utf8_lossy(body).into_owned(),
+        },
+    }
+}
