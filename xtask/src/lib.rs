@@ -101,6 +101,10 @@ fn operations(contract: &Value, uses: &mut BTreeSet<String>) -> Vec<Operation> {
     let paths = contract["paths"].as_object().expect("paths");
     for (path, methods) in paths {
         for (method, op) in methods.as_object().expect("methods") {
+            // Forwarded routes of another contract: the SDK binds them from that one.
+            if op.get("x-edith-passthrough").is_some() {
+                continue;
+            }
             let params = op["parameters"].as_array().cloned().unwrap_or_default();
             let path_params = params
                 .iter()

@@ -174,6 +174,10 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         last_use: Default::default(),
         gate: http::limits::Gate::new(config.limits.clone()),
         reconciling: Default::default(),
+        http: reqwest::Client::builder()
+            .connect_timeout(std::time::Duration::from_secs(10))
+            .build()
+            .unwrap_or_default(),
         public_url: url.clone(),
         shutdown: stopping.clone(),
     });

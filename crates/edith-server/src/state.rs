@@ -8,7 +8,7 @@ use edith_types::{JobEvent, ProviderKind, TurnEvent};
 
 use crate::app::Hub;
 use crate::error::AppResult;
-use crate::runtime::{GatewayPool, Link, Providers, RuntimeProvider};
+use crate::runtime::{GatewayPool, Link, Providers, RuntimeEndpoint, RuntimeProvider};
 use crate::tools::ToolHosts;
 
 #[derive(Clone)]
@@ -38,6 +38,8 @@ pub struct Inner {
     pub replica: String,
     /// The jobs running in this process.
     pub jobs_running: std::sync::Mutex<std::collections::HashSet<edith_types::JobId>>,
+    /// For requests the control plane forwards to runtimes (their Desktop routes).
+    pub http: reqwest::Client,
     /// This server's own base URL, which runtimes use to reach its MCP endpoints.
     pub public_url: String,
     /// Flips to `true` when the server stops; streams and background work end on it.
@@ -57,6 +59,12 @@ impl AppState {
     pub async fn gateway(&self, record: &InstanceRecord) -> AppResult<Arc<Link>> {
         let provider = self.provider(record.instance.provider)?;
         self.gateways.connect(provider, record).await
+    }
+
+    /// Where the instance's runtime listens, starting it if needed.
+    pub async fn endpoint(&self, record: &InstanceRecord) -> AppResult<RuntimeEndpoint> {
+        let provider = self.provider(record.instance.provider)?;
+        Ok(provider.start(record).await?)
     }
 }
 

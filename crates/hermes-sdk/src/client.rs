@@ -34,7 +34,7 @@ struct ClientInner {
     base: String,
     api_key: Option<String>,
     /// Set by [`EdithHermes::close`]: every later call fails with [`Error::Closed`].
-    closed: AtomicBool,
+    closed: Arc<AtomicBool>,
     /// Tells the gateway connections this client opened that it closed.
     closing: tokio::sync::watch::Sender<bool>,
 }
@@ -104,7 +104,7 @@ impl EdithHermes {
                 http,
                 base: base_url.trim_end_matches('/').to_owned(),
                 api_key: api_key.map(str::to_owned),
-                closed: AtomicBool::new(false),
+                closed: Arc::new(AtomicBool::new(false)),
                 closing: tokio::sync::watch::Sender::new(false),
             }),
         }
@@ -116,6 +116,18 @@ impl EdithHermes {
     pub fn close(&self) {
         self.inner.closed.store(true, Ordering::SeqCst);
         self.inner.closing.send_replace(true);
+    }
+
+    /// A client for the Desktop routes of `instance`'s runtime, through this control plane's
+    /// forwarding route and with this client's key: it shares this client's HTTP client and
+    /// ends when this client closes.
+    pub fn desktop(&self, instance: &edith_types::InstanceId) -> crate::HermesDesktop {
+        crate::HermesDesktop::through_control_plane(
+            self.inner.http.clone(),
+            &format!("{}/v1/instances/{instance}/desktop", self.inner.base),
+            self.inner.api_key.as_deref(),
+            self.inner.closed.clone(),
+        )
     }
 
     fn check_open(&self) -> Result<()> {

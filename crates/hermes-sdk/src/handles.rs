@@ -150,6 +150,13 @@ impl InstanceHandle {
         }
     }
 
+    /// The Desktop routes of this instance's runtime, through the control plane (the runtime's
+    /// token never reaches the application): `instance.desktop().session_list(..)`. Makes no
+    /// request; ends when the SDK client closes.
+    pub fn desktop(&self) -> crate::HermesDesktop {
+        self.hermes.sdk().desktop(&self.id)
+    }
+
     /// Native gateway methods on this instance's runtime (instance-wide).
     pub fn native(&self) -> crate::NativeRoute {
         crate::NativeRoute::new(self.hermes.clone(), self.id.clone(), None)

@@ -34,7 +34,7 @@ mod tool;
 mod tool_host;
 
 pub use client::{EdithHermes, PageRequest};
-pub use desktop::HermesDesktop;
+pub use desktop::{DesktopCapabilities, HermesDesktop};
 pub use error::{Error, Result};
 pub use events::{EventStream, LogEvent};
 pub use gateway::{GatewayConnection, GatewayEvent};

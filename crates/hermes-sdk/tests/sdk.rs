@@ -920,3 +920,99 @@ async fn a_dropped_gateway_socket_resumes_and_delivers_every_event_once() {
     assert_eq!(connection.ended().as_deref(), Some("closed by this client"));
     local.close().await.expect("close");
 }
+
+#[tokio::test]
+async fn an_instances_desktop_routes_are_reached_through_the_control_plane_with_its_keys() {
+    use hermes::native::desktop::{FsReadTextQuery, SessionListQuery, SessionMessagesQuery};
+    use hermes::types::{CreateApiKey, Scope};
+    let hermes = Hermes::local().await.expect("local");
+    let instance = ready_instance(&hermes, "desk").await;
+    let handle = instance
+        .profiles()
+        .create(ProfileSpec::new("assistant"))
+        .await
+        .expect("profile");
+    let session = handle.sessions().create().await.expect("session");
+    let turn = session.send("hello desktop").await.expect("turn");
+    assert_eq!(turn.wait().await.expect("wait").state, TurnState::Completed);
+    let profile = handle.get().await.expect("profile");
+
+    // The admin key of the local context: the profile's native sessions, as the runtime has them.
+    let desktop = instance.desktop().for_profile(&profile.native_name);
+    let page = desktop
+        .session_list(&SessionListQuery::default())
+        .await
+        .expect("sessions");
+    assert_eq!(page.total, 1, "{page:?}");
+    let stored = &page.sessions[0].columns.id;
+    let messages = desktop
+        .session_messages(stored, &SessionMessagesQuery::default())
+        .await
+        .expect("messages");
+    assert_eq!(messages.messages[0].content, json!("hello desktop"));
+    // The runtime's workspace is its own directory, not its home (whose config holds keys).
+    let config = desktop
+        .fs_read_text(&FsReadTextQuery {
+            path: "../config.yaml".to_owned(),
+        })
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&config, Error::Runtime { status: 403, .. }),
+        "{config:?}"
+    );
+
+    // A read key reads sessions, but neither files nor changes.
+    let read = hermes
+        .sdk()
+        .key_create(&CreateApiKey {
+            name: "reader".to_owned(),
+            scope: Scope::Read,
+            instances: None,
+        })
+        .await
+        .expect("key");
+    let reader = Hermes::remote(hermes.sdk().base_url(), Some(&read.secret));
+    let as_reader = reader.instance(instance.id()).desktop();
+    assert_eq!(
+        as_reader
+            .session_list(&SessionListQuery {
+                profile: Some(profile.native_name.clone()),
+                ..Default::default()
+            })
+            .await
+            .expect("read")
+            .total,
+        1
+    );
+    for refused in [
+        as_reader
+            .fs_read_text(&FsReadTextQuery {
+                path: "notes.txt".to_owned(),
+            })
+            .await
+            .unwrap_err(),
+        as_reader.profile_delete("anything").await.unwrap_err(),
+    ] {
+        assert_eq!(refused.code(), Some(ErrorCode::Forbidden), "{refused:?}");
+    }
+
+    // Routes beyond the contract are not forwarded, and the runtime's token is never seen.
+    let raw = reqwest::Client::new()
+        .get(format!(
+            "{}/v1/instances/{}/desktop/api/env",
+            hermes.sdk().base_url(),
+            instance.id()
+        ))
+        .bearer_auth(&read.secret)
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(raw.status(), 404);
+    reader.close().await.expect("close");
+    assert!(matches!(
+        as_reader.session_list(&SessionListQuery::default()).await,
+        Err(Error::Closed)
+    ));
+    hermes.close().await.expect("close");
+}

@@ -1,6 +1,7 @@
 //! What the control plane does, apart from how it is asked: instances and their provisioning
 //! jobs, profiles, sessions, tools, native calls, and the turn driver. HTTP handlers call these.
 
+pub mod desktop;
 mod hub;
 pub mod instances;
 pub mod jobs;

@@ -2,6 +2,7 @@
 //! the contract (`spec`), with the extractors, SSE streams and `Idempotency-Key` handling it
 //! needs. Handlers are thin: they parse the request and call `crate::app`.
 
+mod desktop;
 pub mod extract;
 mod gateway;
 pub mod idempotency;
@@ -46,6 +47,7 @@ pub fn build() -> (Router<AppState>, Value, spec::AccessRules) {
     turns::routes(&mut api);
     native::routes(&mut api);
     gateway::routes(&mut api);
+    desktop::routes(&mut api);
     api.add_internal(
         mcp_endpoint::PATH,
         post(mcp_endpoint::post).get(mcp_endpoint::get),

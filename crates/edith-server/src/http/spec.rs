@@ -34,6 +34,8 @@ pub struct Op {
     summary: &'static str,
     body: Option<Value>,
     responses: Vec<(u16, &'static str, Value)>,
+    /// For a route that forwards another contract's routes: that contract.
+    passthrough: Option<&'static str>,
     /// Query parameters: name, description, schema.
     query: Vec<(String, String, Value)>,
     headers: Vec<(&'static str, &'static str)>,
@@ -68,7 +70,20 @@ impl Op {
             query: Vec::new(),
             headers: Vec::new(),
             filter: None,
+            passthrough: None,
         }
+    }
+
+    /// Whether the operation only reads (GET).
+    pub fn is_read(&self) -> bool {
+        self.method == "get"
+    }
+
+    /// Forwards the routes of `contract` (its last path parameter, `{*path}`, is one of their
+    /// paths); the SDK binds those routes from that contract, not this one.
+    pub fn passthrough(mut self, contract: &'static str) -> Self {
+        self.passthrough = Some(contract);
+        self
     }
 
     pub fn get(path: &'static str, id: &'static str) -> Self {
@@ -250,6 +265,9 @@ impl Op {
         if let Some(filter) = &self.filter {
             op["x-edith-filter"] = json!(filter);
         }
+        if let Some(contract) = self.passthrough {
+            op["x-edith-passthrough"] = json!(contract);
+        }
         if let Some(body) = &self.body {
             op["requestBody"] =
                 json!({"required": true, "content": {"application/json": {"schema": body}}});
@@ -289,6 +307,10 @@ fn not_null(schema: &Value) -> Value {
 fn id_schema(generator: &mut SchemaGenerator, param: &str) -> Value {
     use edith_types::*;
     let schema = match param {
+        "path" => {
+            return json!({"type": "string", "description": "A path of the forwarded contract, \
+                without its leading `/` (e.g. `api/sessions`)."});
+        }
         "instance_id" => generator.subschema_for::<InstanceId>(),
         "profile_id" => generator.subschema_for::<ProfileId>(),
         "session_id" => generator.subschema_for::<SessionId>(),
@@ -303,8 +325,16 @@ fn id_schema(generator: &mut SchemaGenerator, param: &str) -> Value {
 }
 
 fn path_params(path: &str) -> impl Iterator<Item = &str> {
-    path.split('/')
-        .filter_map(|seg| seg.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
+    path.split('/').filter_map(|seg| {
+        seg.strip_prefix('{')
+            .and_then(|s| s.strip_suffix('}'))
+            .map(|s| s.trim_start_matches('*'))
+    })
+}
+
+/// A route pattern as OpenAPI writes it (`{*path}`, axum's catch-all, is `{path}`).
+fn contract_path(pattern: &str) -> String {
+    pattern.replace("{*", "{")
 }
 
 impl Api {
@@ -326,7 +356,7 @@ impl Api {
     pub fn add(&mut self, op: Op, handler: MethodRouter<AppState>) {
         let entry = self
             .paths
-            .entry(op.path.to_owned())
+            .entry(contract_path(op.path))
             .or_insert_with(|| json!({}));
         entry[op.method] = op.to_openapi(&mut self.generator);
         let method = Method::from_bytes(op.method.to_uppercase().as_bytes()).expect("a method");

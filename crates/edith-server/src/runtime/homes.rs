@@ -54,6 +54,16 @@ impl Homes {
             .map_err(|e| io_error("cannot create", &home, e))
     }
 
+    /// The runtime's working directory: what its agent's commands and its Desktop file routes
+    /// see, apart from the home's configuration and secrets. Made if missing.
+    pub async fn workspace(&self, instance: &InstanceId) -> Result<PathBuf, ProviderError> {
+        let workspace = self.existing_home(instance)?.join("workspace");
+        tokio::fs::create_dir_all(&workspace)
+            .await
+            .map_err(|e| io_error("cannot create", &workspace, e))?;
+        Ok(workspace)
+    }
+
     /// Fails unless `provision` made the home.
     pub fn existing_home(&self, instance: &InstanceId) -> Result<PathBuf, ProviderError> {
         let home = self.home(instance);

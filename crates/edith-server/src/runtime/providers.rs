@@ -33,6 +33,18 @@ pub struct RuntimeEndpoint {
     pub token: String,
 }
 
+impl RuntimeEndpoint {
+    /// The runtime's HTTP base (`http://host:port`), where its Desktop routes are.
+    pub fn http_url(&self) -> String {
+        let base = self.ws_url.trim_end_matches("/api/ws");
+        match base.split_once("://") {
+            Some(("wss", rest)) => format!("https://{rest}"),
+            Some((_, rest)) => format!("http://{rest}"),
+            None => base.to_owned(),
+        }
+    }
+}
+
 #[async_trait]
 pub trait RuntimeProvider: Send + Sync {
     /// Prepares what the runtime needs. Idempotent.

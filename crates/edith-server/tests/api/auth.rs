@@ -29,6 +29,8 @@ fn sample(param: &str) -> &'static str {
         "tool_host_id" => "th_0",
         "job_id" => "job_0",
         "key_id" => "key_0",
+        // A forwarded Desktop route.
+        "path" => "api/status",
         other => panic!("no sample id for `{other}`: add one"),
     }
 }

@@ -28,6 +28,30 @@ impl Route {
     }
 }
 
+impl Route {
+    /// The route a request for `method` and `path` (without its query) goes to, if it is one of
+    /// the contract's. A literal segment wins over a parameter (`/api/sessions/search` is the
+    /// search, not the session `search`).
+    pub fn matching(method: &str, path: &str) -> Option<Route> {
+        let segments: Vec<&str> = path.split('/').collect();
+        let fits = |route: &Route| {
+            let template: Vec<&str> = route.path().split('/').collect();
+            route.method().eq_ignore_ascii_case(method)
+                && template.len() == segments.len()
+                && template
+                    .iter()
+                    .zip(&segments)
+                    .all(|(t, s)| t == s || (t.starts_with('{') && !s.is_empty()))
+        };
+        let fitting: Vec<Route> = Route::ALL.iter().copied().filter(fits).collect();
+        fitting
+            .iter()
+            .copied()
+            .find(|route| !route.path().contains('{'))
+            .or(fitting.first().copied())
+    }
+}
+
 /// Percent-encodes everything but the unreserved characters of RFC 3986.
 fn encode_segment(value: &str) -> String {
     let mut out = String::with_capacity(value.len());
@@ -39,4 +63,41 @@ fn encode_segment(value: &str) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_request_finds_its_route_and_only_the_contracts_routes_are_found() {
+        assert_eq!(
+            Route::matching("GET", "/api/sessions"),
+            Some(Route::SessionList)
+        );
+        assert_eq!(
+            Route::matching("GET", "/api/sessions/search"),
+            Some(Route::SessionSearch)
+        );
+        assert_eq!(
+            Route::matching("get", "/api/sessions/20261201_1/messages"),
+            Some(Route::SessionMessages)
+        );
+        assert_eq!(
+            Route::matching("PATCH", "/api/profiles/work"),
+            Some(Route::ProfileRename)
+        );
+        assert_eq!(Route::matching("POST", "/api/sessions"), None);
+        assert_eq!(Route::matching("GET", "/api/env/reveal"), None);
+        assert_eq!(Route::matching("GET", "/api/sessions/"), None);
+        assert_eq!(Route::matching("GET", "/api/ws"), None);
+    }
+
+    #[test]
+    fn path_parameters_are_filled_encoded() {
+        assert_eq!(
+            Route::SessionGet.fill(&[("session_id", "a b/../c")]),
+            "/api/sessions/a%20b%2F..%2Fc"
+        );
+    }
 }

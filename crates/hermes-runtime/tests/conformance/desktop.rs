@@ -24,6 +24,7 @@ conformance!(
 );
 conformance!(desktop_files_and_git_of_the_workspace, files_and_git);
 conformance!(desktop_refusals_are_shaped_as_hermes_shapes_them, refusals);
+conformance!(desktop_capabilities_name_the_groups_served, capabilities);
 
 fn desktop(peer: &Peer) -> HermesDesktop {
     HermesDesktop::remote(&peer.url(""), Some(TOKEN))
@@ -501,6 +502,32 @@ async fn refusals(target: Target) {
         refusal(bad_order),
         (400, "order must be one of: created, recent".to_owned())
     );
+    peer.stop().await;
+}
+
+async fn capabilities(target: Target) {
+    use hermes::native::desktop::RouteGroup;
+    let peer = Peer::start(target).await;
+    let offered = desktop(&peer).capabilities().await.unwrap();
+    assert_eq!(offered.version, "0.19.0");
+    let ours = [
+        RouteGroup::Status,
+        RouteGroup::Sessions,
+        RouteGroup::Profiles,
+        RouteGroup::Fs,
+        RouteGroup::Git,
+    ];
+    match target {
+        Target::Hermes => {
+            assert_eq!(offered.groups, RouteGroup::ALL, "Hermes serves every group");
+            assert_eq!(offered.runtime, None);
+        }
+        Target::Ours => {
+            assert_eq!(offered.groups, ours);
+            assert!(!offered.has(RouteGroup::Cron));
+            assert_eq!(offered.runtime.as_deref(), Some("hermes-runtime"));
+        }
+    }
     peer.stop().await;
 }
 

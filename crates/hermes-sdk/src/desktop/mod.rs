@@ -3,8 +3,11 @@
 //! Its operations (one method per route of `contracts/hermes-desktop.routes.json`) are generated
 //! into `generated.rs`; this file has what they stand on.
 
+mod capabilities;
 #[rustfmt::skip]
 mod generated;
+
+pub use capabilities::DesktopCapabilities;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -21,6 +24,15 @@ use crate::error::{Error, Result};
 /// How long one request may take before it is reported as hanging.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// How requests are authenticated.
+#[derive(Clone)]
+enum Credential {
+    /// Straight to a runtime: its session token.
+    SessionToken(Arc<str>),
+    /// Through a control plane's forwarding route: an API key of the control plane.
+    ApiKey(Arc<str>),
+}
+
 /// A client for the Desktop routes of one runtime. Cheap to clone; clones share the HTTP client
 /// and the closed state.
 #[derive(Clone)]
@@ -28,21 +40,25 @@ pub struct HermesDesktop {
     http: reqwest::Client,
     /// `http://host:port`, without a trailing slash.
     base: Arc<str>,
-    token: Option<Arc<str>>,
+    credential: Option<Credential>,
     /// The profile every call acts on, for routes that take one; `None`: the runtime's own.
     profile: Option<Arc<str>>,
     /// Set by [`HermesDesktop::close`] on this client and its clones.
     closed: Arc<AtomicBool>,
-    /// The closed state of the client this one was made from by
-    /// [`HermesDesktop::for_profile`]: when that one closes, this one cannot go on.
-    parent_closed: Option<Arc<AtomicBool>>,
+    /// The closed states of what this client was made from (the client
+    /// [`HermesDesktop::for_profile`] was called on, the SDK client it came through): when one
+    /// of them closes, this one cannot go on.
+    ancestors: Vec<Arc<AtomicBool>>,
 }
 
 impl std::fmt::Debug for HermesDesktop {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HermesDesktop")
             .field("base_url", &self.base)
-            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field(
+                "credential",
+                &self.credential.as_ref().map(|_| "<redacted>"),
+            )
             .field("profile", &self.profile)
             .finish()
     }
@@ -65,10 +81,28 @@ impl HermesDesktop {
         Self {
             http,
             base: base_url.trim_end_matches('/').into(),
-            token: token.map(Into::into),
+            credential: token.map(|t| Credential::SessionToken(t.into())),
             profile: None,
             closed: Arc::new(AtomicBool::new(false)),
-            parent_closed: None,
+            ancestors: Vec::new(),
+        }
+    }
+
+    /// Through a control plane (`EdithHermes::desktop`): `base` is its forwarding route, the
+    /// key is the control plane's, and the client ends when `owner_closed` is set.
+    pub(crate) fn through_control_plane(
+        http: reqwest::Client,
+        base: &str,
+        api_key: Option<&str>,
+        owner_closed: Arc<AtomicBool>,
+    ) -> Self {
+        Self {
+            http,
+            base: base.into(),
+            credential: api_key.map(|k| Credential::ApiKey(k.into())),
+            profile: None,
+            closed: Arc::new(AtomicBool::new(false)),
+            ancestors: vec![owner_closed],
         }
     }
 
@@ -79,14 +113,15 @@ impl HermesDesktop {
         Self {
             http: self.http.clone(),
             base: self.base.clone(),
-            token: self.token.clone(),
+            credential: self.credential.clone(),
             profile: Some(name.into()),
             closed: Arc::new(AtomicBool::new(false)),
-            parent_closed: Some(
-                self.parent_closed
-                    .clone()
-                    .unwrap_or_else(|| self.closed.clone()),
-            ),
+            ancestors: self
+                .ancestors
+                .iter()
+                .cloned()
+                .chain([self.closed.clone()])
+                .collect(),
         }
     }
 
@@ -108,11 +143,8 @@ impl HermesDesktop {
     }
 
     fn check_open(&self) -> Result<()> {
-        let parent = self
-            .parent_closed
-            .as_ref()
-            .is_some_and(|p| p.load(Ordering::SeqCst));
-        if parent || self.closed.load(Ordering::SeqCst) {
+        let ended = |flag: &Arc<AtomicBool>| flag.load(Ordering::SeqCst);
+        if ended(&self.closed) || self.ancestors.iter().any(ended) {
             return Err(Error::Closed);
         }
         Ok(())
@@ -164,9 +196,11 @@ impl HermesDesktop {
             reqwest::Method::from_bytes(route.method().as_bytes()).expect("a method of the routes");
         let url = format!("{}{}", self.base, route.fill(params));
         let mut request = self.http.request(method, url).timeout(REQUEST_TIMEOUT);
-        if let Some(token) = &self.token {
-            request = request.header(TOKEN_HEADER, token.as_ref());
-        }
+        request = match &self.credential {
+            Some(Credential::SessionToken(token)) => request.header(TOKEN_HEADER, token.as_ref()),
+            Some(Credential::ApiKey(key)) => request.bearer_auth(key),
+            None => request,
+        };
         if let Some(query) = query {
             request = request.query(&query_of(&self.with_profile(
                 route,
@@ -179,8 +213,17 @@ impl HermesDesktop {
         }
         let reply = request.send().await?;
         let status = reply.status();
+        let from_control_plane = reply
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .is_some_and(|t| t.as_bytes().starts_with(b"application/problem+json"));
         let bytes = reply.bytes().await?;
         if !status.is_success() {
+            // The control plane's own refusal (key, scope, instance, runtime unreachable) has
+            // problem details; the runtime's comes through as the runtime wrote it.
+            if from_control_plane {
+                return Err(crate::client::problem_of(status.as_u16(), &bytes));
+            }
             return Err(refusal(route, status.as_u16(), &bytes));
         }
         serde_json::from_slice(&bytes).map_err(|e| Error::Decode {

@@ -41,11 +41,14 @@ impl RuntimeProvider for EmbeddedProvider {
         if let Some((runtime, token)) = running.get(id) {
             return Ok(endpoint(runtime, token));
         }
-        let config = RuntimeConfig::new(
-            self.homes.existing_home(id)?,
-            instance.runtime_token.clone(),
-            SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
-        );
+        let config = RuntimeConfig {
+            workspace: self.homes.workspace(id).await?,
+            ..RuntimeConfig::new(
+                self.homes.existing_home(id)?,
+                instance.runtime_token.clone(),
+                SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
+            )
+        };
         let runtime = hermes_runtime::serve(config)
             .await
             .map_err(|e| ProviderError(format!("cannot start the embedded runtime: {e}")))?;

@@ -189,6 +189,7 @@ impl ProcessProvider {
     async fn launch(&self, instance: &InstanceRecord) -> Result<Running, ProviderError> {
         let id = &instance.instance.id;
         let home = self.homes.existing_home(id)?;
+        let workspace = self.homes.workspace(id).await?;
         let command = self.command_for(instance)?;
         let log_path = self.homes.dir(id).join(LOG_FILE);
         let log = Arc::new(
@@ -200,7 +201,7 @@ impl ProcessProvider {
             .args(["serve", "--host", "127.0.0.1", "--port", "0"])
             .env("HERMES_HOME", &home)
             .env("HERMES_DASHBOARD_SESSION_TOKEN", &instance.runtime_token)
-            .current_dir(&home)
+            .current_dir(&workspace)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
