@@ -597,23 +597,10 @@ pub struct CronNamespace<'a, T: ?Sized> {
 }
 
 impl<T: NativeTransport + ?Sized> CronNamespace<'_, T> {
-    /// `cron.manage` (scope: instance; admin; not implemented by hermes-runtime: answers Unsupported there).
-    pub async fn manage(&self, params: &CronManageParams) -> Result<Value, NativeError> {
-        call(self.transport, "cron.manage", params).await
+    /// `cron.manage` (scope: instance; admin).
+    pub async fn manage(&self, params: &<methods::CronManage as Method>::Params) -> Result<<methods::CronManage as Method>::Result, NativeError> {
+        call_method::<methods::CronManage, _>(self.transport, params).await
     }
-}
-
-/// Params of `cron.manage`; unset fields are not sent.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct CronManageParams {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub action: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub name: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub prompt: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub schedule: Option<Value>,
 }
 
 /// The `delegation.*` methods.

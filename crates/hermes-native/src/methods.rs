@@ -82,6 +82,24 @@ methods! {
     PetCells = "pet.cells" (PetCellsParams) -> FeatureState;
     /// The hosted account's usage bars (`/usage`).
     UsageBars = "usage.bars" (NoParams) -> UsageAvailability;
+    /// The runtime's scheduled jobs: `list` (enabled ones), `add`, `remove`, `pause`, `resume`.
+    /// A refusal is a result with `success: false`, not an error; an unknown action is 4016.
+    CronManage = "cron.manage" (CronManageParams) -> Value;
+}
+
+/// Params of `cron.manage`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CronManageParams {
+    /// `list` (the default), `add`, `remove`, `pause` or `resume`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<String>,
+    /// The job's name for `add`; the job's id or name for the others.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<String>,
 }
 
 /// Params of a method that takes none.

@@ -23,6 +23,8 @@ pub mod codes {
     /// `session.delete` of a session that is live.
     pub const SESSION_ACTIVE: i64 = 4023;
     pub const INTERNAL: i64 = 5000;
+    /// `cron.manage` with an action it does not know.
+    pub const UNKNOWN_CRON_ACTION: i64 = 4016;
 }
 
 /// One incoming frame, as a client sees it.

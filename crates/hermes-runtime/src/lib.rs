@@ -7,6 +7,7 @@
 //! either without knowing which one it got.
 
 mod agent;
+mod cron;
 mod gateway;
 mod http;
 pub mod model;
@@ -45,6 +46,8 @@ pub struct RuntimeConfig {
     /// paths start there, and nothing outside it is read or written. The current directory
     /// unless set.
     pub workspace: PathBuf,
+    /// How often the scheduler looks for due cron jobs.
+    pub cron_tick: Duration,
 }
 
 impl std::fmt::Debug for RuntimeConfig {
@@ -55,6 +58,7 @@ impl std::fmt::Debug for RuntimeConfig {
             .field("listen", &self.listen)
             .field("orphan_grace", &self.orphan_grace)
             .field("workspace", &self.workspace)
+            .field("cron_tick", &self.cron_tick)
             .finish()
     }
 }
@@ -67,6 +71,7 @@ impl RuntimeConfig {
             listen,
             orphan_grace: Duration::from_secs(20),
             workspace: std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
+            cron_tick: Duration::from_secs(5),
         }
     }
 }
@@ -103,6 +108,7 @@ pub async fn serve(config: RuntimeConfig) -> std::io::Result<RunningRuntime> {
         workspace,
         stopped.clone(),
     ));
+    cron::runner::spawn(runtime.clone(), config.cron_tick);
     let app = http::router(runtime.clone());
     let mut stopped_server = stopped;
     let server = tokio::spawn(async move {

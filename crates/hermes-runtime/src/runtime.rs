@@ -29,6 +29,8 @@ pub struct Runtime {
     pub orphan_grace: std::time::Duration,
     /// The directory the Desktop file routes may reach (canonical).
     pub workspace: PathBuf,
+    /// Held while a profile's `cron/jobs.json` is read and rewritten.
+    pub cron_lock: tokio::sync::Mutex<()>,
     /// Becomes `true` when the runtime stops; connections end on it.
     pub stopping: tokio::sync::watch::Receiver<bool>,
 }
@@ -55,6 +57,7 @@ impl Runtime {
             prompts: Prompts::default(),
             orphan_grace,
             workspace,
+            cron_lock: tokio::sync::Mutex::new(()),
             stopping,
         }
     }
@@ -86,6 +89,25 @@ impl Runtime {
         let db = StateDb::open(home).await?;
         dbs.insert(home.to_path_buf(), db.clone());
         Ok(db)
+    }
+
+    /// Every profile with its home: `default` (the root), then the named ones by name.
+    pub fn profile_homes(&self) -> Vec<(String, PathBuf)> {
+        let mut named: Vec<String> = std::fs::read_dir(self.root.join("profiles"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|name| valid_profile_name(name))
+            .collect();
+        named.sort();
+        let mut homes = vec![(DEFAULT_PROFILE.to_owned(), self.root.clone())];
+        homes.extend(named.into_iter().map(|name| {
+            let home = self.root.join("profiles").join(&name);
+            (name, home)
+        }));
+        homes
     }
 
     /// Closes and forgets the database of `home` (before the home is moved or removed).

@@ -393,6 +393,92 @@ pub struct Branch {
     pub worktree_path: Option<String>,
 }
 
+/// A scheduled job, as `<home>/cron/jobs.json` keeps it and the cron routes answer it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CronJob {
+    /// 12 hex digits.
+    pub id: String,
+    pub name: String,
+    pub prompt: String,
+    pub skills: Vec<String>,
+    pub skill: Option<String>,
+    pub model: Option<String>,
+    pub provider: Option<String>,
+    pub provider_snapshot: Option<String>,
+    pub model_snapshot: Option<String>,
+    pub base_url: Option<String>,
+    pub script: Option<String>,
+    pub no_agent: bool,
+    pub context_from: Option<Value>,
+    pub schedule: CronSchedule,
+    pub schedule_display: String,
+    pub repeat: CronRepeat,
+    pub enabled: bool,
+    /// `scheduled`, `paused`, `completed` or `error`.
+    pub state: String,
+    pub paused_at: Option<String>,
+    pub paused_reason: Option<String>,
+    /// ISO 8601 times, with microseconds and offset.
+    pub created_at: String,
+    pub next_run_at: Option<String>,
+    pub last_run_at: Option<String>,
+    /// `ok` or `error` after a run.
+    pub last_status: Option<String>,
+    pub last_error: Option<String>,
+    pub last_delivery_error: Option<String>,
+    /// Where output goes: `local` (saved only).
+    pub deliver: String,
+    pub origin: Option<Value>,
+    pub enabled_toolsets: Option<Vec<String>>,
+    pub workdir: Option<String>,
+    /// In replies: the profile the job belongs to (`profile_name` is the same).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hermes_home: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub is_default_profile: Option<bool>,
+    /// Keys beyond these (`fire_claim`, `latest_execution` in lists, anything an update set).
+    #[serde(flatten)]
+    pub extra: serde_json::Map<String, Value>,
+}
+
+/// When a job runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CronSchedule {
+    /// `interval`, `cron` or `once`.
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub minutes: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expr: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_at: Option<String>,
+    pub display: String,
+}
+
+/// How often a job runs (`times: None` is forever) and how often it has.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CronRepeat {
+    pub times: Option<i64>,
+    pub completed: i64,
+}
+
+/// `GET /api/cron/jobs/{id}/runs`: the sessions its runs made, newest first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CronRuns {
+    pub runs: Vec<SessionSummary>,
+    pub limit: i64,
+}
+
+/// `DELETE /api/cron/jobs/{id}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CronDeleted {
+    pub ok: bool,
+}
+
 /// The reply of [`Route::StatusGet`](super::Route::StatusGet).
 pub type StatusGet = Status;
 /// The reply of [`Route::SessionList`](super::Route::SessionList).
@@ -418,23 +504,23 @@ pub type ProfileRename = ProfileRenamed;
 /// The reply of [`Route::ProfileDelete`](super::Route::ProfileDelete).
 pub type ProfileDelete = ProfileDeleted;
 /// The reply of [`Route::CronJobList`](super::Route::CronJobList).
-pub type CronJobList = Value;
+pub type CronJobList = Vec<CronJob>;
 /// The reply of [`Route::CronJobCreate`](super::Route::CronJobCreate).
-pub type CronJobCreate = Value;
+pub type CronJobCreate = CronJob;
 /// The reply of [`Route::CronJobGet`](super::Route::CronJobGet).
-pub type CronJobGet = Value;
+pub type CronJobGet = CronJob;
 /// The reply of [`Route::CronJobUpdate`](super::Route::CronJobUpdate).
-pub type CronJobUpdate = Value;
+pub type CronJobUpdate = CronJob;
 /// The reply of [`Route::CronJobDelete`](super::Route::CronJobDelete).
-pub type CronJobDelete = Value;
+pub type CronJobDelete = CronDeleted;
 /// The reply of [`Route::CronJobPause`](super::Route::CronJobPause).
-pub type CronJobPause = Value;
+pub type CronJobPause = CronJob;
 /// The reply of [`Route::CronJobResume`](super::Route::CronJobResume).
-pub type CronJobResume = Value;
+pub type CronJobResume = CronJob;
 /// The reply of [`Route::CronJobTrigger`](super::Route::CronJobTrigger).
-pub type CronJobTrigger = Value;
+pub type CronJobTrigger = CronJob;
 /// The reply of [`Route::CronJobRuns`](super::Route::CronJobRuns).
-pub type CronJobRuns = Value;
+pub type CronJobRuns = CronRuns;
 /// The reply of [`Route::SkillList`](super::Route::SkillList).
 pub type SkillList = Value;
 /// The reply of [`Route::SkillToggle`](super::Route::SkillToggle).

@@ -109,6 +109,16 @@ methods! { runtime, transport, p;
     PetInfoMeta => reply(switched_off(p)),
     PetCells => reply(switched_off(p)),
     UsageBars => reply(no_hosted_account(p)),
+    CronManage => reply(cron_manage(runtime, p).await?),
+}
+
+async fn cron_manage(runtime: &Runtime, p: CronManageParams) -> Result<Value> {
+    crate::cron::manage(runtime, p).await.map_err(|unknown| {
+        RpcError::new(
+            codes::UNKNOWN_CRON_ACTION,
+            format!("unknown cron action: {}", unknown.0),
+        )
+    })
 }
 
 /// A param that is set and not empty (Hermes treats `""` as unset).

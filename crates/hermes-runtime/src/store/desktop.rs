@@ -117,6 +117,23 @@ impl StateDb {
         Ok((rows.iter().map(summary).collect(), total))
     }
 
+    /// The sessions the runs of cron job `job` made (`cron_<job>_…`), newest first.
+    pub async fn cron_runs(
+        &self,
+        job: &str,
+        limit: i64,
+    ) -> Result<Vec<SessionSummary>, sqlx::Error> {
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "{SUMMARY_SELECT} WHERE s.source = 'cron' AND s.id LIKE ? ESCAPE '\\' \
+             ORDER BY s.started_at DESC, s.id DESC LIMIT ?"
+        )))
+        .bind(format!("cron\\_{}\\_%", escape_like(job)))
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.iter().map(summary).collect())
+    }
+
     pub async fn session_detail(&self, id: &str) -> Result<Option<SessionDetail>, sqlx::Error> {
         let row = sqlx::query("SELECT * FROM sessions WHERE id = ?")
             .bind(id)

@@ -3,12 +3,15 @@
 
 use hermes::native::StoredSessionId;
 use hermes::native::desktop::{
-    FsListQuery, FsReadTextQuery, FsWriteTextBody, GitBranchesQuery, GitStatusQuery,
-    ProfileCreateBody, ProfileRenameBody, SessionDeleteQuery, SessionGetQuery, SessionListQuery,
-    SessionMessagesQuery, SessionSearchQuery, SessionUpdateBody, StatusGetQuery,
+    CronJobCreateBody, CronJobCreateQuery, CronJobDeleteQuery, CronJobGetQuery, CronJobListQuery,
+    CronJobPauseQuery, CronJobResumeQuery, CronJobRunsQuery, CronJobTriggerQuery,
+    CronJobUpdateBody, CronJobUpdateQuery, FsListQuery, FsReadTextQuery, FsWriteTextBody,
+    GitBranchesQuery, GitStatusQuery, ProfileCreateBody, ProfileRenameBody, SessionDeleteQuery,
+    SessionGetQuery, SessionListQuery, SessionMessagesQuery, SessionSearchQuery, SessionUpdateBody,
+    StatusGetQuery,
 };
 use hermes::{Error, HermesDesktop};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::conformance;
 use crate::harness::{Peer, TOKEN, Target};
@@ -25,6 +28,7 @@ conformance!(
 conformance!(desktop_files_and_git_of_the_workspace, files_and_git);
 conformance!(desktop_refusals_are_shaped_as_hermes_shapes_them, refusals);
 conformance!(desktop_capabilities_name_the_groups_served, capabilities);
+conformance!(desktop_cron_jobs_are_shared_with_cron_manage, cron_jobs);
 
 fn desktop(peer: &Peer) -> HermesDesktop {
     HermesDesktop::remote(&peer.url(""), Some(TOKEN))
@@ -514,6 +518,7 @@ async fn capabilities(target: Target) {
         RouteGroup::Status,
         RouteGroup::Sessions,
         RouteGroup::Profiles,
+        RouteGroup::Cron,
         RouteGroup::Fs,
         RouteGroup::Git,
     ];
@@ -524,7 +529,7 @@ async fn capabilities(target: Target) {
         }
         Target::Ours => {
             assert_eq!(offered.groups, ours);
-            assert!(!offered.has(RouteGroup::Cron));
+            assert!(!offered.has(RouteGroup::Skills));
             assert_eq!(offered.runtime.as_deref(), Some("hermes-runtime"));
         }
     }
@@ -607,5 +612,292 @@ async fn desktop_routes_not_served_are_unsupported() {
         matches!(&missing, Error::Unsupported { operation } if operation == "skill_list"),
         "{missing:?}"
     );
+    peer.stop().await;
+}
+
+fn cron_body(schedule: &str, prompt: &str, name: &str) -> CronJobCreateBody {
+    CronJobCreateBody {
+        schedule: schedule.to_owned(),
+        prompt: Some(prompt.to_owned()),
+        name: Some(name.to_owned()),
+        ..Default::default()
+    }
+}
+
+async fn cron_jobs(target: Target) {
+    let peer = Peer::start(target).await;
+    let desktop = desktop(&peer);
+    let mut client = peer.connect().await;
+    let created = desktop
+        .cron_job_create(
+            &CronJobCreateQuery::default(),
+            &cron_body("every 30m", "Say hello", "hello-job"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(created.id.len(), 12);
+    assert_eq!(created.schedule_display, "every 30m");
+    assert_eq!((created.repeat.times, created.repeat.completed), (None, 0));
+    assert_eq!(
+        (created.state.as_str(), created.enabled),
+        ("scheduled", true)
+    );
+    assert_eq!(created.profile.as_deref(), Some("default"));
+    assert_eq!(created.deliver, "local");
+
+    // REST and the gateway read and write the same jobs.
+    let listed = client.call("cron.manage", json!({"action": "list"})).await;
+    assert_eq!(listed["success"], true, "{listed}");
+    assert_eq!(listed["jobs"][0]["job_id"], created.id.as_str());
+    assert_eq!(listed["jobs"][0]["repeat"], "forever");
+    let added = client
+        .call(
+            "cron.manage",
+            json!({"action": "add", "name": "ws-job", "schedule": "every 15m", "prompt": "from ws"}),
+        )
+        .await;
+    assert_eq!(added["success"], true, "{added}");
+    let from_ws = added["job_id"].as_str().unwrap().to_owned();
+    let all = desktop
+        .cron_job_list(&CronJobListQuery::default())
+        .await
+        .unwrap();
+    let shared = all
+        .iter()
+        .find(|j| j.id == from_ws)
+        .expect("listed over REST");
+    assert_eq!(
+        (shared.name.as_str(), shared.schedule_display.as_str()),
+        ("ws-job", "every 15m")
+    );
+    let refused = client
+        .call(
+            "cron.manage",
+            json!({"action": "add", "name": "x", "schedule": "tomorrow", "prompt": "p"}),
+        )
+        .await;
+    assert_eq!(refused["success"], false, "{refused}");
+
+    // Paused jobs are hidden from the gateway's list; a name names a job for these routes.
+    let paused = desktop
+        .cron_job_pause("ws-job", &CronJobPauseQuery::default())
+        .await
+        .unwrap();
+    assert_eq!((paused.state.as_str(), paused.enabled), ("paused", false));
+    let listed = client.call("cron.manage", json!({})).await;
+    assert_eq!(listed["count"], 1, "{listed}");
+    let resumed = desktop
+        .cron_job_resume(&from_ws, &CronJobResumeQuery::default())
+        .await
+        .unwrap();
+    assert_eq!(resumed.state, "scheduled");
+    let triggered = desktop
+        .cron_job_trigger(&created.id, &CronJobTriggerQuery::default())
+        .await
+        .unwrap();
+    // Due now rather than in half an hour (the same ISO shape compares as text).
+    assert!(triggered.next_run_at < created.next_run_at, "{triggered:?}");
+
+    let updates = |pairs: Value| CronJobUpdateBody { updates: pairs };
+    let updated = desktop
+        .cron_job_update(
+            &created.id,
+            &CronJobUpdateQuery::default(),
+            &updates(json!({"schedule": "every 10m", "name": "renamed"})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (updated.name.as_str(), updated.schedule_display.as_str()),
+        ("renamed", "every 10m")
+    );
+    let fixed = desktop
+        .cron_job_update(
+            &created.id,
+            &CronJobUpdateQuery::default(),
+            &updates(json!({"id": "x"})),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(
+        refusal(fixed),
+        (400, "Cron job field(s) cannot be updated: id".to_owned())
+    );
+    let (status, detail) = refusal(
+        desktop
+            .cron_job_create(
+                &CronJobCreateQuery::default(),
+                &cron_body("tomorrow", "p", "n"),
+            )
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(status, 400);
+    assert!(
+        detail.starts_with("Invalid schedule 'tomorrow'"),
+        "{detail}"
+    );
+    let empty = desktop
+        .cron_job_create(
+            &CronJobCreateQuery::default(),
+            &cron_body("every 5m", " ", ""),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(
+        refusal(empty),
+        (
+            400,
+            "agent cron jobs require a prompt, skill, or script".to_owned()
+        )
+    );
+
+    let removed = client
+        .call("cron.manage", json!({"action": "remove", "name": from_ws}))
+        .await;
+    assert_eq!(removed["success"], true, "{removed}");
+    let gone = desktop
+        .cron_job_get(&from_ws, &CronJobGetQuery::default())
+        .await
+        .unwrap_err();
+    assert_eq!(refusal(gone), (404, "Job not found".to_owned()));
+    assert_eq!(
+        client
+            .error_code("cron.manage", json!({"action": "run"}))
+            .await,
+        4016
+    );
+    let runs = desktop
+        .cron_job_runs("nope", &CronJobRunsQuery::default())
+        .await
+        .unwrap();
+    assert_eq!((runs.runs.len(), runs.limit), (0, 20));
+    let deleted = desktop
+        .cron_job_delete(&created.id, &CronJobDeleteQuery::default())
+        .await
+        .unwrap();
+    assert!(deleted.ok);
+    let again = desktop
+        .cron_job_delete(&created.id, &CronJobDeleteQuery::default())
+        .await
+        .unwrap_err();
+    assert_eq!(refusal(again).0, 404);
+    peer.stop().await;
+}
+
+/// Ours only: Hermes 0.19's `hermes serve` runs no scheduler unless started as Desktop's
+/// backend (`HERMES_DESKTOP=1`), and then only for its own profile, once a minute. Ours runs
+/// every profile's due jobs within seconds.
+#[tokio::test]
+async fn a_due_cron_job_runs_as_a_session_of_its_profile() {
+    let peer = Peer::start(Target::Ours).await;
+    let desktop = desktop(&peer);
+    desktop
+        .profile_create(&ProfileCreateBody {
+            name: "work".to_owned(),
+            clone_from_default: Some(true),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let work = CronJobCreateQuery {
+        profile: Some("work".to_owned()),
+    };
+    let recurring = desktop
+        .cron_job_create(
+            &work,
+            &cron_body("every 60m", "report the weather", "weather"),
+        )
+        .await
+        .unwrap();
+    let once = desktop
+        .cron_job_create(
+            &work,
+            &cron_body("2030-01-01", "happy new year", "new-year"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(once.repeat.times, Some(1));
+    let in_work = || CronJobTriggerQuery {
+        profile: Some("work".to_owned()),
+    };
+    desktop
+        .cron_job_trigger(&recurring.id, &in_work())
+        .await
+        .unwrap();
+    desktop
+        .cron_job_trigger(&once.id, &in_work())
+        .await
+        .unwrap();
+
+    let get = CronJobGetQuery {
+        profile: Some("work".to_owned()),
+    };
+    let mut ran = None;
+    for _ in 0..300 {
+        let job = desktop.cron_job_get(&recurring.id, &get).await.unwrap();
+        if job.last_status.is_some() {
+            ran = Some(job);
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let ran = ran.expect("the triggered job ran within 30 s");
+    assert_eq!(ran.last_status.as_deref(), Some("ok"), "{ran:?}");
+    assert_eq!(ran.repeat.completed, 1);
+    assert!(
+        ran.next_run_at > ran.last_run_at,
+        "the next run is an hour on"
+    );
+
+    let runs = desktop
+        .cron_job_runs(
+            &recurring.id,
+            &CronJobRunsQuery {
+                profile: Some("work".to_owned()),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(runs.runs.len(), 1, "{runs:?}");
+    let run = &runs.runs[0];
+    assert!(
+        run.columns
+            .id
+            .as_str()
+            .starts_with(&format!("cron_{}_", recurring.id))
+    );
+    assert_eq!(run.columns.source, "cron");
+    assert_eq!(run.columns.message_count, 2);
+    assert!(
+        run.columns
+            .title
+            .as_deref()
+            .unwrap_or("")
+            .starts_with("weather · ")
+    );
+    assert_eq!(run.columns.end_reason.as_deref(), Some("cron_complete"));
+    let outputs = peer
+        .home
+        .join("profiles/work/cron/output")
+        .join(&recurring.id);
+    let saved: Vec<_> = std::fs::read_dir(&outputs).unwrap().flatten().collect();
+    assert_eq!(saved.len(), 1);
+    let text = std::fs::read_to_string(saved[0].path()).unwrap();
+    assert!(
+        text.contains("report the weather") && text.contains("## Response"),
+        "{text}"
+    );
+
+    // A one-shot job is gone once it has run.
+    for _ in 0..300 {
+        if desktop.cron_job_get(&once.id, &get).await.is_err() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let gone = desktop.cron_job_get(&once.id, &get).await.unwrap_err();
+    assert_eq!(refusal(gone).0, 404);
     peer.stop().await;
 }

@@ -2,6 +2,7 @@
 //! `contracts/hermes-desktop.routes.json` is either served here or listed as not served yet, so
 //! a route added to the contract does not compile until it is decided.
 
+mod cron;
 mod fs;
 mod git;
 mod profiles;
@@ -40,22 +41,22 @@ fn serve(router: Routes, route: Route) -> Routes {
         Route::ProfileCreate => add(router, route, profiles::create),
         Route::ProfileRename => add(router, route, profiles::rename),
         Route::ProfileDelete => add(router, route, profiles::delete),
+        Route::CronJobList => add(router, route, cron::list),
+        Route::CronJobCreate => add(router, route, cron::create),
+        Route::CronJobGet => add(router, route, cron::get),
+        Route::CronJobUpdate => add(router, route, cron::update),
+        Route::CronJobDelete => add(router, route, cron::delete),
+        Route::CronJobPause => add(router, route, cron::pause),
+        Route::CronJobResume => add(router, route, cron::resume),
+        Route::CronJobTrigger => add(router, route, cron::trigger),
+        Route::CronJobRuns => add(router, route, cron::runs),
         Route::FsList => add(router, route, fs::list),
         Route::FsReadText => add(router, route, fs::read_text),
         Route::FsWriteText => add(router, route, fs::write_text),
         Route::GitStatus => add(router, route, git::status),
         Route::GitBranches => add(router, route, git::branches),
         // Not served yet: they answer 404, which clients read as "this server lacks it".
-        Route::CronJobList
-        | Route::CronJobCreate
-        | Route::CronJobGet
-        | Route::CronJobUpdate
-        | Route::CronJobDelete
-        | Route::CronJobPause
-        | Route::CronJobResume
-        | Route::CronJobTrigger
-        | Route::CronJobRuns
-        | Route::SkillList
+        Route::SkillList
         | Route::SkillToggle
         | Route::ToolsetList
         | Route::ToolsetUpdate

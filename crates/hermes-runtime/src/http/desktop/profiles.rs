@@ -14,7 +14,7 @@ use hermes_native::desktop::replies::{
     ActiveProfile, ProfileCreated, ProfileDeleted, ProfileRenamed, ProfileSummary, Profiles,
 };
 use hermes_native::desktop::{ProfileCreateBody, ProfileRenameBody};
-use hermes_native::profile::{DEFAULT_PROFILE, normalize_profile_name, valid_profile_name};
+use hermes_native::profile::{DEFAULT_PROFILE, normalize_profile_name};
 
 use crate::http::extract::Body;
 use crate::http::reply::{Refusal, internal, refuse};
@@ -75,7 +75,7 @@ pub fn home_of(
     Ok((home, Some(name)))
 }
 
-fn home_path(runtime: &Runtime, name: &str) -> PathBuf {
+pub fn home_path(runtime: &Runtime, name: &str) -> PathBuf {
     if name == DEFAULT_PROFILE {
         runtime.root.clone()
     } else {
@@ -92,21 +92,6 @@ fn missing(name: &str) -> Response {
 
 fn shown(path: &Path) -> String {
     path.to_string_lossy().into_owned()
-}
-
-/// `default`, then the named profiles by name.
-pub fn profile_names(root: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(root.join("profiles"))
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|name| valid_profile_name(name))
-        .collect();
-    names.sort();
-    names.insert(0, DEFAULT_PROFILE.to_owned());
-    names
 }
 
 fn active_name(root: &Path) -> String {
@@ -166,8 +151,7 @@ async fn summary(name: &str, home: &Path) -> ProfileSummary {
 
 pub async fn list(State(runtime): State<Arc<Runtime>>) -> Response {
     let mut profiles = Vec::new();
-    for name in profile_names(&runtime.root) {
-        let home = home_path(&runtime, &name);
+    for (name, home) in runtime.profile_homes() {
         profiles.push(summary(&name, &home).await);
     }
     Json(Profiles { profiles }).into_response()

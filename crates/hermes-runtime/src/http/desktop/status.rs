@@ -12,7 +12,7 @@ use hermes_native::desktop::StatusGetQuery;
 use hermes_native::desktop::replies::Status;
 use serde_json::{Value, json};
 
-use super::profiles::{home_of, profile_names};
+use super::profiles::home_of;
 use crate::http::extract::Params;
 use crate::runtime::Runtime;
 
@@ -59,7 +59,11 @@ pub async fn status(
         auth_required: false,
         auth_providers: Vec::new(),
         nous_session_valid: Value::from("unknown"),
-        profiles: profile_names(&runtime.root),
+        profiles: runtime
+            .profile_homes()
+            .into_iter()
+            .map(|(name, _)| name)
+            .collect(),
         gateway_mode: "none".to_owned(),
         hermes_home: Some(home.to_string_lossy().into_owned()),
         config_path: shown("config.yaml"),
