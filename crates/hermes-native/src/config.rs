@@ -13,6 +13,11 @@ use serde::{Deserialize, Deserializer, Serialize};
 /// The file's name inside a home.
 pub const CONFIG_FILE: &str = "config.yaml";
 
+/// `platform_toolsets:`: the toolsets enabled per platform (`cli`, `discord`, …).
+const PLATFORM_TOOLSETS: &str = "platform_toolsets";
+/// `skills:`, whose `disabled` lists the skills switched off.
+const SKILLS: &str = "skills";
+
 /// The `model.provider` (and model name) of our runtime's offline, deterministic model.
 pub const SCRIPTED: &str = "scripted";
 
@@ -171,6 +176,63 @@ impl HermesConfig {
             path: shown(),
             source,
         })
+    }
+
+    /// Replaces `<home>/config.yaml` at once (a partial file renamed over it), readable by the
+    /// owner only from its first byte: it holds credentials (a model key, MCP tokens).
+    pub fn save(&self, home: &Path) -> std::io::Result<()> {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::create_dir_all(home)?;
+        let partial = home.join(format!("{CONFIG_FILE}.partial"));
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&partial)?;
+        file.write_all(self.to_yaml().as_bytes())?;
+        file.sync_all()?;
+        std::fs::rename(&partial, home.join(CONFIG_FILE))
+    }
+
+    /// The toolsets enabled on `platform` (`platform_toolsets.<platform>`), when the file says.
+    pub fn platform_toolsets(&self, platform: &str) -> Option<Vec<String>> {
+        let list = self.other.get(PLATFORM_TOOLSETS)?.get(platform)?;
+        serde_yaml::from_value(list.clone()).ok()
+    }
+
+    /// Sets the toolsets enabled on `platform`, keeping the other platforms'.
+    pub fn set_platform_toolsets(&mut self, platform: &str, names: Vec<String>) {
+        let section = self
+            .other
+            .entry(PLATFORM_TOOLSETS.to_owned())
+            .or_insert_with(|| serde_yaml::Value::Mapping(Default::default()));
+        if !section.is_mapping() {
+            *section = serde_yaml::Value::Mapping(Default::default());
+        }
+        section[platform] = serde_yaml::to_value(names).expect("names serialize");
+    }
+
+    /// The skills switched off (`skills.disabled`).
+    pub fn disabled_skills(&self) -> Vec<String> {
+        self.other
+            .get(SKILLS)
+            .and_then(|skills| skills.get("disabled"))
+            .and_then(|list| serde_yaml::from_value(list.clone()).ok())
+            .unwrap_or_default()
+    }
+
+    /// Sets the skills switched off, keeping the rest of `skills:`.
+    pub fn set_disabled_skills(&mut self, names: Vec<String>) {
+        let section = self
+            .other
+            .entry(SKILLS.to_owned())
+            .or_insert_with(|| serde_yaml::Value::Mapping(Default::default()));
+        if !section.is_mapping() {
+            *section = serde_yaml::Value::Mapping(Default::default());
+        }
+        section["disabled"] = serde_yaml::to_value(names).expect("names serialize");
     }
 
     /// The model name a runtime reports (`scripted` when none is set).

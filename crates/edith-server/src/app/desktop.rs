@@ -45,10 +45,14 @@ pub async fn forward(
             ),
         ));
     };
-    // The real Hermes's file routes reach the whole machine, the runtime's own secrets
-    // included: reading through them is administration too.
-    if route.group() == RouteGroup::Fs {
-        caller.require(Scope::Admin, "the runtime's files: reaching them")?;
+    // The real Hermes's file routes reach the whole machine, and its configuration holds
+    // credentials (model keys, the MCP tokens of callback tools): reading them is
+    // administration too.
+    if matches!(route.group(), RouteGroup::Fs | RouteGroup::Config) {
+        caller.require(
+            Scope::Admin,
+            &format!("the runtime's {}: reaching them", route.group().as_str()),
+        )?;
     }
     let record = instances::load_ready(state, instance).await?;
     let endpoint = state.endpoint(&record).await?;

@@ -1,6 +1,7 @@
 //! `…/instances/{instance_id}/desktop/{path}`: the Desktop routes of the instance's runtime,
 //! forwarded (see `app::desktop`). Reading needs `read`; changing anything on the runtime
-//! (profiles, files, configuration) needs `admin`, and so does reading its files.
+//! (profiles, files, configuration) needs `admin`, and so does reading its files or its
+//! configuration.
 
 use axum::Extension;
 use axum::body::Bytes;

@@ -138,30 +138,12 @@ pub fn io_error(what: &str, path: &Path, e: std::io::Error) -> ProviderError {
     ProviderError(format!("{what} {}: {e}", path.display()))
 }
 
-/// Creates `home` if needed and replaces its `config.yaml` atomically. The file holds
-/// credentials (the MCP token, a model API key), so it is the owner's only from its first byte.
+/// Creates `home` if needed and replaces its `config.yaml` atomically (owner-only: it holds
+/// credentials).
 async fn write_config(home: &Path, config: &HermesConfig) -> Result<(), ProviderError> {
-    use tokio::io::AsyncWriteExt;
-    tokio::fs::create_dir_all(home)
+    let (dir, config) = (home.to_path_buf(), config.clone());
+    tokio::task::spawn_blocking(move || config.save(&dir))
         .await
-        .map_err(|e| io_error("cannot create", home, e))?;
-    let path = home.join(CONFIG_FILE);
-    let partial = home.join(format!("{CONFIG_FILE}.partial"));
-    let write = async {
-        let mut file = tokio::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&partial)
-            .await?;
-        file.write_all(config.to_yaml().as_bytes()).await?;
-        file.sync_all().await
-    };
-    write
-        .await
-        .map_err(|e| io_error("cannot write", &partial, e))?;
-    tokio::fs::rename(&partial, &path)
-        .await
-        .map_err(|e| io_error("cannot write", &path, e))
+        .map_err(|e| ProviderError(format!("cannot write {}: {e}", home.display())))?
+        .map_err(|e| io_error("cannot write", &home.join(CONFIG_FILE), e))
 }

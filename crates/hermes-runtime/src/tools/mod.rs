@@ -73,6 +73,52 @@ fn defang(content: &str) -> String {
     out
 }
 
+/// The platform this runtime's toolsets are configured for (`platform_toolsets.cli`).
+pub const PLATFORM: &str = "cli";
+
+/// A toolset of built-in tools.
+pub struct BuiltInToolset {
+    pub name: &'static str,
+    pub label: &'static str,
+    pub description: &'static str,
+    pub tools: &'static [&'static str],
+}
+
+/// The built-in toolsets, each named as Hermes names it.
+pub const BUILT_IN_TOOLSETS: &[BuiltInToolset] = &[
+    BuiltInToolset {
+        name: "terminal",
+        label: "Terminal & Processes",
+        description: "terminal",
+        tools: &["terminal"],
+    },
+    BuiltInToolset {
+        name: "clarify",
+        label: "Clarifying Questions",
+        description: "clarify",
+        tools: &["clarify"],
+    },
+];
+
+/// The built-in toolsets the config leaves on: `platform_toolsets.cli` when it is set, else
+/// all of them.
+pub fn enabled_toolsets(config: &hermes_native::config::HermesConfig) -> Vec<String> {
+    config
+        .platform_toolsets(PLATFORM)
+        .map(|listed| {
+            listed
+                .into_iter()
+                .filter(|name| BUILT_IN_TOOLSETS.iter().any(|t| t.name == name))
+                .collect()
+        })
+        .unwrap_or_else(|| {
+            BUILT_IN_TOOLSETS
+                .iter()
+                .map(|t| t.name.to_owned())
+                .collect()
+        })
+}
+
 enum Handler {
     Terminal,
     Clarify,
@@ -88,16 +134,21 @@ pub struct ToolBox {
 }
 
 impl ToolBox {
-    /// Built-ins plus the tools of every reachable MCP server; unreachable servers are left out
-    /// and reported.
+    /// The built-ins the config leaves on, plus the tools of every reachable MCP server;
+    /// unreachable servers are left out and reported.
     pub async fn for_turn(
         runtime: &Runtime,
         config: &hermes_native::config::HermesConfig,
     ) -> (Self, Vec<String>) {
-        let mut tools = vec![
-            (terminal::spec(), Handler::Terminal),
-            (clarify::spec(), Handler::Clarify),
-        ];
+        let enabled = enabled_toolsets(config);
+        let on = |name: &str| enabled.iter().any(|e| e == name);
+        let mut tools = Vec::new();
+        if on("terminal") {
+            tools.push((terminal::spec(), Handler::Terminal));
+        }
+        if on("clarify") {
+            tools.push((clarify::spec(), Handler::Clarify));
+        }
         let (listed, problems) = runtime.mcp.list(config).await;
         for (spec, client, remote_name) in listed {
             tools.push((

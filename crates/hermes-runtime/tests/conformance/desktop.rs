@@ -29,6 +29,10 @@ conformance!(desktop_files_and_git_of_the_workspace, files_and_git);
 conformance!(desktop_refusals_are_shaped_as_hermes_shapes_them, refusals);
 conformance!(desktop_capabilities_name_the_groups_served, capabilities);
 conformance!(desktop_cron_jobs_are_shared_with_cron_manage, cron_jobs);
+conformance!(
+    desktop_skills_toolsets_and_config_are_read_and_changed,
+    skills_toolsets_and_config
+);
 
 fn desktop(peer: &Peer) -> HermesDesktop {
     HermesDesktop::remote(&peer.url(""), Some(TOKEN))
@@ -514,25 +518,12 @@ async fn capabilities(target: Target) {
     let peer = Peer::start(target).await;
     let offered = desktop(&peer).capabilities().await.unwrap();
     assert_eq!(offered.version, "0.19.0");
-    let ours = [
-        RouteGroup::Status,
-        RouteGroup::Sessions,
-        RouteGroup::Profiles,
-        RouteGroup::Cron,
-        RouteGroup::Fs,
-        RouteGroup::Git,
-    ];
-    match target {
-        Target::Hermes => {
-            assert_eq!(offered.groups, RouteGroup::ALL, "Hermes serves every group");
-            assert_eq!(offered.runtime, None);
-        }
-        Target::Ours => {
-            assert_eq!(offered.groups, ours);
-            assert!(!offered.has(RouteGroup::Skills));
-            assert_eq!(offered.runtime.as_deref(), Some("hermes-runtime"));
-        }
-    }
+    assert_eq!(offered.groups, RouteGroup::ALL, "every group is served");
+    let runtime = match target {
+        Target::Hermes => None,
+        Target::Ours => Some("hermes-runtime"),
+    };
+    assert_eq!(offered.runtime.as_deref(), runtime);
     peer.stop().await;
 }
 
@@ -596,22 +587,6 @@ async fn desktop_paths_outside_the_workspace_are_refused() {
         .await
         .unwrap();
     assert_eq!(status.runtime.as_deref(), Some("hermes-runtime"));
-    peer.stop().await;
-}
-
-/// Ours only: a route of the contract our runtime does not serve yet is reported as
-/// unsupported by the client, quickly, instead of as an opaque 404.
-#[tokio::test]
-async fn desktop_routes_not_served_are_unsupported() {
-    let peer = Peer::start(Target::Ours).await;
-    let missing = desktop(&peer)
-        .skill_list(&hermes::native::desktop::SkillListQuery::default())
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(&missing, Error::Unsupported { operation } if operation == "skill_list"),
-        "{missing:?}"
-    );
     peer.stop().await;
 }
 
@@ -899,5 +874,227 @@ async fn a_due_cron_job_runs_as_a_session_of_its_profile() {
     }
     let gone = desktop.cron_job_get(&once.id, &get).await.unwrap_err();
     assert_eq!(refusal(gone).0, 404);
+    peer.stop().await;
+}
+
+fn write_skill(home: &std::path::Path, path: &str, text: &str) {
+    let file = home.join("skills").join(path);
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(file, text).unwrap();
+}
+
+async fn skills_toolsets_and_config(target: Target) {
+    use hermes::native::desktop::{
+        ConfigGetQuery, ConfigSchemaQuery, ConfigUpdateBody, ConfigUpdateQuery, SkillListQuery,
+        SkillToggleBody, SkillToggleQuery, ToolsetListQuery, ToolsetUpdateBody, ToolsetUpdateQuery,
+    };
+    let peer = Peer::start(target).await;
+    let desktop = desktop(&peer);
+    write_skill(
+        &peer.home,
+        "devops/deploy-helper/SKILL.md",
+        "---\nname: deploy-helper\ndescription: Helps deploy.\n---\n# Deploy\nSteps.\n",
+    );
+    write_skill(
+        &peer.home,
+        "plain/SKILL.md",
+        "---\nname: plain\ndescription: Just text\n---\nBody.\n",
+    );
+    let skills = desktop
+        .skill_list(&SkillListQuery::default())
+        .await
+        .unwrap();
+    let shown: Vec<(&str, &str, Option<&str>, bool)> = skills
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["name"].as_str().unwrap(),
+                s["description"].as_str().unwrap(),
+                s["category"].as_str(),
+                s["enabled"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            ("deploy-helper", "Helps deploy.", Some("devops"), true),
+            ("plain", "Just text", None, true)
+        ]
+    );
+    let toggled = desktop
+        .skill_toggle(
+            &SkillToggleQuery::default(),
+            &SkillToggleBody {
+                name: "deploy-helper".to_owned(),
+                enabled: false,
+                profile: None,
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        toggled,
+        json!({"ok": true, "name": "deploy-helper", "enabled": false})
+    );
+    let skills = desktop
+        .skill_list(&SkillListQuery::default())
+        .await
+        .unwrap();
+    assert_eq!(skills[0]["enabled"], false, "{skills}");
+
+    let toolsets = desktop
+        .toolset_list(&ToolsetListQuery::default())
+        .await
+        .unwrap();
+    let terminal = |listed: &Value| {
+        listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == "terminal")
+            .cloned()
+            .expect("a terminal toolset")
+    };
+    let before = terminal(&toolsets);
+    assert_eq!(
+        (before["enabled"].clone(), before["platform"].clone()),
+        (json!(true), json!("cli"))
+    );
+    assert!(
+        before["tools"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("terminal"))
+    );
+    let off = desktop
+        .toolset_update(
+            "terminal",
+            &ToolsetUpdateQuery::default(),
+            &ToolsetUpdateBody {
+                enabled: false,
+                profile: None,
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        off,
+        json!({"ok": true, "name": "terminal", "platform": "cli", "enabled": false})
+    );
+    let after = terminal(
+        &desktop
+            .toolset_list(&ToolsetListQuery::default())
+            .await
+            .unwrap(),
+    );
+    assert_eq!(after["enabled"], false);
+    let unknown = desktop
+        .toolset_update(
+            "nope",
+            &ToolsetUpdateQuery::default(),
+            &ToolsetUpdateBody {
+                enabled: true,
+                profile: None,
+            },
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(refusal(unknown), (400, "Unknown toolset: nope".to_owned()));
+
+    let config = desktop
+        .config_get(&ConfigGetQuery::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        config["model"], "fake-model",
+        "the model section shown as its name"
+    );
+    assert_eq!(config["model_context_length"], 131072);
+    assert_eq!(
+        config
+            .as_object()
+            .unwrap()
+            .keys()
+            .last()
+            .map(String::as_str),
+        Some("model_context_length")
+    );
+    let changed = desktop
+        .config_update(
+            &ConfigUpdateQuery::default(),
+            &ConfigUpdateBody {
+                config: json!({"display": {"compact": true}}),
+                profile: None,
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(changed, json!({"ok": true}));
+    let config = desktop
+        .config_get(&ConfigGetQuery::default())
+        .await
+        .unwrap();
+    assert_eq!(config["display"]["compact"], true);
+    assert_eq!(
+        config["model"], "fake-model",
+        "a change is merged, the rest kept"
+    );
+    let http = reqwest::Client::new();
+    let not_an_object = http
+        .put(peer.url("/api/config"))
+        .header("X-Hermes-Session-Token", TOKEN)
+        .json(&json!({"config": [1, 2]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(not_an_object.status(), 422);
+    // The schema is public.
+    let schema = HermesDesktop::remote(&peer.url(""), None)
+        .config_schema(&ConfigSchemaQuery::default())
+        .await
+        .unwrap();
+    assert_eq!(schema["fields"]["model"]["type"], "string", "{schema}");
+    peer.stop().await;
+}
+
+/// Ours only (Hermes's agent needs a model that calls tools to show it): a toolset switched
+/// off is not offered to the model.
+#[tokio::test]
+async fn a_toolset_switched_off_is_not_offered_to_the_model() {
+    use hermes::native::desktop::{ToolsetUpdateBody, ToolsetUpdateQuery};
+    let peer = Peer::start(Target::Ours).await;
+    let mut client = peer.connect().await;
+    prompted_session(&mut client, "first").await;
+    let offered = |peer: &Peer| -> Vec<String> {
+        let request = peer.model.streamed_requests().pop().unwrap();
+        request["tools"]
+            .as_array()
+            .map(|tools| {
+                tools
+                    .iter()
+                    .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    assert!(offered(&peer).contains(&"terminal".to_owned()));
+    desktop(&peer)
+        .toolset_update(
+            "terminal",
+            &ToolsetUpdateQuery::default(),
+            &ToolsetUpdateBody {
+                enabled: false,
+                profile: None,
+            },
+        )
+        .await
+        .unwrap();
+    prompted_session(&mut client, "second").await;
+    let now = offered(&peer);
+    assert!(!now.contains(&"terminal".to_owned()), "{now:?}");
+    assert!(now.contains(&"clarify".to_owned()), "{now:?}");
     peer.stop().await;
 }

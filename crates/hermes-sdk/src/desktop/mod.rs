@@ -258,3 +258,55 @@ fn refusal(route: Route, status: u16, body: &[u8]) -> Error {
         },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kind(status: u16, body: &str) -> String {
+        match refusal(Route::SessionGet, status, body.as_bytes()) {
+            Error::Unsupported { operation } => format!("unsupported {operation}"),
+            Error::Runtime { status, detail, .. } => format!("{status} {detail}"),
+            other => format!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_route_the_server_lacks_is_unsupported_and_its_refusals_are_kept() {
+        // FastAPI's own 404, Hermes's headless catch-all, and a wrong method: no such route.
+        assert_eq!(
+            kind(404, r#"{"detail":"Not Found"}"#),
+            "unsupported session_get"
+        );
+        assert_eq!(
+            kind(
+                404,
+                r#"{"error":"Headless backend (hermes serve): web UI disabled"}"#
+            ),
+            "unsupported session_get"
+        );
+        assert_eq!(
+            kind(405, r#"{"detail":"Method Not Allowed"}"#),
+            "unsupported session_get"
+        );
+        // The route's own refusals.
+        assert_eq!(
+            kind(404, r#"{"detail":"Session not found"}"#),
+            "404 Session not found"
+        );
+        assert_eq!(
+            kind(400, r#"{"detail":"Path is required"}"#),
+            "400 Path is required"
+        );
+        let invalid = r#"{"detail":[{"type":"missing","loc":["query","path"]}]}"#;
+        assert!(
+            kind(422, invalid).starts_with("422 [{"),
+            "{}",
+            kind(422, invalid)
+        );
+        assert_eq!(
+            kind(500, "Internal Server Error"),
+            "500 Internal Server Error"
+        );
+    }
+}

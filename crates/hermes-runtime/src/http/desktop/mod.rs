@@ -1,13 +1,16 @@
-//! The Desktop REST routes, registered from the generated route table: each route of
-//! `contracts/hermes-desktop.routes.json` is either served here or listed as not served yet, so
-//! a route added to the contract does not compile until it is decided.
+//! The Desktop REST routes, registered from the generated route table: a route added to
+//! `contracts/hermes-desktop.routes.json` does not compile until it is served here (or listed
+//! as not served, answering 404, which clients read as "this server lacks it").
 
+mod config;
 mod cron;
 mod fs;
 mod git;
 mod profiles;
 mod sessions;
+mod skills;
 mod status;
+mod toolsets;
 mod workspace;
 
 use std::sync::Arc;
@@ -55,14 +58,13 @@ fn serve(router: Routes, route: Route) -> Routes {
         Route::FsWriteText => add(router, route, fs::write_text),
         Route::GitStatus => add(router, route, git::status),
         Route::GitBranches => add(router, route, git::branches),
-        // Not served yet: they answer 404, which clients read as "this server lacks it".
-        Route::SkillList
-        | Route::SkillToggle
-        | Route::ToolsetList
-        | Route::ToolsetUpdate
-        | Route::ConfigGet
-        | Route::ConfigUpdate
-        | Route::ConfigSchema => router,
+        Route::SkillList => add(router, route, skills::list),
+        Route::SkillToggle => add(router, route, skills::toggle),
+        Route::ToolsetList => add(router, route, toolsets::list),
+        Route::ToolsetUpdate => add(router, route, toolsets::update),
+        Route::ConfigGet => add(router, route, config::get),
+        Route::ConfigUpdate => add(router, route, config::update),
+        Route::ConfigSchema => add(router, route, config::schema),
     }
 }
 

@@ -1,0 +1,180 @@
+//! `/api/config…`: a profile's `config.yaml` as Hermes's config routes show and change it —
+//! `model` as its name, `model_context_length` beside it, `_`-keys hidden; a change is merged
+//! into the file. Credentials (MCP headers) are shown masked and a masked value sent back
+//! leaves the credential as it was. The schema lists what this runtime reads.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use hermes_native::config::{CONFIG_FILE, HermesConfig};
+use hermes_native::desktop::{
+    ConfigGetQuery, ConfigSchemaQuery, ConfigUpdateBody, ConfigUpdateQuery,
+};
+use serde_json::{Map, Value, json};
+
+use super::profiles::home_of;
+use crate::http::extract::{Body, Params};
+use crate::http::reply::{internal, refuse};
+use crate::runtime::Runtime;
+
+/// What a credential is shown as.
+const MASKED: &str = "***";
+
+/// The file as it is (no defaults), as JSON; `{}` when there is none.
+async fn raw(home: &std::path::Path) -> Result<Map<String, Value>, String> {
+    let text = match tokio::fs::read_to_string(home.join(CONFIG_FILE)).await {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Map::new()),
+        Err(e) => return Err(e.to_string()),
+    };
+    if text.trim().is_empty() {
+        return Ok(Map::new());
+    }
+    let yaml: serde_yaml::Value = serde_yaml::from_str(&text).map_err(|e| e.to_string())?;
+    match serde_json::to_value(yaml).map_err(|e| e.to_string())? {
+        Value::Object(map) => Ok(map),
+        _ => Err(format!("{CONFIG_FILE} is not a mapping")),
+    }
+}
+
+pub async fn get(
+    State(runtime): State<Arc<Runtime>>,
+    Params(query): Params<ConfigGetQuery>,
+) -> Response {
+    let profile = query.profile.filter(|p| !p.eq_ignore_ascii_case("current"));
+    let (home, _) = match home_of(&runtime, profile.as_deref()) {
+        Ok(found) => found,
+        Err(refused) => return refused.into_response(),
+    };
+    let mut config = match raw(&home).await {
+        Ok(config) => config,
+        Err(e) => return internal("reading config.yaml", e),
+    };
+    config.retain(|key, _| !key.starts_with('_'));
+    let model = config.remove("model");
+    let (name, context) = match &model {
+        Some(Value::Object(model)) => (
+            model
+                .get("default")
+                .or_else(|| model.get("name"))
+                .cloned()
+                .unwrap_or(json!("")),
+            model
+                .get("context_length")
+                .filter(|v| v.is_i64())
+                .cloned()
+                .unwrap_or(json!(0)),
+        ),
+        Some(Value::String(name)) => (json!(name), json!(0)),
+        _ => (json!(""), json!(0)),
+    };
+    if let Some(Value::Object(servers)) = config.get_mut("mcp_servers") {
+        for server in servers.values_mut() {
+            if let Some(Value::Object(headers)) = server.get_mut("headers") {
+                headers.values_mut().for_each(|v| *v = json!(MASKED));
+            }
+        }
+    }
+    let mut shown = Map::new();
+    shown.insert("model".to_owned(), name);
+    shown.extend(config);
+    shown.insert("model_context_length".to_owned(), context);
+    Json(Value::Object(shown)).into_response()
+}
+
+/// `into` with `change` merged in: objects recursively; `null` removes a value but never a
+/// section; a masked credential keeps the one there.
+fn merge(into: &mut Map<String, Value>, change: Map<String, Value>) {
+    for (key, value) in change {
+        match (into.get_mut(&key), value) {
+            (Some(Value::Object(existing)), Value::Object(inner)) => merge(existing, inner),
+            (Some(Value::Object(_)), Value::Null) => {}
+            (_, Value::Null) => {
+                into.remove(&key);
+            }
+            (_, Value::String(text)) if text == MASKED => {}
+            (_, value) => {
+                into.insert(key, value);
+            }
+        }
+    }
+}
+
+pub async fn update(
+    State(runtime): State<Arc<Runtime>>,
+    Params(query): Params<ConfigUpdateQuery>,
+    Body(body): Body<ConfigUpdateBody>,
+) -> Response {
+    let Value::Object(mut change) = body.config else {
+        return (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            Json(
+                json!({"detail": [{"type": "dict_type", "loc": ["body", "config"],
+                "msg": "Input should be a valid dictionary", "input": body.config}]}),
+            ),
+        )
+            .into_response();
+    };
+    let profile = body.profile.as_deref().or(query.profile.as_deref());
+    let (home, _) = match home_of(&runtime, profile) {
+        Ok(found) => found,
+        Err(refused) => return refused.into_response(),
+    };
+    let mut config = match raw(&home).await {
+        Ok(config) => config,
+        Err(e) => return internal("reading config.yaml", e),
+    };
+    change.remove("_model_meta");
+    let context = change
+        .remove("model_context_length")
+        .and_then(|v| v.as_i64())
+        .unwrap_or(0);
+    // This runtime keeps `model:` as a section: a name sent alone becomes its `default`.
+    if let Some(Value::String(name)) = change.remove("model").filter(|m| m.as_str() != Some("")) {
+        let mut model = Map::new();
+        model.insert("default".to_owned(), json!(name));
+        if context > 0 {
+            model.insert("context_length".to_owned(), json!(context));
+        }
+        change.insert("model".to_owned(), Value::Object(model));
+    }
+    merge(&mut config, change);
+    let merged: HermesConfig = match serde_json::from_value(Value::Object(config)) {
+        Ok(merged) => merged,
+        Err(e) => {
+            return refuse(
+                StatusCode::BAD_REQUEST,
+                format!("invalid configuration: {e}"),
+            );
+        }
+    };
+    match tokio::task::spawn_blocking(move || merged.save(&home)).await {
+        Ok(Ok(())) => Json(json!({"ok": true})).into_response(),
+        Ok(Err(e)) => internal("writing config.yaml", e),
+        Err(e) => internal("writing config.yaml", e),
+    }
+}
+
+/// The settings this runtime reads, as Hermes's schema describes settings.
+pub async fn schema(
+    State(runtime): State<Arc<Runtime>>,
+    Params(query): Params<ConfigSchemaQuery>,
+) -> Response {
+    let profile = query.profile.filter(|p| !p.eq_ignore_ascii_case("current"));
+    if let Err(refused) = home_of(&runtime, profile.as_deref()) {
+        return refused.into_response();
+    }
+    Json(json!({
+        "fields": {
+            "model": {"type": "string", "description": "Default model", "category": "general"},
+            "model_context_length": {"type": "number",
+                "description": "Context window override (0 = auto-detect from model metadata)",
+                "category": "general"},
+        },
+        "category_order": ["general"],
+    }))
+    .into_response()
+}

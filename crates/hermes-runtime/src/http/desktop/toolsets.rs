@@ -1,0 +1,81 @@
+//! `/api/tools/toolsets…`: this runtime's built-in toolsets and whether each is on for the
+//! `cli` platform (`platform_toolsets.cli` in the profile's config). A toolset switched off
+//! here is not offered to the agent.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use hermes_native::config::HermesConfig;
+use hermes_native::desktop::{ToolsetListQuery, ToolsetUpdateBody, ToolsetUpdateQuery};
+use serde_json::{Value, json};
+
+use super::profiles::home_of;
+use crate::http::extract::{Body, Params};
+use crate::http::reply::{internal, refuse};
+use crate::runtime::Runtime;
+use crate::tools::{BUILT_IN_TOOLSETS, PLATFORM, enabled_toolsets};
+
+pub async fn list(
+    State(runtime): State<Arc<Runtime>>,
+    Params(query): Params<ToolsetListQuery>,
+) -> Response {
+    let (home, _) = match home_of(&runtime, query.profile.as_deref()) {
+        Ok(found) => found,
+        Err(refused) => return refused.into_response(),
+    };
+    let config = match HermesConfig::load(&home).await {
+        Ok(config) => config,
+        Err(e) => return internal("reading config.yaml", e),
+    };
+    let enabled = enabled_toolsets(&config);
+    let listed: Vec<Value> = BUILT_IN_TOOLSETS
+        .iter()
+        .map(|toolset| {
+            let on = enabled.iter().any(|e| e == toolset.name);
+            json!({
+                "name": toolset.name, "label": toolset.label, "description": toolset.description,
+                "platform": PLATFORM, "platform_label": "CLI", "enabled": on, "available": on,
+                "configured": true, "tools": toolset.tools,
+            })
+        })
+        .collect();
+    Json(listed).into_response()
+}
+
+pub async fn update(
+    State(runtime): State<Arc<Runtime>>,
+    Path(name): Path<String>,
+    Params(query): Params<ToolsetUpdateQuery>,
+    Body(body): Body<ToolsetUpdateBody>,
+) -> Response {
+    if !BUILT_IN_TOOLSETS.iter().any(|t| t.name == name) {
+        return refuse(StatusCode::BAD_REQUEST, format!("Unknown toolset: {name}"));
+    }
+    let profile = body.profile.as_deref().or(query.profile.as_deref());
+    let (home, _) = match home_of(&runtime, profile) {
+        Ok(found) => found,
+        Err(refused) => return refused.into_response(),
+    };
+    let mut config = match HermesConfig::load(&home).await {
+        Ok(config) => config,
+        Err(e) => return internal("reading config.yaml", e),
+    };
+    let mut enabled = enabled_toolsets(&config);
+    enabled.retain(|t| *t != name);
+    if body.enabled {
+        enabled.push(name.clone());
+    }
+    enabled.sort();
+    config.set_platform_toolsets(PLATFORM, enabled);
+    match tokio::task::spawn_blocking(move || config.save(&home)).await {
+        Ok(Ok(())) => {
+            Json(json!({"ok": true, "name": name, "platform": PLATFORM, "enabled": body.enabled}))
+                .into_response()
+        }
+        Ok(Err(e)) => internal("writing config.yaml", e),
+        Err(e) => internal("writing config.yaml", e),
+    }
+}
