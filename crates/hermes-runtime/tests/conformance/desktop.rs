@@ -1018,7 +1018,7 @@ async fn skills_toolsets_and_config(target: Target) {
             .as_object()
             .unwrap()
             .keys()
-            .last()
+            .next_back()
             .map(String::as_str),
         Some("model_context_length")
     );
