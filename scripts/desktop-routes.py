@@ -59,6 +59,7 @@ BOUND = [
     ("fs", "fs_write_text", "POST", "/api/fs/write-text"),
     ("git", "git_status", "GET", "/api/git/status"),
     ("git", "git_branches", "GET", "/api/git/branches"),
+    ("plugins", "plugin_list", "GET", "/api/dashboard/plugins"),
 ]
 
 VERBS = {"get", "post", "put", "patch", "delete"}

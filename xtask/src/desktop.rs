@@ -88,7 +88,14 @@ fn write_struct(out: &mut String, route: &Value, part: &str, doc: &str) {
         if let Some(default) = field.get("default") {
             let _ = writeln!(out, "    /// Hermes's default: `{default}`.");
         }
-        if optional {
+        if part == "query" && ty == "bool" {
+            // A query string's flag: `1`, `yes`, `on` … as Hermes reads them.
+            let _ = writeln!(
+                out,
+                "    #[serde(default, deserialize_with = \"crate::desktop::lenient_bool\", skip_serializing_if = \"Option::is_none\")]\n    pub {}: Option<bool>,",
+                ident(field_name)
+            );
+        } else if optional {
             let _ = writeln!(
                 out,
                 "    #[serde(skip_serializing_if = \"Option::is_none\")]\n    pub {}: Option<{ty}>,",

@@ -181,19 +181,8 @@ impl HermesConfig {
     /// Replaces `<home>/config.yaml` at once (a partial file renamed over it), readable by the
     /// owner only from its first byte: it holds credentials (a model key, MCP tokens).
     pub fn save(&self, home: &Path) -> std::io::Result<()> {
-        use std::io::Write;
-        use std::os::unix::fs::OpenOptionsExt;
         std::fs::create_dir_all(home)?;
-        let partial = home.join(format!("{CONFIG_FILE}.partial"));
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&partial)?;
-        file.write_all(self.to_yaml().as_bytes())?;
-        file.sync_all()?;
-        std::fs::rename(&partial, home.join(CONFIG_FILE))
+        write_atomically(&home.join(CONFIG_FILE), self.to_yaml().as_bytes(), 0o600)
     }
 
     /// The toolsets enabled on `platform` (`platform_toolsets.<platform>`), when the file says.
@@ -242,6 +231,33 @@ impl HermesConfig {
             .clone()
             .unwrap_or_else(|| SCRIPTED.to_owned())
     }
+}
+
+/// Replaces the file at `path` at once: the bytes go to a temporary file of its own beside it
+/// (created with `mode`, flushed to disk), which is then renamed over `path`. A reader sees
+/// the old file or the new one, never half of one, however many write at once; a crash leaves
+/// one of the two.
+pub fn write_atomically(path: &Path, bytes: &[u8], mode: u32) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let unique = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let temporary = path.with_file_name(format!(".{name}.{}.{unique}.tmp", std::process::id()));
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .open(&temporary)
+        .and_then(|mut file| {
+            file.write_all(bytes)?;
+            file.sync_all()
+        })
+        .and_then(|()| std::fs::rename(&temporary, path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temporary);
+    }
+    written
 }
 
 /// Keys of sections that may hold credentials; their values are never printed.

@@ -66,6 +66,21 @@ pub fn normalize_profile_name(raw: &str) -> Result<String, ProfileNameError> {
     Ok(name)
 }
 
+/// A name taken as it is given (no trimming or lowercasing), checked against the rule and the
+/// reserved names; `default` is the default profile.
+pub fn exact_profile_name(raw: &str) -> Result<String, ProfileNameError> {
+    if raw == DEFAULT_PROFILE {
+        return Ok(raw.to_owned());
+    }
+    if !valid_profile_name(raw) {
+        return Err(ProfileNameError::Invalid(raw.to_owned()));
+    }
+    if RESERVED_PROFILE_NAMES.contains(&raw) {
+        return Err(ProfileNameError::Reserved(raw.to_owned()));
+    }
+    Ok(raw.to_owned())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -83,6 +98,11 @@ mod tests {
             normalize_profile_name("sudo"),
             Err(ProfileNameError::Reserved(_))
         ));
+        assert_eq!(
+            exact_profile_name("Work").unwrap_err().to_string(),
+            "Invalid profile name 'Work'. Must match [a-z0-9][a-z0-9_-]{0,63}"
+        );
+        assert_eq!(exact_profile_name("work").as_deref(), Ok("work"));
     }
 
     #[test]

@@ -44,7 +44,7 @@ pub struct RuntimeConfig {
     pub orphan_grace: Duration,
     /// The directory the Desktop file routes (`/api/fs/*`, `/api/git/*`) may reach: relative
     /// paths start there, and nothing outside it is read or written. The current directory
-    /// unless set.
+    /// unless set (`hermes-runtime serve --workspace DIR`).
     pub workspace: PathBuf,
     /// How often the scheduler looks for due cron jobs.
     pub cron_tick: Duration,
@@ -70,7 +70,9 @@ impl RuntimeConfig {
             token,
             listen,
             orphan_grace: Duration::from_secs(20),
-            workspace: std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
+            // Resolved when serving starts: a current directory that cannot be read fails the
+            // start rather than opening the whole machine.
+            workspace: PathBuf::from("."),
             cron_tick: Duration::from_secs(5),
         }
     }
@@ -97,7 +99,14 @@ impl std::fmt::Debug for RunningRuntime {
 pub async fn serve(config: RuntimeConfig) -> std::io::Result<RunningRuntime> {
     tokio::fs::create_dir_all(&config.home).await?;
     // Canonical, so that a resolved path inside it starts with it.
-    let workspace = tokio::fs::canonicalize(&config.workspace).await?;
+    let workspace = tokio::fs::canonicalize(&config.workspace)
+        .await
+        .map_err(|e| {
+            std::io::Error::new(
+                e.kind(),
+                format!("the workspace {}: {e}", config.workspace.display()),
+            )
+        })?;
     let listener = tokio::net::TcpListener::bind(config.listen).await?;
     let addr = listener.local_addr()?;
     let (stop, stopped) = tokio::sync::watch::channel(false);

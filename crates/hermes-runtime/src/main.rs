@@ -29,6 +29,9 @@ enum Command {
         /// Port to bind; 0 lets the OS pick.
         #[arg(long, default_value_t = 9119)]
         port: u16,
+        /// The directory the Desktop file and git routes may reach (default: the current one).
+        #[arg(long)]
+        workspace: Option<PathBuf>,
     },
 }
 
@@ -65,12 +68,19 @@ async fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .with_target(false)
         .init();
-    let Command::Serve { host, port } = Cli::parse().command;
+    let Command::Serve {
+        host,
+        port,
+        workspace,
+    } = Cli::parse().command;
     let token = std::env::var("HERMES_DASHBOARD_SESSION_TOKEN")
         .ok()
         .filter(|t| !t.is_empty())
         .unwrap_or_else(random_token);
-    let config = RuntimeConfig::new(home_dir(), token, SocketAddr::new(host, port));
+    let mut config = RuntimeConfig::new(home_dir(), token, SocketAddr::new(host, port));
+    if let Some(workspace) = workspace {
+        config.workspace = workspace;
+    }
     let running = match hermes_runtime::serve(config).await {
         Ok(running) => running,
         Err(e) => {

@@ -31,6 +31,8 @@ pub struct Runtime {
     pub workspace: PathBuf,
     /// Held while a profile's `cron/jobs.json` is read and rewritten.
     pub cron_lock: tokio::sync::Mutex<()>,
+    /// Held while a profile's `config.yaml` is read and rewritten, so that no change is lost.
+    pub config_lock: tokio::sync::Mutex<()>,
     /// Becomes `true` when the runtime stops; connections end on it.
     pub stopping: tokio::sync::watch::Receiver<bool>,
 }
@@ -58,6 +60,7 @@ impl Runtime {
             orphan_grace,
             workspace,
             cron_lock: tokio::sync::Mutex::new(()),
+            config_lock: tokio::sync::Mutex::new(()),
             stopping,
         }
     }

@@ -992,23 +992,35 @@ async fn an_instances_desktop_routes_are_reached_through_the_control_plane_with_
             })
             .await
             .unwrap_err(),
+        as_reader
+            .git_status(&hermes::native::desktop::GitStatusQuery {
+                path: ".".to_owned(),
+            })
+            .await
+            .unwrap_err(),
         as_reader.profile_delete("anything").await.unwrap_err(),
     ] {
         assert_eq!(refused.code(), Some(ErrorCode::Forbidden), "{refused:?}");
     }
 
-    // Routes beyond the contract are not forwarded, and the runtime's token is never seen.
-    let raw = reqwest::Client::new()
-        .get(format!(
-            "{}/v1/instances/{}/desktop/api/env",
-            hermes.sdk().base_url(),
-            instance.id()
-        ))
-        .bearer_auth(&read.secret)
-        .send()
-        .await
-        .expect("request");
-    assert_eq!(raw.status(), 404);
+    // Routes beyond the contract are not forwarded, also when dressed up as one of its routes.
+    for beyond in [
+        "api/env",
+        "api/sessions/%2e%2e/messages",
+        "api/sessions/..%2Fenv",
+    ] {
+        let raw = reqwest::Client::new()
+            .get(format!(
+                "{}/v1/instances/{}/desktop/{beyond}",
+                hermes.sdk().base_url(),
+                instance.id()
+            ))
+            .bearer_auth(&read.secret)
+            .send()
+            .await
+            .expect("request");
+        assert_eq!(raw.status(), 404, "{beyond}");
+    }
     reader.close().await.expect("close");
     assert!(matches!(
         as_reader.session_list(&SessionListQuery::default()).await,

@@ -45,10 +45,13 @@ pub async fn forward(
             ),
         ));
     };
-    // The real Hermes's file routes reach the whole machine, and its configuration holds
-    // credentials (model keys, the MCP tokens of callback tools): reading them is
+    // The real Hermes's file and git routes reach the whole machine, and its configuration
+    // holds credentials (model keys, the MCP tokens of callback tools): reading them is
     // administration too.
-    if matches!(route.group(), RouteGroup::Fs | RouteGroup::Config) {
+    if matches!(
+        route.group(),
+        RouteGroup::Fs | RouteGroup::Git | RouteGroup::Config
+    ) {
         caller.require(
             Scope::Admin,
             &format!("the runtime's {}: reaching them", route.group().as_str()),

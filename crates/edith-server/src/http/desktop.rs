@@ -1,7 +1,7 @@
 //! `…/instances/{instance_id}/desktop/{path}`: the Desktop routes of the instance's runtime,
 //! forwarded (see `app::desktop`). Reading needs `read`; changing anything on the runtime
-//! (profiles, files, configuration) needs `admin`, and so does reading its files or its
-//! configuration.
+//! (profiles, files, configuration) needs `admin`, and so does reading its files, git
+//! repositories or configuration (`app::desktop` checks that per route).
 
 use axum::Extension;
 use axum::body::Bytes;
@@ -25,7 +25,8 @@ const PASSES: &str = "contracts/hermes-desktop.routes.json";
 pub fn routes(api: &mut Api) {
     let read = "Call a Desktop route (`GET /api/…`) of the instance's runtime, as the SDK's \
                 `HermesDesktop` does; only the routes of the pinned Desktop contract pass. The \
-                runtime's reply (status and body) comes back as it is.";
+                runtime's reply (status and body) comes back as it is. The file, git and config \
+                routes need `admin` even to read.";
     let change = "Call a Desktop route that changes something (`POST`/`PUT`/`PATCH`/`DELETE \
                   /api/…`) on the instance's runtime; only the routes of the pinned Desktop \
                   contract pass. The runtime's reply comes back as it is.";

@@ -16,11 +16,12 @@ pub enum RouteGroup {
     Config,
     Fs,
     Git,
+    Plugins,
 }
 
 impl RouteGroup {
     /// Every group, in the contract's order.
-    pub const ALL: &'static [RouteGroup] = &[RouteGroup::Status, RouteGroup::Sessions, RouteGroup::Profiles, RouteGroup::Cron, RouteGroup::Skills, RouteGroup::Toolsets, RouteGroup::Config, RouteGroup::Fs, RouteGroup::Git];
+    pub const ALL: &'static [RouteGroup] = &[RouteGroup::Status, RouteGroup::Sessions, RouteGroup::Profiles, RouteGroup::Cron, RouteGroup::Skills, RouteGroup::Toolsets, RouteGroup::Config, RouteGroup::Fs, RouteGroup::Git, RouteGroup::Plugins];
 
     /// The group's name in the contract.
     pub const fn as_str(self) -> &'static str {
@@ -34,6 +35,7 @@ impl RouteGroup {
             RouteGroup::Config => "config",
             RouteGroup::Fs => "fs",
             RouteGroup::Git => "git",
+            RouteGroup::Plugins => "plugins",
         }
     }
 }
@@ -107,11 +109,13 @@ pub enum Route {
     GitStatus,
     /// `GET /api/git/branches`
     GitBranches,
+    /// `GET /api/dashboard/plugins`
+    PluginList,
 }
 
 impl Route {
     /// Every route, in the contract's order.
-    pub const ALL: &'static [Route] = &[Route::StatusGet, Route::SessionList, Route::SessionSearch, Route::SessionGet, Route::SessionMessages, Route::SessionUpdate, Route::SessionDelete, Route::ProfileList, Route::ProfileActive, Route::ProfileCreate, Route::ProfileRename, Route::ProfileDelete, Route::CronJobList, Route::CronJobCreate, Route::CronJobGet, Route::CronJobUpdate, Route::CronJobDelete, Route::CronJobPause, Route::CronJobResume, Route::CronJobTrigger, Route::CronJobRuns, Route::SkillList, Route::SkillToggle, Route::ToolsetList, Route::ToolsetUpdate, Route::ConfigGet, Route::ConfigUpdate, Route::ConfigSchema, Route::FsList, Route::FsReadText, Route::FsWriteText, Route::GitStatus, Route::GitBranches];
+    pub const ALL: &'static [Route] = &[Route::StatusGet, Route::SessionList, Route::SessionSearch, Route::SessionGet, Route::SessionMessages, Route::SessionUpdate, Route::SessionDelete, Route::ProfileList, Route::ProfileActive, Route::ProfileCreate, Route::ProfileRename, Route::ProfileDelete, Route::CronJobList, Route::CronJobCreate, Route::CronJobGet, Route::CronJobUpdate, Route::CronJobDelete, Route::CronJobPause, Route::CronJobResume, Route::CronJobTrigger, Route::CronJobRuns, Route::SkillList, Route::SkillToggle, Route::ToolsetList, Route::ToolsetUpdate, Route::ConfigGet, Route::ConfigUpdate, Route::ConfigSchema, Route::FsList, Route::FsReadText, Route::FsWriteText, Route::GitStatus, Route::GitBranches, Route::PluginList];
 
     /// The HTTP method.
     pub const fn method(self) -> &'static str {
@@ -149,6 +153,7 @@ impl Route {
             Route::FsWriteText => "POST",
             Route::GitStatus => "GET",
             Route::GitBranches => "GET",
+            Route::PluginList => "GET",
         }
     }
 
@@ -188,6 +193,7 @@ impl Route {
             Route::FsWriteText => "/api/fs/write-text",
             Route::GitStatus => "/api/git/status",
             Route::GitBranches => "/api/git/branches",
+            Route::PluginList => "/api/dashboard/plugins",
         }
     }
 
@@ -227,6 +233,7 @@ impl Route {
             Route::FsWriteText => "fs_write_text",
             Route::GitStatus => "git_status",
             Route::GitBranches => "git_branches",
+            Route::PluginList => "plugin_list",
         }
     }
 
@@ -266,6 +273,7 @@ impl Route {
             Route::FsWriteText => RouteGroup::Fs,
             Route::GitStatus => RouteGroup::Git,
             Route::GitBranches => RouteGroup::Git,
+            Route::PluginList => RouteGroup::Plugins,
         }
     }
 
@@ -305,6 +313,7 @@ impl Route {
             Route::FsWriteText => false,
             Route::GitStatus => false,
             Route::GitBranches => false,
+            Route::PluginList => true,
         }
     }
 
@@ -344,6 +353,7 @@ impl Route {
             Route::FsWriteText => None,
             Route::GitStatus => None,
             Route::GitBranches => None,
+            Route::PluginList => None,
         }
     }
 }
@@ -389,7 +399,7 @@ pub struct SessionListQuery {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cwd_prefix: Option<String>,
     /// Hermes's default: `false`.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, deserialize_with = "crate::desktop::lenient_bool", skip_serializing_if = "Option::is_none")]
     pub full: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub profile: Option<String>,

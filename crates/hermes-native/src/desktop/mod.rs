@@ -14,6 +14,25 @@ pub mod replies;
 
 pub use generated::*;
 
+/// What [`lenient_bool`] says of a value it cannot read.
+pub const NOT_A_BOOLEAN: &str = "not a boolean";
+
+/// Reads a query flag as Hermes (pydantic) does: `true`/`false`, `1`/`0`, `yes`/`no`,
+/// `on`/`off`, `t`/`f`, `y`/`n`, in any case.
+pub fn lenient_bool<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<bool>, D::Error> {
+    use serde::Deserialize;
+    let Some(raw) = Option::<String>::deserialize(deserializer)? else {
+        return Ok(None);
+    };
+    match raw.to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" | "on" | "t" | "y" => Ok(Some(true)),
+        "false" | "0" | "no" | "off" | "f" | "n" => Ok(Some(false)),
+        _ => Err(serde::de::Error::custom(format!("{NOT_A_BOOLEAN}: {raw}"))),
+    }
+}
+
 /// The header that carries the runtime's session token.
 pub const TOKEN_HEADER: &str = "x-hermes-session-token";
 
@@ -41,7 +60,7 @@ impl Route {
                 && template
                     .iter()
                     .zip(&segments)
-                    .all(|(t, s)| t == s || (t.starts_with('{') && !s.is_empty()))
+                    .all(|(t, s)| t == s || (t.starts_with('{') && plain_segment(s)))
         };
         let fitting: Vec<Route> = Route::ALL.iter().copied().filter(fits).collect();
         fitting
@@ -50,6 +69,18 @@ impl Route {
             .find(|route| !route.path().contains('{'))
             .or(fitting.first().copied())
     }
+}
+
+/// Whether a path segment names one thing: not empty, not `.` or `..` (even percent-encoded,
+/// which URL parsers resolve as dot segments), and no encoded separator.
+fn plain_segment(segment: &str) -> bool {
+    let lower = segment.to_ascii_lowercase();
+    let dots = lower.replace("%2e", ".");
+    !segment.is_empty()
+        && dots != "."
+        && dots != ".."
+        && !lower.contains("%2f")
+        && !lower.contains("%5c")
 }
 
 /// Percent-encodes everything but the unreserved characters of RFC 3986.
@@ -91,6 +122,11 @@ mod tests {
         assert_eq!(Route::matching("GET", "/api/env/reveal"), None);
         assert_eq!(Route::matching("GET", "/api/sessions/"), None);
         assert_eq!(Route::matching("GET", "/api/ws"), None);
+        // A parameter that URL parsers would resolve away never passes.
+        for sneaky in ["..", "%2e%2e", "%2E.", ".", "a%2Fb", "a%5cb"] {
+            let path = format!("/api/sessions/{sneaky}/messages");
+            assert_eq!(Route::matching("GET", &path), None, "{path}");
+        }
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! What each Desktop route answers, declared from observation of Hermes 0.19.0 (every key it
 //! sends, with the same meaning). Our runtime serializes these; the SDK reads them, and keys a
-//! server adds beyond them are ignored. Routes whose reply is not typed yet answer a JSON value.
+//! server adds beyond them are ignored.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -479,6 +479,98 @@ pub struct CronDeleted {
     pub ok: bool,
 }
 
+/// A skill of a profile (`skills/**/SKILL.md`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Skill {
+    pub name: String,
+    pub description: String,
+    /// The directory it sits in, for `skills/<category>/<skill>/SKILL.md`.
+    pub category: Option<String>,
+    /// Not in `skills.disabled`.
+    pub enabled: bool,
+    pub usage: i64,
+    /// `hub`, `bundled` or `agent`.
+    pub provenance: String,
+}
+
+/// `PUT /api/skills/toggle`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SkillToggled {
+    pub ok: bool,
+    pub name: String,
+    pub enabled: bool,
+}
+
+/// A toolset the agent may be given, and whether it is on for its platform.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Toolset {
+    pub name: String,
+    pub label: String,
+    pub description: String,
+    /// The platform whose list it is in (`cli`).
+    pub platform: String,
+    pub platform_label: String,
+    pub enabled: bool,
+    pub available: bool,
+    /// Whatever it needs (keys) is set.
+    pub configured: bool,
+    pub tools: Vec<String>,
+}
+
+/// `PUT /api/tools/toolsets/{name}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolsetUpdated {
+    pub ok: bool,
+    pub name: String,
+    pub platform: String,
+    pub enabled: bool,
+}
+
+/// `GET /api/config`: the settings, `model` as its name, `model_context_length` last.
+pub type Settings = serde_json::Map<String, Value>;
+
+/// `PUT /api/config`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SettingsSaved {
+    pub ok: bool,
+}
+
+/// `GET /api/config/schema`: each setting by its dotted key.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SettingsSchema {
+    pub fields: std::collections::BTreeMap<String, SettingField>,
+    pub category_order: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SettingField {
+    /// `string`, `number`, `boolean`, `list` or `select`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub description: String,
+    pub category: String,
+    /// The choices of a `select`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub options: Option<Vec<Value>>,
+}
+
+/// A dashboard plugin the server offers (`GET /api/dashboard/plugins`); one with `has_api`
+/// serves routes of its own under `/api/plugins/<name>/`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DashboardPlugin {
+    pub name: String,
+    pub label: String,
+    pub description: String,
+    pub version: Option<String>,
+    #[serde(default)]
+    pub has_api: bool,
+    /// `bundled` or `user`.
+    pub source: String,
+    /// What the dashboard needs to show it (`icon`, `tab`, `slots`, `entry`, `css` …).
+    #[serde(flatten)]
+    pub presentation: serde_json::Map<String, Value>,
+}
+
 /// The reply of [`Route::StatusGet`](super::Route::StatusGet).
 pub type StatusGet = Status;
 /// The reply of [`Route::SessionList`](super::Route::SessionList).
@@ -522,19 +614,19 @@ pub type CronJobTrigger = CronJob;
 /// The reply of [`Route::CronJobRuns`](super::Route::CronJobRuns).
 pub type CronJobRuns = CronRuns;
 /// The reply of [`Route::SkillList`](super::Route::SkillList).
-pub type SkillList = Value;
+pub type SkillList = Vec<Skill>;
 /// The reply of [`Route::SkillToggle`](super::Route::SkillToggle).
-pub type SkillToggle = Value;
+pub type SkillToggle = SkillToggled;
 /// The reply of [`Route::ToolsetList`](super::Route::ToolsetList).
-pub type ToolsetList = Value;
+pub type ToolsetList = Vec<Toolset>;
 /// The reply of [`Route::ToolsetUpdate`](super::Route::ToolsetUpdate).
-pub type ToolsetUpdate = Value;
+pub type ToolsetUpdate = ToolsetUpdated;
 /// The reply of [`Route::ConfigGet`](super::Route::ConfigGet).
-pub type ConfigGet = Value;
+pub type ConfigGet = Settings;
 /// The reply of [`Route::ConfigUpdate`](super::Route::ConfigUpdate).
-pub type ConfigUpdate = Value;
+pub type ConfigUpdate = SettingsSaved;
 /// The reply of [`Route::ConfigSchema`](super::Route::ConfigSchema).
-pub type ConfigSchema = Value;
+pub type ConfigSchema = SettingsSchema;
 /// The reply of [`Route::FsList`](super::Route::FsList).
 pub type FsList = DirListing;
 /// The reply of [`Route::FsReadText`](super::Route::FsReadText).
@@ -545,3 +637,5 @@ pub type FsWriteText = FileWritten;
 pub type GitStatus = Option<RepoStatus>;
 /// The reply of [`Route::GitBranches`](super::Route::GitBranches).
 pub type GitBranches = BranchList;
+/// The reply of [`Route::PluginList`](super::Route::PluginList).
+pub type PluginList = Vec<DashboardPlugin>;

@@ -13,6 +13,27 @@ use super::schedule::{self, iso};
 
 /// Fields an update may not change.
 const FIXED: &[&str] = &["id"];
+/// Settings of a job that this runtime's runs would not honour (they use the profile's model
+/// and tools, load no skills, run no scripts, feed no earlier output): refused, not ignored.
+const NOT_HONOURED: &[&str] = &[
+    "skills",
+    "skill",
+    "model",
+    "provider",
+    "base_url",
+    "script",
+    "no_agent",
+    "context_from",
+    "enabled_toolsets",
+    "workdir",
+];
+
+fn not_honoured(field: &str) -> String {
+    format!(
+        "`{field}` is not supported by hermes-runtime: its cron runs use the profile's model and \
+         tools, with the job's prompt"
+    )
+}
 
 fn file(home: &Path) -> PathBuf {
     home.join("cron").join("jobs.json")
@@ -38,7 +59,7 @@ pub fn load(home: &Path) -> Result<Vec<CronJob>, String> {
 /// Writes the jobs at once (a temporary file renamed over the old one), readable only by
 /// the owner.
 pub fn save(home: &Path, jobs: &[CronJob]) -> Result<(), String> {
-    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    use std::os::unix::fs::DirBuilderExt;
     let path = file(home);
     let dir = path.parent().expect("a file in cron/");
     std::fs::DirBuilder::new()
@@ -50,19 +71,8 @@ pub fn save(home: &Path, jobs: &[CronJob]) -> Result<(), String> {
     let text =
         serde_json::to_string_pretty(&json!({"jobs": stored, "updated_at": iso(Utc::now())}))
             .expect("jobs serialize");
-    let temporary = dir.join(format!(".jobs.json.tmp-{}", std::process::id()));
-    let written = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&temporary)
-        .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()))
-        .and_then(|()| std::fs::rename(&temporary, &path));
-    written.map_err(|e| {
-        let _ = std::fs::remove_file(&temporary);
-        format!("cannot write {}: {e}", path.display())
-    })
+    hermes_native::config::write_atomically(&path, text.as_bytes(), 0o600)
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
 /// A job as it is stored: without the profile facts replies add.
@@ -84,54 +94,9 @@ fn trimmed(value: &Option<String>) -> Option<String> {
         .map(str::to_owned)
 }
 
-/// Names from a list or a comma/newline-separated text; `None` when empty.
-fn names(value: &Value) -> Option<Vec<String>> {
-    let items: Vec<String> = match value {
-        Value::String(text) => text.split([',', '\n']).map(str::to_owned).collect(),
-        Value::Array(items) => items
-            .iter()
-            .filter_map(|v| v.as_str().map(str::to_owned))
-            .collect(),
-        _ => Vec::new(),
-    };
-    let mut kept: Vec<String> = Vec::new();
-    for item in items.iter().map(|i| i.trim()).filter(|i| !i.is_empty()) {
-        if !kept.iter().any(|k| k == item) {
-            kept.push(item.to_owned());
-        }
-    }
-    (!kept.is_empty()).then_some(kept)
-}
-
-fn check_workdir(workdir: &Option<String>) -> Result<Option<String>, String> {
-    let Some(dir) = trimmed(workdir) else {
-        return Ok(None);
-    };
-    let path = Path::new(&dir);
-    if !path.is_absolute() {
-        return Err(format!(
-            "Cron workdir must be an absolute path (got '{dir}'). Cron jobs run detached from \
-             any shell cwd, so relative paths are ambiguous."
-        ));
-    }
-    match std::fs::canonicalize(path) {
-        Ok(real) if real.is_dir() => Ok(Some(real.to_string_lossy().into_owned())),
-        Ok(_) => Err(format!("Cron workdir is not a directory: {dir}")),
-        Err(_) => Err(format!("Cron workdir does not exist: {dir}")),
-    }
-}
-
-/// What a job must have: something for the agent to do. Scripts (`no_agent`) are not run by
-/// this runtime.
+/// What a job must have: something for the agent to do.
 fn check_work(job: &CronJob) -> Result<(), String> {
-    if job.script.is_some() || job.no_agent {
-        return Err(if job.script.is_none() {
-            "no_agent=True requires a script".to_owned()
-        } else {
-            "script jobs are not supported by hermes-runtime: give the job a prompt".to_owned()
-        });
-    }
-    if job.prompt.trim().is_empty() && job.skills.is_empty() {
+    if job.prompt.trim().is_empty() {
         return Err("agent cron jobs require a prompt, skill, or script".to_owned());
     }
     Ok(())
@@ -140,27 +105,17 @@ fn check_work(job: &CronJob) -> Result<(), String> {
 /// A new job from a create request; `existing` are the profile's jobs (for `context_from`).
 pub fn create(
     body: &CronJobCreateBody,
-    existing: &[CronJob],
     config: &HermesConfig,
-    profile: &str,
     now: DateTime<Utc>,
 ) -> Result<CronJob, String> {
-    let skills = body
-        .skills
-        .as_ref()
-        .map(|s| names(&json!(s)).unwrap_or_default())
-        .unwrap_or_default();
-    let context_from = match body.context_from.as_ref().and_then(names) {
-        Some(refs) => {
-            if let Some(unknown) = refs.iter().find(|r| !existing.iter().any(|j| &j.id == *r)) {
-                return Err(format!(
-                    "context_from job '{unknown}' not found in profile '{profile}'"
-                ));
-            }
-            Some(json!(refs))
-        }
-        None => None,
-    };
+    let given = serde_json::to_value(body).expect("a body serializes");
+    if let Some(field) = NOT_HONOURED.iter().find(|f| {
+        !matches!(&given[**f], Value::Null | Value::Bool(false))
+            && given[**f] != json!([])
+            && given[**f] != json!("")
+    }) {
+        return Err(not_honoured(field));
+    }
     let schedule = schedule::parse(&body.schedule, now)?;
     let prompt = body.prompt.clone().unwrap_or_default();
     let name = trimmed(&body.name)
@@ -175,30 +130,22 @@ pub fn create(
             )
         })
         .filter(|n| !n.is_empty())
-        .or_else(|| skills.first().cloned())
         .unwrap_or_else(|| "cron job".to_owned());
-    let (model, provider) = (trimmed(&body.model), trimmed(&body.provider));
     let once = schedule.kind == "once";
     let job = CronJob {
         id: uuid::Uuid::new_v4().simple().to_string()[..12].to_owned(),
         name,
         prompt,
-        skill: skills.first().cloned(),
-        skills,
-        provider_snapshot: provider
-            .is_none()
-            .then(|| config.model.provider.clone())
-            .flatten(),
-        model_snapshot: model
-            .is_none()
-            .then(|| config.model.default.clone())
-            .flatten(),
-        model,
-        provider,
-        base_url: trimmed(&body.base_url).map(|u| u.trim_end_matches('/').to_owned()),
-        script: trimmed(&body.script),
-        no_agent: body.no_agent.unwrap_or(false),
-        context_from,
+        skill: None,
+        skills: Vec::new(),
+        provider_snapshot: config.model.provider.clone(),
+        model_snapshot: config.model.default.clone(),
+        model: None,
+        provider: None,
+        base_url: None,
+        script: None,
+        no_agent: false,
+        context_from: None,
         next_run_at: schedule::next_run(&schedule, now, 0).map(iso),
         schedule_display: schedule.display.clone(),
         schedule,
@@ -217,11 +164,8 @@ pub fn create(
         last_delivery_error: None,
         deliver: trimmed(&body.deliver).unwrap_or_else(|| "local".to_owned()),
         origin: None,
-        enabled_toolsets: body
-            .enabled_toolsets
-            .as_ref()
-            .and_then(|t| names(&json!(t))),
-        workdir: check_workdir(&body.workdir)?,
+        enabled_toolsets: None,
+        workdir: None,
         profile: None,
         profile_name: None,
         hermes_home: None,
@@ -250,20 +194,15 @@ pub fn update(
             fixed.join(", ")
         ));
     }
+    if let Some(field) = NOT_HONOURED.iter().find(|f| updates.contains_key(**f)) {
+        return Err(not_honoured(field));
+    }
     let mut record = serde_json::to_value(job).expect("a job serializes");
     for (key, value) in updates {
         let value = match key.as_str() {
-            "model" | "provider" | "workdir" | "script" => {
-                json!(trimmed(&value.as_str().map(str::to_owned)))
-            }
-            "base_url" => json!(
-                trimmed(&value.as_str().map(str::to_owned))
-                    .map(|u| u.trim_end_matches('/').to_owned())
-            ),
             "deliver" => json!(
                 trimmed(&value.as_str().map(str::to_owned)).unwrap_or_else(|| "local".to_owned())
             ),
-            "context_from" | "enabled_toolsets" => json!(names(value)),
             "schedule" if value.is_string() => {
                 let parsed = schedule::parse(value.as_str().unwrap_or_default(), now)?;
                 record["schedule_display"] = json!(parsed.display);
@@ -275,17 +214,11 @@ pub fn update(
     }
     let mut updated: CronJob =
         serde_json::from_value(record).map_err(|e| format!("invalid update: {e}"))?;
-    if updates.contains_key("workdir") {
-        updated.workdir = check_workdir(&updated.workdir)?;
-    }
     if updates.contains_key("schedule") && updated.state != "paused" {
         updated.next_run_at =
             schedule::next_run(&updated.schedule, now, updated.repeat.completed).map(iso);
     }
-    if ["prompt", "skill", "skills", "script", "no_agent"]
-        .iter()
-        .any(|k| updates.contains_key(*k))
-    {
+    if updates.contains_key("prompt") {
         check_work(&updated)?;
     }
     Ok(updated)

@@ -7,7 +7,6 @@ use hermes_native::config::HermesConfig;
 use hermes_native::desktop::CronJobCreateBody;
 use hermes_native::desktop::replies::CronJob;
 use hermes_native::methods::CronManageParams;
-use hermes_native::profile::DEFAULT_PROFILE;
 use serde_json::{Value, json};
 
 use super::jobs;
@@ -82,7 +81,7 @@ pub async fn manage(runtime: &Runtime, p: CronManageParams) -> Result<Value, Unk
                 name: p.name,
                 ..Default::default()
             };
-            match jobs::create(&body, &all, &config, DEFAULT_PROFILE, now) {
+            match jobs::create(&body, &config, now) {
                 Ok(job) => {
                     let reply = json!({
                         "success": true, "job_id": job.id, "name": job.name, "skill": job.skill,

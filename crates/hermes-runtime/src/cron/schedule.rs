@@ -6,6 +6,10 @@ use std::str::FromStr;
 use chrono::{DateTime, Duration, NaiveDate, NaiveDateTime, SecondsFormat, Utc};
 use hermes_native::desktop::replies::CronSchedule;
 
+/// The longest interval or delay: ten years. (Hermes also takes `every 0m`, which would run a
+/// job at every tick; this runtime refuses it.)
+const MAX_MINUTES: i64 = 10 * 366 * 24 * 60;
+
 /// A one-shot time may lie this far in the past (a clock skew), no further.
 const PAST_GRACE_SECS: i64 = 120;
 
@@ -77,7 +81,9 @@ pub fn parse(text: &str, now: DateTime<Utc>) -> Result<CronSchedule, String> {
     let trimmed = text.trim();
     let lower = trimmed.to_lowercase();
     if let Some(every) = lower.strip_prefix("every ") {
-        let minutes = minutes_of(every).ok_or_else(|| invalid(trimmed))?;
+        let minutes = minutes_of(every)
+            .filter(|m| (1..=MAX_MINUTES).contains(m))
+            .ok_or_else(|| invalid(trimmed))?;
         return Ok(CronSchedule {
             kind: "interval".to_owned(),
             minutes: Some(minutes),
@@ -86,11 +92,11 @@ pub fn parse(text: &str, now: DateTime<Utc>) -> Result<CronSchedule, String> {
             display: format!("every {minutes}m"),
         });
     }
-    if let Some(minutes) = minutes_of(&lower) {
-        return Ok(once(
-            now + Duration::minutes(minutes),
-            format!("once in {trimmed}"),
-        ));
+    if let Some(at) = minutes_of(&lower)
+        .filter(|m| *m <= MAX_MINUTES)
+        .and_then(|m| now.checked_add_signed(Duration::minutes(m)))
+    {
+        return Ok(once(at, format!("once in {trimmed}")));
     }
     let fields: Vec<&str> = trimmed.split_whitespace().collect();
     if fields.len() == 5 && fields.iter().all(|f| is_cron_field(f)) {
@@ -134,7 +140,9 @@ pub fn next_run(
     runs_done: i64,
 ) -> Option<DateTime<Utc>> {
     match schedule.kind.as_str() {
-        "interval" => Some(after + Duration::minutes(schedule.minutes.unwrap_or(0))),
+        "interval" => after.checked_add_signed(Duration::minutes(
+            schedule.minutes.unwrap_or(1).clamp(1, MAX_MINUTES),
+        )),
         "cron" => croner::Cron::from_str(schedule.expr.as_deref()?)
             .ok()?
             .find_next_occurrence(&after, false)
@@ -183,7 +191,16 @@ mod tests {
         );
         assert_eq!(next_run(&later, now, 1), None, "a once-job runs once");
 
-        for wrong in ["tomorrow", "", "@daily", "5 4 * * sun", "every fortnight"] {
+        for wrong in [
+            "tomorrow",
+            "",
+            "@daily",
+            "5 4 * * sun",
+            "every fortnight",
+            "every 0m",
+            "every 99999999999999999m",
+            "99999999999999d",
+        ] {
             let error = parse(wrong, now).unwrap_err();
             assert!(
                 error.starts_with(&format!("Invalid schedule '{wrong}'")),

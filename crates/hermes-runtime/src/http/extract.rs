@@ -35,11 +35,41 @@ impl IntoResponse for Invalid {
     }
 }
 
-/// The 422 for a value that did not deserialize, found at `path` within `part`.
+/// Pydantic's error type and message for what serde said of a value.
+fn kind_of(message: &str) -> (&'static str, String) {
+    let expected = |what: &str| message.contains(&format!("expected {what}"));
+    if message.contains("invalid digit") || message.contains("integer") && expected("i64") {
+        (
+            "int_parsing",
+            "Input should be a valid integer, unable to parse string as an integer".to_owned(),
+        )
+    } else if expected("i64") || expected("an integer") {
+        ("int_type", "Input should be a valid integer".to_owned())
+    } else if message.contains(hermes_native::desktop::NOT_A_BOOLEAN)
+        || message.contains("`true` or `false`")
+    {
+        (
+            "bool_parsing",
+            "Input should be a valid boolean, unable to interpret input".to_owned(),
+        )
+    } else if expected("a boolean") {
+        ("bool_type", "Input should be a valid boolean".to_owned())
+    } else if expected("a string") {
+        ("string_type", "Input should be a valid string".to_owned())
+    } else if expected("a sequence") {
+        ("list_type", "Input should be a valid list".to_owned())
+    } else {
+        ("value_error", message.to_owned())
+    }
+}
+
+/// The 422 for a value that did not deserialize, found at `path` within `part`; `input` is
+/// what was sent there (the whole object for a missing field, as pydantic shows it).
 fn invalid(
     part: &str,
     error: serde_path_to_error::Error<impl std::fmt::Display>,
-    input: Value,
+    input: impl Fn(&str) -> Value,
+    whole: Value,
 ) -> Invalid {
     let mut loc = vec![Value::from(part)];
     loc.extend(
@@ -59,14 +89,16 @@ fn invalid(
             kind: "missing",
             loc,
             msg: "Field required".to_owned(),
-            input,
+            input: whole,
         };
     }
+    let field = error.path().to_string();
+    let (kind, msg) = kind_of(&message);
     Invalid {
-        kind: "value_error",
+        kind,
         loc,
-        msg: message,
-        input,
+        msg,
+        input: input(&field),
     }
 }
 
@@ -77,9 +109,14 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for Params<T> {
         let query = parts.uri.query().unwrap_or("");
         let deserializer =
             serde_urlencoded::Deserializer::new(form_urlencoded::parse(query.as_bytes()));
+        let sent = |field: &str| {
+            form_urlencoded::parse(query.as_bytes())
+                .find(|(name, _)| name == field)
+                .map_or(Value::Null, |(_, value)| Value::from(value.into_owned()))
+        };
         serde_path_to_error::deserialize(deserializer)
             .map(Params)
-            .map_err(|e| invalid("query", e, Value::Null))
+            .map_err(|e| invalid("query", e, sent, Value::Null))
     }
 }
 
@@ -95,6 +132,15 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Body<T> {
         let bytes = axum::body::Bytes::from_request(request, state)
             .await
             .map_err(IntoResponse::into_response)?;
+        if bytes.is_empty() {
+            return Err(Invalid {
+                kind: "missing",
+                loc: vec![Value::from("body")],
+                msg: "Field required".to_owned(),
+                input: Value::Null,
+            }
+            .into_response());
+        }
         if !json {
             return Err(Invalid {
                 kind: "model_attributes_type",
@@ -114,8 +160,9 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Body<T> {
             }
             .into_response());
         };
+        let sent = |field: &str| value.get(field).cloned().unwrap_or(Value::Null);
         serde_path_to_error::deserialize(&value)
             .map(Body)
-            .map_err(|e| invalid("body", e, value.clone()).into_response())
+            .map_err(|e| invalid("body", e, sent, value.clone()).into_response())
     }
 }

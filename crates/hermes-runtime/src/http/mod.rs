@@ -20,12 +20,17 @@ use subtle::ConstantTimeEq;
 use crate::gateway::serve_connection;
 use crate::runtime::Runtime;
 
+/// The largest request body: a write of 8 MiB, escaped as JSON, with room to spare.
+const MAX_BODY_BYTES: usize = 20 * 1024 * 1024;
+
 pub fn router(runtime: Arc<Runtime>) -> Router {
     Router::new()
         .route("/api/ws", get(websocket))
         .merge(desktop::routes())
         .fallback(reply::not_found)
         .method_not_allowed_fallback(reply::method_not_allowed)
+        // Room for the largest body a route takes (`fs/write-text`: 8 MiB of text, as JSON).
+        .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(axum::middleware::from_fn_with_state(
             runtime.clone(),
             require_token,

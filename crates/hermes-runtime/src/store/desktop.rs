@@ -14,6 +14,8 @@ use super::{StateDb, unix_now};
 
 /// How long after its last message a session still counts as active.
 const ACTIVE_WINDOW_SECS: f64 = 300.0;
+/// How many messages holding a query's first word a search looks at, at most.
+const SEARCH_CANDIDATES: i64 = 2000;
 /// Titles are at most this long, in characters.
 pub const MAX_TITLE_CHARS: usize = 100;
 
@@ -253,9 +255,10 @@ impl StateDb {
         };
         let candidates = sqlx::query(
             "SELECT m.role, m.content, s.* FROM messages m JOIN sessions s ON s.id = m.session_id \
-             WHERE s.source != 'tool' AND m.content LIKE ? ESCAPE '\\' ORDER BY m.id",
+             WHERE s.source != 'tool' AND m.content LIKE ? ESCAPE '\\' ORDER BY m.id LIMIT ?",
         )
         .bind(format!("%{}%", escape_like(first)))
+        .bind(SEARCH_CANDIDATES)
         .fetch_all(&self.pool)
         .await?;
         for row in &candidates {

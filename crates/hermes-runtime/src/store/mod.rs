@@ -80,9 +80,9 @@ pub fn unix_now() -> f64 {
 }
 
 impl StateDb {
-    /// Opens (creating) `<home>/state.db` in WAL mode.
+    /// Opens (creating) `<home>/state.db` in WAL mode. The home must exist: a profile removed
+    /// or renamed is not brought back by a late write.
     pub async fn open(home: &Path) -> Result<Self, sqlx::Error> {
-        tokio::fs::create_dir_all(home).await?;
         let options = SqliteConnectOptions::from_str(&format!(
             "sqlite://{}",
             home.join("state.db").display()

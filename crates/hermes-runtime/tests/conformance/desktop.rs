@@ -510,6 +510,45 @@ async fn refusals(target: Target) {
         refusal(bad_order),
         (400, "order must be one of: created, recent".to_owned())
     );
+    let get = |path: &str| {
+        http.get(peer.url(path))
+            .header("X-Hermes-Session-Token", TOKEN)
+            .send()
+    };
+    assert_eq!(
+        get("/api/sessions?full=yes").await.unwrap().status(),
+        200,
+        "a flag reads yes"
+    );
+    let not_a_number = get("/api/sessions?limit=abc").await.unwrap();
+    assert_eq!(not_a_number.status(), 422);
+    let body: Value = not_a_number.json().await.unwrap();
+    assert_eq!(body["detail"][0]["type"], "int_parsing", "{body}");
+    assert_eq!(body["detail"][0]["loc"], json!(["query", "limit"]));
+    assert_eq!(body["detail"][0]["input"], "abc");
+    let no_body = http
+        .patch(peer.url("/api/sessions/whatever"))
+        .header("X-Hermes-Session-Token", TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(no_body.status(), 422);
+    let body: Value = no_body.json().await.unwrap();
+    assert_eq!(
+        (
+            body["detail"][0]["type"].clone(),
+            body["detail"][0]["loc"].clone()
+        ),
+        (json!("missing"), json!(["body"]))
+    );
+    // The config routes take a profile's name as it is given.
+    let capital = get("/api/config?profile=Work").await.unwrap();
+    assert_eq!(capital.status(), 400);
+    let body: Value = capital.json().await.unwrap();
+    assert_eq!(
+        body["detail"],
+        "Invalid profile name 'Work'. Must match [a-z0-9][a-z0-9_-]{0,63}"
+    );
     peer.stop().await;
 }
 
@@ -793,6 +832,19 @@ async fn a_due_cron_job_runs_as_a_session_of_its_profile() {
         .await
         .unwrap();
     assert_eq!(once.repeat.times, Some(1));
+    let with_skills = desktop
+        .cron_job_create(
+            &work,
+            &CronJobCreateBody {
+                skills: Some(vec!["research".to_owned()]),
+                ..cron_body("every 60m", "p", "skilled")
+            },
+        )
+        .await
+        .unwrap_err();
+    let (status, detail) = refusal(with_skills);
+    assert_eq!(status, 400);
+    assert!(detail.starts_with("`skills` is not supported"), "{detail}");
     let in_work = || CronJobTriggerQuery {
         profile: Some("work".to_owned()),
     };
@@ -905,15 +957,13 @@ async fn skills_toolsets_and_config(target: Target) {
         .await
         .unwrap();
     let shown: Vec<(&str, &str, Option<&str>, bool)> = skills
-        .as_array()
-        .unwrap()
         .iter()
         .map(|s| {
             (
-                s["name"].as_str().unwrap(),
-                s["description"].as_str().unwrap(),
-                s["category"].as_str(),
-                s["enabled"].as_bool().unwrap(),
+                s.name.as_str(),
+                s.description.as_str(),
+                s.category.as_deref(),
+                s.enabled,
             )
         })
         .collect();
@@ -935,40 +985,28 @@ async fn skills_toolsets_and_config(target: Target) {
         )
         .await
         .unwrap();
-    assert_eq!(
-        toggled,
-        json!({"ok": true, "name": "deploy-helper", "enabled": false})
-    );
+    assert!(toggled.ok && !toggled.enabled);
+    assert_eq!(toggled.name, "deploy-helper");
     let skills = desktop
         .skill_list(&SkillListQuery::default())
         .await
         .unwrap();
-    assert_eq!(skills[0]["enabled"], false, "{skills}");
+    assert!(!skills[0].enabled, "{skills:?}");
 
     let toolsets = desktop
         .toolset_list(&ToolsetListQuery::default())
         .await
         .unwrap();
-    let terminal = |listed: &Value| {
+    let terminal = |listed: &[hermes::native::desktop::replies::Toolset]| {
         listed
-            .as_array()
-            .unwrap()
             .iter()
-            .find(|t| t["name"] == "terminal")
+            .find(|t| t.name == "terminal")
             .cloned()
             .expect("a terminal toolset")
     };
     let before = terminal(&toolsets);
-    assert_eq!(
-        (before["enabled"].clone(), before["platform"].clone()),
-        (json!(true), json!("cli"))
-    );
-    assert!(
-        before["tools"]
-            .as_array()
-            .unwrap()
-            .contains(&json!("terminal"))
-    );
+    assert_eq!((before.enabled, before.platform.as_str()), (true, "cli"));
+    assert!(before.tools.contains(&"terminal".to_owned()));
     let off = desktop
         .toolset_update(
             "terminal",
@@ -980,9 +1018,10 @@ async fn skills_toolsets_and_config(target: Target) {
         )
         .await
         .unwrap();
+    assert!(off.ok && !off.enabled);
     assert_eq!(
-        off,
-        json!({"ok": true, "name": "terminal", "platform": "cli", "enabled": false})
+        (off.name.as_str(), off.platform.as_str()),
+        ("terminal", "cli")
     );
     let after = terminal(
         &desktop
@@ -990,7 +1029,7 @@ async fn skills_toolsets_and_config(target: Target) {
             .await
             .unwrap(),
     );
-    assert_eq!(after["enabled"], false);
+    assert!(!after.enabled);
     let unknown = desktop
         .toolset_update(
             "nope",
@@ -1014,12 +1053,7 @@ async fn skills_toolsets_and_config(target: Target) {
     );
     assert_eq!(config["model_context_length"], 131072);
     assert_eq!(
-        config
-            .as_object()
-            .unwrap()
-            .keys()
-            .next_back()
-            .map(String::as_str),
+        config.keys().next_back().map(String::as_str),
         Some("model_context_length")
     );
     let changed = desktop
@@ -1032,7 +1066,7 @@ async fn skills_toolsets_and_config(target: Target) {
         )
         .await
         .unwrap();
-    assert_eq!(changed, json!({"ok": true}));
+    assert!(changed.ok);
     let config = desktop
         .config_get(&ConfigGetQuery::default())
         .await
@@ -1056,7 +1090,7 @@ async fn skills_toolsets_and_config(target: Target) {
         .config_schema(&ConfigSchemaQuery::default())
         .await
         .unwrap();
-    assert_eq!(schema["fields"]["model"]["type"], "string", "{schema}");
+    assert_eq!(schema.fields["model"].kind, "string", "{schema:?}");
     peer.stop().await;
 }
 
@@ -1096,5 +1130,54 @@ async fn a_toolset_switched_off_is_not_offered_to_the_model() {
     let now = offered(&peer);
     assert!(!now.contains(&"terminal".to_owned()), "{now:?}");
     assert!(now.contains(&"clarify".to_owned()), "{now:?}");
+    peer.stop().await;
+}
+
+/// Ours only (Hermes shows its config as it is): credentials are masked, and sending the
+/// masked config back keeps them.
+#[tokio::test]
+async fn desktop_config_masks_credentials_and_keeps_them() {
+    use hermes::native::desktop::{ConfigGetQuery, ConfigUpdateBody, ConfigUpdateQuery};
+    let peer = Peer::start(Target::Ours).await;
+    let file = peer.home.join("config.yaml");
+    let mut config: Value = serde_yaml::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    config["model"]["api_key"] = json!("sk-model-s3cret");
+    config["model"]["max_tokens"] = json!(4096);
+    config["mcp_servers"] = json!({"tools": {"url": "http://127.0.0.1:9/mcp",
+        "headers": {"Authorization": "Bearer mcp-s3cret"}}});
+    std::fs::write(&file, serde_yaml::to_string(&config).unwrap()).unwrap();
+    let desktop = desktop(&peer);
+    let shown = desktop
+        .config_get(&ConfigGetQuery::default())
+        .await
+        .unwrap();
+    let text = serde_json::to_string(&shown).unwrap();
+    assert!(!text.contains("s3cret"), "{text}");
+    assert_eq!(
+        shown["mcp_servers"]["tools"]["headers"]["Authorization"],
+        "***"
+    );
+    assert_eq!(
+        shown["mcp_servers"]["tools"]["url"],
+        "http://127.0.0.1:9/mcp"
+    );
+    let mut sent_back = shown.clone();
+    sent_back.insert("display".to_owned(), json!({"compact": true}));
+    desktop
+        .config_update(
+            &ConfigUpdateQuery::default(),
+            &ConfigUpdateBody {
+                config: Value::Object(sent_back),
+                profile: None,
+            },
+        )
+        .await
+        .unwrap();
+    let kept = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        kept.contains("mcp-s3cret") && kept.contains("sk-model-s3cret"),
+        "{kept}"
+    );
+    assert!(kept.contains("compact: true"), "{kept}");
     peer.stop().await;
 }

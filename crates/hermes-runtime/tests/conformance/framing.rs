@@ -61,10 +61,11 @@ async fn replies_by_id(target: Target) {
         }
     }
     for (id, method) in ids {
-        let result = &replies[&id]["result"];
+        let reply = &replies[&id];
+        let result = &reply["result"];
         match method {
-            "session.create" => assert!(result["session_id"].is_string(), "{result}"),
-            _ => assert!(result["sessions"].is_array(), "{result}"),
+            "session.create" => assert!(result["session_id"].is_string(), "{reply}"),
+            _ => assert!(result["sessions"].is_array(), "{reply}"),
         }
     }
     peer.stop().await;

@@ -1,5 +1,7 @@
 //! `HermesDesktop::capabilities()`: which route groups a server has, found from `/api/status`
-//! and by asking one cheap route of each group.
+//! and by asking one cheap route of each group, and which dashboard plugins serve routes.
+//! (Hosted connectors and the plugin catalog arrived after Hermes 0.19: a 0.19 server has
+//! neither, and the pinned contracts bind neither.)
 
 use hermes_native::desktop::{
     ConfigGetQuery, CronJobListQuery, GitBranchesQuery, RouteGroup, SessionListQuery,
@@ -18,6 +20,8 @@ pub struct DesktopCapabilities {
     pub runtime: Option<String>,
     /// The route groups it serves; calling a route of another group is `Error::Unsupported`.
     pub groups: Vec<RouteGroup>,
+    /// The dashboard plugins that serve routes of their own (under `/api/plugins/<name>/`).
+    pub plugin_routes: Vec<String>,
 }
 
 impl DesktopCapabilities {
@@ -28,12 +32,14 @@ impl DesktopCapabilities {
 }
 
 impl HermesDesktop {
-    /// Asks the server what it offers: its status, then one cheap reading route of each group
-    /// (a refusal other than "no such route" — a bad path, a missing profile — still shows the
-    /// group is there).
+    /// Asks the server what it offers: its status, then one cheap reading route of each group.
+    /// A route's own refusal of the probe (400, 404, 422: the empty path it was given) shows
+    /// the group is there; so does a control plane's `forbidden` (it is there, this key may not
+    /// use it). Anything else — no key, a server error — fails the call.
     pub async fn capabilities(&self) -> Result<DesktopCapabilities> {
         let status = self.status_get(&StatusGetQuery::default()).await?;
         let mut groups = vec![RouteGroup::Status];
+        let mut plugin_routes = Vec::new();
         for group in RouteGroup::ALL.iter().copied() {
             let probe = match group {
                 RouteGroup::Status => continue,
@@ -69,17 +75,72 @@ impl HermesDesktop {
                     })
                     .await
                     .map(drop),
+                RouteGroup::Plugins => match self.plugin_list().await {
+                    Ok(plugins) => {
+                        plugin_routes = plugins
+                            .into_iter()
+                            .filter(|p| p.has_api)
+                            .map(|p| p.name)
+                            .collect();
+                        Ok(())
+                    }
+                    Err(e) => Err(e),
+                },
             };
-            match probe {
-                Ok(()) | Err(Error::Runtime { .. }) => groups.push(group),
-                Err(Error::Unsupported { .. }) => {}
-                Err(other) => return Err(other),
+            if present(probe)? {
+                groups.push(group);
             }
         }
         Ok(DesktopCapabilities {
             version: status.version,
             runtime: status.runtime,
             groups,
+            plugin_routes,
         })
+    }
+}
+
+/// Whether a probe's outcome shows its group is served; `Err` when it shows nothing either way.
+fn present(probe: Result<()>) -> Result<bool> {
+    match probe {
+        Ok(()) => Ok(true),
+        Err(Error::Runtime {
+            status: 400 | 404 | 422,
+            ..
+        }) => Ok(true),
+        Err(Error::Api {
+            code: edith_types::ErrorCode::Forbidden,
+            ..
+        }) => Ok(true),
+        Err(Error::Unsupported { .. }) => Ok(false),
+        Err(other) => Err(other),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn runtime(status: u16) -> Result<()> {
+        Err(Error::Runtime {
+            route: "GET /api/x".to_owned(),
+            status,
+            detail: String::new(),
+        })
+    }
+
+    #[test]
+    fn a_probe_counts_only_what_shows_the_group_is_there() {
+        assert!(present(Ok(())).unwrap());
+        for refusal in [400, 404, 422] {
+            assert!(present(runtime(refusal)).unwrap(), "{refusal}");
+        }
+        let unsupported = Err(Error::Unsupported {
+            operation: "skill_list".to_owned(),
+        });
+        assert!(!present(unsupported).unwrap());
+        for broken in [401, 500, 503] {
+            assert!(present(runtime(broken)).is_err(), "{broken}");
+        }
     }
 }

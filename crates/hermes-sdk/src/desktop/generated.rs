@@ -172,4 +172,9 @@ impl HermesDesktop {
     pub async fn git_branches(&self, query: &desktop::GitBranchesQuery) -> Result<replies::GitBranches> {
         self.call(Route::GitBranches, &[], Some(query), None::<&()>).await
     }
+
+    /// `GET /api/dashboard/plugins` (`get_dashboard_plugins` in hermes-agent).
+    pub async fn plugin_list(&self) -> Result<replies::PluginList> {
+        self.call(Route::PluginList, &[], None::<&()>, None::<&()>).await
+    }
 }

@@ -1,7 +1,7 @@
 //! `/api/config…`: a profile's `config.yaml` as Hermes's config routes show and change it —
 //! `model` as its name, `model_context_length` beside it, `_`-keys hidden; a change is merged
-//! into the file. Credentials (MCP headers) are shown masked and a masked value sent back
-//! leaves the credential as it was. The schema lists what this runtime reads.
+//! into the file. Credentials (keys, tokens, secrets, MCP headers and environments) are shown
+//! masked, and a masked value sent back leaves the credential as it was. The schema lists what this runtime reads.
 
 use std::sync::Arc;
 
@@ -10,12 +10,13 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use hermes_native::config::{CONFIG_FILE, HermesConfig};
+use hermes_native::desktop::replies::{SettingField, Settings, SettingsSaved, SettingsSchema};
 use hermes_native::desktop::{
     ConfigGetQuery, ConfigSchemaQuery, ConfigUpdateBody, ConfigUpdateQuery,
 };
 use serde_json::{Map, Value, json};
 
-use super::profiles::home_of;
+use super::profiles::home_of_exact;
 use crate::http::extract::{Body, Params};
 use crate::http::reply::{internal, refuse};
 use crate::runtime::Runtime;
@@ -44,8 +45,8 @@ pub async fn get(
     State(runtime): State<Arc<Runtime>>,
     Params(query): Params<ConfigGetQuery>,
 ) -> Response {
-    let profile = query.profile.filter(|p| !p.eq_ignore_ascii_case("current"));
-    let (home, _) = match home_of(&runtime, profile.as_deref()) {
+    let profile = query.profile;
+    let (home, _) = match home_of_exact(&runtime, profile.as_deref()) {
         Ok(found) => found,
         Err(refused) => return refused.into_response(),
     };
@@ -71,18 +72,38 @@ pub async fn get(
         Some(Value::String(name)) => (json!(name), json!(0)),
         _ => (json!(""), json!(0)),
     };
-    if let Some(Value::Object(servers)) = config.get_mut("mcp_servers") {
-        for server in servers.values_mut() {
-            if let Some(Value::Object(headers)) = server.get_mut("headers") {
-                headers.values_mut().for_each(|v| *v = json!(MASKED));
-            }
-        }
-    }
-    let mut shown = Map::new();
+    mask_credentials(&mut config);
+    let mut shown = Settings::new();
     shown.insert("model".to_owned(), name);
     shown.extend(config);
     shown.insert("model_context_length".to_owned(), context);
-    Json(Value::Object(shown)).into_response()
+    Json(shown).into_response()
+}
+
+/// Whether a key names a credential (`api_key`, `access_token`, `client_secret`,
+/// `password`, `authorization` …).
+fn is_credential(key: &str) -> bool {
+    let key = key.to_ascii_lowercase();
+    key == "authorization"
+        || ["key", "token", "secret", "password"]
+            .iter()
+            .any(|word| key.ends_with(word))
+}
+
+/// Replaces every credential in `config`, at any depth, with [`MASKED`]: text under a
+/// credential's key, and every entry of `headers` and `env` (where MCP servers keep theirs).
+fn mask_credentials(config: &mut Map<String, Value>) {
+    for (key, value) in config.iter_mut() {
+        let all_secret = matches!(key.as_str(), "headers" | "env");
+        match value {
+            Value::Object(inner) if all_secret => {
+                inner.values_mut().for_each(|v| *v = json!(MASKED));
+            }
+            Value::Object(inner) => mask_credentials(inner),
+            Value::String(_) if is_credential(key) => *value = json!(MASKED),
+            _ => {}
+        }
+    }
 }
 
 /// `into` with `change` merged in: objects recursively; `null` removes a value but never a
@@ -119,10 +140,11 @@ pub async fn update(
             .into_response();
     };
     let profile = body.profile.as_deref().or(query.profile.as_deref());
-    let (home, _) = match home_of(&runtime, profile) {
+    let (home, _) = match home_of_exact(&runtime, profile) {
         Ok(found) => found,
         Err(refused) => return refused.into_response(),
     };
+    let _writing = runtime.config_lock.lock().await;
     let mut config = match raw(&home).await {
         Ok(config) => config,
         Err(e) => return internal("reading config.yaml", e),
@@ -152,7 +174,7 @@ pub async fn update(
         }
     };
     match tokio::task::spawn_blocking(move || merged.save(&home)).await {
-        Ok(Ok(())) => Json(json!({"ok": true})).into_response(),
+        Ok(Ok(())) => Json(SettingsSaved { ok: true }).into_response(),
         Ok(Err(e)) => internal("writing config.yaml", e),
         Err(e) => internal("writing config.yaml", e),
     }
@@ -163,18 +185,29 @@ pub async fn schema(
     State(runtime): State<Arc<Runtime>>,
     Params(query): Params<ConfigSchemaQuery>,
 ) -> Response {
-    let profile = query.profile.filter(|p| !p.eq_ignore_ascii_case("current"));
-    if let Err(refused) = home_of(&runtime, profile.as_deref()) {
+    let profile = query.profile;
+    if let Err(refused) = home_of_exact(&runtime, profile.as_deref()) {
         return refused.into_response();
     }
-    Json(json!({
-        "fields": {
-            "model": {"type": "string", "description": "Default model", "category": "general"},
-            "model_context_length": {"type": "number",
-                "description": "Context window override (0 = auto-detect from model metadata)",
-                "category": "general"},
-        },
-        "category_order": ["general"],
-    }))
+    let field = |kind: &str, description: &str| SettingField {
+        kind: kind.to_owned(),
+        description: description.to_owned(),
+        category: "general".to_owned(),
+        options: None,
+    };
+    Json(SettingsSchema {
+        fields: [
+            ("model".to_owned(), field("string", "Default model")),
+            (
+                "model_context_length".to_owned(),
+                field(
+                    "number",
+                    "Context window override (0 = auto-detect from model metadata)",
+                ),
+            ),
+        ]
+        .into(),
+        category_order: vec!["general".to_owned()],
+    })
     .into_response()
 }

@@ -90,7 +90,7 @@ pub async fn create(
         Ok(all) => all,
         Err(e) => return internal("reading cron jobs", e),
     };
-    let job = match jobs::create(&body, &all, &config, &profile, Utc::now()) {
+    let job = match jobs::create(&body, &config, Utc::now()) {
         Ok(job) => job,
         Err(e) => return refuse(StatusCode::BAD_REQUEST, e),
     };

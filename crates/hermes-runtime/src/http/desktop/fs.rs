@@ -287,8 +287,7 @@ pub async fn write_text(
     }
 }
 
-/// Replaces the file at once (a temporary file beside it, renamed over it): a reader never sees
-/// half of it.
+/// Replaces the file at once: a reader never sees half of it.
 fn write_whole(path: &Path, content: &str) -> Result<FileWritten, Refusal> {
     match std::fs::metadata(path) {
         Ok(meta) if meta.is_dir() => {
@@ -310,16 +309,14 @@ fn write_whole(path: &Path, content: &str) -> Result<FileWritten, Refusal> {
         }
         Err(e) => return Err(Refusal::new(StatusCode::BAD_REQUEST, e.to_string())),
     }
-    let parent = path
-        .parent()
-        .filter(|p| p.is_dir())
-        .ok_or_else(|| Refusal::new(StatusCode::BAD_REQUEST, "Parent directory does not exist"))?;
-    let name = path.file_name().unwrap_or_default().to_string_lossy();
-    let temporary = parent.join(format!(".{name}.hermes-tmp-{}", std::process::id()));
-    let outcome =
-        std::fs::write(&temporary, content).and_then(|()| std::fs::rename(&temporary, path));
-    if let Err(e) = outcome {
-        let _ = std::fs::remove_file(&temporary);
+    if !path.parent().is_some_and(Path::is_dir) {
+        return Err(Refusal::new(
+            StatusCode::BAD_REQUEST,
+            "Parent directory does not exist",
+        ));
+    }
+    // Replaced, not rewritten in place, as Hermes does (the mode becomes the default one).
+    if let Err(e) = hermes_native::config::write_atomically(path, content.as_bytes(), 0o644) {
         return Err(match e.kind() {
             ErrorKind::PermissionDenied => {
                 Refusal::new(StatusCode::FORBIDDEN, "File is not writable")

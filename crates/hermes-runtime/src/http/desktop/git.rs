@@ -23,10 +23,14 @@ const MAX_FILES: usize = 200;
 const MAX_COUNTED_UNTRACKED: usize = 500;
 const MAX_COUNTED_BYTES: u64 = 1024 * 1024;
 
-/// Runs `git args` in `dir`; its output when it succeeds in time.
-async fn git(dir: &Path, args: &[&str]) -> Option<String> {
+/// Runs `git args` in `dir`; its output when it succeeds in time. A repository's own
+/// configuration may not make git run commands (`core.fsmonitor`), and git does not look for a
+/// repository above `ceiling` (the workspace's parent).
+async fn git(dir: &Path, ceiling: &Path, args: &[&str]) -> Option<String> {
     let run = tokio::process::Command::new("git")
+        .args(["-c", "core.fsmonitor=false"])
         .args(args)
+        .env("GIT_CEILING_DIRECTORIES", ceiling)
         .current_dir(dir)
         .stdin(std::process::Stdio::null())
         .kill_on_drop(true)
@@ -39,6 +43,11 @@ async fn git(dir: &Path, args: &[&str]) -> Option<String> {
     }
 }
 
+/// Where git stops looking for a repository: the workspace's parent.
+fn ceiling(runtime: &Runtime) -> &Path {
+    runtime.workspace.parent().unwrap_or(&runtime.workspace)
+}
+
 async fn directory(runtime: &Runtime, raw: &str) -> Result<Option<PathBuf>, Response> {
     let path = resolve(&runtime.workspace, raw).map_err(super::fs::refused)?;
     Ok(path.is_dir().then_some(path))
@@ -49,7 +58,7 @@ pub async fn status(
     Params(query): Params<GitStatusQuery>,
 ) -> Response {
     match directory(&runtime, &query.path).await {
-        Ok(Some(dir)) => Json(repo_status(&dir).await).into_response(),
+        Ok(Some(dir)) => Json(repo_status(&dir, ceiling(&runtime)).await).into_response(),
         Ok(None) => Json(None::<RepoStatus>).into_response(),
         Err(refused) => refused,
     }
@@ -60,19 +69,28 @@ pub async fn branches(
     Params(query): Params<GitBranchesQuery>,
 ) -> Response {
     let branches = match directory(&runtime, &query.path).await {
-        Ok(Some(dir)) => branch_list(&dir).await,
+        Ok(Some(dir)) => branch_list(&dir, ceiling(&runtime)).await,
         Ok(None) => Vec::new(),
         Err(refused) => return refused,
     };
     Json(BranchList { branches }).into_response()
 }
 
-async fn repo_status(dir: &Path) -> Option<RepoStatus> {
-    let porcelain = git(dir, &["status", "--porcelain=v2", "--branch", "-z"]).await?;
-    let root = PathBuf::from(git(dir, &["rev-parse", "--show-toplevel"]).await?.trim());
+async fn repo_status(dir: &Path, ceiling: &Path) -> Option<RepoStatus> {
+    let porcelain = git(
+        dir,
+        ceiling,
+        &["status", "--porcelain=v2", "--branch", "-z"],
+    )
+    .await?;
+    let root = PathBuf::from(
+        git(dir, ceiling, &["rev-parse", "--show-toplevel"])
+            .await?
+            .trim(),
+    );
     let mut status = RepoStatus {
         branch: None,
-        default_branch: default_branch_of_status(dir).await,
+        default_branch: default_branch_of_status(dir, ceiling).await,
         detached: false,
         ahead: 0,
         behind: 0,
@@ -118,7 +136,7 @@ async fn repo_status(dir: &Path) -> Option<RepoStatus> {
         status.conflicted += i64::from(file.conflicted);
     }
     status.changed = files.len() as i64;
-    let (added, removed) = line_changes(dir, &root, &files).await;
+    let (added, removed) = line_changes(dir, ceiling, &root, &files).await;
     status.added = added;
     status.removed = removed;
     files.truncate(MAX_FILES);
@@ -170,9 +188,14 @@ fn tracked(rest: &str, fields: usize) -> Option<ChangedFile> {
 }
 
 /// Lines added and removed against HEAD, with the lines of untracked files as added.
-async fn line_changes(dir: &Path, root: &Path, files: &[ChangedFile]) -> (i64, i64) {
+async fn line_changes(
+    dir: &Path,
+    ceiling: &Path,
+    root: &Path,
+    files: &[ChangedFile],
+) -> (i64, i64) {
     let (mut added, mut removed) = (0, 0);
-    if let Some(numstat) = git(dir, &["diff", "--numstat", "HEAD"]).await {
+    if let Some(numstat) = git(dir, ceiling, &["diff", "--numstat", "HEAD"]).await {
         for line in numstat.lines() {
             let mut parts = line.split('\t');
             added += parts
@@ -214,9 +237,10 @@ fn line_count(path: &Path) -> i64 {
 }
 
 /// The branch `origin/HEAD` names, else the first of main and master (local, then remote).
-async fn default_branch_of_status(dir: &Path) -> Option<String> {
+async fn default_branch_of_status(dir: &Path, ceiling: &Path) -> Option<String> {
     if let Some(head) = git(
         dir,
+        ceiling,
         &["symbolic-ref", "--quiet", "refs/remotes/origin/HEAD"],
     )
     .await
@@ -232,9 +256,13 @@ async fn default_branch_of_status(dir: &Path) -> Option<String> {
         "refs/remotes/origin/main",
         "refs/remotes/origin/master",
     ] {
-        if git(dir, &["show-ref", "--verify", "--quiet", candidate])
-            .await
-            .is_some()
+        if git(
+            dir,
+            ceiling,
+            &["show-ref", "--verify", "--quiet", candidate],
+        )
+        .await
+        .is_some()
         {
             return candidate.rsplit('/').next().map(str::to_owned);
         }
@@ -244,9 +272,10 @@ async fn default_branch_of_status(dir: &Path) -> Option<String> {
 
 /// The default branch as `git/branches` judges it: `origin/HEAD`, then `init.defaultBranch`,
 /// then main or master if either exists.
-async fn default_branch_of_list(dir: &Path, names: &[String]) -> Option<String> {
+async fn default_branch_of_list(dir: &Path, ceiling: &Path, names: &[String]) -> Option<String> {
     if let Some(head) = git(
         dir,
+        ceiling,
         &[
             "symbolic-ref",
             "--quiet",
@@ -259,7 +288,7 @@ async fn default_branch_of_list(dir: &Path, names: &[String]) -> Option<String> 
         let head = head.trim();
         return Some(head.strip_prefix("origin/").unwrap_or(head).to_owned());
     }
-    if let Some(configured) = git(dir, &["config", "--get", "init.defaultBranch"]).await {
+    if let Some(configured) = git(dir, ceiling, &["config", "--get", "init.defaultBranch"]).await {
         let configured = configured.trim();
         if !configured.is_empty() {
             return Some(configured.to_owned());
@@ -271,9 +300,10 @@ async fn default_branch_of_list(dir: &Path, names: &[String]) -> Option<String> 
         .map(str::to_owned)
 }
 
-async fn branch_list(dir: &Path) -> Vec<Branch> {
+async fn branch_list(dir: &Path, ceiling: &Path) -> Vec<Branch> {
     let Some(refs) = git(
         dir,
+        ceiling,
         &[
             "for-each-ref",
             "--format=%(refname:short)",
@@ -290,8 +320,8 @@ async fn branch_list(dir: &Path) -> Vec<Branch> {
         .map(str::to_owned)
         .filter(|n| !n.is_empty())
         .collect();
-    let worktrees = worktrees(dir).await;
-    let default = default_branch_of_list(dir, &names).await;
+    let worktrees = worktrees(dir, ceiling).await;
+    let default = default_branch_of_list(dir, ceiling, &names).await;
     names
         .into_iter()
         .map(|name| {
@@ -310,8 +340,8 @@ async fn branch_list(dir: &Path) -> Vec<Branch> {
 }
 
 /// `(worktree path, branch checked out there)` for each worktree on a branch.
-async fn worktrees(dir: &Path) -> Vec<(String, String)> {
-    let Some(list) = git(dir, &["worktree", "list", "--porcelain"]).await else {
+async fn worktrees(dir: &Path, ceiling: &Path) -> Vec<(String, String)> {
+    let Some(list) = git(dir, ceiling, &["worktree", "list", "--porcelain"]).await else {
         return Vec::new();
     };
     let mut found = Vec::new();

@@ -58,6 +58,7 @@ fn serve(router: Routes, route: Route) -> Routes {
         Route::FsWriteText => add(router, route, fs::write_text),
         Route::GitStatus => add(router, route, git::status),
         Route::GitBranches => add(router, route, git::branches),
+        Route::PluginList => add(router, route, status::plugins),
         Route::SkillList => add(router, route, skills::list),
         Route::SkillToggle => add(router, route, skills::toggle),
         Route::ToolsetList => add(router, route, toolsets::list),

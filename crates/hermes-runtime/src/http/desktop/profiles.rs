@@ -14,7 +14,7 @@ use hermes_native::desktop::replies::{
     ActiveProfile, ProfileCreated, ProfileDeleted, ProfileRenamed, ProfileSummary, Profiles,
 };
 use hermes_native::desktop::{ProfileCreateBody, ProfileRenameBody};
-use hermes_native::profile::{DEFAULT_PROFILE, normalize_profile_name};
+use hermes_native::profile::{DEFAULT_PROFILE, exact_profile_name, normalize_profile_name};
 
 use crate::http::extract::Body;
 use crate::http::reply::{Refusal, internal, refuse};
@@ -54,17 +54,48 @@ const NOT_CLONED: &[&str] = &[
 /// The file that names the sticky active profile.
 const ACTIVE_FILE: &str = "active_profile";
 
+/// How a route reads the profile it is given: Hermes's session and cron routes normalize the
+/// name (trimmed, lowercased), its status, config, skills and toolsets routes take it as it is
+/// (and `current` as the runtime's own).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Naming {
+    Normalized,
+    Exact,
+}
+
 /// The home a request's `profile` names (`None`: the runtime's own) and that profile's name,
 /// refused as Hermes refuses it: 400 for a bad name, 404 for one that does not exist.
 pub fn home_of(
     runtime: &Runtime,
     profile: Option<&str>,
 ) -> Result<(PathBuf, Option<String>), Refusal> {
+    home_named(runtime, profile, Naming::Normalized)
+}
+
+/// [`home_of`] for the routes that take the name as it is.
+pub fn home_of_exact(
+    runtime: &Runtime,
+    profile: Option<&str>,
+) -> Result<(PathBuf, Option<String>), Refusal> {
+    home_named(runtime, profile, Naming::Exact)
+}
+
+fn home_named(
+    runtime: &Runtime,
+    profile: Option<&str>,
+    naming: Naming,
+) -> Result<(PathBuf, Option<String>), Refusal> {
     let Some(raw) = profile.filter(|p| !p.trim().is_empty()) else {
         return Ok((runtime.root.clone(), None));
     };
-    let name = normalize_profile_name(raw)
-        .map_err(|e| Refusal::new(StatusCode::BAD_REQUEST, e.to_string()))?;
+    if naming == Naming::Exact && raw.eq_ignore_ascii_case("current") {
+        return Ok((runtime.root.clone(), None));
+    }
+    let name = match naming {
+        Naming::Normalized => normalize_profile_name(raw),
+        Naming::Exact => exact_profile_name(raw),
+    }
+    .map_err(|e| Refusal::new(StatusCode::BAD_REQUEST, e.to_string()))?;
     let home = home_path(runtime, &name);
     if !home.is_dir() {
         return Err(Refusal::new(
@@ -198,11 +229,14 @@ pub async fn create(
         return bad(format!("`{field}` is not supported by hermes-runtime"));
     }
     let home = home_path(&runtime, &name);
-    if home.exists() {
-        return bad(format!(
+    let exists = || {
+        bad(format!(
             "Profile '{name}' already exists at {}",
             home.display()
-        ));
+        ))
+    };
+    if home.exists() {
+        return exists();
     }
     let clone_all = body.clone_all.unwrap_or(false);
     let source = match body
@@ -235,6 +269,11 @@ pub async fn create(
             "Source profile '{source}' does not exist at {}",
             source_home.display()
         ));
+    }
+    // Making the directory claims the name: of two requests for it, one gets it.
+    let _ = std::fs::create_dir_all(runtime.root.join("profiles"));
+    if std::fs::create_dir(&home).is_err() {
+        return exists();
     }
     let made = tokio::task::spawn_blocking({
         let home = home.clone();

@@ -10,10 +10,10 @@ use axum::Json;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use hermes_native::config::HermesConfig;
+use hermes_native::desktop::replies::{Skill, SkillToggled};
 use hermes_native::desktop::{SkillListQuery, SkillToggleBody, SkillToggleQuery};
-use serde_json::{Value, json};
 
-use super::profiles::home_of;
+use super::profiles::home_of_exact;
 use crate::http::extract::{Body, Params};
 use crate::http::reply::internal;
 use crate::runtime::Runtime;
@@ -74,7 +74,7 @@ pub async fn list(
     State(runtime): State<Arc<Runtime>>,
     Params(query): Params<SkillListQuery>,
 ) -> Response {
-    let (home, _) = match home_of(&runtime, query.profile.as_deref()) {
+    let (home, _) = match home_of_exact(&runtime, query.profile.as_deref()) {
         Ok(found) => found,
         Err(refused) => return refused.into_response(),
     };
@@ -86,7 +86,7 @@ pub async fn list(
     let mut files = Vec::new();
     skill_files(&root, &mut files);
     files.sort();
-    let listed: Vec<Value> = files
+    let listed: Vec<Skill> = files
         .iter()
         .map(|file| {
             let (name, description) = read_skill(file);
@@ -99,10 +99,14 @@ pub async fn list(
                 .then(|| file.strip_prefix(&root).ok()?.components().next())
                 .flatten()
                 .map(|c| c.as_os_str().to_string_lossy().into_owned());
-            json!({
-                "name": name, "description": description, "category": category,
-                "enabled": !disabled.contains(&name), "usage": 0, "provenance": "agent",
-            })
+            Skill {
+                enabled: !disabled.contains(&name),
+                name,
+                description,
+                category,
+                usage: 0,
+                provenance: "agent".to_owned(),
+            }
         })
         .collect();
     Json(listed).into_response()
@@ -114,10 +118,11 @@ pub async fn toggle(
     Body(body): Body<SkillToggleBody>,
 ) -> Response {
     let profile = body.profile.as_deref().or(query.profile.as_deref());
-    let (home, _) = match home_of(&runtime, profile) {
+    let (home, _) = match home_of_exact(&runtime, profile) {
         Ok(found) => found,
         Err(refused) => return refused.into_response(),
     };
+    let _writing = runtime.config_lock.lock().await;
     let mut config = match HermesConfig::load(&home).await {
         Ok(config) => config,
         Err(e) => return internal("reading config.yaml", e),
@@ -130,9 +135,12 @@ pub async fn toggle(
     disabled.sort();
     config.set_disabled_skills(disabled);
     match tokio::task::spawn_blocking(move || config.save(&home)).await {
-        Ok(Ok(())) => {
-            Json(json!({"ok": true, "name": body.name, "enabled": body.enabled})).into_response()
-        }
+        Ok(Ok(())) => Json(SkillToggled {
+            ok: true,
+            name: body.name,
+            enabled: body.enabled,
+        })
+        .into_response(),
         Ok(Err(e)) => internal("writing config.yaml", e),
         Err(e) => internal("writing config.yaml", e),
     }

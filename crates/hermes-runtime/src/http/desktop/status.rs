@@ -9,10 +9,10 @@ use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use hermes_native::config::HermesConfig;
 use hermes_native::desktop::StatusGetQuery;
-use hermes_native::desktop::replies::Status;
+use hermes_native::desktop::replies::{DashboardPlugin, Status};
 use serde_json::{Value, json};
 
-use super::profiles::home_of;
+use super::profiles::home_of_exact;
 use crate::http::extract::Params;
 use crate::runtime::Runtime;
 
@@ -25,8 +25,8 @@ pub async fn status(
     State(runtime): State<Arc<Runtime>>,
     Params(query): Params<StatusGetQuery>,
 ) -> Response {
-    let profile = query.profile.filter(|p| !p.eq_ignore_ascii_case("current"));
-    let (home, _) = match home_of(&runtime, profile.as_deref()) {
+    let profile = query.profile;
+    let (home, _) = match home_of_exact(&runtime, profile.as_deref()) {
         Ok(found) => found,
         Err(refused) => return refused.into_response(),
     };
@@ -75,4 +75,9 @@ pub async fn status(
         runtime_version: Some(env!("CARGO_PKG_VERSION").to_owned()),
     })
     .into_response()
+}
+
+/// `GET /api/dashboard/plugins` (public): this runtime has no dashboard plugins.
+pub async fn plugins() -> Json<Vec<DashboardPlugin>> {
+    Json(Vec::new())
 }

@@ -9,10 +9,10 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use hermes_native::config::HermesConfig;
+use hermes_native::desktop::replies::{Toolset, ToolsetUpdated};
 use hermes_native::desktop::{ToolsetListQuery, ToolsetUpdateBody, ToolsetUpdateQuery};
-use serde_json::{Value, json};
 
-use super::profiles::home_of;
+use super::profiles::home_of_exact;
 use crate::http::extract::{Body, Params};
 use crate::http::reply::{internal, refuse};
 use crate::runtime::Runtime;
@@ -22,7 +22,7 @@ pub async fn list(
     State(runtime): State<Arc<Runtime>>,
     Params(query): Params<ToolsetListQuery>,
 ) -> Response {
-    let (home, _) = match home_of(&runtime, query.profile.as_deref()) {
+    let (home, _) = match home_of_exact(&runtime, query.profile.as_deref()) {
         Ok(found) => found,
         Err(refused) => return refused.into_response(),
     };
@@ -31,15 +31,21 @@ pub async fn list(
         Err(e) => return internal("reading config.yaml", e),
     };
     let enabled = enabled_toolsets(&config);
-    let listed: Vec<Value> = BUILT_IN_TOOLSETS
+    let listed: Vec<Toolset> = BUILT_IN_TOOLSETS
         .iter()
         .map(|toolset| {
             let on = enabled.iter().any(|e| e == toolset.name);
-            json!({
-                "name": toolset.name, "label": toolset.label, "description": toolset.description,
-                "platform": PLATFORM, "platform_label": "CLI", "enabled": on, "available": on,
-                "configured": true, "tools": toolset.tools,
-            })
+            Toolset {
+                name: toolset.name.to_owned(),
+                label: toolset.label.to_owned(),
+                description: toolset.description.to_owned(),
+                platform: PLATFORM.to_owned(),
+                platform_label: "CLI".to_owned(),
+                enabled: on,
+                available: on,
+                configured: true,
+                tools: toolset.tools.iter().map(|t| (*t).to_owned()).collect(),
+            }
         })
         .collect();
     Json(listed).into_response()
@@ -55,10 +61,11 @@ pub async fn update(
         return refuse(StatusCode::BAD_REQUEST, format!("Unknown toolset: {name}"));
     }
     let profile = body.profile.as_deref().or(query.profile.as_deref());
-    let (home, _) = match home_of(&runtime, profile) {
+    let (home, _) = match home_of_exact(&runtime, profile) {
         Ok(found) => found,
         Err(refused) => return refused.into_response(),
     };
+    let _writing = runtime.config_lock.lock().await;
     let mut config = match HermesConfig::load(&home).await {
         Ok(config) => config,
         Err(e) => return internal("reading config.yaml", e),
@@ -71,10 +78,13 @@ pub async fn update(
     enabled.sort();
     config.set_platform_toolsets(PLATFORM, enabled);
     match tokio::task::spawn_blocking(move || config.save(&home)).await {
-        Ok(Ok(())) => {
-            Json(json!({"ok": true, "name": name, "platform": PLATFORM, "enabled": body.enabled}))
-                .into_response()
-        }
+        Ok(Ok(())) => Json(ToolsetUpdated {
+            ok: true,
+            name,
+            platform: PLATFORM.to_owned(),
+            enabled: body.enabled,
+        })
+        .into_response(),
         Ok(Err(e)) => internal("writing config.yaml", e),
         Err(e) => internal("writing config.yaml", e),
     }

@@ -43,7 +43,7 @@ pub fn resolve(workspace: &Path, raw: &str) -> Result<PathBuf, PathRefusal> {
     } else {
         workspace.join(path)
     };
-    let real = follow(&absolute);
+    let real = follow(&absolute, MAX_LINKS).ok_or(PathRefusal::Invalid)?;
     if real.starts_with(workspace) {
         Ok(real)
     } else {
@@ -75,10 +75,13 @@ fn from_file_url(rest: &str) -> Result<String, PathRefusal> {
     Ok(decoded.into_owned())
 }
 
+/// How many symbolic links one path may pass through (the operating system's own limit).
+const MAX_LINKS: u32 = 40;
+
 /// The real location of `path`: walked from the root, each symbolic link replaced by where it
 /// leads and `..` taken after that, as the operating system would. Parts that do not exist yet
-/// are kept as written.
-fn follow(path: &Path) -> PathBuf {
+/// are kept as written. `None` for a path that passes through more than `links` links (a loop).
+fn follow(path: &Path, links: u32) -> Option<PathBuf> {
     let mut real = PathBuf::from("/");
     for component in path.components() {
         match component {
@@ -96,17 +99,17 @@ fn follow(path: &Path) -> PathBuf {
                 } else if let Ok(target) = std::fs::canonicalize(&next) {
                     target
                 } else {
-                    // A link to nothing (yet): where it points, so writing through it is judged
-                    // by its target.
+                    // A link to nothing (yet), or a loop: where it points, so writing through
+                    // it is judged by its target.
                     match std::fs::read_link(&next) {
-                        Ok(target) => follow(&real.join(target)),
+                        Ok(target) => follow(&real.join(target), links.checked_sub(1)?)?,
                         Err(_) => next,
                     }
                 };
             }
         }
     }
-    real
+    Some(real)
 }
 
 #[cfg(test)]
@@ -124,6 +127,8 @@ mod tests {
         std::os::unix::fs::symlink(&outside, workspace.join("out-link")).unwrap();
         std::os::unix::fs::symlink(workspace.join("sub"), workspace.join("in-link")).unwrap();
         std::os::unix::fs::symlink(outside.join("new.txt"), workspace.join("dangling")).unwrap();
+        std::os::unix::fs::symlink(workspace.join("loop-b"), workspace.join("loop-a")).unwrap();
+        std::os::unix::fs::symlink(workspace.join("loop-a"), workspace.join("loop-b")).unwrap();
 
         let ok = |raw: &str| resolve(&workspace, raw);
         assert_eq!(ok("sub/a.txt"), Ok(workspace.join("sub/a.txt")));
@@ -153,5 +158,10 @@ mod tests {
         assert_eq!(ok("  "), Err(PathRefusal::Required));
         assert_eq!(ok("a\0b"), Err(PathRefusal::Invalid));
         assert_eq!(ok("file://elsewhere/tmp"), Err(PathRefusal::Invalid));
+        assert_eq!(
+            ok("loop-a/x"),
+            Err(PathRefusal::Invalid),
+            "a loop is refused, not followed"
+        );
     }
 }
