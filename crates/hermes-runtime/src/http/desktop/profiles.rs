@@ -133,24 +133,6 @@ fn active_name(root: &Path) -> String {
         .unwrap_or_else(|| DEFAULT_PROFILE.to_owned())
 }
 
-/// `SKILL.md` files under `skills/`.
-fn skill_count(dir: &Path) -> i64 {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return 0;
-    };
-    entries
-        .flatten()
-        .map(|entry| {
-            let path = entry.path();
-            if entry.file_type().is_ok_and(|t| t.is_dir()) {
-                skill_count(&path)
-            } else {
-                i64::from(entry.file_name() == "SKILL.md")
-            }
-        })
-        .sum()
-}
-
 async fn summary(name: &str, home: &Path) -> ProfileSummary {
     let config = HermesConfig::load(home).await.ok();
     let model = config.as_ref().map(|c| c.model.clone());
@@ -169,7 +151,7 @@ async fn summary(name: &str, home: &Path) -> ProfileSummary {
         model: model.as_ref().and_then(|m| m.default.clone()),
         provider: model.as_ref().and_then(|m| m.provider.clone()),
         has_env: home.join(".env").is_file(),
-        skill_count: skill_count(&home.join("skills")),
+        skill_count: super::skills::skill_files(&home.join("skills")).len() as i64,
         gateway_running: false,
         description,
         description_auto: false,

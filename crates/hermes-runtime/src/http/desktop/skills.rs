@@ -18,19 +18,25 @@ use crate::http::extract::{Body, Params};
 use crate::http::reply::internal;
 use crate::runtime::Runtime;
 
-/// Every `SKILL.md` under `dir`, by path.
-fn skill_files(dir: &Path, found: &mut Vec<std::path::PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if entry.file_type().is_ok_and(|t| t.is_dir()) {
-            skill_files(&path, found);
-        } else if entry.file_name() == "SKILL.md" {
-            found.push(path);
+/// Every `SKILL.md` under `dir`, sorted by path.
+pub fn skill_files(dir: &Path) -> Vec<std::path::PathBuf> {
+    fn walk(dir: &Path, found: &mut Vec<std::path::PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                walk(&path, found);
+            } else if entry.file_name() == "SKILL.md" {
+                found.push(path);
+            }
         }
     }
+    let mut found = Vec::new();
+    walk(dir, &mut found);
+    found.sort();
+    found
 }
 
 /// `name` and `description` from the front matter (or the directory's name and the first line
@@ -83,9 +89,7 @@ pub async fn list(
         .map(|c| c.disabled_skills())
         .unwrap_or_default();
     let root = home.join("skills");
-    let mut files = Vec::new();
-    skill_files(&root, &mut files);
-    files.sort();
+    let files = skill_files(&root);
     let listed: Vec<Skill> = files
         .iter()
         .map(|file| {
