@@ -173,10 +173,18 @@ pub async fn update(
             );
         }
     };
-    match tokio::task::spawn_blocking(move || merged.save(&home)).await {
-        Ok(Ok(())) => Json(SettingsSaved { ok: true }).into_response(),
-        Ok(Err(e)) => internal("writing config.yaml", e),
-        Err(e) => internal("writing config.yaml", e),
+    match save(home, merged).await {
+        Ok(()) => Json(SettingsSaved { ok: true }).into_response(),
+        Err(failed) => failed,
+    }
+}
+
+/// Writes `config` as the home's `config.yaml` (off the async threads).
+pub async fn save(home: std::path::PathBuf, config: HermesConfig) -> Result<(), Response> {
+    match tokio::task::spawn_blocking(move || config.save(&home)).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(internal("writing config.yaml", e)),
+        Err(e) => Err(internal("writing config.yaml", e)),
     }
 }
 

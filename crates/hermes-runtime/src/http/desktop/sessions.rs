@@ -39,39 +39,48 @@ async fn db_of(
     Ok((db, named))
 }
 
+/// What a handler answers: its reply, or a refusal already shaped.
+type Reply = Result<Response, Response>;
+
 fn not_found() -> Response {
     refuse(StatusCode::NOT_FOUND, "Session not found")
+}
+
+/// The whole id of the session `id` names (itself or a prefix of it); 404 for none.
+async fn resolved(db: &StateDb, id: &str) -> Result<String, Response> {
+    match db.resolve_id(id).await {
+        Ok(Some(id)) => Ok(id),
+        Ok(None) => Err(not_found()),
+        Err(e) => Err(internal("reading a session", e)),
+    }
 }
 
 pub async fn list(
     State(runtime): State<Arc<Runtime>>,
     Params(query): Params<SessionListQuery>,
-) -> Response {
+) -> Reply {
     let archived = match query.archived.as_deref().unwrap_or("exclude") {
         "exclude" => Archived::Exclude,
         "only" => Archived::Only,
         "include" => Archived::Include,
         _ => {
-            return refuse(
+            return Err(refuse(
                 StatusCode::BAD_REQUEST,
                 "archived must be one of: exclude, only, include",
-            );
+            ));
         }
     };
     let order = match query.order.as_deref().unwrap_or("created") {
         "created" => Order::Created,
         "recent" => Order::Recent,
         _ => {
-            return refuse(
+            return Err(refuse(
                 StatusCode::BAD_REQUEST,
                 "order must be one of: created, recent",
-            );
+            ));
         }
     };
-    let (db, named) = match db_of(&runtime, query.profile.as_deref()).await {
-        Ok(found) => found,
-        Err(refused) => return refused,
-    };
+    let (db, named) = db_of(&runtime, query.profile.as_deref()).await?;
     let filter = ListFilter {
         limit: query.limit.unwrap_or(20),
         offset: query.offset.unwrap_or(0),
@@ -90,171 +99,136 @@ pub async fn list(
             .collect(),
         cwd_prefix: query.cwd_prefix.filter(|s| !s.is_empty()),
     };
-    match db.session_page(&filter).await {
-        Ok((mut sessions, total)) => {
-            if let Some(name) = named {
-                for session in &mut sessions {
-                    session.profile = Some(name.clone());
-                    session.is_default_profile = Some(name == DEFAULT_PROFILE);
-                }
-            }
-            Json(SessionPage {
-                sessions,
-                total,
-                limit: filter.limit,
-                offset: filter.offset,
-            })
-            .into_response()
+    let (mut sessions, total) = db
+        .session_page(&filter)
+        .await
+        .map_err(|e| internal("listing sessions", e))?;
+    if let Some(name) = named {
+        for session in &mut sessions {
+            session.profile = Some(name.clone());
+            session.is_default_profile = Some(name == DEFAULT_PROFILE);
         }
-        Err(e) => internal("listing sessions", e),
     }
+    Ok(Json(SessionPage {
+        sessions,
+        total,
+        limit: filter.limit,
+        offset: filter.offset,
+    })
+    .into_response())
 }
 
 pub async fn search(
     State(runtime): State<Arc<Runtime>>,
     Params(query): Params<SessionSearchQuery>,
-) -> Response {
+) -> Reply {
     let text = query.q.unwrap_or_default();
     if text.trim().is_empty() {
-        return Json(SearchResults {
+        return Ok(Json(SearchResults {
             results: Vec::new(),
         })
-        .into_response();
+        .into_response());
     }
     let limit = match query.limit.unwrap_or(20) {
         0 => 20,
         n => n.clamp(1, 100) as usize,
     };
-    let (db, _) = match db_of(&runtime, query.profile.as_deref()).await {
-        Ok(found) => found,
-        Err(refused) => return refused,
-    };
-    match db.search(text.trim(), limit).await {
-        Ok(results) => Json(SearchResults { results }).into_response(),
-        Err(e) => {
-            tracing::error!(error = %e, "searching sessions");
-            refuse(StatusCode::INTERNAL_SERVER_ERROR, "Search failed")
-        }
-    }
+    let (db, _) = db_of(&runtime, query.profile.as_deref()).await?;
+    let results = db.search(text.trim(), limit).await.map_err(|e| {
+        tracing::error!(error = %e, "searching sessions");
+        refuse(StatusCode::INTERNAL_SERVER_ERROR, "Search failed")
+    })?;
+    Ok(Json(SearchResults { results }).into_response())
 }
 
 pub async fn get(
     State(runtime): State<Arc<Runtime>>,
     Path(id): Path<String>,
     Params(query): Params<SessionGetQuery>,
-) -> Response {
-    let (db, named) = match db_of(&runtime, query.profile.as_deref()).await {
-        Ok(found) => found,
-        Err(refused) => return refused,
-    };
-    let detail = match db.resolve_id(&id).await {
-        Ok(Some(id)) => db.session_detail(&id).await,
-        Ok(None) => return not_found(),
-        Err(e) => Err(e),
-    };
-    match detail {
-        Ok(Some(mut detail)) => {
-            detail.profile = named;
-            Json(detail).into_response()
-        }
-        Ok(None) => not_found(),
-        Err(e) => internal("reading a session", e),
-    }
+) -> Reply {
+    let (db, named) = db_of(&runtime, query.profile.as_deref()).await?;
+    let id = resolved(&db, &id).await?;
+    let mut detail = db
+        .session_detail(&id)
+        .await
+        .map_err(|e| internal("reading a session", e))?
+        .ok_or_else(not_found)?;
+    detail.profile = named;
+    Ok(Json(detail).into_response())
 }
 
 pub async fn messages(
     State(runtime): State<Arc<Runtime>>,
     Path(id): Path<String>,
     Params(query): Params<SessionMessagesQuery>,
-) -> Response {
-    let (db, _) = match db_of(&runtime, query.profile.as_deref()).await {
-        Ok(found) => found,
-        Err(refused) => return refused,
-    };
-    let id = match db.resolve_id(&id).await {
-        Ok(Some(id)) => id,
-        Ok(None) => return not_found(),
-        Err(e) => return internal("reading a session", e),
-    };
-    match db
+) -> Reply {
+    let (db, _) = db_of(&runtime, query.profile.as_deref()).await?;
+    let id = resolved(&db, &id).await?;
+    let (messages, pagination) = db
         .stored_messages(&id, query.limit, query.offset.unwrap_or(0))
         .await
-    {
-        Ok((messages, pagination)) => Json(MessagePage {
-            session_id: hermes_native::StoredSessionId::new(id),
-            messages,
-            pagination,
-        })
-        .into_response(),
-        Err(e) => internal("reading messages", e),
-    }
+        .map_err(|e| internal("reading messages", e))?;
+    Ok(Json(MessagePage {
+        session_id: hermes_native::StoredSessionId::new(id),
+        messages,
+        pagination,
+    })
+    .into_response())
 }
 
 pub async fn update(
     State(runtime): State<Arc<Runtime>>,
     Path(id): Path<String>,
     Body(body): Body<SessionUpdateBody>,
-) -> Response {
-    let (db, _) = match db_of(&runtime, body.profile.as_deref()).await {
-        Ok(found) => found,
-        Err(refused) => return refused,
-    };
-    let id = match db.resolve_id(&id).await {
-        Ok(Some(id)) => id,
-        Ok(None) => return not_found(),
-        Err(e) => return internal("reading a session", e),
-    };
+) -> Reply {
+    let (db, _) = db_of(&runtime, body.profile.as_deref()).await?;
+    let id = resolved(&db, &id).await?;
     if body.title.is_none() && body.archived.is_none() {
-        return refuse(
+        return Err(refuse(
             StatusCode::BAD_REQUEST,
             "Nothing to update; provide 'title' and/or 'archived'.",
-        );
+        ));
     }
-    match db
+    let updated = db
         .update_session(&id, body.title.as_deref(), body.archived)
         .await
-    {
-        Ok(Ok(title)) => Json(SessionUpdated {
-            ok: true,
-            title,
-            archived: body.archived,
-        })
-        .into_response(),
-        Ok(Err(TitleRefusal::TooLong(chars))) => refuse(
-            StatusCode::BAD_REQUEST,
-            format!("Title too long ({chars} chars, max {MAX_TITLE_CHARS})"),
-        ),
-        Ok(Err(TitleRefusal::InUse(holder))) => refuse(
-            StatusCode::BAD_REQUEST,
-            format!(
+        .map_err(|e| internal("updating a session", e))?;
+    let title = updated.map_err(|refusal| {
+        let detail = match refusal {
+            TitleRefusal::TooLong(chars) => {
+                format!("Title too long ({chars} chars, max {MAX_TITLE_CHARS})")
+            }
+            TitleRefusal::InUse(holder) => format!(
                 "Title '{}' is already in use by session {holder}",
                 crate::store::desktop::tidy_title(body.title.as_deref().unwrap_or(""))
             ),
-        ),
-        Err(e) => internal("updating a session", e),
-    }
+        };
+        refuse(StatusCode::BAD_REQUEST, detail)
+    })?;
+    Ok(Json(SessionUpdated {
+        ok: true,
+        title,
+        archived: body.archived,
+    })
+    .into_response())
 }
 
+/// Idempotent: a session that is not there is `already_absent`, not a 404.
 pub async fn delete(
     State(runtime): State<Arc<Runtime>>,
     Path(id): Path<String>,
     Params(query): Params<SessionDeleteQuery>,
-) -> Response {
-    let (db, _) = match db_of(&runtime, query.profile.as_deref()).await {
-        Ok(found) => found,
-        Err(refused) => return refused,
-    };
-    let deleted = match db.resolve_id(&id).await {
+) -> Reply {
+    let (db, _) = db_of(&runtime, query.profile.as_deref()).await?;
+    let found = match db.resolve_id(&id).await {
         Ok(Some(id)) => db.delete_session(&id).await,
         Ok(None) => Ok(false),
         Err(e) => Err(e),
-    };
-    match deleted {
-        Ok(found) => Json(SessionDeleted {
-            ok: true,
-            already_absent: (!found).then_some(true),
-        })
-        .into_response(),
-        Err(e) => internal("deleting a session", e),
     }
+    .map_err(|e| internal("deleting a session", e))?;
+    Ok(Json(SessionDeleted {
+        ok: true,
+        already_absent: (!found).then_some(true),
+    })
+    .into_response())
 }

@@ -138,14 +138,13 @@ pub async fn toggle(
     }
     disabled.sort();
     config.set_disabled_skills(disabled);
-    match tokio::task::spawn_blocking(move || config.save(&home)).await {
-        Ok(Ok(())) => Json(SkillToggled {
+    match super::config::save(home, config).await {
+        Ok(()) => Json(SkillToggled {
             ok: true,
             name: body.name,
             enabled: body.enabled,
         })
         .into_response(),
-        Ok(Err(e)) => internal("writing config.yaml", e),
-        Err(e) => internal("writing config.yaml", e),
+        Err(failed) => failed,
     }
 }

@@ -77,15 +77,14 @@ pub async fn update(
     }
     enabled.sort();
     config.set_platform_toolsets(PLATFORM, enabled);
-    match tokio::task::spawn_blocking(move || config.save(&home)).await {
-        Ok(Ok(())) => Json(ToolsetUpdated {
+    match super::config::save(home, config).await {
+        Ok(()) => Json(ToolsetUpdated {
             ok: true,
             name,
             platform: PLATFORM.to_owned(),
             enabled: body.enabled,
         })
         .into_response(),
-        Ok(Err(e)) => internal("writing config.yaml", e),
-        Err(e) => internal("writing config.yaml", e),
+        Err(failed) => failed,
     }
 }
