@@ -4,6 +4,11 @@
 use edith_types::Scope as KeyScope;
 use edith_types::{InstanceId, NativeCall, NativeReply};
 use hermes_native::catalog::{Scope, catalog};
+use hermes_native::desktop::replies::SessionPage;
+use hermes_native::desktop::{Route, SessionListQuery, TOKEN_HEADER};
+use hermes_native::methods::{
+    Method, SessionList, SessionListParams, SessionListed, StoredSessionSummary,
+};
 use serde_json::Value;
 
 use super::instances;
@@ -43,6 +48,14 @@ pub async fn call(
             .profile(&record.instance.id, profile_id)
             .await?
             .ok_or_else(|| AppError::not_found(format!("profile `{profile_id}`")))?;
+        // Hermes 0.19's gateway lists only the root profile's stored sessions, whatever the
+        // profile: through a profile, its own come from the runtime's Desktop route instead.
+        if body.method == SessionList::NAME {
+            let list: SessionListParams = serde_json::from_value(Value::Object(params))
+                .map_err(|e| AppError::invalid(format!("`params` of `session.list`: {e}")))?;
+            let result = profile_sessions(state, &record, &profile.native_name, list.limit).await?;
+            return Ok(NativeReply { result });
+        }
         if info.scope == Scope::Profile && !params.contains_key("profile") {
             params.insert("profile".to_owned(), Value::String(profile.native_name));
         }
@@ -53,4 +66,68 @@ pub async fn call(
         .call(&body.method, Value::Object(params))
         .await?;
     Ok(NativeReply { result })
+}
+
+/// How many stored sessions `session.list` answers when not told (as Hermes).
+const DEFAULT_LIST_LIMIT: u64 = 200;
+
+/// The stored sessions of the runtime's profile `native_name`, newest first, in the shape of
+/// `session.list`, read from the runtime's Desktop route `GET /api/sessions?profile=`.
+async fn profile_sessions(
+    state: &AppState,
+    record: &edith_store::InstanceRecord,
+    native_name: &str,
+    limit: Option<u64>,
+) -> AppResult<Value> {
+    let endpoint = state.endpoint(record).await?;
+    let query = SessionListQuery {
+        profile: Some(native_name.to_owned()),
+        limit: Some(limit.unwrap_or(DEFAULT_LIST_LIMIT).min(i64::MAX as u64) as i64),
+        ..Default::default()
+    };
+    let unavailable = |what: String| {
+        AppError::new(
+            edith_types::ErrorCode::RuntimeUnavailable,
+            format!("the runtime of instance `{}` {what}", record.instance.id),
+        )
+    };
+    let reply = state
+        .http
+        .get(format!(
+            "{}{}",
+            endpoint.http_url(),
+            Route::SessionList.path()
+        ))
+        .query(&query)
+        .header(TOKEN_HEADER, &endpoint.token)
+        .timeout(std::time::Duration::from_secs(60))
+        .send()
+        .await
+        .map_err(|e| unavailable(format!("could not list sessions: {e}")))?;
+    if !reply.status().is_success() {
+        return Err(unavailable(format!(
+            "refused to list sessions: {}",
+            reply.status()
+        )));
+    }
+    let page: SessionPage = reply
+        .json()
+        .await
+        .map_err(|e| unavailable(format!("listed sessions unreadably: {e}")))?;
+    let listed = SessionListed {
+        sessions: page
+            .sessions
+            .into_iter()
+            .map(|s| StoredSessionSummary {
+                id: s.columns.id,
+                title: s.columns.title.unwrap_or_default(),
+                preview: s.preview,
+                started_at: s.columns.started_at,
+                message_count: s.columns.message_count.max(0) as u64,
+                source: s.columns.source,
+                other: Default::default(),
+            })
+            .collect(),
+    };
+    serde_json::to_value(listed).map_err(AppError::internal)
 }

@@ -762,6 +762,18 @@ async fn resume_a_native_session(ctx: &Ctx, runtime: &str) {
         .filter_map(|s| s["id"].as_str())
         .collect();
     assert!(ids.contains(&native.as_str()), "{native} in {listed}");
+    // Another profile's list is its own (Hermes 0.19's gateway lists only the root's: the
+    // control plane reads a profile's from the runtime's Desktop route).
+    let other = ctx.profile_on(&iid, &model, json!({"name": "other"})).await;
+    let list = json!({"method": "session.list", "params": {}, "profile_id": other["id"]});
+    let (status, listed) = ctx
+        .post(
+            &format!("/v1/instances/{iid}/native/rpc"),
+            &list.to_string(),
+        )
+        .await;
+    assert_eq!(status, 200, "{listed}");
+    assert_eq!(listed["result"]["sessions"], json!([]), "{listed}");
 
     // Resumed in a new control-plane session: the next turn sees the earlier conversation.
     let body = json!({"resume_native_session_id": native}).to_string();
