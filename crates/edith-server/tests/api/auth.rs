@@ -449,6 +449,25 @@ async fn no_secret_appears_in_a_reply_an_event_or_the_log() {
             .await
             .to_string(),
     );
+    // The runtime's own routes, through the control plane: its config holds the model key and
+    // the MCP endpoint's token, which are shown masked; the runtime's token stays inside.
+    let native = profile["native_name"].as_str().unwrap();
+    let desktop = format!("/v1/instances/{iid}/desktop/api");
+    for path in [
+        format!("{desktop}/status"),
+        format!("{desktop}/sessions?profile={native}"),
+        format!("{desktop}/config?profile={native}"),
+        format!("{desktop}/profiles"),
+    ] {
+        let reply = call(&admin, Method::GET, &path, Value::Null).await;
+        assert!(!reply.is_string(), "{path} answered JSON: {reply}");
+        if path.contains("/config") {
+            // The credentials are there, masked (the scan below shows none in clear).
+            assert!(reply["mcp_servers"].is_object(), "{reply}");
+            assert!(reply.to_string().contains("***"), "{reply}");
+        }
+        seen.push(reply.to_string());
+    }
     for reply in [&host, &tool, &instance, &profile, &session, &turn] {
         seen.push(reply.to_string());
     }
