@@ -1021,6 +1021,11 @@ async fn an_instances_desktop_routes_are_reached_through_the_control_plane_with_
             .expect("request");
         assert_eq!(raw.status(), 404, "{beyond}");
     }
+    // Plugin routes are not forwarded: the client says so at once.
+    assert!(matches!(
+        as_reader.plugin_get("kanban", "board").await,
+        Err(Error::Unsupported { .. })
+    ));
     reader.close().await.expect("close");
     assert!(matches!(
         as_reader.session_list(&SessionListQuery::default()).await,

@@ -84,7 +84,7 @@ fn plain_segment(segment: &str) -> bool {
 }
 
 /// Percent-encodes everything but the unreserved characters of RFC 3986.
-fn encode_segment(value: &str) -> String {
+pub fn encode_segment(value: &str) -> String {
     let mut out = String::with_capacity(value.len());
     for byte in value.bytes() {
         if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) {

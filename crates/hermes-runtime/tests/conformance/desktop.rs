@@ -30,6 +30,10 @@ conformance!(desktop_refusals_are_shaped_as_hermes_shapes_them, refusals);
 conformance!(desktop_capabilities_name_the_groups_served, capabilities);
 conformance!(desktop_cron_jobs_are_shared_with_cron_manage, cron_jobs);
 conformance!(
+    desktop_plugin_routes_are_called_only_where_offered,
+    plugin_routes
+);
+conformance!(
     desktop_skills_toolsets_and_config_are_read_and_changed,
     skills_toolsets_and_config
 );
@@ -563,6 +567,33 @@ async fn capabilities(target: Target) {
         Target::Ours => Some("hermes-runtime"),
     };
     assert_eq!(offered.runtime.as_deref(), runtime);
+    peer.stop().await;
+}
+
+async fn plugin_routes(target: Target) {
+    let peer = Peer::start(target).await;
+    let desktop = desktop(&peer);
+    let offered = desktop.capabilities().await.unwrap().plugin_routes;
+    let board = desktop.plugin_get("kanban", "board").await;
+    match target {
+        // Hermes 0.19 bundles a kanban dashboard plugin with routes of its own.
+        Target::Hermes => {
+            assert!(offered.contains(&"kanban".to_owned()), "{offered:?}");
+            assert!(board.unwrap()["columns"].is_array());
+        }
+        Target::Ours => {
+            assert!(offered.is_empty(), "{offered:?}");
+            assert!(
+                matches!(&board, Err(Error::Unsupported { operation }) if operation == "plugin `kanban`"),
+                "{board:?}"
+            );
+        }
+    }
+    let missing = desktop.plugin_get("no-such-plugin", "x").await;
+    assert!(
+        matches!(missing, Err(Error::Unsupported { .. })),
+        "{missing:?}"
+    );
     peer.stop().await;
 }
 

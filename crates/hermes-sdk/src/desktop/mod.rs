@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use hermes_native::desktop::{ParamIn, Route, TOKEN_HEADER};
+use hermes_native::desktop::{ParamIn, Route, TOKEN_HEADER, encode_segment};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
@@ -191,10 +191,41 @@ impl HermesDesktop {
         query: Option<&Q>,
         body: Option<&B>,
     ) -> Result<R> {
+        let query = match query {
+            Some(query) => Some(query_of(&self.with_profile(
+                route,
+                ParamIn::Query,
+                query,
+            )?)),
+            None => None,
+        };
+        let body = match body {
+            Some(body) => Some(Value::Object(self.with_profile(
+                route,
+                ParamIn::Body,
+                body,
+            )?)),
+            None => None,
+        };
+        let target = Target {
+            method: route.method(),
+            path: route.fill(params),
+            operation: route.operation().to_owned(),
+            shown: format!("{} {}", route.method(), route.path()),
+        };
+        self.send(target, query, body).await
+    }
+
+    /// Sends one request and reads its reply as `R`.
+    async fn send<R: DeserializeOwned>(
+        &self,
+        target: Target,
+        query: Option<Vec<(String, String)>>,
+        body: Option<Value>,
+    ) -> Result<R> {
         self.check_open()?;
-        let method =
-            reqwest::Method::from_bytes(route.method().as_bytes()).expect("a method of the routes");
-        let url = format!("{}{}", self.base, route.fill(params));
+        let method = reqwest::Method::from_bytes(target.method.as_bytes()).expect("an HTTP method");
+        let url = format!("{}{}", self.base, target.path);
         let mut request = self.http.request(method, url).timeout(REQUEST_TIMEOUT);
         request = match &self.credential {
             Some(Credential::SessionToken(token)) => request.header(TOKEN_HEADER, token.as_ref()),
@@ -202,14 +233,10 @@ impl HermesDesktop {
             None => request,
         };
         if let Some(query) = query {
-            request = request.query(&query_of(&self.with_profile(
-                route,
-                ParamIn::Query,
-                query,
-            )?));
+            request = request.query(&query);
         }
         if let Some(body) = body {
-            request = request.json(&self.with_profile(route, ParamIn::Body, body)?);
+            request = request.json(&body);
         }
         let reply = request.send().await?;
         let status = reply.status();
@@ -224,19 +251,83 @@ impl HermesDesktop {
             if from_control_plane {
                 return Err(crate::client::problem_of(status.as_u16(), &bytes));
             }
-            return Err(refusal(route, status.as_u16(), &bytes));
+            return Err(refusal(&target, status.as_u16(), &bytes));
         }
         serde_json::from_slice(&bytes).map_err(|e| Error::Decode {
             detail: e.to_string(),
             body: String::from_utf8_lossy(&bytes).into_owned(),
         })
     }
+
+    /// `GET /api/plugins/<plugin>/<path>`: a route a dashboard plugin serves (e.g. `kanban`'s
+    /// `board`). The server is asked first whether it has the plugin with routes of its own;
+    /// when it does not — or when this client goes through a control plane, which forwards
+    /// only the pinned routes — the call is `Error::Unsupported` at once.
+    pub async fn plugin_get(&self, plugin: &str, path: &str) -> Result<Value> {
+        self.plugin_call("GET", plugin, path, None).await
+    }
+
+    /// `POST /api/plugins/<plugin>/<path>` with a JSON body; see [`Self::plugin_get`].
+    pub async fn plugin_post(&self, plugin: &str, path: &str, body: &Value) -> Result<Value> {
+        self.plugin_call("POST", plugin, path, Some(body.clone()))
+            .await
+    }
+
+    async fn plugin_call(
+        &self,
+        method: &'static str,
+        plugin: &str,
+        path: &str,
+        body: Option<Value>,
+    ) -> Result<Value> {
+        let operation = format!("plugin `{plugin}`");
+        let unsupported = || Error::Unsupported {
+            operation: operation.clone(),
+        };
+        if matches!(self.credential, Some(Credential::ApiKey(_))) {
+            return Err(unsupported());
+        }
+        let offered = self.plugin_list().await?;
+        if !offered.iter().any(|p| p.name == plugin && p.has_api) {
+            return Err(unsupported());
+        }
+        let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
+        if segments.iter().any(|s| matches!(*s, "" | "." | "..")) {
+            return Err(Error::Decode {
+                detail: "a plugin route's path is plain segments".to_owned(),
+                body: path.to_owned(),
+            });
+        }
+        let encoded: Vec<String> = segments.iter().map(|s| encode_segment(s)).collect();
+        let target = Target {
+            method,
+            path: format!(
+                "/api/plugins/{}/{}",
+                encode_segment(plugin),
+                encoded.join("/")
+            ),
+            shown: format!("{method} /api/plugins/{plugin}/{path}"),
+            operation,
+        };
+        self.send(target, None, body).await
+    }
+}
+
+/// Where one request goes, and how errors name it.
+struct Target {
+    method: &'static str,
+    /// The path, parameters filled in.
+    path: String,
+    /// What `Error::Unsupported` names.
+    operation: String,
+    /// What `Error::Runtime` names (`METHOD /path`).
+    shown: String,
 }
 
 /// The error for a refused request. A 404 without a detail or with FastAPI's own "Not Found"
 /// (no route matched, as opposed to "Session not found") and a 405 mean the server lacks the
 /// route.
-fn refusal(route: Route, status: u16, body: &[u8]) -> Error {
+fn refusal(target: &Target, status: u16, body: &[u8]) -> Error {
     let detail = serde_json::from_slice::<Value>(body)
         .ok()
         .and_then(|v| v.get("detail").cloned());
@@ -245,11 +336,11 @@ fn refusal(route: Route, status: u16, body: &[u8]) -> Error {
         detail.is_none() || detail.as_ref().and_then(Value::as_str) == Some("Not Found");
     if (status == 404 && unmatched) || status == 405 {
         return Error::Unsupported {
-            operation: route.operation().to_owned(),
+            operation: target.operation.clone(),
         };
     }
     Error::Runtime {
-        route: format!("{} {}", route.method(), route.path()),
+        route: target.shown.clone(),
         status,
         detail: match detail {
             Some(Value::String(text)) => text,
@@ -264,7 +355,13 @@ mod tests {
     use super::*;
 
     fn kind(status: u16, body: &str) -> String {
-        match refusal(Route::SessionGet, status, body.as_bytes()) {
+        let target = Target {
+            method: "GET",
+            path: "/api/sessions/x".to_owned(),
+            operation: Route::SessionGet.operation().to_owned(),
+            shown: "GET /api/sessions/{session_id}".to_owned(),
+        };
+        match refusal(&target, status, body.as_bytes()) {
             Error::Unsupported { operation } => format!("unsupported {operation}"),
             Error::Runtime { status, detail, .. } => format!("{status} {detail}"),
             other => format!("{other:?}"),
