@@ -803,6 +803,19 @@ impl Store {
         Ok(found.is_some())
     }
 
+    /// Finished turns whose log lacks its final event (written by a version that recorded the
+    /// two apart, and stopped between them).
+    pub async fn finished_turns_without_their_end(&self) -> Result<Vec<Turn>> {
+        let rows = sqlx::query(
+            "SELECT body FROM turns t WHERE state NOT IN ('queued', 'running', 'requires_action') \
+             AND NOT EXISTS (SELECT 1 FROM turn_events e WHERE e.turn_id = t.id \
+             AND json_extract(e.body, '$.type') = 'turn.finished')",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(from_body).collect()
+    }
+
     pub async fn unfinished_turns(&self) -> Result<Vec<Turn>> {
         let rows = sqlx::query(
             "SELECT body FROM turns WHERE state IN ('queued', 'running', 'requires_action')",
@@ -817,23 +830,23 @@ impl Store {
         turn: &TurnId,
         kind: &TurnEventKind,
     ) -> Result<TurnEvent> {
-        let at = Timestamp::now();
-        let seq: i64 = sqlx::query_scalar(
-            "INSERT INTO turn_events (turn_id, seq, at, body) \
-             SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2, ?3 FROM turn_events WHERE turn_id = ?1 \
-             RETURNING seq",
-        )
-        .bind(turn.as_str())
-        .bind(at.as_str())
-        .bind(to_json(kind))
-        .fetch_one(&self.pool)
-        .await?;
-        Ok(TurnEvent {
-            seq: seq as u64,
-            turn_id: turn.clone(),
-            at,
-            kind: kind.clone(),
-        })
+        let mut conn = self.pool.acquire().await?;
+        insert_turn_event(&mut conn, turn, kind).await
+    }
+
+    /// Records a turn's final state and its final event together: a crash leaves both or
+    /// neither (a finished turn whose log lacks its end would keep its readers waiting).
+    pub async fn finish_turn(&self, turn: &Turn, last: &TurnEventKind) -> Result<TurnEvent> {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("UPDATE turns SET state = ?, body = ? WHERE id = ?")
+            .bind(turn.state.as_str())
+            .bind(to_json(turn))
+            .bind(turn.id.as_str())
+            .execute(&mut *tx)
+            .await?;
+        let event = insert_turn_event(&mut tx, &turn.id, last).await?;
+        tx.commit().await?;
+        Ok(event)
     }
 
     pub async fn turn_events_after(&self, turn: &TurnId, after: u64) -> Result<Vec<TurnEvent>> {
@@ -855,6 +868,31 @@ impl Store {
             })
             .collect()
     }
+}
+
+/// Appends an event to a turn's log, numbered after the last one.
+async fn insert_turn_event(
+    conn: &mut sqlx::SqliteConnection,
+    turn: &TurnId,
+    kind: &TurnEventKind,
+) -> Result<TurnEvent> {
+    let at = Timestamp::now();
+    let seq: i64 = sqlx::query_scalar(
+        "INSERT INTO turn_events (turn_id, seq, at, body) \
+         SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2, ?3 FROM turn_events WHERE turn_id = ?1 \
+         RETURNING seq",
+    )
+    .bind(turn.as_str())
+    .bind(at.as_str())
+    .bind(to_json(kind))
+    .fetch_one(&mut *conn)
+    .await?;
+    Ok(TurnEvent {
+        seq: seq as u64,
+        turn_id: turn.clone(),
+        at,
+        kind: kind.clone(),
+    })
 }
 
 /// What an `Idempotency-Key` is bound to.

@@ -231,3 +231,40 @@ async fn a_restart_due_when_the_control_plane_was_killed_still_happens() {
     );
     ctx.stop().await;
 }
+
+/// A finished turn whose log lacks its end (an earlier version recorded the two apart, and a
+/// kill between them — seen once in twenty kills — left a stream waiting for ever): the next
+/// start adds the end, and the stream ends with it.
+#[tokio::test]
+async fn a_finished_turn_whose_log_lost_its_end_gets_it_on_the_next_start() {
+    let ctx = Ctx::serve(tempfile::tempdir().expect("temp dir")).await;
+    let iid = ctx.ready_instance().await;
+    let turns = ctx.turns_path(&iid).await;
+    let finished = ctx.turn_on(&turns, "hello").await;
+    assert_eq!(finished["state"], "completed", "{finished}");
+    let tid = finished["turn_id"].as_str().unwrap().to_owned();
+    let dir = ctx.crash().await;
+
+    // The log as that version could leave it: everything but the end.
+    let db = format!("sqlite://{}", dir.path().join("edith.db").display());
+    let mut db = <sqlx::SqliteConnection as sqlx::Connection>::connect(&db)
+        .await
+        .unwrap();
+    let removed = sqlx::query(
+        "DELETE FROM turn_events WHERE turn_id = ? AND json_extract(body, '$.type') = 'turn.finished'",
+    )
+    .bind(&tid)
+    .execute(&mut db)
+    .await
+    .unwrap();
+    assert_eq!(removed.rows_affected(), 1);
+    drop(db);
+
+    let ctx = Ctx::serve(dir).await;
+    let events = ctx.sse(&format!("{turns}/{tid}/events"), None).await;
+    let last = events.last().unwrap();
+    assert_eq!(last["type"], "turn.finished", "{events:?}");
+    assert_eq!(last["state"], "completed");
+    assert!(last["output"].as_str().unwrap().contains("hello"), "{last}");
+    ctx.stop().await;
+}

@@ -84,7 +84,7 @@ async fn drive(
     finish(state, turn, outcome).await
 }
 
-/// Records the final state and the final event.
+/// Records the final state and the final event, together.
 async fn finish(state: &AppState, mut turn: Turn, outcome: Outcome) -> AppResult<()> {
     tracing::info!(
         turn = %turn.id,
@@ -98,17 +98,14 @@ async fn finish(state: &AppState, mut turn: Turn, outcome: Outcome) -> AppResult
     turn.error = outcome.error.clone();
     turn.usage = outcome.usage;
     turn.updated_at = Timestamp::now();
-    state.store.update_turn(&turn).await?;
-    append(
-        state,
-        &turn,
-        TurnEventKind::TurnFinished {
-            state: outcome.state,
-            output: outcome.output,
-            error: outcome.error,
-        },
-    )
-    .await
+    let last = TurnEventKind::TurnFinished {
+        state: outcome.state,
+        output: outcome.output,
+        error: outcome.error,
+    };
+    let event = state.store.finish_turn(&turn, &last).await?;
+    state.turn_events.publish(turn.id.as_str(), event);
+    Ok(())
 }
 
 async fn run(
@@ -390,7 +387,16 @@ pub async fn open_live_session(
 }
 
 /// Turns left unfinished by an earlier process end as interrupted: nothing can resume them.
+/// A finished turn whose log lacks its end gets it, so its readers stop waiting.
 pub async fn recover(state: &AppState) -> AppResult<()> {
+    for turn in state.store.finished_turns_without_their_end().await? {
+        let end = TurnEventKind::TurnFinished {
+            state: turn.state,
+            output: turn.output.clone(),
+            error: turn.error.clone(),
+        };
+        state.store.append_turn_event(&turn.id, &end).await?;
+    }
     for turn in state.store.unfinished_turns().await? {
         let outcome = Outcome {
             state: TurnState::Interrupted,
