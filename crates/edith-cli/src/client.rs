@@ -4,7 +4,7 @@ use clap::Subcommand;
 use edith_types::{
     ApiKeyId, CreateApiKey, CreateInstance, CreateSession, InstanceFilter, InstanceId,
     InstanceState, JobEventKind, JobId, ProfileId, ProviderKind, Scope, SessionId, ToolId,
-    TurnEventKind, TurnState,
+    TurnEventKind, TurnFilter, TurnState,
 };
 use futures_util::StreamExt;
 use hermes::{Hermes, PageRequest, ProfileSpec, Result};
@@ -40,6 +40,10 @@ fn provider_arg(raw: &str) -> std::result::Result<ProviderKind, String> {
 
 fn state_arg(raw: &str) -> std::result::Result<InstanceState, String> {
     InstanceState::parse(raw).ok_or_else(|| format!("`{raw}` is not an instance state"))
+}
+
+fn turn_state_arg(raw: &str) -> std::result::Result<TurnState, String> {
+    TurnState::parse(raw).ok_or_else(|| format!("`{raw}` is not a turn state"))
 }
 
 fn label_arg(raw: &str) -> std::result::Result<(String, String), String> {
@@ -304,7 +308,7 @@ pub async fn sessions(hermes: &Hermes, command: Sessions, out: Output) -> Done {
 
 #[derive(Subcommand)]
 pub enum Turns {
-    /// List a session's turns, oldest first.
+    /// List a session's turns, oldest first, optionally only those in a state.
     List {
         #[arg(long)]
         instance: InstanceId,
@@ -312,6 +316,9 @@ pub enum Turns {
         profile: ProfileId,
         #[arg(long)]
         session: SessionId,
+        /// e.g. `requires_action`, `completed`.
+        #[arg(long, value_parser = turn_state_arg)]
+        state: Option<TurnState>,
     },
     /// Send `input` on a session and stream the answer until the turn ends (a turn that waits
     /// for an approval or a question is left waiting: answer it in `edith chat`).
@@ -332,10 +339,13 @@ pub async fn turns(hermes: &Hermes, command: Turns, out: Output) -> Done {
             instance,
             profile,
             session,
+            state,
         } => {
             let sdk = hermes.sdk();
             let (i, p, s) = (&instance, &profile, &session);
-            let items = all(|page| async move { sdk.turn_list(i, p, s, &page).await }).await?;
+            let filter = &TurnFilter { state };
+            let items =
+                all(|page| async move { sdk.turn_list(i, p, s, filter, &page).await }).await?;
             output::list(&items, out);
             return Ok(());
         }

@@ -401,17 +401,26 @@ async fn at_a_terminal_ctrl_c_cancels_the_running_turn_and_a_second_quits() {
         .await
         .unwrap();
     let session = profile.session(&sessions.items[0].id);
-    let turns = hermes
-        .sdk()
-        .turn_list(
-            instance.id(),
-            profile.id(),
-            session.id(),
-            &Default::default(),
-        )
-        .await
-        .unwrap();
-    assert_eq!(turns.items[0].state, TurnState::Cancelled);
+    let in_state = |state| {
+        let sdk = hermes.sdk().clone();
+        let (iid, pid, sid) = (
+            instance.id().clone(),
+            profile.id().clone(),
+            session.id().clone(),
+        );
+        async move {
+            let filter = hermes::types::TurnFilter { state };
+            sdk.turn_list(&iid, &pid, &sid, &filter, &Default::default())
+                .await
+                .unwrap()
+                .items
+        }
+    };
+    let all = in_state(None).await;
+    assert_eq!(all.len(), 1);
+    assert_eq!(all[0].state, TurnState::Cancelled);
+    assert_eq!(in_state(Some(TurnState::Cancelled)).await.len(), 1);
+    assert!(in_state(Some(TurnState::Completed)).await.is_empty());
     // At the prompt, Ctrl-C quits.
     keys.write_all(b"\x03").await.unwrap();
     let status = tokio::time::timeout(Duration::from_secs(10), child.wait())

@@ -7,7 +7,7 @@ use std::time::Duration;
 use edith_types::{
     ApiKey, ApiKeyId, Instance, InstanceId, InstanceState, Job, JobEvent, JobEventKind, JobId,
     Page, Profile, ProfileId, Session, SessionId, Timestamp, Tool, ToolHost, ToolHostId, ToolId,
-    Turn, TurnEvent, TurnEventKind, TurnId,
+    Turn, TurnEvent, TurnEventKind, TurnId, TurnState,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -750,19 +750,23 @@ impl Store {
         Ok(busy.and_then(|id| id.parse().ok()))
     }
 
-    /// A page of the session's turns, oldest first.
+    /// A page of the session's turns, oldest first (only those in `state`, if given).
     pub async fn list_turns(
         &self,
         session: &SessionId,
         cursor: Option<&TurnId>,
         limit: usize,
+        state: Option<TurnState>,
     ) -> Result<Page<Turn>> {
         let rows = sqlx::query(
-            "SELECT body FROM turns WHERE session_id = ?3 AND (?2 IS NULL OR rowid > (SELECT rowid FROM turns WHERE id = ?2)) ORDER BY rowid LIMIT ?1",
+            "SELECT body FROM turns WHERE session_id = ?3 \
+             AND (?2 IS NULL OR rowid > (SELECT rowid FROM turns WHERE id = ?2)) \
+             AND (?4 IS NULL OR state = ?4) ORDER BY rowid LIMIT ?1",
         )
         .bind(limit as i64 + 1)
         .bind(cursor.map(|c| c.as_str()))
         .bind(session.as_str())
+        .bind(state.map(|s| s.as_str()))
         .fetch_all(&self.pool)
         .await?;
         let items = rows.iter().map(from_body).collect::<Result<Vec<_>>>()?;

@@ -186,6 +186,14 @@ pub struct InstanceFilter {
     pub label: Option<String>,
 }
 
+/// Query of `turn_list`: only the turns that match every filter given.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TurnFilter {
+    /// Only turns in this state (e.g. `requires_action`: the ones waiting for an answer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<TurnState>,
+}
+
 /// Faults a `sim` instance simulates, to test how the control plane copes.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

@@ -5,7 +5,9 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::{get, post};
 use axum::{Json, response::IntoResponse};
-use edith_types::{CreateTurn, Page, Profile, Session, Turn, TurnAction, TurnEvent, TurnId};
+use edith_types::{
+    CreateTurn, Page, Profile, Session, Turn, TurnAction, TurnEvent, TurnFilter, TurnId,
+};
 
 use super::extract::{AfterParams, ApiJson, ApiQuery, Ids, PageParams};
 use super::resources::load_session;
@@ -30,8 +32,9 @@ pub fn routes(api: &mut Api) {
         .returns::<Turn>(api, 202, "The turn (queued); follow its events.");
     api.add(op, post(create_turn));
     let op = Op::get(TURNS, "turn_list")
-        .summary("List the session's turns, oldest first.")
+        .summary("List the session's turns, oldest first, optionally only those in a state.")
         .paginated()
+        .filtered::<TurnFilter>(api)
         .returns::<Page<Turn>>(api, 200, "A page of turns.");
     api.add(op, get(list_turns));
     let op = Op::get(TURN, "turn_get")
@@ -85,12 +88,13 @@ async fn list_turns(
     State(state): State<AppState>,
     ids: Ids,
     ApiQuery(params): ApiQuery<PageParams>,
+    ApiQuery(filter): ApiQuery<TurnFilter>,
 ) -> AppResult<Json<Page<Turn>>> {
     let (_, session) = load_session(&state, &ids).await?;
     let cursor = params.cursor::<TurnId>()?;
     let page = state
         .store
-        .list_turns(&session.id, cursor.as_ref(), params.limit()?)
+        .list_turns(&session.id, cursor.as_ref(), params.limit()?, filter.state)
         .await?;
     Ok(Json(page))
 }

@@ -263,3 +263,19 @@ async fn tools_and_tool_hosts_are_changed_and_the_next_call_uses_the_change() {
         "echo returned hi."
     );
 }
+
+#[tokio::test]
+async fn turns_are_listed_by_state() {
+    let ctx = Ctx::start().await;
+    let iid = ctx.ready_instance().await;
+    let turns = ctx.turns_path(&iid).await;
+    let finished = ctx.turn_on(&turns, "one").await;
+    assert_eq!(finished["state"], "completed", "{finished}");
+    let (status, completed) = ctx.get(&format!("{turns}?state=completed")).await;
+    assert_eq!(status, 200, "{completed}");
+    assert_eq!(completed["items"].as_array().unwrap().len(), 1);
+    let (_, failed) = ctx.get(&format!("{turns}?state=failed&limit=5")).await;
+    assert_eq!(failed["items"], json!([]), "{failed}");
+    let wrong = ctx.get(&format!("{turns}?state=sideways")).await;
+    assert_problem(&wrong, 400, "invalid_request");
+}
