@@ -747,14 +747,18 @@ async fn resume_a_native_session(ctx: &Ctx, runtime: &str) {
     let native = first["native_session_id"].as_str().unwrap().to_owned();
 
     // The native list shows it.
-    let list = json!({"method": "session.list", "params": {}, "profile_id": pid});
-    let (status, listed) = ctx
-        .post(
-            &format!("/v1/instances/{iid}/native/rpc"),
-            &list.to_string(),
-        )
-        .await;
-    assert_eq!(status, 200, "{listed}");
+    let native_list = async |profile: &Value| {
+        let list = json!({"method": "session.list", "params": {}, "profile_id": profile});
+        let (status, listed) = ctx
+            .post(
+                &format!("/v1/instances/{iid}/native/rpc"),
+                &list.to_string(),
+            )
+            .await;
+        assert_eq!(status, 200, "{listed}");
+        listed
+    };
+    let listed = native_list(&profile["id"]).await;
     let ids: Vec<&str> = listed["result"]["sessions"]
         .as_array()
         .unwrap()
@@ -765,14 +769,7 @@ async fn resume_a_native_session(ctx: &Ctx, runtime: &str) {
     // Another profile's list is its own (Hermes 0.19's gateway lists only the root's: the
     // control plane reads a profile's from the runtime's Desktop route).
     let other = ctx.profile_on(&iid, &model, json!({"name": "other"})).await;
-    let list = json!({"method": "session.list", "params": {}, "profile_id": other["id"]});
-    let (status, listed) = ctx
-        .post(
-            &format!("/v1/instances/{iid}/native/rpc"),
-            &list.to_string(),
-        )
-        .await;
-    assert_eq!(status, 200, "{listed}");
+    let listed = native_list(&other["id"]).await;
     assert_eq!(listed["result"]["sessions"], json!([]), "{listed}");
 
     // Resumed in a new control-plane session: the next turn sees the earlier conversation.

@@ -179,6 +179,21 @@ pub async fn update(
     }
 }
 
+/// Reads the home's `config.yaml`, applies `change` and writes it back, with no other change
+/// in between.
+pub async fn change(
+    runtime: &Runtime,
+    home: std::path::PathBuf,
+    change: impl FnOnce(&mut HermesConfig),
+) -> Result<(), Response> {
+    let _writing = runtime.config_lock.lock().await;
+    let mut config = HermesConfig::load(&home)
+        .await
+        .map_err(|e| internal("reading config.yaml", e))?;
+    change(&mut config);
+    save(home, config).await
+}
+
 /// Writes `config` as the home's `config.yaml` (off the async threads).
 pub async fn save(home: std::path::PathBuf, config: HermesConfig) -> Result<(), Response> {
     match tokio::task::spawn_blocking(move || config.save(&home)).await {

@@ -15,7 +15,6 @@ use hermes_native::desktop::{SkillListQuery, SkillToggleBody, SkillToggleQuery};
 
 use super::profiles::home_of_exact;
 use crate::http::extract::{Body, Params};
-use crate::http::reply::internal;
 use crate::runtime::Runtime;
 
 /// Every `SKILL.md` under `dir`, sorted by path.
@@ -126,19 +125,18 @@ pub async fn toggle(
         Ok(found) => found,
         Err(refused) => return refused.into_response(),
     };
-    let _writing = runtime.config_lock.lock().await;
-    let mut config = match HermesConfig::load(&home).await {
-        Ok(config) => config,
-        Err(e) => return internal("reading config.yaml", e),
-    };
-    let mut disabled = config.disabled_skills();
-    disabled.retain(|s| *s != body.name);
-    if !body.enabled {
-        disabled.push(body.name.clone());
-    }
-    disabled.sort();
-    config.set_disabled_skills(disabled);
-    match super::config::save(home, config).await {
+    let name = body.name.clone();
+    let toggled = super::config::change(&runtime, home, |config| {
+        let mut disabled = config.disabled_skills();
+        disabled.retain(|s| *s != name);
+        if !body.enabled {
+            disabled.push(name);
+        }
+        disabled.sort();
+        config.set_disabled_skills(disabled);
+    })
+    .await;
+    match toggled {
         Ok(()) => Json(SkillToggled {
             ok: true,
             name: body.name,

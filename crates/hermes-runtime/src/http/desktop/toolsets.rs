@@ -65,19 +65,17 @@ pub async fn update(
         Ok(found) => found,
         Err(refused) => return refused.into_response(),
     };
-    let _writing = runtime.config_lock.lock().await;
-    let mut config = match HermesConfig::load(&home).await {
-        Ok(config) => config,
-        Err(e) => return internal("reading config.yaml", e),
-    };
-    let mut enabled = enabled_toolsets(&config);
-    enabled.retain(|t| *t != name);
-    if body.enabled {
-        enabled.push(name.clone());
-    }
-    enabled.sort();
-    config.set_platform_toolsets(PLATFORM, enabled);
-    match super::config::save(home, config).await {
+    let switched = super::config::change(&runtime, home, |config| {
+        let mut enabled = enabled_toolsets(config);
+        enabled.retain(|t| *t != name);
+        if body.enabled {
+            enabled.push(name.clone());
+        }
+        enabled.sort();
+        config.set_platform_toolsets(PLATFORM, enabled);
+    })
+    .await;
+    match switched {
         Ok(()) => Json(ToolsetUpdated {
             ok: true,
             name,
