@@ -208,8 +208,13 @@ impl ProfileSpec {
     }
 
     /// Attaches a registered callback tool.
-    pub fn tool(mut self, tool: &edith_types::Tool) -> Self {
-        self.body.tools.push(tool.id.clone());
+    pub fn tool(self, tool: &edith_types::Tool) -> Self {
+        self.tool_id(&tool.id)
+    }
+
+    /// Attaches a registered callback tool, by id.
+    pub fn tool_id(mut self, tool: &ToolId) -> Self {
+        self.body.tools.push(tool.clone());
         self
     }
 

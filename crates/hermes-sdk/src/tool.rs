@@ -64,20 +64,31 @@ impl Tool {
             object.remove("title");
         }
         let f = Arc::new(f);
-        let handler = move |args: Value| {
+        Self::from_json(name, description, schema, move |args: Value| {
             let f = f.clone();
             async move {
-                let args: A =
-                    serde_json::from_value(args).map_err(|e| format!("invalid arguments: {e}"))?;
-                let result = f(args).await.map_err(|e| e.0)?;
-                serde_json::to_value(result).map_err(|e| format!("unserializable result: {e}"))
+                let args: A = serde_json::from_value(args)
+                    .map_err(|e| ToolError(format!("invalid arguments: {e}")))?;
+                let result = f(args).await?;
+                serde_json::to_value(result)
+                    .map_err(|e| ToolError(format!("unserializable result: {e}")))
             }
-            .boxed()
-        };
+        })
+    }
+
+    /// A tool whose arguments are described by `input_schema` (a JSON Schema object) and whose
+    /// function takes and returns JSON: for tools defined outside Rust's types, such as the
+    /// Python binding's. The function checks its own arguments.
+    pub fn from_json<F, Fut>(name: &str, description: &str, input_schema: Value, f: F) -> Self
+    where
+        F: Fn(Value) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Value, ToolError>> + Send + 'static,
+    {
+        let handler = move |args: Value| f(args).map(|result| result.map_err(|e| e.0)).boxed();
         Self {
             name: name.to_owned(),
             description: description.to_owned(),
-            input_schema: schema,
+            input_schema,
             handler: Arc::new(handler),
         }
     }

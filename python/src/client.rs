@@ -1,0 +1,193 @@
+//! `Hermes`: the seed's entry point. `Hermes.local()` is started by `async with` (or
+//! `await hermes.start()`); `Hermes.remote()` is usable at once. Closing follows the Rust SDK's
+//! ownership rules: a local context deletes the instances it created unless `cleanup=False`;
+//! a remote one never deletes.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use pyo3::prelude::*;
+use pyo3_async_runtimes::tokio::future_into_py;
+
+use crate::convert::{id, to_py};
+use crate::errors::{EdithError, to_py as error};
+use crate::handles::{Instance, Instances};
+use crate::tools;
+
+enum State {
+    /// `Hermes.local()` before `start()`.
+    Pending(hermes::LocalBuilder),
+    Starting,
+    Open(hermes::Hermes),
+}
+
+#[pyclass(module = "edith_hermes._core", frozen)]
+pub(crate) struct Hermes {
+    state: Arc<Mutex<State>>,
+}
+
+impl Hermes {
+    /// The SDK client, once started.
+    pub(crate) fn open(&self) -> PyResult<hermes::Hermes> {
+        match &*self.state.lock().expect("not poisoned") {
+            State::Open(hermes) => Ok(hermes.clone()),
+            State::Pending(_) | State::Starting => Err(EdithError::new_err(
+                "this local context has not started: use `async with Hermes.local() as hermes` \
+                 (or `await hermes.start()`)",
+            )),
+        }
+    }
+}
+
+#[pymethods]
+impl Hermes {
+    /// An embedded control plane and tool host, started by `async with` or `start()`.
+    /// `cleanup=False` keeps the instances it creates; `data_dir` keeps its database there.
+    #[staticmethod]
+    #[pyo3(signature = (*, cleanup = true, data_dir = None))]
+    fn local(cleanup: bool, data_dir: Option<PathBuf>) -> Self {
+        let mut builder = hermes::Hermes::local_builder().cleanup(cleanup);
+        if let Some(dir) = data_dir {
+            builder = builder.data_dir(dir);
+        }
+        Self {
+            state: Arc::new(Mutex::new(State::Pending(builder))),
+        }
+    }
+
+    /// A control plane at `url`. Closing it never deletes anything.
+    #[staticmethod]
+    #[pyo3(signature = (url, api_key = None))]
+    fn remote(url: &str, api_key: Option<&str>) -> Self {
+        Self {
+            state: Arc::new(Mutex::new(State::Open(hermes::Hermes::remote(
+                url, api_key,
+            )))),
+        }
+    }
+
+    /// Starts a local context (a no-op for a started or remote one); awaits to `self`.
+    fn start<'py>(slf: Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        let state = slf.get().state.clone();
+        let this: Py<Self> = slf.unbind();
+        let builder = {
+            let mut guard = state.lock().expect("not poisoned");
+            match std::mem::replace(&mut *guard, State::Starting) {
+                State::Pending(builder) => Some(builder),
+                State::Starting => {
+                    return Err(EdithError::new_err(
+                        "this local context is already starting",
+                    ));
+                }
+                open @ State::Open(_) => {
+                    *guard = open;
+                    None
+                }
+            }
+        };
+        future_into_py(py, async move {
+            if let Some(builder) = builder {
+                let started = builder.clone().start().await;
+                let mut guard = state.lock().expect("not poisoned");
+                match started {
+                    Ok(hermes) => *guard = State::Open(hermes),
+                    Err(e) => {
+                        // Not started: the same context may be started again.
+                        *guard = State::Pending(builder);
+                        return Err(error(e));
+                    }
+                }
+            }
+            Ok(this)
+        })
+    }
+
+    fn __aenter__<'py>(slf: Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        Self::start(slf)
+    }
+
+    #[pyo3(signature = (*_exc_info))]
+    fn __aexit__<'py>(
+        &self,
+        py: Python<'py>,
+        _exc_info: Bound<'py, pyo3::types::PyTuple>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        self.close(py)
+    }
+
+    /// Closes the context: a local one deletes the instances it created (unless
+    /// `cleanup=False`) and stops its control plane, runtimes and tool host; a remote one
+    /// closes its connections and deletes nothing. Later calls raise `ClosedError`. Closing
+    /// twice, or a context never started, is a no-op.
+    fn close<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let hermes = match &*self.state.lock().expect("not poisoned") {
+            State::Open(hermes) => Some(hermes.clone()),
+            State::Pending(_) | State::Starting => None,
+        };
+        future_into_py(py, async move {
+            if let Some(hermes) = hermes {
+                hermes.close().await.map_err(error)?;
+            }
+            Ok(())
+        })
+    }
+
+    /// What the control plane offers: providers, runtimes, the pinned native catalog.
+    fn capabilities<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let hermes = self.open()?;
+        future_into_py(py, async move {
+            to_py(&hermes.capabilities().await.map_err(error)?)
+        })
+    }
+
+    /// The instances: `hermes.instances(instance_id)` is a handle (no I/O);
+    /// `await hermes.instances.create(name)` and `.list()` ask the control plane.
+    #[getter]
+    fn instances(&self) -> PyResult<Instances> {
+        Ok(Instances::new(self.open()?))
+    }
+
+    /// Attaches to an existing instance, checking that it exists, without owning it: closing
+    /// this context never deletes it.
+    fn open_instance<'py>(
+        &self,
+        py: Python<'py>,
+        instance_id: &str,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let hermes = self.open()?;
+        let instance_id = id(instance_id)?;
+        future_into_py(py, async move {
+            let handle = hermes.open_instance(&instance_id).await.map_err(error)?;
+            Ok(Instance::new(handle))
+        })
+    }
+
+    /// The data dir of a local context's control plane (`None` for a remote one).
+    #[getter]
+    fn data_dir(&self) -> PyResult<Option<PathBuf>> {
+        Ok(self.open()?.data_dir().map(PathBuf::from))
+    }
+
+    /// The control plane's URL.
+    #[getter]
+    fn url(&self) -> PyResult<String> {
+        Ok(self.open()?.sdk().base_url().to_owned())
+    }
+
+    /// Serves a tool from this local context's tool host and registers it with the control
+    /// plane; awaits to the registered tool (a dict with its `id`, to give to a profile).
+    /// `tool` is an `edith_hermes.Tool` (see `edith_hermes.tool`) or a plain function, made
+    /// into one.
+    fn register_tool<'py>(
+        &self,
+        py: Python<'py>,
+        tool: Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let hermes = self.open()?;
+        let tool = tools::tool(py, &tool)?;
+        future_into_py(py, async move {
+            to_py(&hermes.register_tool(tool).await.map_err(error)?)
+        })
+    }
+}

@@ -1,0 +1,93 @@
+//! Native gateway methods through the control plane (`profile.native`, `instance.native`).
+//! The Python namespaces (`profile.native.session.list()`) are built from the pinned catalog
+//! exported here as `NATIVE_METHODS`; every call goes through `call`.
+
+use std::collections::BTreeMap;
+
+use hermes::native::NativeTransport;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3_async_runtimes::tokio::future_into_py;
+use serde_json::Value;
+
+use crate::convert::{from_py, to_py};
+use crate::errors::native_to_py;
+
+#[pyclass(module = "edith_hermes._core", frozen)]
+pub(crate) struct NativeRoute {
+    route: hermes::NativeRoute,
+}
+
+impl NativeRoute {
+    pub(crate) fn new(route: hermes::NativeRoute) -> Self {
+        Self { route }
+    }
+}
+
+#[pymethods]
+impl NativeRoute {
+    /// Calls native method `method` (a name of the pinned catalog) with `params` (a dict).
+    #[pyo3(signature = (method, params = None))]
+    fn call<'py>(
+        &self,
+        py: Python<'py>,
+        method: String,
+        params: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        if hermes::native::catalog::catalog().method(&method).is_none() {
+            return Err(PyValueError::new_err(format!(
+                "`{method}` is not a method of the pinned Hermes {} catalog",
+                hermes::native::catalog::catalog().hermes_agent_version
+            )));
+        }
+        let params: Value = match params {
+            Some(params) => from_py(&params)?,
+            None => Value::Object(Default::default()),
+        };
+        let route = self.route.clone();
+        future_into_py(py, async move {
+            let reply = route
+                .native_call(&method, params)
+                .await
+                .map_err(native_to_py)?;
+            to_py(&reply)
+        })
+    }
+}
+
+/// The route wrapped in `edith_hermes._native.Native`, which names the catalog's methods.
+pub(crate) fn namespaces(py: Python<'_>, route: NativeRoute) -> PyResult<Bound<'_, PyAny>> {
+    py.import("edith_hermes._native")?
+        .getattr("Native")?
+        .call1((route,))
+}
+
+/// What Python needs to know of each catalog method.
+#[derive(IntoPyObject)]
+pub(crate) struct MethodFacts {
+    params: Vec<String>,
+    scope: &'static str,
+    admin: bool,
+}
+
+/// The pinned catalog's methods by name.
+pub(crate) fn catalog_methods() -> BTreeMap<String, MethodFacts> {
+    use hermes::native::catalog::Scope;
+    hermes::native::catalog::catalog()
+        .methods
+        .iter()
+        .map(|m| {
+            let scope = match m.scope {
+                Scope::Session => "session",
+                Scope::Profile => "profile",
+                Scope::Instance => "instance",
+            };
+            let facts = MethodFacts {
+                params: m.params.clone(),
+                scope,
+                admin: m.admin,
+            };
+            (m.name.clone(), facts)
+        })
+        .collect()
+}
