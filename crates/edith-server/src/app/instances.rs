@@ -71,7 +71,12 @@ pub async fn create(
 /// A `process` instance names one of the operator's runtimes; other providers take none.
 fn check_runtime(state: &AppState, provider: ProviderKind, runtime: Option<&str>) -> AppResult<()> {
     let known = state.providers.process.runtimes();
-    let names = || known.keys().cloned().collect::<Vec<_>>().join(", ");
+    let names = || match known.keys().cloned().collect::<Vec<_>>().join(", ") {
+        none if none.is_empty() => {
+            "none (the operator adds them with `edith serve --runtime NAME=COMMAND`)".to_owned()
+        }
+        names => names,
+    };
     match (provider, runtime) {
         (ProviderKind::Process, Some(name)) if known.contains_key(name) => Ok(()),
         (ProviderKind::Process, Some(name)) => Err(AppError::invalid(format!(
