@@ -12,6 +12,7 @@ use pyo3_async_runtimes::tokio::future_into_py;
 use crate::convert::{id, to_py};
 use crate::errors::{EdithError, to_py as error};
 use crate::handles::{Instance, Instances};
+use crate::tool_host::ToolHost;
 use crate::tools;
 
 enum State {
@@ -188,6 +189,22 @@ impl Hermes {
         let tool = tools::tool(py, &tool)?;
         future_into_py(py, async move {
             to_py(&hermes.register_tool(tool).await.map_err(error)?)
+        })
+    }
+
+    /// Registers `host` (a `ToolHost` served where the control plane can reach it) with its
+    /// secret and every tool it serves now, in one call; awaits to the registered tools (dicts
+    /// with their `id`s, to give to profiles). For a remote control plane, the way to give it
+    /// Python tools.
+    fn register_tool_host<'py>(
+        &self,
+        py: Python<'py>,
+        host: PyRef<'py, ToolHost>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let hermes = self.open()?;
+        let host = host.serving()?;
+        future_into_py(py, async move {
+            to_py(&hermes.register_tool_host(&host).await.map_err(error)?)
         })
     }
 }

@@ -8,6 +8,7 @@ mod errors;
 mod handles;
 mod native;
 mod stream;
+mod tool_host;
 mod tools;
 
 use pyo3::prelude::*;
@@ -25,6 +26,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<handles::Turn>()?;
     m.add_class::<native::NativeRoute>()?;
     m.add_class::<stream::EventStream>()?;
+    m.add_class::<tool_host::ToolHost>()?;
     m.add("NATIVE_METHODS", native::catalog_methods())?;
     m.add("OPERATIONS", hermes::OPERATIONS.to_vec())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
