@@ -10,6 +10,7 @@ use hermes::PageRequest;
 
 use crate::convert::{from_py, id, to_py};
 use crate::errors::to_py as error;
+use crate::gateway::GatewayConnection;
 use crate::native::{self, NativeRoute};
 use crate::stream::EventStream;
 
@@ -270,6 +271,17 @@ impl Profile {
             py,
             async move { to_py(&handle.delete().await.map_err(error)?) },
         )
+    }
+
+    /// A persistent connection to the profile's native gateway through the control plane's
+    /// relay (the runtime's token never reaches this process); resumes by itself after a
+    /// dropped socket. `async with await profile.connect() as connection: ...`
+    fn connect<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let handle = self.inner.clone();
+        future_into_py(py, async move {
+            let connection = handle.connect().await.map_err(error)?;
+            Ok(GatewayConnection::new(connection))
+        })
     }
 
     /// The control-plane sessions: `profile.sessions(session_id)` is a handle (no I/O);

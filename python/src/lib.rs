@@ -5,6 +5,7 @@
 mod client;
 mod convert;
 mod errors;
+mod gateway;
 mod handles;
 mod native;
 mod stream;
@@ -25,6 +26,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<handles::Session>()?;
     m.add_class::<handles::Turn>()?;
     m.add_class::<native::NativeRoute>()?;
+    m.add_class::<gateway::GatewayConnection>()?;
     m.add_class::<stream::EventStream>()?;
     m.add_class::<tool_host::ToolHost>()?;
     m.add("NATIVE_METHODS", native::catalog_methods())?;

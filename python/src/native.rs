@@ -34,16 +34,8 @@ impl NativeRoute {
         method: String,
         params: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        if hermes::native::catalog::catalog().method(&method).is_none() {
-            return Err(PyValueError::new_err(format!(
-                "`{method}` is not a method of the pinned Hermes {} catalog",
-                hermes::native::catalog::catalog().hermes_agent_version
-            )));
-        }
-        let params: Value = match params {
-            Some(params) => from_py(&params)?,
-            None => Value::Object(Default::default()),
-        };
+        catalog_method(&method)?;
+        let params = params_of(params)?;
         let route = self.route.clone();
         future_into_py(py, async move {
             let reply = route
@@ -55,8 +47,31 @@ impl NativeRoute {
     }
 }
 
-/// The route wrapped in `edith_hermes._native.Native`, which names the catalog's methods.
-pub(crate) fn namespaces(py: Python<'_>, route: NativeRoute) -> PyResult<Bound<'_, PyAny>> {
+/// Refuses a name the pinned catalog lacks, before any request.
+pub(crate) fn catalog_method(method: &str) -> PyResult<()> {
+    let catalog = hermes::native::catalog::catalog();
+    match catalog.method(method) {
+        Some(_) => Ok(()),
+        None => Err(PyValueError::new_err(format!(
+            "`{method}` is not a method of the pinned Hermes {} catalog",
+            catalog.hermes_agent_version
+        ))),
+    }
+}
+
+/// A call's params: a dict, or none.
+pub(crate) fn params_of(params: Option<Bound<'_, PyAny>>) -> PyResult<Value> {
+    match params {
+        Some(params) => from_py(&params),
+        None => Ok(Value::Object(Default::default())),
+    }
+}
+
+/// `route` (anything with `call(method, params)`) wrapped in `edith_hermes._native.Native`, which names the catalog's methods.
+pub(crate) fn namespaces<'py>(
+    py: Python<'py>,
+    route: impl IntoPyObject<'py>,
+) -> PyResult<Bound<'py, PyAny>> {
     py.import("edith_hermes._native")?
         .getattr("Native")?
         .call1((route,))

@@ -120,7 +120,8 @@ pub struct GatewayConnection {
     outgoing: mpsc::UnboundedSender<Outgoing>,
     events: tokio::sync::Mutex<mpsc::Receiver<GatewayEvent>>,
     next_id: AtomicU64,
-    driver: tokio::task::JoinHandle<()>,
+    /// The task following the relay; taken by the first `close()`.
+    driver: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
 impl std::fmt::Debug for GatewayConnection {
@@ -172,7 +173,7 @@ impl GatewayConnection {
             outgoing,
             events: tokio::sync::Mutex::new(events),
             next_id: AtomicU64::new(1),
-            driver,
+            driver: Mutex::new(Some(driver)),
         })
     }
 
@@ -272,10 +273,14 @@ impl GatewayConnection {
         }
     }
 
-    /// Ends the connection: the control plane closes its side at once.
-    pub async fn close(mut self) {
+    /// Ends the connection: the control plane closes its side at once. Later requests fail;
+    /// closing twice is a no-op.
+    pub async fn close(&self) {
         let _ = self.outgoing.send(Outgoing::Close);
-        let _ = tokio::time::timeout(CONNECT_TIMEOUT, &mut self.driver).await;
+        let driver = self.driver.lock().expect("not poisoned").take();
+        if let Some(mut driver) = driver {
+            let _ = tokio::time::timeout(CONNECT_TIMEOUT, &mut driver).await;
+        }
     }
 }
 
