@@ -23,10 +23,12 @@ from edith_hermes._core import (
     UnsupportedError,
     __version__,
 )
+from edith_hermes._client import AsyncEdithHermes
 from edith_hermes._tools import Tool, tool
 
 __all__ = [
     "ApiError",
+    "AsyncEdithHermes",
     "ClosedError",
     "EdithError",
     "Hermes",

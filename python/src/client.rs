@@ -12,6 +12,7 @@ use pyo3_async_runtimes::tokio::future_into_py;
 use crate::convert::{id, to_py};
 use crate::errors::{EdithError, to_py as error};
 use crate::handles::{Instance, Instances};
+use crate::sdk::EdithHermes;
 use crate::tool_host::ToolHost;
 use crate::tools;
 
@@ -140,6 +141,16 @@ impl Hermes {
         future_into_py(py, async move {
             to_py(&hermes.capabilities().await.map_err(error)?)
         })
+    }
+
+    /// The low-level client (`AsyncEdithHermes`): one method per contract operation, sharing
+    /// this context's connection (closing it closes this context's client too).
+    #[getter]
+    fn sdk<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let client = EdithHermes::new(self.open()?.sdk().clone());
+        py.import("edith_hermes._client")?
+            .getattr("AsyncEdithHermes")?
+            .call1((client,))
     }
 
     /// The instances: `hermes.instances(instance_id)` is a handle (no I/O);

@@ -8,6 +8,7 @@ mod errors;
 mod gateway;
 mod handles;
 mod native;
+mod sdk;
 mod stream;
 mod tool_host;
 mod tools;
@@ -28,6 +29,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<native::NativeRoute>()?;
     m.add_class::<gateway::GatewayConnection>()?;
     m.add_class::<stream::EventStream>()?;
+    m.add_class::<sdk::EdithHermes>()?;
     m.add_class::<tool_host::ToolHost>()?;
     m.add("NATIVE_METHODS", native::catalog_methods())?;
     m.add("OPERATIONS", hermes::OPERATIONS.to_vec())?;

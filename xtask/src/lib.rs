@@ -10,9 +10,12 @@
 //! - `contracts/hermes-desktop.routes.json` is extracted by `scripts/desktop-routes.py` (also
 //!   `cargo xtask catalog`); the route table (`hermes_native::desktop`) and the SDK's
 //!   `HermesDesktop` operations are generated from it.
+//! - `python/edith_hermes/_operations.py` (the Python `AsyncEdithHermes` operations) is
+//!   produced from the control-plane contract.
 
 pub mod desktop;
 pub mod native;
+pub mod python;
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -297,6 +300,10 @@ pub fn write_all() -> std::io::Result<Vec<&'static str>> {
         ),
         (desktop::GENERATED_ROUTES, desktop::generate_routes(&routes)),
         (desktop::GENERATED_CLIENT, desktop::generate_client(&routes)),
+        (
+            python::GENERATED_OPERATIONS,
+            python::generate_operations(&parsed),
+        ),
     ])
 }
 
@@ -348,6 +355,16 @@ mod tests {
         assert!(
             read(GENERATED_CLIENT) == generate_client(&contract),
             "{GENERATED_CLIENT} differs from the contract: {FIX}"
+        );
+    }
+
+    #[test]
+    fn the_python_operations_match_the_contract() {
+        let contract: Value = serde_json::from_str(&read(CONTRACT)).expect("JSON");
+        assert!(
+            read(python::GENERATED_OPERATIONS) == python::generate_operations(&contract),
+            "{} differs from the contract: {FIX}",
+            python::GENERATED_OPERATIONS
         );
     }
 
@@ -524,6 +541,7 @@ mod tests {
                 ],
             ),
             ("edith-cli", &["edith-server", "edith-types", "hermes-sdk"]),
+            ("edith-hermes-py", &["edith-types", "hermes-sdk"]),
             (
                 "xtask",
                 &["edith-server", "hermes-native", "hermes-runtime"],

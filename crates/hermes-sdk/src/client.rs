@@ -213,6 +213,35 @@ impl EdithHermes {
         })
     }
 
+    /// Sends `method path` with `query` and a JSON `body`, and reads the JSON reply, as the
+    /// generated operations do (retries of a POST included). For bindings that build an
+    /// operation's path from the contract themselves (the Python package's `AsyncEdithHermes`).
+    pub async fn call_path(
+        &self,
+        method: &str,
+        path: &str,
+        query: Vec<(String, String)>,
+        body: Option<&serde_json::Value>,
+    ) -> Result<serde_json::Value> {
+        let method = Method::from_bytes(method.as_bytes()).map_err(|e| Error::Decode {
+            detail: format!("`{method}` is not an HTTP method: {e}"),
+            body: String::new(),
+        })?;
+        self.call(method, path, query, body).await
+    }
+
+    /// The event log at `path` after event `after`, followed and resumed as the generated
+    /// operations do. For bindings, like [`EdithHermes::call_path`].
+    pub fn events_at<E: LogEvent>(&self, path: &str, after: u64) -> EventStream<E> {
+        self.stream(path.to_owned(), after)
+    }
+
+    /// Opens the gateway relay at `path`, as the generated operations do. For bindings, like
+    /// [`EdithHermes::call_path`].
+    pub async fn socket_at(&self, path: &str) -> Result<GatewayConnection> {
+        self.socket(path).await
+    }
+
     /// Opens an SSE response after event `after`.
     pub(crate) async fn open_stream(
         &self,

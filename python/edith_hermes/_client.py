@@ -1,0 +1,40 @@
+"""``AsyncEdithHermes``: the low-level control-plane client, one method per operation of the
+checked-in contract (generated into ``_operations.py``), over the Rust SDK's client."""
+
+from __future__ import annotations
+
+from types import TracebackType
+
+from edith_hermes._core import EdithHermes
+from edith_hermes._operations import Operations
+
+
+class AsyncEdithHermes(Operations):
+    """``AsyncEdithHermes.remote(url, api_key)``, or ``hermes.sdk`` of a ``Hermes`` context."""
+
+    def __init__(self, client: EdithHermes) -> None:
+        self._client = client
+
+    @classmethod
+    def remote(cls, url: str, api_key: str | None = None) -> AsyncEdithHermes:
+        """A client for the control plane at ``url``, with an HTTP client of its own."""
+        return cls(EdithHermes.remote(url, api_key))
+
+    @property
+    def base_url(self) -> str:
+        return self._client.base_url
+
+    async def close(self) -> None:
+        """Closes the client; later calls raise ``ClosedError``. Deletes nothing."""
+        await self._client.close()
+
+    async def __aenter__(self) -> AsyncEdithHermes:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.close()
