@@ -14,6 +14,7 @@ threads, so the event loop is never blocked.
 from edith_hermes._core import (
     ApiError,
     ClosedError,
+    DesktopError,
     EdithError,
     Hermes,
     NativeError,
@@ -24,12 +25,15 @@ from edith_hermes._core import (
     __version__,
 )
 from edith_hermes._client import AsyncEdithHermes
+from edith_hermes._desktop import AsyncHermesDesktop
 from edith_hermes._tools import Tool, tool
 
 __all__ = [
     "ApiError",
     "AsyncEdithHermes",
+    "AsyncHermesDesktop",
     "ClosedError",
+    "DesktopError",
     "EdithError",
     "Hermes",
     "NativeError",

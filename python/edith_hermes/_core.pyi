@@ -6,6 +6,7 @@ from os import PathLike
 from typing import Any, Literal, Self, final
 
 from edith_hermes._client import AsyncEdithHermes
+from edith_hermes._desktop import AsyncHermesDesktop
 from edith_hermes._native import Native
 
 __all__ = [
@@ -15,6 +16,7 @@ __all__ = [
     "UnsupportedError",
     "NotReadyError",
     "NativeError",
+    "DesktopError",
     "ClosedError",
     "Hermes",
     "Instances",
@@ -29,6 +31,7 @@ __all__ = [
     "ToolHost",
     "GatewayConnection",
     "EdithHermes",
+    "HermesDesktop",
     "NATIVE_METHODS",
     "OPERATIONS",
     "__version__",
@@ -62,6 +65,11 @@ class NotReadyError(EdithError):
 class NativeError(EdithError):
     method: str
     code: int | None
+
+class DesktopError(EdithError):
+    route: str
+    status: int
+    detail: str
 
 class ClosedError(EdithError): ...
 
@@ -110,6 +118,7 @@ class Instance:
     def delete(self) -> Awaitable[None]: ...
     @property
     def profiles(self) -> Profiles: ...
+    def desktop(self) -> AsyncHermesDesktop: ...
     @property
     def native(self) -> Native: ...
 
@@ -217,4 +226,25 @@ class EdithHermes:
     ) -> Awaitable[Any]: ...
     def events(self, event: str, path: str, after: int) -> EventStream: ...
     def socket(self, path: str) -> Awaitable[GatewayConnection]: ...
+    def close(self) -> Awaitable[None]: ...
+
+@final
+class HermesDesktop:
+    @staticmethod
+    def remote(url: str, token: str | None = None) -> HermesDesktop: ...
+    def for_profile(self, name: str) -> HermesDesktop: ...
+    @property
+    def profile(self) -> str | None: ...
+    @property
+    def base_url(self) -> str: ...
+    def call(
+        self,
+        operation: str,
+        params: dict[str, str],
+        query: _Json | None = None,
+        body: _Json | None = None,
+    ) -> Awaitable[Any]: ...
+    def capabilities(self) -> Awaitable[_Json]: ...
+    def plugin_get(self, plugin: str, path: str) -> Awaitable[Any]: ...
+    def plugin_post(self, plugin: str, path: str, body: _Json) -> Awaitable[Any]: ...
     def close(self) -> Awaitable[None]: ...

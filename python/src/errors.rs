@@ -47,6 +47,13 @@ create_exception!(
 );
 create_exception!(
     edith_hermes,
+    DesktopError,
+    EdithError,
+    "A runtime's Desktop route refused the request: `route` (`METHOD /path`), `status`, \
+     `detail` (the runtime's own words)."
+);
+create_exception!(
+    edith_hermes,
     ClosedError,
     EdithError,
     "The client was closed."
@@ -60,6 +67,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("UnsupportedError", py.get_type::<UnsupportedError>())?;
     m.add("NotReadyError", py.get_type::<NotReadyError>())?;
     m.add("NativeError", py.get_type::<NativeError>())?;
+    m.add("DesktopError", py.get_type::<DesktopError>())?;
     m.add("ClosedError", py.get_type::<ClosedError>())?;
     Ok(())
 }
@@ -97,6 +105,18 @@ pub(crate) fn to_py(err: Error) -> PyErr {
                 vec![
                     ("instance", obj(py, instance.to_string())),
                     ("reason", obj(py, reason)),
+                ],
+            ),
+            Error::Runtime {
+                route,
+                status,
+                detail,
+            } => (
+                DesktopError::new_err(message),
+                vec![
+                    ("route", obj(py, route)),
+                    ("status", obj(py, status)),
+                    ("detail", obj(py, detail)),
                 ],
             ),
             Error::Native(native) => return native_to_py(native),

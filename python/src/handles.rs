@@ -9,6 +9,7 @@ use edith_types::{ApprovalChoice, CreateInstance, CreateSession, InstanceFilter,
 use hermes::PageRequest;
 
 use crate::convert::{from_py, id, to_py};
+use crate::desktop::HermesDesktop;
 use crate::errors::to_py as error;
 use crate::gateway::GatewayConnection;
 use crate::native::{self, NativeRoute};
@@ -147,6 +148,15 @@ impl Instance {
         Profiles {
             instance: self.inner.clone(),
         }
+    }
+
+    /// The instance's runtime's Desktop routes through the control plane, with this client's
+    /// key (the runtime's token never reaches this process): an `AsyncHermesDesktop`.
+    fn desktop<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let desktop = HermesDesktop::new(self.inner.desktop());
+        py.import("edith_hermes._desktop")?
+            .getattr("AsyncHermesDesktop")?
+            .call1((desktop,))
     }
 
     /// Instance-wide native methods, in the pinned catalog's namespaces

@@ -4,6 +4,7 @@
 
 mod client;
 mod convert;
+mod desktop;
 mod errors;
 mod gateway;
 mod handles;
@@ -30,6 +31,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<gateway::GatewayConnection>()?;
     m.add_class::<stream::EventStream>()?;
     m.add_class::<sdk::EdithHermes>()?;
+    m.add_class::<desktop::HermesDesktop>()?;
     m.add_class::<tool_host::ToolHost>()?;
     m.add("NATIVE_METHODS", native::catalog_methods())?;
     m.add("OPERATIONS", hermes::OPERATIONS.to_vec())?;

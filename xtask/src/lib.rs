@@ -11,7 +11,8 @@
 //!   `cargo xtask catalog`); the route table (`hermes_native::desktop`) and the SDK's
 //!   `HermesDesktop` operations are generated from it.
 //! - `python/edith_hermes/_operations.py` (the Python `AsyncEdithHermes` operations) is
-//!   produced from the control-plane contract.
+//!   produced from the control-plane contract, and `_desktop_routes.py` (its
+//!   `AsyncHermesDesktop` methods) from the Desktop routes.
 
 pub mod desktop;
 pub mod native;
@@ -304,6 +305,10 @@ pub fn write_all() -> std::io::Result<Vec<&'static str>> {
             python::GENERATED_OPERATIONS,
             python::generate_operations(&parsed),
         ),
+        (
+            python::GENERATED_DESKTOP_ROUTES,
+            python::generate_desktop_routes(&routes),
+        ),
     ])
 }
 
@@ -365,6 +370,12 @@ mod tests {
             read(python::GENERATED_OPERATIONS) == python::generate_operations(&contract),
             "{} differs from the contract: {FIX}",
             python::GENERATED_OPERATIONS
+        );
+        let routes: Value = serde_json::from_str(&read(desktop::ROUTES)).expect("JSON");
+        assert!(
+            read(python::GENERATED_DESKTOP_ROUTES) == python::generate_desktop_routes(&routes),
+            "{} differs from the routes: {FIX}",
+            python::GENERATED_DESKTOP_ROUTES
         );
     }
 

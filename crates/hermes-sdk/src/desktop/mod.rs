@@ -183,6 +183,40 @@ impl HermesDesktop {
         Ok(object)
     }
 
+    /// Calls the route whose operation is `operation` (as `contracts/hermes-desktop.routes.json`
+    /// names it) with its path `params`, a `query` and a `body` given as JSON objects; the
+    /// reply as JSON. For bindings that generate their methods from the routes themselves (the
+    /// Python package's `AsyncHermesDesktop`); the checks and the profile rule are those of the
+    /// generated methods.
+    pub async fn call_operation(
+        &self,
+        operation: &str,
+        params: &[(&str, &str)],
+        query: Option<&Value>,
+        body: Option<&Value>,
+    ) -> Result<Value> {
+        let route = Route::ALL
+            .iter()
+            .copied()
+            .find(|route| route.operation() == operation)
+            .ok_or_else(|| Error::Unsupported {
+                operation: operation.to_owned(),
+            })?;
+        let missing = route
+            .path()
+            .split('/')
+            .filter_map(|s| s.strip_prefix('{')?.strip_suffix('}'))
+            .find(|name| !params.iter().any(|(given, _)| given == name));
+        if let Some(name) = missing {
+            return Err(Error::Decode {
+                detail: format!("`{operation}` needs the path parameter `{name}`"),
+                body: String::new(),
+            });
+        }
+        let query = query.cloned().unwrap_or(Value::Object(Map::new()));
+        self.call(route, params, Some(&query), body).await
+    }
+
     /// Sends one request to `route` and reads its reply.
     async fn call<Q: Serialize, B: Serialize, R: DeserializeOwned>(
         &self,
