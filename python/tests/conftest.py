@@ -33,65 +33,62 @@ def admin_key(data_dir) -> str:
 
 TOKEN = "python-desktop-token-0123456789"
 
-# Where the runtimes are: `scripts/python-tests` sets both (our runtime, built by cargo; the
-# real Hermes 0.19.0, installed by `scripts/hermes-venv`).
-RUNTIMES = {"ours": "EDITH_TEST_HERMES_RUNTIME", "hermes": "EDITH_TEST_HERMES"}
+# The programs the tests launch; `scripts/python-tests` sets every one of these (our runtime,
+# `edith` and the fake model, built by cargo; the real Hermes 0.19.0, from scripts/hermes-venv).
+PROGRAMS = {
+    "ours": "EDITH_TEST_HERMES_RUNTIME",
+    "hermes": "EDITH_TEST_HERMES",
+    "edith": "EDITH_TEST_EDITH",
+    "fake-model": "EDITH_TEST_FAKE_MODEL",
+}
 
 
-class Runtime:
-    """A runtime serving on loopback, launched as the control plane launches one: `serve
-    --host 127.0.0.1 --port 0`, ready when it prints `HERMES_BACKEND_READY port=<n>`."""
+def program(name: str) -> str:
+    variable = PROGRAMS[name]
+    found = os.environ.get(variable)
+    if not found:
+        pytest.fail(f"{variable} is not set: run scripts/python-tests, which sets it")
+    return found
 
-    def __init__(self, target: str, home, work) -> None:
-        variable = RUNTIMES[target]
-        program = os.environ.get(variable)
-        if not program:
-            pytest.fail(f"{variable} is not set: run scripts/python-tests, which sets it")
-        (home / "config.yaml").write_text('{"approvals": {"mode": "manual"}}\n')
-        env = {
-            "PATH": os.environ["PATH"],
-            "HOME": str(home.parent),
-            "HERMES_HOME": str(home),
-            "HERMES_DASHBOARD_SESSION_TOKEN": TOKEN,
-            "HERMES_DISABLE_LAZY_INSTALLS": "1",
-        }
+
+class Process:
+    """A child process in a process group of its own, ready when a line of its output starts
+    with `ready` (what follows is `self.ready`); waiting is bounded, and `stop()` ends the
+    whole group (SIGTERM, then SIGKILL after 10 s)."""
+
+    def __init__(self, argv, *, ready: str, env=None, cwd=None, timeout: float = 90) -> None:
         self.process = subprocess.Popen(
-            [program, "serve", "--host", "127.0.0.1", "--port", "0"],
-            cwd=work,
+            argv,
+            cwd=cwd,
             env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
             start_new_session=True,
         )
-        self.port = self._wait_ready(timeout=90)
-        self.url = f"http://127.0.0.1:{self.port}"
-
-    def _wait_ready(self, timeout: float) -> int:
-        found: queue.Queue[str] = queue.Queue()
+        found: queue.Queue[str | None] = queue.Queue()
         seen: list[str] = []
 
         def read() -> None:
             assert self.process.stdout is not None
             for line in self.process.stdout:
                 seen.append(line)
-                if "HERMES_BACKEND_READY port=" in line:
-                    found.put(line.split("port=", 1)[1].split()[0])
-            found.put("")
+                if line.startswith(ready):
+                    found.put(line[len(ready) :].strip())
+            found.put(None)
 
         threading.Thread(target=read, daemon=True).start()
         try:
-            port = found.get(timeout=timeout)
+            value = found.get(timeout=timeout)
         except queue.Empty:
             self.stop()
-            pytest.fail(f"not ready within {timeout} s (hanging): {''.join(seen)[-2000:]}")
-        if not port:
+            pytest.fail(f"{argv[0]}: not ready within {timeout} s (hanging): {''.join(seen)[-2000:]}")
+        if value is None:
             self.stop()
-            pytest.fail(f"exited before it was ready: {''.join(seen)[-2000:]}")
-        return int(port)
+            pytest.fail(f"{argv[0]} exited before it was ready: {''.join(seen)[-2000:]}")
+        self.ready: str = value
 
     def stop(self) -> None:
-        """SIGTERM to its process group, then SIGKILL after 10 s."""
         if self.process.poll() is not None:
             return
         try:
@@ -104,13 +101,32 @@ class Runtime:
             pass
 
 
+def hermes_env(home) -> dict[str, str]:
+    return {
+        "PATH": os.environ["PATH"],
+        "HOME": str(home.parent),
+        "HERMES_HOME": str(home),
+        "HERMES_DASHBOARD_SESSION_TOKEN": TOKEN,
+        # Hermes pip-installs missing optional packages into its own venv at run time.
+        "HERMES_DISABLE_LAZY_INSTALLS": "1",
+    }
+
+
 @pytest.fixture(params=["ours", "hermes"])
 def runtime(request, tmp_path):
+    """A runtime serving on loopback, launched as the control plane launches one."""
     home = tmp_path / "home"
     work = tmp_path / "work"
     home.mkdir()
     work.mkdir()
-    started = Runtime(request.param, home, work)
+    (home / "config.yaml").write_text('{"approvals": {"mode": "manual"}}\n')
+    started = Process(
+        [program(request.param), "serve", "--host", "127.0.0.1", "--port", "0"],
+        ready="HERMES_BACKEND_READY port=",
+        env=hermes_env(home),
+        cwd=work,
+    )
     started.target = request.param
+    started.url = f"http://127.0.0.1:{started.ready}"
     yield started
     started.stop()
