@@ -16,7 +16,8 @@ struct WordCountArgs {
     text: String,
 }
 
-const PROMPT: &str = r#"Please count the words with word_count {"text": "hello from the Hermes runtime"}"#;
+const PROMPT: &str =
+    r#"Please count the words with word_count {"text": "hello from the Hermes runtime"}"#;
 const WARM_UP: usize = 5;
 
 #[tokio::main]
@@ -43,9 +44,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// Times `turns` turns after a warm-up, each on a new session: from sending the input to the
 /// turn's last event.
 async fn bench(hermes: &Hermes, turns: usize) -> Result<Vec<f64>, Box<dyn std::error::Error>> {
-    let word_count = Tool::new("word_count", "Count words", |args: WordCountArgs| async move {
-        Ok::<_, ToolError>(args.text.split_whitespace().count())
-    });
+    let word_count = Tool::new(
+        "word_count",
+        "Count words",
+        |args: WordCountArgs| async move { Ok::<_, ToolError>(args.text.split_whitespace().count()) },
+    );
     let tool = hermes.register_tool(word_count).await?;
     let instance = hermes.instances().create("bench").await?.ready().await?;
     let spec = ProfileSpec::new("assistant").tool(&tool);
