@@ -4,6 +4,7 @@ checked-in contract (generated into ``_operations.py``), over the Rust SDK's cli
 from __future__ import annotations
 
 from types import TracebackType
+from typing import Any
 
 from edith_hermes._core import EdithHermes
 from edith_hermes._operations import Operations
@@ -16,9 +17,14 @@ class AsyncEdithHermes(Operations):
         self._client = client
 
     @classmethod
-    def remote(cls, url: str, api_key: str | None = None) -> AsyncEdithHermes:
-        """A client for the control plane at ``url``, with an HTTP client of its own."""
-        return cls(EdithHermes.remote(url, api_key))
+    def remote(
+        cls, url: str, api_key: str | None = None, *, http_client: Any = None
+    ) -> AsyncEdithHermes:
+        """A client for the control plane at ``url``. With ``http_client`` (an
+        ``httpx.AsyncClient``, created on the running event loop) every request goes through
+        it, and it stays yours: ``close()`` never closes it. Without, the client makes one of
+        its own and closes it."""
+        return cls(EdithHermes.remote(url, api_key, http_client))
 
     @property
     def base_url(self) -> str:

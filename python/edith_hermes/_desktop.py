@@ -20,10 +20,14 @@ class AsyncHermesDesktop(DesktopRoutes):
         self._desktop = desktop
 
     @classmethod
-    def remote(cls, url: str, token: str | None = None) -> AsyncHermesDesktop:
+    def remote(
+        cls, url: str, token: str | None = None, *, http_client: Any = None
+    ) -> AsyncHermesDesktop:
         """A runtime at ``url`` (e.g. ``http://127.0.0.1:9119``), with its session token
-        (``HERMES_DASHBOARD_SESSION_TOKEN``) and an HTTP client of its own."""
-        return cls(HermesDesktop.remote(url, token))
+        (``HERMES_DASHBOARD_SESSION_TOKEN``). With ``http_client`` (an ``httpx.AsyncClient``,
+        created on the running event loop) every request goes through it and it stays yours:
+        ``close()`` never closes it; ``for_profile()`` clients share it."""
+        return cls(HermesDesktop.remote(url, token, http_client))
 
     def for_profile(self, name: str) -> AsyncHermesDesktop:
         """A client acting on the runtime's profile ``name`` wherever a route takes one. It

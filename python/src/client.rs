@@ -15,6 +15,7 @@ use crate::handles::{Instance, Instances};
 use crate::sdk::EdithHermes;
 use crate::tool_host::ToolHost;
 use crate::tools;
+use crate::transport::HttpxTransport;
 
 enum State {
     /// `Hermes.local()` before `start()`.
@@ -57,15 +58,27 @@ impl Hermes {
         }
     }
 
-    /// A control plane at `url`. Closing it never deletes anything.
+    /// A control plane at `url`. Closing it never deletes anything. With `http_client` (an
+    /// `httpx.AsyncClient`), every request goes through it and it stays the caller's.
     #[staticmethod]
-    #[pyo3(signature = (url, api_key = None))]
-    fn remote(url: &str, api_key: Option<&str>) -> Self {
-        Self {
-            state: Arc::new(Mutex::new(State::Open(hermes::Hermes::remote(
-                url, api_key,
-            )))),
-        }
+    #[pyo3(signature = (url, api_key = None, http_client = None))]
+    fn remote(
+        py: Python<'_>,
+        url: &str,
+        api_key: Option<&str>,
+        http_client: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let hermes = match http_client {
+            Some(client) => hermes::Hermes::remote_with_transport(
+                url,
+                api_key,
+                HttpxTransport::new(py, client)?,
+            ),
+            None => hermes::Hermes::remote(url, api_key),
+        };
+        Ok(Self {
+            state: Arc::new(Mutex::new(State::Open(hermes))),
+        })
     }
 
     /// Starts a local context (a no-op for a started or remote one); awaits to `self`.

@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 
 use crate::convert::{from_py, to_py};
 use crate::errors::to_py as error;
+use crate::transport::HttpxTransport;
 
 #[pyclass(module = "edith_hermes._core", frozen)]
 pub(crate) struct HermesDesktop {
@@ -28,10 +29,22 @@ impl HermesDesktop {
 impl HermesDesktop {
     /// A client for the runtime at `url` (e.g. `http://127.0.0.1:9119`), authenticated with
     /// its session token, with an HTTP client of its own.
+    /// With `http_client` (an `httpx.AsyncClient`), every request goes through it and it stays
+    /// the caller's: closing this client never closes it.
     #[staticmethod]
-    #[pyo3(signature = (url, token = None))]
-    fn remote(url: &str, token: Option<&str>) -> Self {
-        Self::new(hermes::HermesDesktop::remote(url, token))
+    #[pyo3(signature = (url, token = None, http_client = None))]
+    fn remote(
+        py: Python<'_>,
+        url: &str,
+        token: Option<&str>,
+        http_client: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        Ok(Self::new(match http_client {
+            Some(client) => {
+                hermes::HermesDesktop::with_transport(url, token, HttpxTransport::new(py, client)?)
+            }
+            None => hermes::HermesDesktop::remote(url, token),
+        }))
     }
 
     /// A client acting on the runtime's profile `name`, sharing this one's connection: closing

@@ -13,6 +13,7 @@ mod sdk;
 mod stream;
 mod tool_host;
 mod tools;
+mod transport;
 
 use pyo3::prelude::*;
 

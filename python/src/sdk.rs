@@ -11,6 +11,7 @@ use crate::convert::{from_py, to_py};
 use crate::errors::to_py as error;
 use crate::gateway::GatewayConnection;
 use crate::stream::EventStream;
+use crate::transport::HttpxTransport;
 
 #[pyclass(module = "edith_hermes._core", frozen)]
 pub(crate) struct EdithHermes {
@@ -26,11 +27,23 @@ impl EdithHermes {
 #[pymethods]
 impl EdithHermes {
     /// A client for the control plane at `url`, with an HTTP client of its own (closed by
-    /// `close()`).
+    /// `close()`) unless `http_client` is given.
+    /// With `http_client` (an `httpx.AsyncClient`), every request goes through it and it stays
+    /// the caller's: closing this client never closes it.
     #[staticmethod]
-    #[pyo3(signature = (url, api_key = None))]
-    fn remote(url: &str, api_key: Option<&str>) -> Self {
-        Self::new(hermes::EdithHermes::remote(url, api_key))
+    #[pyo3(signature = (url, api_key = None, http_client = None))]
+    fn remote(
+        py: Python<'_>,
+        url: &str,
+        api_key: Option<&str>,
+        http_client: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        Ok(Self::new(match http_client {
+            Some(client) => {
+                hermes::EdithHermes::with_transport(url, api_key, HttpxTransport::new(py, client)?)
+            }
+            None => hermes::EdithHermes::remote(url, api_key),
+        }))
     }
 
     /// The control plane's URL.

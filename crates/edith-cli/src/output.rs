@@ -204,7 +204,7 @@ pub fn explain(failure: &Failure) -> String {
             detail,
             ..
         } => format!("{detail}. Use a key with that scope (`edith keys create`, as admin)"),
-        Error::Transport(e) if e.is_connect() => format!(
+        Error::Transport(e) if e.connect => format!(
             "cannot reach the control plane ({e}). Is `edith serve` running? Point --url or \
              EDITH_URL at it"
         ),

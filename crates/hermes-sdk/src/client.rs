@@ -6,7 +6,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use bytes::Bytes;
-use futures_util::StreamExt;
 use futures_util::stream::BoxStream;
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
 use reqwest::{Method, StatusCode};
@@ -16,6 +15,7 @@ use serde::de::DeserializeOwned;
 use crate::error::{Error, Result};
 use crate::events::{EventStream, LogEvent};
 use crate::gateway::{GatewayConnection, RelayTarget};
+use crate::transport::{Http, HttpRequest, HttpTransport, TransportFailure};
 
 /// How often a POST is sent again after its connection failed (safe: it carries an
 /// `Idempotency-Key`).
@@ -28,8 +28,9 @@ pub struct EdithHermes {
 }
 
 struct ClientInner {
-    /// The caller's client when one was given (it stays theirs), else one made here.
-    http: reqwest::Client,
+    /// The caller's client or transport when one was given (it stays theirs), else one made
+    /// here.
+    http: Http,
     /// `http://host:port`, without a trailing slash.
     base: String,
     api_key: Option<String>,
@@ -99,6 +100,20 @@ impl EdithHermes {
     /// A client that sends through `http`. The SDK never closes or reconfigures it: it stays
     /// the caller's.
     pub fn with_http_client(base_url: &str, api_key: Option<&str>, http: reqwest::Client) -> Self {
+        Self::with(base_url, api_key, Http::Reqwest(http))
+    }
+
+    /// A client that sends every HTTP request through `transport` (gateway connections, which
+    /// are WebSockets, still open their own). The SDK never closes it.
+    pub fn with_transport(
+        base_url: &str,
+        api_key: Option<&str>,
+        transport: Arc<dyn HttpTransport>,
+    ) -> Self {
+        Self::with(base_url, api_key, Http::Custom(transport))
+    }
+
+    fn with(base_url: &str, api_key: Option<&str>, http: Http) -> Self {
         Self {
             inner: Arc::new(ClientInner {
                 http,
@@ -142,15 +157,19 @@ impl EdithHermes {
         &self.inner.base
     }
 
-    fn request(&self, method: Method, path: &str) -> reqwest::RequestBuilder {
-        let mut request = self
-            .inner
-            .http
-            .request(method, format!("{}{path}", self.inner.base));
+    /// A request to `path` with this client's key and `accept`.
+    fn request(&self, method: &Method, path: &str, accept: &str) -> HttpRequest {
+        let mut headers = vec![(ACCEPT.to_string(), accept.to_owned())];
         if let Some(key) = &self.inner.api_key {
-            request = request.header(AUTHORIZATION, format!("Bearer {key}"));
+            headers.push((AUTHORIZATION.to_string(), format!("Bearer {key}")));
         }
-        request
+        HttpRequest {
+            method: method.to_string(),
+            url: format!("{}{path}", self.inner.base),
+            headers,
+            body: None,
+            timeout: None,
+        }
     }
 
     /// Sends one request and reads the JSON reply (or the problem).
@@ -166,46 +185,42 @@ impl EdithHermes {
         body: Option<&B>,
     ) -> Result<T> {
         self.check_open()?;
-        let mut request = self
-            .request(method.clone(), path)
-            .header(ACCEPT, "application/json");
+        let mut request = self.request(&method, path, "application/json");
         if !query.is_empty() {
-            request = request.query(&query);
+            request.url = with_query(&request.url, &query)?;
         }
         if let Some(body) = body {
             let json = serde_json::to_vec(body).map_err(|e| Error::Decode {
                 detail: format!("request body: {e}"),
                 body: String::new(),
             })?;
-            request = request.header(CONTENT_TYPE, "application/json").body(json);
+            request
+                .headers
+                .push((CONTENT_TYPE.to_string(), "application/json".to_owned()));
+            request.body = Some(json.into());
         }
         let retries = if method == Method::POST {
             let key = uuid::Uuid::new_v4().simple().to_string();
-            request = request.header("Idempotency-Key", key);
+            request.headers.push(("Idempotency-Key".to_owned(), key));
             MAX_POST_RETRIES
         } else {
             0
         };
         let mut attempt = 0;
         let response = loop {
-            let sent = request
-                .try_clone()
-                .expect("bodies are bytes, so requests clone")
-                .send()
-                .await;
-            match sent {
+            match self.inner.http.send(request.clone()).await {
                 Ok(response) => break response,
-                Err(e) if attempt < retries && (e.is_connect() || e.is_request()) => {
+                Err(e) if attempt < retries && (e.connect || e.request) => {
                     attempt += 1;
                     tokio::time::sleep(std::time::Duration::from_millis(100 * attempt)).await;
                 }
                 Err(e) => return Err(e.into()),
             }
         };
-        let status = response.status();
+        let status = response.status;
         let bytes = response.bytes().await?;
-        if !status.is_success() {
-            return Err(problem(status, &bytes));
+        if !(200..300).contains(&status) {
+            return Err(problem_of(status, &bytes));
         }
         serde_json::from_slice(&bytes).map_err(|e| Error::Decode {
             detail: e.to_string(),
@@ -247,21 +262,21 @@ impl EdithHermes {
         &self,
         path: &str,
         after: u64,
-    ) -> Result<BoxStream<'static, reqwest::Result<Bytes>>> {
+    ) -> Result<BoxStream<'static, std::result::Result<Bytes, TransportFailure>>> {
         self.check_open()?;
-        let mut request = self
-            .request(Method::GET, path)
-            .header(ACCEPT, "text/event-stream");
+        let mut request = self.request(&Method::GET, path, "text/event-stream");
         if after > 0 {
-            request = request.header("Last-Event-ID", after.to_string());
+            request
+                .headers
+                .push(("Last-Event-ID".to_owned(), after.to_string()));
         }
-        let response = request.send().await?;
-        let status = response.status();
-        if !status.is_success() {
+        let response = self.inner.http.send(request).await?;
+        let status = response.status;
+        if !(200..300).contains(&status) {
             let bytes = response.bytes().await?;
-            return Err(problem(status, &bytes));
+            return Err(problem_of(status, &bytes));
         }
-        Ok(response.bytes_stream().boxed())
+        Ok(response.body)
     }
 
     /// Opens the WebSocket relay at `path` as a self-resuming gateway connection.
@@ -285,6 +300,16 @@ impl EdithHermes {
     pub(crate) fn stream<E: LogEvent>(&self, path: String, after: u64) -> EventStream<E> {
         EventStream::follow(self.clone(), path, after)
     }
+}
+
+/// `url` with `query` appended, encoded as a form.
+pub(crate) fn with_query(url: &str, query: &[(String, String)]) -> Result<String> {
+    let mut url = reqwest::Url::parse(url).map_err(|e| Error::Decode {
+        detail: format!("`{url}` is not a URL: {e}"),
+        body: String::new(),
+    })?;
+    url.query_pairs_mut().extend_pairs(query);
+    Ok(url.into())
 }
 
 /// The error a reply with HTTP status `status` and `body` stands for.

@@ -23,7 +23,7 @@ pub enum Error {
     },
     /// The request did not get an answer (connection refused, reset, timed out …).
     #[error("transport error: {0}")]
-    Transport(#[from] reqwest::Error),
+    Transport(#[from] crate::transport::TransportFailure),
     /// The answer could not be read as the expected type.
     #[error("unreadable reply ({detail}); body: {body}")]
     Decode {
@@ -87,7 +87,7 @@ impl Error {
     pub fn is_retryable(&self) -> bool {
         match self {
             Error::Api { retryable, .. } => *retryable,
-            Error::Transport(e) => e.is_connect() || e.is_timeout(),
+            Error::Transport(e) => e.connect || e.timeout,
             Error::StreamEnded(_) => true,
             _ => false,
         }
@@ -111,3 +111,9 @@ impl Error {
 
 /// What SDK calls return.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl From<reqwest::Error> for Error {
+    fn from(e: reqwest::Error) -> Self {
+        Error::Transport(e.into())
+    }
+}

@@ -65,7 +65,9 @@ impl<E> std::fmt::Debug for EventStream<E> {
 
 /// The decoded events of one open response body (SSE framing and UTF-8 by `eventsource-stream`,
 /// so a character split across network chunks arrives whole).
-type SseBody = eventsource_stream::EventStream<BoxStream<'static, reqwest::Result<Bytes>>>;
+type SseBody = eventsource_stream::EventStream<
+    BoxStream<'static, std::result::Result<Bytes, crate::transport::TransportFailure>>,
+>;
 
 struct Follow<E> {
     client: EdithHermes,

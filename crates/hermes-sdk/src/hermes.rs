@@ -56,6 +56,16 @@ impl Hermes {
         Self::from_sdk(EdithHermes::with_http_client(base_url, api_key, http))
     }
 
+    /// Like [`Hermes::remote`], sending every HTTP request through `transport`, which stays the
+    /// caller's (gateway connections open their own WebSockets).
+    pub fn remote_with_transport(
+        base_url: &str,
+        api_key: Option<&str>,
+        transport: Arc<dyn crate::HttpTransport>,
+    ) -> Self {
+        Self::from_sdk(EdithHermes::with_transport(base_url, api_key, transport))
+    }
+
     fn from_sdk(sdk: EdithHermes) -> Self {
         Self {
             root: Arc::new(Root {

@@ -32,6 +32,7 @@ mod native_route;
 mod tool;
 #[cfg(feature = "tool-host")]
 mod tool_host;
+mod transport;
 
 pub use client::{EdithHermes, PageRequest};
 pub use desktop::{DesktopCapabilities, HermesDesktop};
@@ -52,6 +53,7 @@ pub use tool::{Tool, ToolError};
 pub use tool_host::ToolHost;
 
 pub use native_route::NativeRoute;
+pub use transport::{HttpRequest, HttpResponse, HttpTransport, TransportFailure};
 
 /// The native gateway: generated namespaces, params, errors and the pinned catalog.
 pub mod native {

@@ -20,6 +20,7 @@ use serde_json::{Map, Value};
 
 use crate::client::query_of;
 use crate::error::{Error, Result};
+use crate::transport::{Http, HttpRequest, HttpTransport};
 
 /// How long one request may take before it is reported as hanging.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
@@ -37,7 +38,7 @@ enum Credential {
 /// and the closed state.
 #[derive(Clone)]
 pub struct HermesDesktop {
-    http: reqwest::Client,
+    http: Http,
     /// `http://host:port`, without a trailing slash.
     base: Arc<str>,
     credential: Option<Credential>,
@@ -78,6 +79,19 @@ impl HermesDesktop {
     /// A client that sends through `http`. The SDK never closes or reconfigures it: it stays
     /// the caller's.
     pub fn with_http_client(base_url: &str, token: Option<&str>, http: reqwest::Client) -> Self {
+        Self::with(base_url, token, Http::Reqwest(http))
+    }
+
+    /// A client that sends every request through `transport`, which stays the caller's.
+    pub fn with_transport(
+        base_url: &str,
+        token: Option<&str>,
+        transport: Arc<dyn HttpTransport>,
+    ) -> Self {
+        Self::with(base_url, token, Http::Custom(transport))
+    }
+
+    fn with(base_url: &str, token: Option<&str>, http: Http) -> Self {
         Self {
             http,
             base: base_url.trim_end_matches('/').into(),
@@ -91,7 +105,7 @@ impl HermesDesktop {
     /// Through a control plane (`EdithHermes::desktop`): `base` is its forwarding route, the
     /// key is the control plane's, and the client ends when `owner_closed` is set.
     pub(crate) fn through_control_plane(
-        http: reqwest::Client,
+        http: Http,
         base: &str,
         api_key: Option<&str>,
         owner_closed: Arc<AtomicBool>,
@@ -258,34 +272,52 @@ impl HermesDesktop {
         body: Option<Value>,
     ) -> Result<R> {
         self.check_open()?;
-        let method = reqwest::Method::from_bytes(target.method.as_bytes()).expect("an HTTP method");
-        let url = format!("{}{}", self.base, target.path);
-        let mut request = self.http.request(method, url).timeout(REQUEST_TIMEOUT);
-        request = match &self.credential {
-            Some(Credential::SessionToken(token)) => request.header(TOKEN_HEADER, token.as_ref()),
-            Some(Credential::ApiKey(key)) => request.bearer_auth(key),
-            None => request,
-        };
+        let mut url = format!("{}{}", self.base, target.path);
         if let Some(query) = query {
-            request = request.query(&query);
+            url = crate::client::with_query(&url, &query)?;
         }
-        if let Some(body) = body {
-            request = request.json(&body);
-        }
-        let reply = request.send().await?;
-        let status = reply.status();
-        let from_control_plane = reply
-            .headers()
-            .get(reqwest::header::CONTENT_TYPE)
-            .is_some_and(|t| t.as_bytes().starts_with(b"application/problem+json"));
-        let bytes = reply.bytes().await?;
-        if !status.is_success() {
-            // The control plane's own refusal (key, scope, instance, runtime unreachable) has
-            // problem details; the runtime's comes through as the runtime wrote it.
-            if from_control_plane {
-                return Err(crate::client::problem_of(status.as_u16(), &bytes));
+        let mut headers = vec![("accept".to_owned(), "application/json".to_owned())];
+        match &self.credential {
+            Some(Credential::SessionToken(token)) => {
+                headers.push((TOKEN_HEADER.to_owned(), token.to_string()));
             }
-            return Err(refusal(&target, status.as_u16(), &bytes));
+            Some(Credential::ApiKey(key)) => {
+                headers.push(("authorization".to_owned(), format!("Bearer {key}")));
+            }
+            None => {}
+        }
+        let body = match body {
+            Some(body) => {
+                headers.push(("content-type".to_owned(), "application/json".to_owned()));
+                Some(
+                    serde_json::to_vec(&body)
+                        .expect("JSON values serialise")
+                        .into(),
+                )
+            }
+            None => None,
+        };
+        let request = HttpRequest {
+            method: target.method.to_owned(),
+            url,
+            headers,
+            body,
+            timeout: Some(REQUEST_TIMEOUT),
+        };
+        let reply = self.http.send(request).await?;
+        let status = reply.status;
+        // The control plane's own refusal (key, scope, instance, runtime unreachable) has
+        // problem details; the runtime's comes through as the runtime wrote it.
+        let from_control_plane = reply
+            .content_type
+            .as_deref()
+            .is_some_and(|t| t.starts_with("application/problem+json"));
+        let bytes = reply.bytes().await?;
+        if !(200..300).contains(&status) {
+            if from_control_plane {
+                return Err(crate::client::problem_of(status, &bytes));
+            }
+            return Err(refusal(&target, status, &bytes));
         }
         serde_json::from_slice(&bytes).map_err(|e| Error::Decode {
             detail: e.to_string(),

@@ -1,0 +1,137 @@
+//! How the SDK's HTTP requests reach the network: a reqwest client (the SDK's own, or one the
+//! caller gave), or an [`HttpTransport`] the caller implements — e.g. the Python package's
+//! bridge to an `httpx.AsyncClient` that stays the application's. Everything above it
+//! (authentication, retries, problem details, resumable event streams) is the SDK's either way.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::StreamExt;
+use futures_util::future::BoxFuture;
+use futures_util::stream::BoxStream;
+
+/// One request, as the SDK sends it.
+#[derive(Debug, Clone)]
+pub struct HttpRequest {
+    /// `GET`, `POST`, ….
+    pub method: String,
+    /// The whole URL, query included.
+    pub url: String,
+    /// Header names and values (the key or token among them: never log them).
+    pub headers: Vec<(String, String)>,
+    /// The JSON body, if any.
+    pub body: Option<Bytes>,
+    /// How long the whole exchange may take; `None` for event streams, which last as long as
+    /// their log.
+    pub timeout: Option<Duration>,
+}
+
+/// A reply: its status and content type at once, its body as it arrives.
+pub struct HttpResponse {
+    /// The HTTP status.
+    pub status: u16,
+    /// The `Content-Type` header.
+    pub content_type: Option<String>,
+    /// The body's chunks, as they arrive.
+    pub body: BoxStream<'static, Result<Bytes, TransportFailure>>,
+}
+
+impl HttpResponse {
+    /// The whole body.
+    pub async fn bytes(mut self) -> Result<Bytes, TransportFailure> {
+        let mut all = Vec::new();
+        while let Some(chunk) = self.body.next().await {
+            all.extend_from_slice(&chunk?);
+        }
+        Ok(all.into())
+    }
+}
+
+/// A request that got no (whole) answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct TransportFailure {
+    /// What happened, for people.
+    pub message: String,
+    /// The connection could not be made: nothing reached the server.
+    pub connect: bool,
+    /// The exchange took longer than its timeout.
+    pub timeout: bool,
+    /// The request failed on its way (the server may or may not have seen it): a POST with an
+    /// `Idempotency-Key` may be sent again.
+    pub request: bool,
+}
+
+impl From<reqwest::Error> for TransportFailure {
+    fn from(e: reqwest::Error) -> Self {
+        Self {
+            message: e.to_string(),
+            connect: e.is_connect(),
+            timeout: e.is_timeout(),
+            request: e.is_request(),
+        }
+    }
+}
+
+/// Sends the SDK's requests somewhere other than through reqwest.
+pub trait HttpTransport: Send + Sync + 'static {
+    /// Sends `request`; the reply once its status is known.
+    fn send(
+        &self,
+        request: HttpRequest,
+    ) -> BoxFuture<'static, Result<HttpResponse, TransportFailure>>;
+}
+
+/// The transport a client sends through. Cloning shares it.
+#[derive(Clone)]
+pub(crate) enum Http {
+    Reqwest(reqwest::Client),
+    Custom(Arc<dyn HttpTransport>),
+}
+
+impl Http {
+    pub(crate) async fn send(
+        &self,
+        request: HttpRequest,
+    ) -> Result<HttpResponse, TransportFailure> {
+        match self {
+            Http::Custom(transport) => transport.send(request).await,
+            Http::Reqwest(client) => {
+                let method =
+                    reqwest::Method::from_bytes(request.method.as_bytes()).map_err(|e| {
+                        TransportFailure {
+                            message: format!("`{}` is not an HTTP method: {e}", request.method),
+                            connect: false,
+                            timeout: false,
+                            request: false,
+                        }
+                    })?;
+                let mut builder = client.request(method, &request.url);
+                for (name, value) in &request.headers {
+                    builder = builder.header(name, value);
+                }
+                if let Some(body) = request.body {
+                    builder = builder.body(body);
+                }
+                if let Some(timeout) = request.timeout {
+                    builder = builder.timeout(timeout);
+                }
+                let response = builder.send().await?;
+                let content_type = response
+                    .headers()
+                    .get(reqwest::header::CONTENT_TYPE)
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned);
+                Ok(HttpResponse {
+                    status: response.status().as_u16(),
+                    content_type,
+                    body: response
+                        .bytes_stream()
+                        .map(|chunk| chunk.map_err(TransportFailure::from))
+                        .boxed(),
+                })
+            }
+        }
+    }
+}

@@ -1,0 +1,169 @@
+//! The SDK's HTTP requests sent through an `httpx.AsyncClient` the application owns: an
+//! `HttpTransport` that runs `edith_hermes._httpx.send` on the event loop the client was given
+//! on, and reads the body chunk by chunk. The SDK above it still does the key, retries,
+//! problems and event streams; the client is never closed here.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::future::BoxFuture;
+use futures_util::{FutureExt, StreamExt, stream};
+use hermes::{HttpRequest, HttpResponse, HttpTransport, TransportFailure};
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+use pyo3_async_runtimes::TaskLocals;
+
+/// How long one step (the reply's head, one body chunk) may take when the request names no
+/// timeout: an event stream is quiet at times, but its server sends a keep-alive long before.
+const STEP_TIMEOUT: Duration = Duration::from_secs(300);
+
+pub(crate) struct HttpxTransport {
+    client: Arc<Py<PyAny>>,
+    locals: TaskLocals,
+}
+
+impl HttpxTransport {
+    /// A transport over `client`, run on the event loop running now.
+    pub(crate) fn new(py: Python<'_>, client: Bound<'_, PyAny>) -> PyResult<Arc<Self>> {
+        let locals = pyo3_async_runtimes::tokio::get_current_locals(py).map_err(|_| {
+            pyo3::exceptions::PyRuntimeError::new_err(
+                "http_client= needs a running event loop: create the client inside async code",
+            )
+        })?;
+        Ok(Arc::new(Self {
+            client: Arc::new(client.unbind()),
+            locals,
+        }))
+    }
+}
+
+fn failure(err: PyErr) -> TransportFailure {
+    Python::attach(|py| {
+        let kind: String = err
+            .value(py)
+            .getattr("kind")
+            .and_then(|k| k.extract())
+            .unwrap_or_default();
+        TransportFailure {
+            message: err.value(py).to_string(),
+            connect: kind == "connect",
+            timeout: kind == "timeout",
+            request: kind == "request",
+        }
+    })
+}
+
+fn hanging(what: &str) -> TransportFailure {
+    TransportFailure {
+        message: format!("{what}: no answer within {STEP_TIMEOUT:?} (hanging)"),
+        connect: false,
+        timeout: true,
+        request: false,
+    }
+}
+
+/// Runs `step` (which makes a coroutine) on `locals`' loop and waits for it, bounded.
+async fn on_loop(
+    locals: &TaskLocals,
+    what: &str,
+    step: impl FnOnce(Python<'_>) -> PyResult<Bound<'_, PyAny>>,
+) -> Result<Py<PyAny>, TransportFailure> {
+    let pending = Python::attach(|py| {
+        let coroutine = step(py)?;
+        pyo3_async_runtimes::into_future_with_locals(locals, coroutine)
+    })
+    .map_err(failure)?;
+    match tokio::time::timeout(STEP_TIMEOUT, pending).await {
+        Ok(done) => done.map_err(failure),
+        Err(_) => Err(hanging(what)),
+    }
+}
+
+/// A reply being read. When the SDK stops reading before the end (an event stream it no
+/// longer follows), the response is closed on its loop, so the connection goes back to the
+/// caller's pool.
+struct OpenResponse {
+    response: Py<PyAny>,
+    locals: TaskLocals,
+}
+
+impl Drop for OpenResponse {
+    fn drop(&mut self) {
+        Python::attach(|py| {
+            let Ok(coroutine) = self.response.bind(py).call_method0("close") else {
+                return;
+            };
+            let scheduled = py.import("asyncio").and_then(|asyncio| {
+                asyncio
+                    .getattr("run_coroutine_threadsafe")?
+                    .call1((&coroutine, self.locals.event_loop(py)))
+            });
+            if scheduled.is_err() {
+                // A loop that has closed has closed its connections too.
+                let _ = coroutine.call_method0("close");
+            }
+        });
+    }
+}
+
+impl HttpTransport for HttpxTransport {
+    fn send(
+        &self,
+        request: HttpRequest,
+    ) -> BoxFuture<'static, Result<HttpResponse, TransportFailure>> {
+        let client = self.client.clone();
+        let locals = self.locals.clone();
+        async move {
+            let shown = format!("{} {}", request.method, request.url);
+            let timeout = request.timeout.map(|t| t.as_secs_f64());
+            let response = on_loop(&locals, &shown, |py| {
+                let body = request.body.as_ref().map(|b| PyBytes::new(py, b));
+                py.import("edith_hermes._httpx")?.getattr("send")?.call1((
+                    client.bind(py),
+                    &request.method,
+                    &request.url,
+                    request.headers.clone(),
+                    body,
+                    timeout,
+                ))
+            })
+            .await?;
+            let (status, content_type) = Python::attach(|py| {
+                let response = response.bind(py);
+                Ok::<_, PyErr>((
+                    response.getattr("status")?.extract::<u16>()?,
+                    response
+                        .getattr("content_type")?
+                        .extract::<Option<String>>()?,
+                ))
+            })
+            .map_err(failure)?;
+            let open = OpenResponse {
+                response,
+                locals: locals.clone(),
+            };
+            let body = stream::unfold(Some((open, shown)), |state| async move {
+                let (open, shown) = state?;
+                let chunk = on_loop(&open.locals, &shown, |py| {
+                    open.response.bind(py).call_method0("next_chunk")
+                })
+                .await;
+                let chunk = chunk.and_then(|chunk| {
+                    Python::attach(|py| chunk.extract::<Option<Vec<u8>>>(py)).map_err(failure)
+                });
+                match chunk {
+                    Ok(Some(bytes)) => Some((Ok(Bytes::from(bytes)), Some((open, shown)))),
+                    Ok(None) => None,
+                    Err(e) => Some((Err(e), None)),
+                }
+            });
+            Ok(HttpResponse {
+                status,
+                content_type,
+                body: body.boxed(),
+            })
+        }
+        .boxed()
+    }
+}
