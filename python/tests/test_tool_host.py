@@ -58,3 +58,32 @@ async def test_a_tool_host_is_used_only_while_it_serves():
         host.add(word_count)
     with pytest.raises(ValueError, match="not an IP address"):
         ToolHost(host="localhost")
+
+
+async def test_tools_of_a_local_context_are_unreachable_once_it_exits(tmp_path):
+    calls: list[str] = []
+
+    @tool
+    def counted(text: str) -> int:
+        """Count the words in a text."""
+        calls.append(text)
+        return len(text.split())
+
+    prompt = 'counted {"text": "one two three"}'
+    data = tmp_path / "edith"
+    async with Hermes.local(data_dir=data, cleanup=False) as first:
+        registered = await first.register_tool(counted)
+        instance = await first.instances.create("kept")
+        profile = await instance.profiles.create("assistant", tools=[registered["id"]])
+        session = await profile.sessions.create()
+        events = [e async for e in (await session.send(prompt)).events()]
+        assert next(e for e in events if e["type"] == "tool.completed")["result"] == 3
+    assert calls == ["one two three"]
+    # The instance stayed; the tool host that served the tool went with its context, so the
+    # next turn cannot reach the function.
+    async with Hermes.local(data_dir=data) as second:
+        again = second.instances(instance.id).profiles(profile.id).sessions(session.id)
+        finished = await (await again.send(prompt)).wait()
+        assert finished["state"] == "completed"
+        assert calls == ["one two three"]
+        await second.instances(instance.id).delete()
