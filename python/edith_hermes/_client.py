@@ -6,15 +6,17 @@ from __future__ import annotations
 from types import TracebackType
 from typing import Any
 
-from edith_hermes._core import EdithHermes
+from edith_hermes._core import ClosedError, EdithHermes
 from edith_hermes._operations import Operations
 
 
 class AsyncEdithHermes(Operations):
     """``AsyncEdithHermes.remote(url, api_key)``, or ``hermes.sdk`` of a ``Hermes`` context."""
 
-    def __init__(self, client: EdithHermes) -> None:
+    def __init__(self, client: EdithHermes, *, owned: bool = True) -> None:
         self._client = client
+        # `hermes.sdk` borrows its context's client: closing it must not close the context's.
+        self._owned = owned
 
     @classmethod
     def remote(
@@ -31,8 +33,12 @@ class AsyncEdithHermes(Operations):
         return self._client.base_url
 
     async def close(self) -> None:
-        """Closes the client; later calls raise ``ClosedError``. Deletes nothing."""
-        await self._client.close()
+        """Closes the client; later calls raise ``ClosedError``. Deletes nothing. Closing
+        ``hermes.sdk`` ends only that view: its ``Hermes`` context stays open (close that)."""
+        if self._owned:
+            await self._client.close()
+        else:
+            self._client = _Closed()  # type: ignore[assignment]
 
     async def __aenter__(self) -> AsyncEdithHermes:
         return self
@@ -44,3 +50,10 @@ class AsyncEdithHermes(Operations):
         traceback: TracebackType | None,
     ) -> None:
         await self.close()
+
+
+class _Closed:
+    """Stands in for the client of a closed ``hermes.sdk`` view."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise ClosedError("this AsyncEdithHermes was closed")

@@ -34,15 +34,21 @@ class Response:
         except StopAsyncIteration:
             await self._response.aclose()
             return None
-        except httpx.TimeoutException as e:
+        except httpx.TimeoutException:
             await self._response.aclose()
-            raise TransportFailure("timeout", f"reading the reply timed out: {e!r}") from None
+            raise TransportFailure("timeout", "reading the reply timed out") from None
         except httpx.HTTPError as e:
             await self._response.aclose()
-            raise TransportFailure("request", f"reading the reply failed: {e!r}") from None
+            raise TransportFailure("request", f"reading the reply failed ({type(e).__name__})") from None
 
     async def close(self) -> None:
         await self._response.aclose()
+
+
+# When the core names no timeout (event streams; plain calls), these apply instead of the
+# client's own (httpx's default is 5 s between two reads, shorter than the control plane's 15 s
+# keep-alive on a quiet stream); the core bounds each step itself too.
+_UNNAMED = {"connect": 10.0, "read": 60.0, "write": 60.0, "pool": 60.0}
 
 
 async def send(
@@ -56,14 +62,20 @@ async def send(
     """Sends one request through ``client``; the reply once its status is known."""
     import httpx
 
-    extensions = {} if timeout is None else {"timeout": httpx.Timeout(timeout).as_dict()}
-    request = client.build_request(method, url, headers=headers, content=body, extensions=extensions)
+    limits = _UNNAMED if timeout is None else httpx.Timeout(timeout).as_dict()
+    request = client.build_request(
+        method, url, headers=headers, content=body, extensions={"timeout": limits}
+    )
     try:
         response = await client.send(request, stream=True)
+    except httpx.HTTPStatusError as e:
+        # A caller's hook raised for the status: the core reads the reply itself.
+        response = e.response
     except httpx.ConnectError as e:
-        raise TransportFailure("connect", f"cannot connect to {url}: {e!r}") from None
-    except httpx.TimeoutException as e:
-        raise TransportFailure("timeout", f"{method} {url} timed out: {e!r}") from None
+        raise TransportFailure("connect", f"cannot connect to {url}: {e}") from None
+    except httpx.TimeoutException:
+        raise TransportFailure("timeout", f"{method} {url} timed out") from None
     except httpx.HTTPError as e:
-        raise TransportFailure("request", f"{method} {url} failed: {e!r}") from None
+        # Only the kind: some errors quote the request's headers, the key among them.
+        raise TransportFailure("request", f"{method} {url} failed ({type(e).__name__})") from None
     return Response(response)

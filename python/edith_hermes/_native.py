@@ -14,31 +14,6 @@ from typing import Any
 from edith_hermes._core import NATIVE_METHODS
 
 
-class NativeMethod:
-    """One native method; call it with the method's params as keyword arguments."""
-
-    def __init__(self, route: Any, name: str) -> None:
-        facts = NATIVE_METHODS[name]
-        self._route = route
-        self.name = name
-        self.params: list[str] = list(facts["params"])
-        self.scope: str = facts["scope"]
-        self.admin: bool = facts["admin"]
-        where = {
-            "session": "acts on a live session (session_id)",
-            "profile": "acts on the profile it is called through",
-            "instance": "instance-wide, even when called through a profile",
-        }[self.scope]
-        admin = " Administrative: needs an admin key." if self.admin else ""
-        self.__doc__ = f"Native `{name}` ({where}). Params: {', '.join(self.params) or 'none'}.{admin}"
-
-    async def __call__(self, **params: Any) -> Any:
-        return await self._route.call(self.name, params)
-
-    def __repr__(self) -> str:
-        return f"<native method {self.name}>"
-
-
 class Native:
     """The catalog's namespaces on one route (an instance, or a profile of it)."""
 
@@ -66,3 +41,29 @@ class Native:
     async def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
         """Calls native ``method`` (a full catalog name) with ``params``."""
         return await self._route.call(method, params)
+
+
+class NativeMethod(Native):
+    """One native method; call it with the method's params as keyword arguments. A method
+    whose name is also a namespace (``pet.info`` and ``pet.info.meta``) is both."""
+
+    def __init__(self, route: Any, name: str) -> None:
+        super().__init__(route, name)
+        facts = NATIVE_METHODS[name]
+        self.name = name
+        self.params: list[str] = list(facts["params"])
+        self.scope: str = facts["scope"]
+        self.admin: bool = facts["admin"]
+        where = {
+            "session": "acts on a live session (session_id)",
+            "profile": "acts on the profile it is called through",
+            "instance": "instance-wide, even when called through a profile",
+        }[self.scope]
+        admin = " Administrative: needs an admin key." if self.admin else ""
+        self.__doc__ = f"Native `{name}` ({where}). Params: {', '.join(self.params) or 'none'}.{admin}"
+
+    async def __call__(self, **params: Any) -> Any:
+        return await self._route.call(self.name, params)
+
+    def __repr__(self) -> str:
+        return f"<native method {self.name}>"

@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex};
 use pyo3::prelude::*;
 use pyo3_async_runtimes::tokio::future_into_py;
 
-use crate::convert::{id, to_py};
-use crate::errors::{EdithError, to_py as error};
+use crate::convert::{header_secret, id, to_py};
+use crate::errors::{ClosedError, EdithError, to_py as error};
 use crate::handles::{Instance, Instances};
 use crate::sdk::EdithHermes;
 use crate::tool_host::ToolHost;
@@ -20,8 +20,36 @@ use crate::transport::HttpxTransport;
 enum State {
     /// `Hermes.local()` before `start()`.
     Pending(hermes::LocalBuilder),
-    Starting,
+    /// `close()` may be asked for meanwhile: the start then closes what it started.
+    Starting {
+        close_requested: bool,
+    },
     Open(hermes::Hermes),
+}
+
+/// Puts a start that was abandoned half-way (its awaitable cancelled) back to `Pending`, so the
+/// context can be started again or closed.
+struct RestoreOnDrop {
+    state: Arc<Mutex<State>>,
+    builder: Option<hermes::LocalBuilder>,
+}
+
+impl RestoreOnDrop {
+    /// The start finished (either way): nothing to restore.
+    fn disarm(&mut self) {
+        self.builder = None;
+    }
+}
+
+impl Drop for RestoreOnDrop {
+    fn drop(&mut self) {
+        if let Some(builder) = self.builder.take() {
+            let mut state = self.state.lock().expect("not poisoned");
+            if matches!(*state, State::Starting { .. }) {
+                *state = State::Pending(builder);
+            }
+        }
+    }
 }
 
 #[pyclass(module = "edith_hermes._core", frozen)]
@@ -34,7 +62,7 @@ impl Hermes {
     pub(crate) fn open(&self) -> PyResult<hermes::Hermes> {
         match &*self.state.lock().expect("not poisoned") {
             State::Open(hermes) => Ok(hermes.clone()),
-            State::Pending(_) | State::Starting => Err(EdithError::new_err(
+            State::Pending(_) | State::Starting { .. } => Err(EdithError::new_err(
                 "this local context has not started: use `async with Hermes.local() as hermes` \
                  (or `await hermes.start()`)",
             )),
@@ -68,6 +96,7 @@ impl Hermes {
         api_key: Option<&str>,
         http_client: Option<Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
+        let api_key = header_secret("API key", api_key)?;
         let hermes = match http_client {
             Some(client) => hermes::Hermes::remote_with_transport(
                 url,
@@ -88,9 +117,13 @@ impl Hermes {
         let this: Py<Self> = slf.unbind();
         let builder = {
             let mut guard = state.lock().expect("not poisoned");
-            match std::mem::replace(&mut *guard, State::Starting) {
+            let starting = State::Starting {
+                close_requested: false,
+            };
+            match std::mem::replace(&mut *guard, starting) {
                 State::Pending(builder) => Some(builder),
-                State::Starting => {
+                starting @ State::Starting { .. } => {
+                    *guard = starting;
                     return Err(EdithError::new_err(
                         "this local context is already starting",
                     ));
@@ -101,18 +134,41 @@ impl Hermes {
                 }
             }
         };
+        // Armed before the awaitable exists: one cancelled before it ever ran restores too.
+        let mut restore = RestoreOnDrop {
+            state: state.clone(),
+            builder: builder.clone(),
+        };
         future_into_py(py, async move {
-            if let Some(builder) = builder {
-                let started = builder.clone().start().await;
-                let mut guard = state.lock().expect("not poisoned");
-                match started {
-                    Ok(hermes) => *guard = State::Open(hermes),
-                    Err(e) => {
-                        // Not started: the same context may be started again.
-                        *guard = State::Pending(builder);
-                        return Err(error(e));
-                    }
+            let Some(builder) = builder else {
+                return Ok(this);
+            };
+            let started = builder.clone().start().await;
+            restore.disarm();
+            let hermes = match started {
+                Ok(hermes) => hermes,
+                Err(e) => {
+                    // Not started: the same context may be started again.
+                    *state.lock().expect("not poisoned") = State::Pending(builder);
+                    return Err(error(e));
                 }
+            };
+            let close_requested = {
+                let mut guard = state.lock().expect("not poisoned");
+                let requested = matches!(
+                    *guard,
+                    State::Starting {
+                        close_requested: true
+                    }
+                );
+                *guard = State::Open(hermes.clone());
+                requested
+            };
+            if close_requested {
+                hermes.close().await.map_err(error)?;
+                return Err(ClosedError::new_err(
+                    "the context was closed while it was starting",
+                ));
             }
             Ok(this)
         })
@@ -136,9 +192,13 @@ impl Hermes {
     /// closes its connections and deletes nothing. Later calls raise `ClosedError`. Closing
     /// twice, or a context never started, is a no-op.
     fn close<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let hermes = match &*self.state.lock().expect("not poisoned") {
+        let hermes = match &mut *self.state.lock().expect("not poisoned") {
             State::Open(hermes) => Some(hermes.clone()),
-            State::Pending(_) | State::Starting => None,
+            State::Starting { close_requested } => {
+                *close_requested = true;
+                None
+            }
+            State::Pending(_) => None,
         };
         future_into_py(py, async move {
             if let Some(hermes) = hermes {
@@ -157,13 +217,16 @@ impl Hermes {
     }
 
     /// The low-level client (`AsyncEdithHermes`): one method per contract operation, sharing
-    /// this context's connection (closing it closes this context's client too).
+    /// this context's connection. Closing it ends only that view; closing this context closes
+    /// it too.
     #[getter]
     fn sdk<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let client = EdithHermes::new(self.open()?.sdk().clone());
+        let kwargs = pyo3::types::PyDict::new(py);
+        kwargs.set_item("owned", false)?;
         py.import("edith_hermes._client")?
             .getattr("AsyncEdithHermes")?
-            .call1((client,))
+            .call((client,), Some(&kwargs))
     }
 
     /// The instances: `hermes.instances(instance_id)` is a handle (no I/O);

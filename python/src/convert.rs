@@ -31,3 +31,15 @@ where
 {
     T::from_str(value).map_err(|e| PyValueError::new_err(e.to_string()))
 }
+
+/// Refuses a key or token that cannot be a header value (a control character, such as the
+/// newline a file read leaves at its end), without echoing it: the HTTP stack's own error
+/// would print it.
+pub(crate) fn header_secret<'a>(what: &str, value: Option<&'a str>) -> PyResult<Option<&'a str>> {
+    match value {
+        Some(secret) if secret.chars().any(char::is_control) => Err(PyValueError::new_err(
+            format!("the {what} has a control character (a trailing newline?): strip it"),
+        )),
+        other => Ok(other),
+    }
+}

@@ -10,7 +10,7 @@ use pyo3::prelude::*;
 use pyo3_async_runtimes::tokio::future_into_py;
 use serde_json::{Value, json};
 
-use crate::convert::{from_py, to_py};
+use crate::convert::{from_py, header_secret, to_py};
 use crate::errors::to_py as error;
 use crate::transport::HttpxTransport;
 
@@ -39,6 +39,7 @@ impl HermesDesktop {
         token: Option<&str>,
         http_client: Option<Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
+        let token = header_secret("token", token)?;
         Ok(Self::new(match http_client {
             Some(client) => {
                 hermes::HermesDesktop::with_transport(url, token, HttpxTransport::new(py, client)?)

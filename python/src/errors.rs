@@ -1,5 +1,8 @@
-//! The SDK's errors as Python exceptions, one class per variant of `hermes::Error`, all under
-//! `EdithError`. The fields of a variant become attributes of the exception.
+//! The SDK's errors as Python exceptions, all under `EdithError`: a class for each kind a
+//! caller handles differently (`ApiError`, `TransportError` — a lost connection, a stream that
+//! could not be resumed —, `UnsupportedError`, `NotReadyError`, `NativeError`, `DesktopError`,
+//! `ClosedError`); the rest (an unreadable reply, a local context that could not start) is a
+//! plain `EdithError` with the SDK's message. The fields of a variant become attributes.
 
 use hermes::Error;
 use hermes::native::NativeError as RustNativeError;
@@ -61,6 +64,8 @@ create_exception!(
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
+    // Every exception says whether retrying may help; those raised here set it themselves.
+    py.get_type::<EdithError>().setattr("retryable", false)?;
     m.add("EdithError", py.get_type::<EdithError>())?;
     m.add("ApiError", py.get_type::<ApiError>())?;
     m.add("TransportError", py.get_type::<TransportError>())?;

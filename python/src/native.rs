@@ -4,14 +4,16 @@
 
 use std::collections::BTreeMap;
 
-use hermes::native::NativeTransport;
+use edith_types::ErrorCode;
+use hermes::Error;
+use hermes::native::NativeError;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3_async_runtimes::tokio::future_into_py;
 use serde_json::Value;
 
 use crate::convert::{from_py, to_py};
-use crate::errors::native_to_py;
+use crate::errors::{native_to_py, to_py as error};
 
 #[pyclass(module = "edith_hermes._core", frozen)]
 pub(crate) struct NativeRoute {
@@ -38,10 +40,24 @@ impl NativeRoute {
         let params = params_of(params)?;
         let route = self.route.clone();
         future_into_py(py, async move {
-            let reply = route
-                .native_call(&method, params)
-                .await
-                .map_err(native_to_py)?;
+            let reply = route.call(&method, params).await.map_err(|e| match e {
+                // The runtime refused: a native error with its JSON-RPC code.
+                Error::Api {
+                    code: ErrorCode::NativeError,
+                    detail,
+                    native_code,
+                    ..
+                } => native_to_py(NativeError::Rpc {
+                    method: method.clone(),
+                    code: native_code.unwrap_or_default(),
+                    message: detail,
+                }),
+                Error::Unsupported { .. } => native_to_py(NativeError::Unsupported {
+                    method: method.clone(),
+                }),
+                // Closed, refused keys, transport: the SDK's own errors.
+                other => error(other),
+            })?;
             to_py(&reply)
         })
     }

@@ -7,7 +7,7 @@ use pyo3::prelude::*;
 use pyo3_async_runtimes::tokio::future_into_py;
 use serde_json::Value;
 
-use crate::convert::{from_py, to_py};
+use crate::convert::{from_py, header_secret, to_py};
 use crate::errors::to_py as error;
 use crate::gateway::GatewayConnection;
 use crate::stream::EventStream;
@@ -38,6 +38,7 @@ impl EdithHermes {
         api_key: Option<&str>,
         http_client: Option<Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
+        let api_key = header_secret("API key", api_key)?;
         Ok(Self::new(match http_client {
             Some(client) => {
                 hermes::EdithHermes::with_transport(url, api_key, HttpxTransport::new(py, client)?)

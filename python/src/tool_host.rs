@@ -20,6 +20,30 @@ enum State {
     Closed,
 }
 
+/// Puts a start that was abandoned half-way (its awaitable cancelled) back to `Pending`.
+struct RestoreOnDrop {
+    state: Arc<Mutex<State>>,
+    listen: Option<SocketAddr>,
+}
+
+impl RestoreOnDrop {
+    /// The start finished (either way): nothing to restore.
+    fn disarm(&mut self) {
+        self.listen = None;
+    }
+}
+
+impl Drop for RestoreOnDrop {
+    fn drop(&mut self) {
+        if let Some(listen) = self.listen.take() {
+            let mut state = self.state.lock().expect("not poisoned");
+            if matches!(*state, State::Starting) {
+                *state = State::Pending(listen);
+            }
+        }
+    }
+}
+
 #[pyclass(module = "edith_hermes._core", frozen)]
 pub(crate) struct ToolHost {
     state: Arc<Mutex<State>>,
@@ -75,19 +99,36 @@ impl ToolHost {
                 }
             }
         };
+        // Armed before the awaitable exists: one cancelled before it ever ran restores too.
+        let mut restore = RestoreOnDrop {
+            state: state.clone(),
+            listen,
+        };
         future_into_py(py, async move {
-            if let Some(listen) = listen {
-                let served = hermes::ToolHost::serve(listen).await;
+            let Some(listen) = listen else {
+                return Ok(this);
+            };
+            let served = hermes::ToolHost::serve(listen).await;
+            restore.disarm();
+            let host = match served {
+                Ok(host) => host,
+                Err(e) => {
+                    *state.lock().expect("not poisoned") = State::Pending(listen);
+                    return Err(error(e));
+                }
+            };
+            {
                 let mut guard = state.lock().expect("not poisoned");
-                match served {
-                    Ok(host) => *guard = State::Serving(Arc::new(host)),
-                    Err(e) => {
-                        *guard = State::Pending(listen);
-                        return Err(error(e));
-                    }
+                if matches!(*guard, State::Starting) {
+                    *guard = State::Serving(Arc::new(host));
+                    return Ok(this);
                 }
             }
-            Ok(this)
+            // Closed while it was starting: it does not serve.
+            host.shutdown().await;
+            Err(ClosedError::new_err(
+                "the tool host was closed while it was starting",
+            ))
         })
     }
 
@@ -126,6 +167,7 @@ impl ToolHost {
     /// Its calls run on the event loop this is called from.
     fn add(&self, py: Python<'_>, tool: Bound<'_, PyAny>) -> PyResult<()> {
         let host = self.serving()?;
+        // Tools run on the loop they were added from.
         host.add(tools::tool(py, &tool)?);
         Ok(())
     }

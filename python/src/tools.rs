@@ -9,6 +9,9 @@ use serde_json::Value;
 
 use crate::convert::from_py;
 
+/// How long one call may take, just under the control plane's own limit.
+const CALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(115);
+
 /// `tool` (an `edith_hermes.Tool`, or a function made into one) as an SDK tool whose calls
 /// run its `_run_json(args_json) -> result_json` on the current event loop.
 pub(crate) fn tool(py: Python<'_>, tool: &Bound<'_, PyAny>) -> PyResult<hermes::Tool> {
@@ -20,7 +23,11 @@ pub(crate) fn tool(py: Python<'_>, tool: &Bound<'_, PyAny>) -> PyResult<hermes::
     let description: String = tool.getattr("description")?.extract()?;
     let input_schema: Value = from_py(&tool.getattr("input_schema")?)?;
     let run = std::sync::Arc::new(tool.getattr("_run_json")?.unbind());
-    let locals = pyo3_async_runtimes::tokio::get_current_locals(py)?;
+    let locals = pyo3_async_runtimes::tokio::get_current_locals(py).map_err(|_| {
+        pyo3::exceptions::PyRuntimeError::new_err(
+            "a tool runs on the event loop it is registered from: register it inside async code",
+        )
+    })?;
     Ok(hermes::Tool::from_json(
         &name,
         &description,
@@ -45,7 +52,17 @@ async fn call(run: &Py<PyAny>, locals: &TaskLocals, args: Value) -> Result<Value
         pyo3_async_runtimes::into_future_with_locals(locals, coroutine)
     })
     .map_err(describe)?;
-    let reply = pending.await.map_err(describe)?;
+    // The control plane gives up on a call after 120 s; a loop that no longer runs would
+    // otherwise leave this waiting until then without saying why.
+    let reply = tokio::time::timeout(CALL_TIMEOUT, pending)
+        .await
+        .map_err(|_| {
+            format!(
+                "no answer within {CALL_TIMEOUT:?} (hanging): is the event loop that \
+                 registered the tool still running?"
+            )
+        })?
+        .map_err(describe)?;
     let text: String = Python::attach(|py| reply.extract(py)).map_err(describe)?;
     serde_json::from_str(&text).map_err(|e| format!("the tool's result is not JSON: {e}"))
 }

@@ -56,7 +56,12 @@ class Process:
     with `ready` (what follows is `self.ready`); waiting is bounded, and `stop()` ends the
     whole group (SIGTERM, then SIGKILL after 10 s)."""
 
-    def __init__(self, argv, *, ready: str, env=None, cwd=None, timeout: float = 90) -> None:
+    def __init__(
+        self, argv, *, ready: str, env=None, cwd=None, timeout: float = 90, runtimes=None
+    ) -> None:
+        # `runtimes`: a control plane's data dir, whose `runtime.pid` files name the process
+        # groups of the runtimes it started (their own groups), killed if it had to be killed.
+        self.runtimes = runtimes
         self.process = subprocess.Popen(
             argv,
             cwd=cwd,
@@ -64,6 +69,7 @@ class Process:
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
+            errors="replace",
             start_new_session=True,
         )
         found: queue.Queue[str | None] = queue.Queue()
@@ -89,14 +95,26 @@ class Process:
         self.ready: str = value
 
     def stop(self) -> None:
-        if self.process.poll() is not None:
-            return
+        """SIGTERM to the whole group, SIGKILL after 10 s (and to the runtimes it started)."""
         try:
             os.killpg(self.process.pid, signal.SIGTERM)
             self.process.wait(timeout=10)
         except subprocess.TimeoutExpired:
-            os.killpg(self.process.pid, signal.SIGKILL)
+            self._kill_group(self.process.pid)
             self.process.wait(timeout=10)
+            for record in (self.runtimes.rglob("runtime.pid") if self.runtimes else []):
+                fields = record.read_text().split()
+                if fields and fields[0].isdigit():
+                    self._kill_group(int(fields[0]))
+        except ProcessLookupError:
+            # The leader has gone; others of its group may not have.
+            self._kill_group(self.process.pid)
+            self.process.wait(timeout=10)
+
+    @staticmethod
+    def _kill_group(pid: int) -> None:
+        try:
+            os.killpg(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
 

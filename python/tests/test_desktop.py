@@ -35,6 +35,7 @@ async def test_the_desktop_routes_of_a_runtime(runtime):
             await desktop.session_get("20200101_000000_abcdef")
         assert missing.value.status == 404
         assert missing.value.route == "GET /api/sessions/{session_id}"
+        assert "not found" in missing.value.detail.lower()
         with pytest.raises(UnsupportedError):
             await desktop.plugin_get("no-such-plugin", "board")
 

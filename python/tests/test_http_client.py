@@ -3,6 +3,9 @@ stays the caller's — closing our client never closes it."""
 
 from __future__ import annotations
 
+import asyncio
+import json
+
 import httpx
 import pytest
 
@@ -65,17 +68,21 @@ async def test_hermes_remote_sends_through_the_callers_client(tmp_path):
                 session = await profile.sessions.create()
                 finished = await (await session.send("hello")).wait()
                 assert finished["state"] == "completed"
-            assert len(seen) >= 5
+            # Every call went through it: create, the job's events, profile, session, turn,
+            # the turn's events, and the turn read back.
+            assert [s.split(" ")[0] for s in seen].count("POST") >= 4
+            assert sum(s.endswith("/events") for s in seen) == 2, seen
             assert not client.is_closed
 
 
 async def test_a_peer_that_is_not_there_is_a_transport_error():
     async with httpx.AsyncClient() as client:
-        sdk = AsyncEdithHermes.remote("http://127.0.0.1:9", "key", http_client=client)
+        secret = "edk_distinctive_secret_0123456789"
+        sdk = AsyncEdithHermes.remote("http://127.0.0.1:9", secret, http_client=client)
         with pytest.raises(TransportError) as failed:
             await sdk.instance_list()
         assert failed.value.retryable is True
-        assert "key" not in str(failed.value)
+        assert "distinctive_secret" not in str(failed.value)
 
 
 async def test_desktop_sends_through_the_callers_client(runtime):
@@ -89,3 +96,35 @@ async def test_desktop_sends_through_the_callers_client(runtime):
         assert seen == ["GET /api/status", "GET /api/profiles"]
         assert not client.is_closed
         assert (await client.get(f"{runtime.url}/api/status")).status_code == 200
+
+
+async def test_a_quiet_event_stream_over_the_callers_client_is_not_dropped(tmp_path):
+    """httpx's default read timeout (5 s) is shorter than the control plane's keep-alive
+    (15 s): a turn that waits quietly must still be followed on one request."""
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    data = tmp_path / "edith"
+    async with Hermes.local(data_dir=data) as local:
+        client, seen = counting_client()
+        async with client, Hermes.remote(local.url, admin_key(data), http_client=client) as hermes:
+            instance = await hermes.instances.create("quiet")
+            profile = await instance.profiles.create("assistant")
+            session = await profile.sessions.create()
+            turn = await session.send("terminal " + json.dumps({"command": f"rm -rf {victim}"}))
+            # Read the stream throughout, as an application waiting on it does.
+            following = asyncio.ensure_future(_all(turn.events()))
+            for _ in range(200):
+                if (await turn.get())["state"] == "requires_action":
+                    break
+                await asyncio.sleep(0.05)
+            await asyncio.sleep(12)  # quiet: nothing happens until the approval
+            await turn.approve("once")
+            events = await asyncio.wait_for(following, 60)
+            assert [e["type"] for e in events].count("approval.requested") == 1
+            assert events[-1]["state"] == "completed"
+            turn_streams = [s for s in seen if "/turns/" in s and s.endswith("/events")]
+            assert len(turn_streams) == 1, seen
+
+
+async def _all(events) -> list:
+    return [event async for event in events]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from conftest import admin_key
@@ -113,3 +115,64 @@ async def test_an_unknown_runtime_is_refused_with_the_known_ones(hermes):
     assert refused.value.status == 400
     # A local context runs only its embedded runtime: the message says how runtimes are added.
     assert "edith serve --runtime NAME=COMMAND" in refused.value.detail
+
+
+async def test_what_the_control_plane_offers(hermes):
+    offered = await hermes.capabilities()
+    assert "embedded" in offered["providers"]
+    assert offered["native_catalog"] == "0.19.0"
+
+
+async def test_an_instance_can_be_created_without_waiting(hermes):
+    instance = await hermes.instances.create("later", wait=False)
+    for _ in range(200):
+        state = (await instance.get())["state"]
+        if state == "ready":
+            break
+        assert state == "provisioning"
+        await asyncio.sleep(0.05)
+    assert state == "ready"
+
+
+async def test_a_context_closed_while_it_starts_does_not_run_on(tmp_path):
+    hermes = Hermes.local(data_dir=tmp_path / "edith")
+    starting = asyncio.ensure_future(hermes.start())
+    await hermes.close()
+    with pytest.raises(ClosedError, match="while it was starting"):
+        await starting
+    with pytest.raises(ClosedError):
+        await hermes.instances.list()
+
+
+async def test_an_explicit_start_and_close(tmp_path):
+    hermes = Hermes.local(data_dir=tmp_path / "edith")
+    assert await hermes.start() is hermes
+    assert await hermes.start() is hermes  # a no-op once started
+    await hermes.instances.create("explicit")
+    await hermes.close()
+    await hermes.close()  # a no-op
+    with pytest.raises(ClosedError):
+        await hermes.instances.list()
+
+
+async def test_closing_hermes_sdk_leaves_its_context_working(tmp_path):
+    data = tmp_path / "edith"
+    async with Hermes.local(data_dir=data) as hermes:
+        async with hermes.sdk as sdk:
+            assert (await sdk.health_get())["status"] == "ok"
+        with pytest.raises(ClosedError):
+            await sdk.health_get()
+        made = await hermes.instances.create("still-open")
+    # The context closed cleanly and deleted what it made.
+    async with Hermes.local(data_dir=data) as again:
+        assert (await again.instances.list())["items"] == []
+        with pytest.raises(ApiError):
+            await again.instances(made.id).get()
+
+
+async def test_a_key_with_a_control_character_is_refused_without_being_echoed():
+    secret = "edk_distinctive_secret_0123456789\n"
+    with pytest.raises(ValueError) as refused:
+        Hermes.remote("http://127.0.0.1:9", secret)
+    assert "distinctive_secret" not in str(refused.value)
+    assert "trailing newline" in str(refused.value)

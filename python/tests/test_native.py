@@ -56,8 +56,10 @@ async def test_names_come_from_the_pinned_catalog(profile):
     method = profile.native.config.set
     assert method.admin is True
     assert "Administrative" in method.__doc__
+    # Hermes 0.19's gateway lists the root's sessions whatever the profile: instance-wide.
     listing = profile.native.session.list
-    assert listing.scope in {"session", "profile", "instance"}
+    assert listing.scope == "instance"
+    assert "instance-wide, even when called through a profile" in listing.__doc__
     with pytest.raises(ValueError, match="not a method of the pinned"):
         await profile.native.call("no.such_method")
 
@@ -72,3 +74,24 @@ async def test_a_method_the_runtime_lacks_is_unsupported(hermes, profile):
     with pytest.raises(UnsupportedError) as failed:
         await getattr(getattr(instance.native, namespace), name)()
     assert failed.value.operation == lacking[0]
+
+
+def test_every_catalog_method_is_reached_by_its_name(profile):
+    for name in NATIVE_METHODS:
+        target = profile.native
+        for part in name.split("."):
+            target = getattr(target, part)
+        assert target.name == name
+    # A method that is also a namespace is both.
+    assert profile.native.pet.info.name == "pet.info"
+    assert profile.native.pet.info.meta.name == "pet.info.meta"
+
+
+async def test_a_native_call_after_close_is_a_closed_error(tmp_path):
+    from edith_hermes import ClosedError, Hermes
+
+    async with Hermes.local(data_dir=tmp_path / "edith") as hermes:
+        instance = await hermes.instances.create("closing")
+        profile = await instance.profiles.create("assistant")
+    with pytest.raises(ClosedError):
+        await profile.native.session.list()

@@ -36,6 +36,7 @@ def control_plane(tmp_path):
         ready="EDITH_READY url=",
         env=env,
         timeout=60,
+        runtimes=tmp_path / "data",
     )
     yield server.ready, key
     server.stop()

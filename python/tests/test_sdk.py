@@ -42,6 +42,11 @@ async def test_the_whole_path_through_the_low_level_client(hermes):
     with pytest.raises(ApiError) as wrong_kind:
         await sdk.instance_get(profile["id"])
     assert wrong_kind.value.code == "invalid_id"
+    # An id is one segment: `..` would reach the instance itself.
+    for bad in ("..", ".", "", "a/b"):
+        with pytest.raises(ValueError, match="is not an id"):
+            await sdk.profile_delete(iid, bad)
+    assert (await sdk.instance_get(iid))["state"] == "ready"
     await sdk.instance_delete(iid)
 
 

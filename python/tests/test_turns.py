@@ -148,3 +148,38 @@ async def test_an_unknown_approval_choice_is_refused_before_any_request(profile)
     turn = session.turn("turn_00000000000000000000000000000000")
     with pytest.raises(ValueError, match="maybe"):
         await turn.approve("maybe")
+
+
+async def test_a_question_is_answered(profile):
+    session = await profile.sessions.create()
+    turn = await session.send('clarify {"question": "Which colour?", "choices": ["red", "blue"]}')
+    events = turn.events()
+    async for event in events:
+        if event["type"] == "clarify.requested":
+            break
+    else:
+        pytest.fail("the turn never asked")
+    assert (event["question"], event["choices"]) == ("Which colour?", ["red", "blue"])
+    await turn.answer(event["request_id"], "blue")
+    rest = [e async for e in events]
+    assert rest[-1]["type"] == "turn.finished" and rest[-1]["state"] == "completed"
+    assert "blue" in rest[-1]["output"]
+
+
+async def test_a_tool_attached_later_and_a_changed_model(hermes):
+    @tool
+    def word_count(text: str) -> int:
+        """Count the words in a text."""
+        return len(text.split())
+
+    registered = await hermes.register_tool(word_count)
+    instance = await hermes.instances.create("later-tools")
+    profile = await instance.profiles.create("assistant")
+    attached = await profile.attach_tool(registered["id"])
+    assert attached["tools"] == [registered["id"]]
+    finished = await (await (await profile.sessions.create()).send(PROMPT)).wait()
+    assert finished["output"] == "word_count returned 5."
+    changed = await profile.set_model({"provider": "scripted"})
+    assert changed["model"] == {"provider": "scripted"}
+    with pytest.raises(ValueError, match="nonesuch"):
+        await profile.set_model({"provider": "nonesuch"})

@@ -102,13 +102,21 @@ the operation. Replies are dicts shaped as the contract's schemas say.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 from urllib.parse import quote
 
 from edith_hermes._core import EdithHermes, EventStream, GatewayConnection
 
 
+_ID = re.compile(r"[A-Za-z0-9_.-]+")
+
+
 def _segment(value: str) -> str:
+    # An id is one plain segment: URL parsers resolve `.` and `..` (even percent-encoded), so
+    # `profile_delete(iid, "..")` would reach the instance itself.
+    if not value or value.strip(".") == "" or not _ID.fullmatch(value):
+        raise ValueError(f"{value!r} is not an id")
     return quote(value, safe="")
 
 

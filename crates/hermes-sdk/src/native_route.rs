@@ -40,15 +40,25 @@ impl NativeRoute {
     }
 }
 
-impl NativeTransport for NativeRoute {
-    async fn native_call(&self, method: &str, params: Value) -> Result<Value, NativeError> {
+impl NativeRoute {
+    /// Calls native `method` with `params`, failing with the SDK's own error (a closed client,
+    /// a refused key and a broken connection stay what they are; the runtime's refusal is
+    /// `Error::Api` with code `native_error` and its `native_code`).
+    pub async fn call(&self, method: &str, params: Value) -> crate::Result<Value> {
         let body = NativeCall {
             method: method.to_owned(),
             params,
             profile_id: self.profile.clone(),
         };
-        match self.hermes.sdk().native_call(&self.instance, &body).await {
-            Ok(reply) => Ok(reply.result),
+        let reply = self.hermes.sdk().native_call(&self.instance, &body).await?;
+        Ok(reply.result)
+    }
+}
+
+impl NativeTransport for NativeRoute {
+    async fn native_call(&self, method: &str, params: Value) -> Result<Value, NativeError> {
+        match self.call(method, params).await {
+            Ok(result) => Ok(result),
             Err(Error::Unsupported { .. }) => Err(NativeError::Unsupported {
                 method: method.to_owned(),
             }),

@@ -11,8 +11,9 @@ use futures_util::StreamExt;
 use futures_util::future::BoxFuture;
 use futures_util::stream::BoxStream;
 
-/// One request, as the SDK sends it.
-#[derive(Debug, Clone)]
+/// One request, as the SDK sends it. Its `Debug` leaves the header values out (the key or token
+/// is among them).
+#[derive(Clone)]
 pub struct HttpRequest {
     /// `GET`, `POST`, ….
     pub method: String,
@@ -25,6 +26,18 @@ pub struct HttpRequest {
     /// How long the whole exchange may take; `None` for event streams, which last as long as
     /// their log.
     pub timeout: Option<Duration>,
+}
+
+impl std::fmt::Debug for HttpRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self.headers.iter().map(|(name, _)| name.as_str()).collect();
+        f.debug_struct("HttpRequest")
+            .field("method", &self.method)
+            .field("url", &self.url)
+            .field("headers", &names)
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
 }
 
 /// A reply: its status and content type at once, its body as it arrives.

@@ -227,6 +227,14 @@ impl HermesDesktop {
                 body: String::new(),
             });
         }
+        // A value is one segment: URL parsers resolve `.` and `..`, which would reach another
+        // route.
+        if let Some((name, _)) = params.iter().find(|(_, v)| v.trim_matches('.').is_empty()) {
+            return Err(Error::Decode {
+                detail: format!("`{name}` must name something, not `.`, `..` or nothing"),
+                body: String::new(),
+            });
+        }
         let query = query.cloned().unwrap_or(Value::Object(Map::new()));
         self.call(route, params, Some(&query), body).await
     }
