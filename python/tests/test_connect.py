@@ -43,3 +43,17 @@ async def test_a_connection_relays_native_events_and_answers_an_approval(profile
     assert connection.ended is not None
     with pytest.raises(NativeError):
         await connection.native.session.create()
+
+
+async def test_a_question_is_answered_on_the_connection(profile):
+    async with await profile.connect() as connection:
+        session_id = (await connection.native.session.create())["session_id"]
+        await connection.native.prompt.submit(
+            session_id=session_id,
+            text='clarify {"question": "Which colour?", "choices": ["red", "blue"]}',
+        )
+        asked = (await until(connection, "clarify.request"))["payload"]
+        assert (asked["question"], asked["choices"]) == ("Which colour?", ["red", "blue"])
+        await connection.native.clarify.respond(request_id=asked["request_id"], answer="blue")
+        done = await until(connection, "message.complete")
+        assert "blue" in json.dumps(done)
