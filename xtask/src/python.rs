@@ -66,21 +66,24 @@ fn operations(contract: &Value) -> Vec<Operation> {
                             Some("integer") => "int",
                             _ => "str",
                         };
-                        (p["name"].as_str().expect("name").to_owned(), python)
+                        (
+                            identifier(p["name"].as_str().expect("name")).to_owned(),
+                            python,
+                        )
                     })
                     .collect(),
                 Reply::Events(_) | Reply::Socket => Vec::new(),
             };
             ops.push(Operation {
-                id: op["operationId"].as_str().expect("operationId").to_owned(),
+                id: identifier(op["operationId"].as_str().expect("operationId")).to_owned(),
                 method: method.to_uppercase(),
                 path: path.clone(),
-                summary: op["summary"].as_str().unwrap_or_default().to_owned(),
+                summary: docstring(op["summary"].as_str().unwrap_or_default()),
                 scope: op["x-edith-scope"].as_str().unwrap_or("none").to_owned(),
                 path_params: params
                     .iter()
                     .filter(|p| p["in"] == "path")
-                    .map(|p| p["name"].as_str().expect("name").to_owned())
+                    .map(|p| identifier(p["name"].as_str().expect("name")).to_owned())
                     .collect(),
                 query,
                 body: op.get("requestBody").is_some(),
@@ -129,6 +132,35 @@ class Operations:
 
     _client: EdithHermes
 "#;
+
+/// Python's keywords: no generated name may be one.
+const KEYWORDS: &[&str] = &[
+    "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue",
+    "def", "del", "elif", "else", "except", "finally", "for", "from", "global", "if", "import",
+    "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return", "try", "while",
+    "with", "yield",
+];
+
+/// `name`, checked to be a Python identifier (a contract that names something otherwise would
+/// generate broken Python; better to stop here).
+fn identifier(name: &str) -> &str {
+    let mut chars = name.chars();
+    let valid = chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !KEYWORDS.contains(&name);
+    assert!(
+        valid,
+        "`{name}` is not a Python identifier: rename it in the contract"
+    );
+    name
+}
+
+/// `text` safe inside a `"""` docstring.
+fn docstring(text: &str) -> String {
+    text.replace('\\', "\\\\").replace("\"\"\"", "\\\"\\\"\\\"")
+}
 
 /// `_operations.py` for a contract.
 pub fn generate_operations(contract: &Value) -> String {
@@ -255,12 +287,12 @@ fn python_type(json_type: &str) -> &'static str {
 
 fn write_desktop_route(out: &mut String, route: &Value) {
     let text = |key: &str| route[key].as_str().expect("a string").to_owned();
-    let operation = text("operation");
+    let operation = identifier(&text("operation")).to_owned();
     let path_params: Vec<String> = route["path_params"]
         .as_array()
         .expect("path_params")
         .iter()
-        .map(|p| p["name"].as_str().expect("name").to_owned())
+        .map(|p| identifier(p["name"].as_str().expect("name")).to_owned())
         .collect();
     // (name, Python type, required)
     let query: Vec<(String, &str, bool)> = route["query"]
@@ -268,7 +300,7 @@ fn write_desktop_route(out: &mut String, route: &Value) {
         .expect("query")
         .iter()
         .map(|q| {
-            let name = q["name"].as_str().expect("name").to_owned();
+            let name = identifier(q["name"].as_str().expect("name")).to_owned();
             let required = q["required"].as_bool().unwrap_or(false);
             (
                 name,
@@ -314,4 +346,26 @@ fn write_desktop_route(out: &mut String, route: &Value) {
         "        return await self._desktop.call(\"{operation}\", {{{}}}, {query}, {body})",
         params.join(", ")
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summaries_cannot_end_a_docstring() {
+        assert_eq!(docstring(r#"a \ b """ c"#), r#"a \\ b \"\"\" c"#);
+    }
+
+    #[test]
+    #[should_panic(expected = "`class` is not a Python identifier")]
+    fn a_keyword_is_not_a_name() {
+        identifier("class");
+    }
+
+    #[test]
+    #[should_panic(expected = "`cron-jobs` is not a Python identifier")]
+    fn a_dash_is_not_a_name() {
+        identifier("cron-jobs");
+    }
 }
