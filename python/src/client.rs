@@ -202,7 +202,13 @@ impl Hermes {
         };
         future_into_py(py, async move {
             if let Some(hermes) = hermes {
-                hermes.close().await.map_err(error)?;
+                // On a task of its own: an awaitable cancelled half-way (Ctrl-C in `__aexit__`)
+                // must not leave the deletions half done, since a second close does nothing.
+                let closing = tokio::spawn(async move { hermes.close().await });
+                closing
+                    .await
+                    .map_err(|e| EdithError::new_err(format!("closing failed: {e}")))?
+                    .map_err(error)?;
             }
             Ok(())
         })
