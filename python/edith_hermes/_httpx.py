@@ -9,7 +9,8 @@ from typing import Any
 
 
 class TransportFailure(Exception):
-    """A request that got no answer; ``kind`` is ``connect``, ``timeout`` or ``request``."""
+    """A request that got no answer; ``kind`` is ``connect``, ``timeout``, ``request`` (all
+    three worth a retry) or ``hook`` (the caller's client's own hook stopped it)."""
 
     def __init__(self, kind: str, message: str) -> None:
         super().__init__(message)
@@ -19,9 +20,10 @@ class TransportFailure(Exception):
 class Response:
     """A reply whose body is read chunk by chunk (an event stream lasts as long as its log)."""
 
-    def __init__(self, response: Any) -> None:
+    def __init__(self, response: Any, body: bytes | None = None) -> None:
         self._response = response
-        self._chunks = response.aiter_bytes()
+        # `body`: a reply already read (and closed) by the caller's hooks.
+        self._chunks = _once(body) if body is not None else response.aiter_bytes()
         self.status: int = response.status_code
         self.content_type: str | None = response.headers.get("content-type")
 
@@ -37,7 +39,7 @@ class Response:
         except httpx.TimeoutException:
             await self._response.aclose()
             raise TransportFailure("timeout", "reading the reply timed out") from None
-        except httpx.HTTPError as e:
+        except (httpx.HTTPError, httpx.StreamError) as e:
             await self._response.aclose()
             raise TransportFailure("request", f"reading the reply failed ({type(e).__name__})") from None
 
@@ -47,8 +49,9 @@ class Response:
 
 # When the core names no timeout (event streams; plain calls), these apply instead of the
 # client's own (httpx's default is 5 s between two reads, shorter than the control plane's 15 s
-# keep-alive on a quiet stream); the core bounds each step itself too.
-_UNNAMED = {"connect": 10.0, "read": 60.0, "write": 60.0, "pool": 60.0}
+# keep-alive on a quiet stream; 90 s outlasts the control plane's own 60 s limits, so its
+# problem arrives first); the core bounds each step itself too.
+_UNNAMED = {"connect": 10.0, "read": 90.0, "write": 60.0, "pool": 60.0}
 
 
 async def send(
@@ -69,8 +72,18 @@ async def send(
     try:
         response = await client.send(request, stream=True)
     except httpx.HTTPStatusError as e:
-        # A caller's hook raised for the status: the core reads the reply itself.
-        response = e.response
+        # A caller's response hook raised for the status. If it read the reply, the core reads
+        # the problem from it; if not, httpx has closed it unread and the reply is lost.
+        try:
+            body = e.response.content
+        except httpx.ResponseNotRead:
+            raise TransportFailure(
+                "hook",
+                f"{method} {url}: a response hook of the http_client raised for HTTP "
+                f"{e.response.status_code} before the reply was read (raise_for_status in a "
+                "hook hides the control plane's problem details; remove it)",
+            ) from None
+        return Response(e.response, body)
     except httpx.ConnectError as e:
         raise TransportFailure("connect", f"cannot connect to {url}: {e}") from None
     except httpx.TimeoutException:
@@ -79,3 +92,7 @@ async def send(
         # Only the kind: some errors quote the request's headers, the key among them.
         raise TransportFailure("request", f"{method} {url} failed ({type(e).__name__})") from None
     return Response(response)
+
+
+async def _once(body: bytes) -> Any:
+    yield body

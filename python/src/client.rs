@@ -52,6 +52,16 @@ impl Drop for RestoreOnDrop {
     }
 }
 
+/// Closes `hermes` on a task of its own: an awaitable cancelled half-way (Ctrl-C in
+/// `__aexit__`) must not leave the deletions half done, since a second close does nothing.
+async fn close_to_the_end(hermes: hermes::Hermes) -> PyResult<()> {
+    let closing = tokio::spawn(async move { hermes.close().await });
+    closing
+        .await
+        .map_err(|e| EdithError::new_err(format!("closing failed: {e}")))?
+        .map_err(error)
+}
+
 #[pyclass(module = "edith_hermes._core", frozen)]
 pub(crate) struct Hermes {
     state: Arc<Mutex<State>>,
@@ -165,7 +175,7 @@ impl Hermes {
                 requested
             };
             if close_requested {
-                hermes.close().await.map_err(error)?;
+                close_to_the_end(hermes).await?;
                 return Err(ClosedError::new_err(
                     "the context was closed while it was starting",
                 ));
@@ -202,13 +212,7 @@ impl Hermes {
         };
         future_into_py(py, async move {
             if let Some(hermes) = hermes {
-                // On a task of its own: an awaitable cancelled half-way (Ctrl-C in `__aexit__`)
-                // must not leave the deletions half done, since a second close does nothing.
-                let closing = tokio::spawn(async move { hermes.close().await });
-                closing
-                    .await
-                    .map_err(|e| EdithError::new_err(format!("closing failed: {e}")))?
-                    .map_err(error)?;
+                close_to_the_end(hermes).await?;
             }
             Ok(())
         })

@@ -4,7 +4,7 @@
 //! problems and event streams; the client is never closed here.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use futures_util::future::BoxFuture;
@@ -14,8 +14,9 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use pyo3_async_runtimes::TaskLocals;
 
-/// How long one step (the reply's head, one body chunk) may take when the request names no
-/// timeout: an event stream is quiet at times, but its server sends a keep-alive long before.
+/// How long one step (the reply's head, one body chunk) may take at most: an event stream is
+/// quiet at times, but its server sends a keep-alive long before. A request with a timeout of
+/// its own (the Desktop routes' 60 s) gets that much for the whole exchange.
 const STEP_TIMEOUT: Duration = Duration::from_secs(300);
 
 pub(crate) struct HttpxTransport {
@@ -63,18 +64,39 @@ fn hanging(what: &str) -> TransportFailure {
     }
 }
 
-/// Runs `step` (which makes a coroutine) on `locals`' loop and waits for it, bounded.
+/// How long the next step may take: [`STEP_TIMEOUT`], or less when the request's own time
+/// (its whole exchange) ends sooner.
+fn step_limit(deadline: Option<Instant>) -> Duration {
+    deadline.map_or(STEP_TIMEOUT, |deadline| {
+        deadline
+            .saturating_duration_since(Instant::now())
+            .min(STEP_TIMEOUT)
+    })
+}
+
+/// Runs `step` (which makes a coroutine) on `locals`' loop and waits for it at most `limit`.
 async fn on_loop(
     locals: &TaskLocals,
     what: &str,
+    limit: Duration,
     step: impl FnOnce(Python<'_>) -> PyResult<Bound<'_, PyAny>>,
 ) -> Result<Py<PyAny>, TransportFailure> {
     let pending = Python::attach(|py| {
+        // A loop that no longer runs would never answer: say so at once.
+        let running: bool = locals
+            .event_loop(py)
+            .call_method0("is_running")?
+            .extract()?;
+        if !running {
+            return Err(pyo3::exceptions::PyRuntimeError::new_err(
+                "the event loop the http_client was given on is not running",
+            ));
+        }
         let coroutine = step(py)?;
         pyo3_async_runtimes::into_future_with_locals(locals, coroutine)
     })
     .map_err(failure)?;
-    match tokio::time::timeout(STEP_TIMEOUT, pending).await {
+    match tokio::time::timeout(limit, pending).await {
         Ok(done) => done.map_err(failure),
         Err(_) => Err(hanging(what)),
     }
@@ -117,7 +139,8 @@ impl HttpTransport for HttpxTransport {
         async move {
             let shown = format!("{} {}", request.method, request.url);
             let timeout = request.timeout.map(|t| t.as_secs_f64());
-            let response = on_loop(&locals, &shown, |py| {
+            let deadline = request.timeout.map(|t| Instant::now() + t);
+            let response = on_loop(&locals, &shown, step_limit(deadline), |py| {
                 let body = request.body.as_ref().map(|b| PyBytes::new(py, b));
                 py.import("edith_hermes._httpx")?.getattr("send")?.call1((
                     client.bind(py),
@@ -129,8 +152,13 @@ impl HttpTransport for HttpxTransport {
                 ))
             })
             .await?;
+            // Owned at once: whatever happens next, the response is closed.
+            let open = OpenResponse {
+                response,
+                locals: locals.clone(),
+            };
             let (status, content_type) = Python::attach(|py| {
-                let response = response.bind(py);
+                let response = open.response.bind(py);
                 Ok::<_, PyErr>((
                     response.getattr("status")?.extract::<u16>()?,
                     response
@@ -139,13 +167,9 @@ impl HttpTransport for HttpxTransport {
                 ))
             })
             .map_err(failure)?;
-            let open = OpenResponse {
-                response,
-                locals: locals.clone(),
-            };
-            let body = stream::unfold(Some((open, shown)), |state| async move {
+            let body = stream::unfold(Some((open, shown)), move |state| async move {
                 let (open, shown) = state?;
-                let chunk = on_loop(&open.locals, &shown, |py| {
+                let chunk = on_loop(&open.locals, &shown, step_limit(deadline), |py| {
                     open.response.bind(py).call_method0("next_chunk")
                 })
                 .await;

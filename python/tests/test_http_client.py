@@ -128,3 +128,35 @@ async def test_a_quiet_event_stream_over_the_callers_client_is_not_dropped(tmp_p
 
 async def _all(events) -> list:
     return [event async for event in events]
+
+
+async def test_a_callers_hooks_that_raise_for_the_status(tmp_path):
+    data = tmp_path / "edith"
+
+    async def read_then_raise(response: httpx.Response) -> None:
+        await response.aread()
+        response.raise_for_status()
+
+    async def raise_unread(response: httpx.Response) -> None:
+        response.raise_for_status()
+
+    missing = "inst_00000000000000000000000000000001"
+    async with Hermes.local(data_dir=data) as local:
+        # A hook that read the reply: the problem is the control plane's.
+        async with httpx.AsyncClient(event_hooks={"response": [read_then_raise]}) as client:
+            sdk = AsyncEdithHermes.remote(local.url, admin_key(data), http_client=client)
+            with pytest.raises(ApiError) as refused:
+                await sdk.instance_get(missing)
+            assert (refused.value.status, refused.value.code) == (404, "not_found")
+        # One that did not: the reply is lost, and the error says why.
+        async with httpx.AsyncClient(event_hooks={"response": [raise_unread]}) as client:
+            sdk = AsyncEdithHermes.remote(local.url, admin_key(data), http_client=client)
+            with pytest.raises(TransportError, match="response hook") as hooked:
+                await sdk.instance_get(missing)
+            assert hooked.value.retryable is False
+
+
+async def test_a_desktop_token_with_a_control_character_is_refused_unechoed():
+    with pytest.raises(ValueError) as refused:
+        AsyncHermesDesktop.remote("http://127.0.0.1:9", "tok_distinctive_secret\n")
+    assert "distinctive_secret" not in str(refused.value)

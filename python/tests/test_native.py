@@ -95,3 +95,12 @@ async def test_a_native_call_after_close_is_a_closed_error(tmp_path):
         profile = await instance.profiles.create("assistant")
     with pytest.raises(ClosedError):
         await profile.native.session.list()
+
+
+async def test_a_runtime_refusal_is_a_native_error_with_its_code(profile):
+    from edith_hermes import NativeError
+
+    with pytest.raises(NativeError) as refused:
+        await profile.native.prompt.submit(session_id="nope", text="hi")
+    assert refused.value.method == "prompt.submit"
+    assert isinstance(refused.value.code, int) and refused.value.code > 0

@@ -78,8 +78,15 @@ pub struct TransportFailure {
 
 impl From<reqwest::Error> for TransportFailure {
     fn from(e: reqwest::Error) -> Self {
+        // The causes ("Connection refused", a TLS error) are in the source chain.
+        let mut message = e.to_string();
+        let mut source = std::error::Error::source(&e);
+        while let Some(cause) = source {
+            message = format!("{message}: {cause}");
+            source = cause.source();
+        }
         Self {
-            message: e.to_string(),
+            message,
             connect: e.is_connect(),
             timeout: e.is_timeout(),
             request: e.is_request(),
@@ -122,6 +129,17 @@ impl Http {
                     })?;
                 let mut builder = client.request(method, &request.url);
                 for (name, value) in &request.headers {
+                    let mut value =
+                        reqwest::header::HeaderValue::from_str(value).map_err(|_| {
+                            TransportFailure {
+                                message: format!("the `{name}` header is not a valid header value"),
+                                connect: false,
+                                timeout: false,
+                                request: false,
+                            }
+                        })?;
+                    // Keys and tokens: kept out of reqwest's and hyper's own debug output.
+                    value.set_sensitive(true);
                     builder = builder.header(name, value);
                 }
                 if let Some(body) = request.body {

@@ -227,14 +227,6 @@ impl HermesDesktop {
                 body: String::new(),
             });
         }
-        // A value is one segment: URL parsers resolve `.` and `..`, which would reach another
-        // route.
-        if let Some((name, _)) = params.iter().find(|(_, v)| v.trim_matches('.').is_empty()) {
-            return Err(Error::Decode {
-                detail: format!("`{name}` must name something, not `.`, `..` or nothing"),
-                body: String::new(),
-            });
-        }
         let query = query.cloned().unwrap_or(Value::Object(Map::new()));
         self.call(route, params, Some(&query), body).await
     }
@@ -247,6 +239,14 @@ impl HermesDesktop {
         query: Option<&Q>,
         body: Option<&B>,
     ) -> Result<R> {
+        // A value is one segment: URL parsers resolve `.` and `..`, which would reach another
+        // route (`profile_delete("..")` would be `DELETE /api`).
+        if let Some((name, _)) = params.iter().find(|(_, v)| v.trim_matches('.').is_empty()) {
+            return Err(Error::Decode {
+                detail: format!("`{name}` must name something, not `.`, `..` or nothing"),
+                body: String::new(),
+            });
+        }
         let query = match query {
             Some(query) => Some(query_of(&self.with_profile(
                 route,
@@ -281,7 +281,7 @@ impl HermesDesktop {
     ) -> Result<R> {
         self.check_open()?;
         let mut url = format!("{}{}", self.base, target.path);
-        if let Some(query) = query {
+        if let Some(query) = query.filter(|q| !q.is_empty()) {
             url = crate::client::with_query(&url, &query)?;
         }
         let mut headers = vec![("accept".to_owned(), "application/json".to_owned())];
@@ -479,5 +479,17 @@ mod tests {
             kind(500, "Internal Server Error"),
             "500 Internal Server Error"
         );
+    }
+
+    #[tokio::test]
+    async fn a_dot_segment_never_leaves_the_sdk() {
+        // Nothing listens on port 9: a request would be a transport error, not this.
+        let desktop = HermesDesktop::remote("http://127.0.0.1:9", Some("token"));
+        for name in ["..", ".", ""] {
+            let err = desktop.profile_delete(name).await.unwrap_err();
+            assert!(matches!(err, Error::Decode { .. }), "{name:?}: {err}");
+        }
+        let err = desktop.profile_delete("work").await.unwrap_err();
+        assert!(matches!(err, Error::Transport(_)), "{err}");
     }
 }
