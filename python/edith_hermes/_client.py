@@ -3,14 +3,14 @@ checked-in contract (generated into ``_operations.py``), over the Rust SDK's cli
 
 from __future__ import annotations
 
-from types import TracebackType
 from typing import Any
 
+from edith_hermes._closing import ClosesOnExit
 from edith_hermes._core import ClosedError, EdithHermes
 from edith_hermes._operations import Operations
 
 
-class AsyncEdithHermes(Operations):
+class AsyncEdithHermes(Operations, ClosesOnExit):
     """``AsyncEdithHermes.remote(url, api_key)``, or ``hermes.sdk`` of a ``Hermes`` context."""
 
     def __init__(self, client: EdithHermes, *, owned: bool = True) -> None:
@@ -39,17 +39,6 @@ class AsyncEdithHermes(Operations):
             await self._client.close()
         else:
             self._client = _Closed()  # type: ignore[assignment]
-
-    async def __aenter__(self) -> AsyncEdithHermes:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        await self.close()
 
 
 class _Closed:

@@ -6,14 +6,14 @@ application's key. One method per route of the pinned routes (``_desktop_routes.
 
 from __future__ import annotations
 
-from types import TracebackType
 from typing import Any
 
+from edith_hermes._closing import ClosesOnExit
 from edith_hermes._core import HermesDesktop
 from edith_hermes._desktop_routes import DesktopRoutes
 
 
-class AsyncHermesDesktop(DesktopRoutes):
+class AsyncHermesDesktop(DesktopRoutes, ClosesOnExit):
     """The Desktop routes of one runtime."""
 
     def __init__(self, desktop: HermesDesktop) -> None:
@@ -61,14 +61,3 @@ class AsyncHermesDesktop(DesktopRoutes):
     async def close(self) -> None:
         """Closes this client and those ``for_profile`` made from it."""
         await self._desktop.close()
-
-    async def __aenter__(self) -> AsyncHermesDesktop:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        await self.close()

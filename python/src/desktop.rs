@@ -28,9 +28,9 @@ impl HermesDesktop {
 #[pymethods]
 impl HermesDesktop {
     /// A client for the runtime at `url` (e.g. `http://127.0.0.1:9119`), authenticated with
-    /// its session token, with an HTTP client of its own.
-    /// With `http_client` (an `httpx.AsyncClient`), every request goes through it and it stays
-    /// the caller's: closing this client never closes it.
+    /// its session token, with an HTTP client of its own; with `http_client` (an
+    /// `httpx.AsyncClient`), every request goes through it and it stays the caller's: closing
+    /// this client never closes it.
     #[staticmethod]
     #[pyo3(signature = (url, token = None, http_client = None))]
     fn remote(

@@ -27,9 +27,8 @@ impl EdithHermes {
 #[pymethods]
 impl EdithHermes {
     /// A client for the control plane at `url`, with an HTTP client of its own (closed by
-    /// `close()`) unless `http_client` is given.
-    /// With `http_client` (an `httpx.AsyncClient`), every request goes through it and it stays
-    /// the caller's: closing this client never closes it.
+    /// `close()`); with `http_client` (an `httpx.AsyncClient`), every request goes through it
+    /// and it stays the caller's: closing this client never closes it.
     #[staticmethod]
     #[pyo3(signature = (url, api_key = None, http_client = None))]
     fn remote(
