@@ -5,6 +5,7 @@ only hands it to httpx on the client's own event loop. The client is never close
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 
@@ -96,3 +97,41 @@ async def send(
 
 async def _once(body: bytes) -> Any:
     yield body
+
+
+class Step:
+    """One step the core runs on the client's loop (``send``, ``next_chunk``). When the core
+    stops waiting for it (its caller was cancelled, or the step hung), it calls ``abandon`` on
+    the loop: a step still running is cancelled, and a reply that arrived after all is closed,
+    so no connection stays checked out of the caller's pool."""
+
+    def __init__(self, coroutine: Any) -> None:
+        self._coroutine = coroutine
+        self._task: asyncio.Task[Any] | None = None
+        self._late: Any = None
+        self._abandoned = False
+
+    async def run(self) -> Any:
+        if self._abandoned:
+            self._coroutine.close()
+            raise asyncio.CancelledError
+        self._task = asyncio.current_task()
+        result = await self._coroutine
+        if self._abandoned:
+            await _close(result)
+            raise asyncio.CancelledError
+        # Until the core has it: abandoned from now on, it is closed by `abandon`.
+        self._late = result
+        return result
+
+    def abandon(self) -> None:
+        self._abandoned = True
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+        elif self._late is not None:
+            asyncio.ensure_future(_close(self._late))
+
+
+async def _close(result: Any) -> None:
+    if isinstance(result, Response):
+        await result.close()

@@ -75,13 +75,15 @@ fn step_limit(deadline: Option<Instant>) -> Duration {
 }
 
 /// Runs `step` (which makes a coroutine) on `locals`' loop and waits for it at most `limit`.
+/// Not waited for to the end (timed out, or this future dropped because its caller was
+/// cancelled), the step is abandoned on its loop: cancelled, or its late reply closed.
 async fn on_loop(
     locals: &TaskLocals,
     what: &str,
     limit: Duration,
     step: impl FnOnce(Python<'_>) -> PyResult<Bound<'_, PyAny>>,
 ) -> Result<Py<PyAny>, TransportFailure> {
-    let pending = Python::attach(|py| {
+    let (pending, mut abandon) = Python::attach(|py| {
         // A loop that no longer runs would never answer: say so at once.
         let running: bool = locals
             .event_loop(py)
@@ -92,13 +94,48 @@ async fn on_loop(
                 "the event loop the http_client was given on is not running",
             ));
         }
-        let coroutine = step(py)?;
-        pyo3_async_runtimes::into_future_with_locals(locals, coroutine)
+        let step = py
+            .import("edith_hermes._httpx")?
+            .getattr("Step")?
+            .call1((step(py)?,))?;
+        let pending =
+            pyo3_async_runtimes::into_future_with_locals(locals, step.call_method0("run")?)?;
+        let abandon = AbandonOnDrop {
+            step: Some(step.unbind()),
+            locals: locals.clone(),
+        };
+        Ok((pending, abandon))
     })
     .map_err(failure)?;
-    match tokio::time::timeout(limit, pending).await {
+    let outcome = match tokio::time::timeout(limit, pending).await {
         Ok(done) => done.map_err(failure),
-        Err(_) => Err(hanging(what)),
+        Err(_) => return Err(hanging(what)),
+    };
+    abandon.step = None; // waited for to the end: whatever it returned is ours now
+    outcome
+}
+
+/// A step on the client's loop that its waiter may stop waiting for (see [`on_loop`]).
+struct AbandonOnDrop {
+    step: Option<Py<PyAny>>,
+    locals: TaskLocals,
+}
+
+impl Drop for AbandonOnDrop {
+    fn drop(&mut self) {
+        let Some(step) = self.step.take() else {
+            return;
+        };
+        Python::attach(|py| {
+            let abandon = step.bind(py).getattr("abandon");
+            let scheduled = abandon.and_then(|abandon| {
+                self.locals
+                    .event_loop(py)
+                    .call_method1("call_soon_threadsafe", (abandon,))
+            });
+            // A loop that has closed has closed its connections too.
+            drop(scheduled);
+        });
     }
 }
 

@@ -4,6 +4,7 @@ stays the caller's — closing our client never closes it."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 
 import httpx
@@ -160,3 +161,85 @@ async def test_a_desktop_token_with_a_control_character_is_refused_unechoed():
     with pytest.raises(ValueError) as refused:
         AsyncHermesDesktop.remote("http://127.0.0.1:9", "tok_distinctive_secret\n")
     assert "distinctive_secret" not in str(refused.value)
+
+
+class CountingTransport(httpx.AsyncBaseTransport):
+    """httpx's own transport, counting the replies it handed out and nobody closed yet."""
+
+    def __init__(self) -> None:
+        self.inner = httpx.AsyncHTTPTransport()
+        self.open = 0
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        response = await self.inner.handle_async_request(request)
+        self.open += 1
+        return httpx.Response(
+            response.status_code,
+            headers=response.headers,
+            stream=_Counted(self, response),
+            extensions=response.extensions,
+        )
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+class _Counted(httpx.AsyncByteStream):
+    def __init__(self, transport: CountingTransport, response: httpx.Response) -> None:
+        self.transport = transport
+        self.response = response
+        self.closed = False
+
+    async def __aiter__(self):
+        async for chunk in self.response.aiter_raw():
+            yield chunk
+
+    async def aclose(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.transport.open -= 1
+        await self.response.aclose()
+
+
+async def test_cancelled_calls_close_every_reply_they_opened(tmp_path):
+    """A call cancelled at any point (before the request left, while the reply is on its way,
+    while its body is read) leaves no reply open on the caller's client, so its connection
+    goes back to the pool. (Whether httpx's pool then reuses it is httpx's business: a
+    cancellation at the wrong moment inside httpcore 1.0.9 can strand a connection slot on its
+    own, encode/httpcore#1093, which is why this counts replies rather than starving a pool.)"""
+    data = tmp_path / "edith"
+    transport = CountingTransport()
+    async with Hermes.local(data_dir=data) as local:
+        async with httpx.AsyncClient(transport=transport) as client:
+            sdk = AsyncEdithHermes.remote(local.url, admin_key(data), http_client=client)
+            cancelled = 0
+            for _ in range(3):
+                for delay_ms in (0, 1, 2, 5, 10, 20):
+                    call = asyncio.ensure_future(sdk.instance_list())
+                    await asyncio.sleep(delay_ms / 1000)
+                    call.cancel()
+                    try:
+                        await call
+                    except asyncio.CancelledError:
+                        cancelled += 1
+                    await _until(lambda: transport.open == 0)
+            assert cancelled >= 6
+            # An event stream left before its end closes its reply too.
+            created = await sdk.instance_create({"name": "left"})
+            events = sdk.job_events(created["job"]["id"])
+            following = asyncio.ensure_future(events.__anext__())
+            await asyncio.sleep(0.01)
+            following.cancel()
+            with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
+                await following
+            del events, following
+            await _until(lambda: transport.open == 0)
+            assert (await sdk.instance_list())["items"][0]["name"] == "left"
+
+
+async def _until(condition, seconds: float = 10) -> None:
+    for _ in range(int(seconds / 0.02)):
+        if condition():
+            return
+        await asyncio.sleep(0.02)
+    assert condition(), "still not so after the wait"

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from conftest import admin_key
-from edith_hermes import ApiError, ClosedError, EdithError, Hermes, TransportError
+from edith_hermes import ApiError, ClosedError, EdithError, Hermes, NotReadyError, TransportError
 
 
 async def test_handles_are_built_without_a_request():
@@ -115,6 +115,19 @@ async def test_an_unknown_runtime_is_refused_with_the_known_ones(hermes):
     assert refused.value.status == 400
     # A local context runs only its embedded runtime: the message says how runtimes are added.
     assert "edith serve --runtime NAME=COMMAND" in refused.value.detail
+
+
+async def test_an_instance_that_never_becomes_ready_is_a_not_ready_error(hermes):
+    # Nothing listens on the discard port: provisioning the external runtime fails.
+    with pytest.raises(NotReadyError) as failed:
+        await hermes.instances.create(
+            "nowhere", provider="external", url="http://127.0.0.1:9", token="tok_nowhere"
+        )
+    assert failed.value.instance.startswith("inst_")
+    assert failed.value.reason
+    assert "tok_nowhere" not in str(failed.value)
+    state = (await hermes.instances(failed.value.instance).get())["state"]
+    assert state == "failed"
 
 
 async def test_what_the_control_plane_offers(hermes):
