@@ -192,7 +192,9 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
     });
 
     let (router, _, _) = http::build();
-    // Outermost first: the key is checked before `Idempotency-Key` is looked at.
+    // Each layer wraps those above it, so a request meets them from the bottom up: logged,
+    // its key checked, its body read whole (bounded in size and time), its `Idempotency-Key`
+    // looked at, then the handler.
     let app = router
         .layer(axum::extract::DefaultBodyLimit::max(
             config.limits.max_body_bytes,
@@ -203,15 +205,18 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         ))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
+            http::body::read_whole,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
             auth::authenticate,
         ))
         .layer(http::request_log())
         .with_state(state.clone());
-    let header_timeout = config.limits.header_timeout;
     let server = tokio::spawn(http::listener::serve(
         listener,
         app,
-        header_timeout,
+        config.limits.clone(),
         stopping,
     ));
     Ok(RunningServer {

@@ -50,6 +50,8 @@ pub enum ErrorCode {
     MethodNotAllowed,
     /// The request body is larger than the server takes.
     PayloadTooLarge,
+    /// The request body did not arrive in time; the connection is closed.
+    RequestTimeout,
     /// The key sent more requests, or holds more streams, than it may; retry after
     /// `Retry-After` seconds.
     TooManyRequests,
@@ -76,6 +78,7 @@ impl ErrorCode {
             ErrorCode::Forbidden => 403,
             ErrorCode::MethodNotAllowed => 405,
             ErrorCode::PayloadTooLarge => 413,
+            ErrorCode::RequestTimeout => 408,
             ErrorCode::TooManyRequests => 429,
             ErrorCode::Internal => 500,
         }

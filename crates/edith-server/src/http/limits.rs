@@ -28,6 +28,11 @@ pub struct Limits {
     /// How long a client may take to send a request's head, and how long a keep-alive
     /// connection may stay idle, before it is disconnected.
     pub header_timeout: std::time::Duration,
+    /// How long a request's body may take to arrive, once its head has.
+    pub body_timeout: std::time::Duration,
+    /// How many connections are served at once; more wait to be accepted until one ends
+    /// (slow and idle ones end at the header timeout).
+    pub max_connections: usize,
     /// How large a `process` runtime's log grows before it is rotated (one older file kept).
     pub runtime_log_bytes: u64,
 }
@@ -42,6 +47,8 @@ impl Default for Limits {
             burst: 200.0,
             relay_kept_frames: 4096,
             header_timeout: std::time::Duration::from_secs(30),
+            body_timeout: std::time::Duration::from_secs(30),
+            max_connections: 4096,
             runtime_log_bytes: 10 * 1024 * 1024,
         }
     }

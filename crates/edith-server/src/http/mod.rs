@@ -2,6 +2,7 @@
 //! the contract (`spec`), with the extractors, SSE streams and `Idempotency-Key` handling it
 //! needs. Handlers are thin: they parse the request and call `crate::app`.
 
+pub mod body;
 mod desktop;
 pub mod extract;
 mod gateway;

@@ -144,3 +144,85 @@ async fn slow_and_idle_clients_are_disconnected_and_others_are_served() {
     }
     assert_eq!(ctx.get("/v1/instances").await.0, 200);
 }
+
+/// Reads what the server sends on `socket` until it closes it (bounded).
+async fn read_to_close(socket: &mut tokio::net::TcpStream) -> String {
+    use tokio::io::AsyncReadExt;
+    let mut received = Vec::new();
+    let read = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        socket.read_to_end(&mut received),
+    )
+    .await
+    .expect("closed within 10 s");
+    if let Err(e) = read {
+        // A reset after the reply is a close too.
+        assert_eq!(e.kind(), std::io::ErrorKind::ConnectionReset, "{e}");
+    }
+    String::from_utf8_lossy(&received).into_owned()
+}
+
+#[tokio::test]
+async fn a_body_that_does_not_arrive_in_time_is_refused_and_others_are_served() {
+    use tokio::io::AsyncWriteExt;
+    let ctx = Ctx::start_limited(Limits {
+        body_timeout: std::time::Duration::from_millis(300),
+        ..Limits::default()
+    })
+    .await;
+    let addr = ctx.url("").trim_start_matches("http://").to_owned();
+    let mut trickling = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let head = format!(
+        "POST /v1/instances HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {}\r\n\
+         Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{{\"name\":",
+        crate::ADMIN_KEY
+    );
+    trickling.write_all(head.as_bytes()).await.unwrap();
+    // Meanwhile everyone else is served.
+    assert_eq!(ctx.get("/v1/instances").await.0, 200);
+    let reply = read_to_close(&mut trickling).await;
+    assert!(reply.starts_with("HTTP/1.1 408"), "{reply}");
+    assert!(reply.contains("request_timeout"), "{reply}");
+    // Nothing was created from half a body.
+    let (_, listed) = ctx.get("/v1/instances").await;
+    assert_eq!(listed["items"], json!([]));
+}
+
+#[tokio::test]
+async fn connections_beyond_the_cap_wait_until_one_ends() {
+    use tokio::io::AsyncWriteExt;
+    let ctx = Ctx::start_limited(Limits {
+        max_connections: 4,
+        header_timeout: std::time::Duration::from_millis(500),
+        ..Limits::default()
+    })
+    .await;
+    let addr = ctx.url("").trim_start_matches("http://").to_owned();
+    let mut silent = Vec::new();
+    for _ in 0..4 {
+        silent.push(tokio::net::TcpStream::connect(&addr).await.unwrap());
+    }
+    // The kernel takes a fifth connection into its backlog; the server answers it only once a
+    // place is free, that is once a silent one was cut at the header timeout.
+    let mut waiting = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    waiting
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let reply = read_to_close(&mut waiting).await;
+    assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
+    let mut buffer = [0u8; 64];
+    // Closed (perhaps after a 408) or reset: cut; still waiting to be read: holding a place.
+    let cut = silent
+        .iter()
+        .filter(|socket| match socket.try_read(&mut buffer) {
+            Ok(_) => true,
+            Err(e) => e.kind() != std::io::ErrorKind::WouldBlock,
+        })
+        .count();
+    assert!(
+        cut >= 1,
+        "the fifth was answered while every silent one still held a place"
+    );
+    assert_eq!(ctx.get("/v1/instances").await.0, 200);
+}
