@@ -129,7 +129,10 @@ fn operations(contract: &Value, uses: &mut BTreeSet<String>) -> Vec<Operation> {
                 .expect("a success response");
             let response = match reply["content"].get("text/event-stream") {
                 _ if status == "101" => Response::Socket,
-                Some(sse) => Response::Events(rust_type(&sse["x-sse-data"], uses)),
+                Some(sse) => Response::Events(rust_type(
+                    &sse["schema"]["properties"]["data"]["contentSchema"],
+                    uses,
+                )),
                 None => Response::Json(rust_type(
                     &reply["content"]["application/json"]["schema"],
                     uses,

@@ -48,12 +48,15 @@ fn operations(contract: &Value) -> Vec<Operation> {
                     if status == "101" {
                         return Reply::Socket;
                     }
-                    match reply["content"]["text/event-stream"]["x-sse-data"]["$ref"].as_str() {
-                        Some(event) => {
-                            Reply::Events(event.rsplit('/').next().expect("a name").to_owned())
+                    match reply["content"]["text/event-stream"]["schema"]["properties"]["data"]
+                            ["contentSchema"]["$ref"]
+                            .as_str()
+                        {
+                            Some(event) => {
+                                Reply::Events(event.rsplit('/').next().expect("a name").to_owned())
+                            }
+                            None => Reply::Json,
                         }
-                        None => Reply::Json,
-                    }
                 })
                 .expect("a success response");
             // Streams and sockets resume by themselves: their resume parameters are the SDK's.

@@ -34,6 +34,20 @@ pub struct Serve {
     /// (repeatable). Without it, an admin may attach a runtime anywhere.
     #[arg(long = "external-host", value_name = "HOST[:PORT]")]
     external_hosts: Vec<String>,
+    /// Requests one API key may make per second, on average (default 50); more are answered
+    /// 429 with `Retry-After`.
+    #[arg(long, value_name = "N", value_parser = positive)]
+    requests_per_second: Option<f64>,
+    /// Requests one API key may make at once after a quiet spell (default 200).
+    #[arg(long, value_name = "N", value_parser = positive)]
+    burst: Option<f64>,
+}
+
+fn positive(raw: &str) -> Result<f64, String> {
+    match raw.parse::<f64>() {
+        Ok(n) if n.is_finite() && n > 0.0 => Ok(n),
+        _ => Err(format!("`{raw}` is not a positive number")),
+    }
 }
 
 fn runtime_arg(raw: &str) -> Result<(String, RuntimeCommand), String> {
@@ -60,6 +74,16 @@ fn runtime_arg(raw: &str) -> Result<(String, RuntimeCommand), String> {
     Ok((name.to_owned(), command))
 }
 
+/// The default limits, with the operator's rate where given.
+fn limits(requests_per_second: Option<f64>, burst: Option<f64>) -> edith_server::Limits {
+    let defaults = edith_server::Limits::default();
+    edith_server::Limits {
+        requests_per_second: requests_per_second.unwrap_or(defaults.requests_per_second),
+        burst: burst.unwrap_or(defaults.burst),
+        ..defaults
+    }
+}
+
 fn listen_addr(raw: &str) -> Result<SocketAddr, String> {
     raw.parse()
         .map_err(|_| format!("`--listen {raw}` is not an address like 127.0.0.1:8080"))
@@ -80,7 +104,7 @@ pub async fn run(serve: Serve) -> ExitCode {
             .into_iter()
             .chain(serve.runtimes)
             .collect(),
-        limits: Default::default(),
+        limits: limits(serve.requests_per_second, serve.burst),
         sim_provider: serve.sim_provider,
         external_hosts: (!serve.external_hosts.is_empty()).then_some(serve.external_hosts),
     };

@@ -213,7 +213,7 @@ macro_rules! native_id {
         $(#[$doc])*
         #[derive(Clone, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
         #[serde(transparent)]
-        pub struct $name(String);
+        pub struct $name(#[schemars(pattern(crate::rules::NOT_BLANK))] String);
 
         impl $name {
             /// Wraps an id the runtime issued; it is never parsed, only passed back.

@@ -66,11 +66,16 @@ pub struct ApiKey {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateApiKey {
-    /// What the key is for (1 to 128 characters).
+    /// What the key is for (1 to 128 characters, not all blank).
+    #[schemars(
+        length(min = 1, max = crate::rules::NAME_MAX_CHARS),
+        pattern(crate::rules::NOT_BLANK)
+    )]
     pub name: String,
     pub scope: Scope,
-    /// Limit the key to these instances.
+    /// Limit the key to these instances (at least one; leave it out for all).
     #[serde(default)]
+    #[schemars(length(min = 1))]
     pub instances: Option<Vec<InstanceId>>,
 }
 

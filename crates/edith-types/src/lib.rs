@@ -9,6 +9,7 @@ mod keys;
 mod problem;
 pub mod relay;
 mod resources;
+pub mod rules;
 mod time;
 
 pub use events::{JobEvent, JobEventKind, TurnEvent, TurnEventKind, Usage};

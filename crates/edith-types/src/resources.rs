@@ -6,6 +6,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::rules;
 use crate::{
     InstanceId, JobId, NativeSessionId, ProfileId, SessionId, Timestamp, ToolHostId, ToolId,
     TurnId, Usage,
@@ -123,11 +124,45 @@ pub struct Instance {
     pub updated_at: Timestamp,
 }
 
-/// Body of `instance_create`.
+/// Body of `instance_create`. Which fields go with which provider is part of the contract
+/// (`allOf` below): `url` and `token` with `external` only, `runtime` with `process` only,
+/// `sim` with `sim` only, `on_failure` with `process` or `sim`, `max_restarts` with
+/// `on_failure` only.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(extend("allOf" = [
+    {
+        "if": {"required": ["provider"], "properties": {"provider": {"const": "external"}}},
+        "then": {
+            "required": ["url", "token"],
+            "properties": {"url": {"type": "string"}, "token": {"type": "string"}},
+        },
+        "else": {"properties": {"url": {"type": "null"}, "token": {"type": "null"}}},
+    },
+    {
+        "if": {"required": ["provider"], "properties": {"provider": {"const": "process"}}},
+        "then": {"required": ["runtime"], "properties": {"runtime": {"type": "string"}}},
+        "else": {"properties": {"runtime": {"type": "null"}}},
+    },
+    {
+        "if": {"required": ["provider"], "properties": {"provider": {"const": "sim"}}},
+        "else": {"properties": {"sim": {"type": "null"}}},
+    },
+    {
+        "if": {
+            "required": ["restart_policy"],
+            "properties": {"restart_policy": {"const": "on_failure"}},
+        },
+        "then": {
+            "required": ["provider"],
+            "properties": {"provider": {"enum": ["process", "sim"]}},
+        },
+        "else": {"properties": {"max_restarts": {"type": "null"}}},
+    },
+]))]
 pub struct CreateInstance {
-    /// Display name (1 to 128 characters).
+    /// Display name (1 to 128 characters, not all blank).
+    #[schemars(length(min = 1, max = rules::NAME_MAX_CHARS), pattern(rules::NOT_BLANK))]
     pub name: String,
     /// Runtime provider; `embedded` when absent.
     #[serde(default = "default_provider")]
@@ -135,12 +170,14 @@ pub struct CreateInstance {
     /// For `process`: which of the operator's runtimes to run (see `runtime_list`).
     #[serde(default)]
     pub runtime: Option<String>,
-    /// For `external`: the runtime's base URL, e.g. `http://10.0.0.5:9119`.
+    /// For `external`: the runtime's base URL, `http://HOST:PORT`, e.g. `http://10.0.0.5:9119`.
     #[serde(default)]
+    #[schemars(pattern(rules::EXTERNAL_URL))]
     pub url: Option<String>,
-    /// For `external`: its `HERMES_DASHBOARD_SESSION_TOKEN`. Kept by the control plane, never
-    /// returned.
+    /// For `external`: its `HERMES_DASHBOARD_SESSION_TOKEN` (at least 8 characters). Kept by
+    /// the control plane, never returned.
     #[serde(default)]
+    #[schemars(length(min = rules::EXTERNAL_TOKEN_MIN_CHARS))]
     pub token: Option<String>,
     /// What to do when the runtime exits on its own; `never` when absent. `on_failure` is for
     /// `process` instances (the only runtimes the control plane starts that can die alone).
@@ -148,6 +185,7 @@ pub struct CreateInstance {
     pub restart_policy: RestartPolicy,
     /// With `on_failure`: restarts in a row before giving up (1 to 100; 3 when absent).
     #[serde(default)]
+    #[schemars(range(min = 1, max = 100))]
     pub max_restarts: Option<u32>,
     /// For `sim`: the faults to simulate.
     #[serde(default)]
@@ -155,6 +193,11 @@ pub struct CreateInstance {
     /// Labels to find the instance by: up to 32; keys of 1 to 63 lowercase letters, digits,
     /// `.`, `_`, `-` or `/`, starting with a letter or digit; values up to 256 characters.
     #[serde(default)]
+    #[schemars(extend(
+        "maxProperties" = rules::LABELS_MAX,
+        "propertyNames" = {"pattern": rules::LABEL_KEY},
+        "additionalProperties" = {"type": "string", "maxLength": rules::LABEL_VALUE_MAX_CHARS},
+    ))]
     pub labels: BTreeMap<String, String>,
 }
 
@@ -183,6 +226,7 @@ pub struct InstanceFilter {
     pub state: Option<InstanceState>,
     /// Only instances with this label, as `key=value`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(pattern(rules::LABEL_FILTER))]
     pub label: Option<String>,
 }
 
@@ -207,9 +251,12 @@ pub struct SimFaults {
     pub repeat_steps: bool,
     /// How long the runtime takes to start, in milliseconds (at most 60,000).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(max = rules::SIM_START_DELAY_MAX_MS))]
     pub start_delay_ms: Option<u64>,
-    /// The runtime exits on its own this long after it started, in milliseconds.
+    /// The runtime exits on its own this long after it started, in milliseconds (at most a
+    /// day, 86,400,000).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(max = rules::SIM_EXIT_AFTER_MAX_MS))]
     pub exit_after_ms: Option<u64>,
 }
 
@@ -421,11 +468,14 @@ pub enum ModelConfig {
 #[derive(Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "provider", rename_all = "snake_case", deny_unknown_fields)]
 pub enum ModelSpec {
-    /// See [`ModelConfig::Scripted`].
-    Scripted,
+    /// See [`ModelConfig::Scripted`]. (A struct variant: serde refuses unknown fields only in
+    /// those.)
+    Scripted {},
     /// An OpenAI-compatible chat-completions endpoint, e.g. `http://127.0.0.1:8000/v1`.
     OpenaiCompatible {
+        #[schemars(pattern(rules::HTTP_URL))]
         base_url: String,
+        #[schemars(pattern(rules::NOT_BLANK))]
         model: String,
         /// Sent as `Authorization: Bearer …` to the endpoint; written to the runtime's
         /// configuration and never returned.
@@ -438,7 +488,7 @@ impl ModelSpec {
     /// What reads show of this model.
     pub fn shown(&self) -> ModelConfig {
         match self {
-            ModelSpec::Scripted => ModelConfig::Scripted,
+            ModelSpec::Scripted {} => ModelConfig::Scripted,
             ModelSpec::OpenaiCompatible {
                 base_url,
                 model,
@@ -455,7 +505,7 @@ impl ModelSpec {
 impl std::fmt::Debug for ModelSpec {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            ModelSpec::Scripted => f.write_str("Scripted"),
+            ModelSpec::Scripted {} => f.write_str("Scripted"),
             ModelSpec::OpenaiCompatible {
                 base_url,
                 model,
@@ -608,7 +658,8 @@ pub struct Turn {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateTurn {
-    /// The user's text.
+    /// The user's text (not empty).
+    #[schemars(length(min = 1))]
     pub input: String,
 }
 
@@ -677,9 +728,16 @@ pub struct Tool {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RegisterTool {
+    /// What models call it: `^[A-Za-z][A-Za-z0-9_-]{0,63}$`.
+    #[schemars(pattern(rules::TOOL_NAME))]
     pub name: String,
     pub description: String,
     /// JSON Schema of the arguments; must describe an object.
+    #[schemars(extend(
+        "type" = "object",
+        "required" = ["type"],
+        "properties" = {"type": {"const": rules::OBJECT_SCHEMA}},
+    ))]
     pub input_schema: Value,
     /// The tool host that serves it.
     pub host_id: ToolHostId,
@@ -694,6 +752,11 @@ pub struct UpdateTool {
     pub description: Option<String>,
     /// JSON Schema of the arguments; must describe an object.
     #[serde(default)]
+    #[schemars(extend(
+        "type" = ["object", "null"],
+        "required" = ["type"],
+        "properties" = {"type": {"const": rules::OBJECT_SCHEMA}},
+    ))]
     pub input_schema: Option<Value>,
 }
 
@@ -702,8 +765,10 @@ pub struct UpdateTool {
 #[serde(deny_unknown_fields)]
 pub struct UpdateToolHost {
     #[serde(default)]
+    #[schemars(pattern(rules::HTTP_URL))]
     pub url: Option<String>,
     #[serde(default)]
+    #[schemars(length(min = rules::TOOL_HOST_SECRET_MIN_CHARS))]
     pub secret: Option<String>,
 }
 
@@ -730,8 +795,11 @@ pub struct ToolHost {
 #[serde(deny_unknown_fields)]
 pub struct RegisterToolHost {
     /// `http://` URL of the host's MCP endpoint, reachable from the control plane.
+    #[schemars(pattern(rules::HTTP_URL))]
     pub url: String,
-    /// Sent as `Authorization: Bearer <secret>` on every call to the host.
+    /// Sent as `Authorization: Bearer <secret>` on every call to the host (at least 16
+    /// characters).
+    #[schemars(length(min = rules::TOOL_HOST_SECRET_MIN_CHARS))]
     pub secret: String,
 }
 
@@ -769,6 +837,7 @@ pub struct NativeCall {
     pub method: String,
     /// Its params (an object).
     #[serde(default = "empty_object")]
+    #[schemars(extend("type" = "object"))]
     pub params: Value,
     /// For profile-scoped methods (`session.create`, `session.resume`): the profile whose
     /// native profile the call acts on, unless `params.profile` names one.

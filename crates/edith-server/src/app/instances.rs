@@ -4,7 +4,7 @@ use edith_store::InstanceRecord;
 use edith_types::{
     Capabilities, CreateInstance, ErrorCode, Instance, InstanceCapabilities, InstanceId,
     InstanceState, InstanceWithJob, JobKind, ProviderKind, RestartPolicy, RuntimeInfo, RuntimeLog,
-    Scope, SimFaults, Timestamp,
+    Scope, SimFaults, Timestamp, rules,
 };
 
 use super::jobs;
@@ -22,10 +22,13 @@ pub async fn create(
         // It makes the control plane connect wherever the URL says: the operator's call.
         caller.require(Scope::Admin, "attaching an external runtime")?;
     }
-    let name = body.name.trim();
-    if name.is_empty() || name.chars().count() > 128 {
-        return Err(AppError::invalid("`name` must be 1 to 128 characters"));
+    if !rules::is_display_name(&body.name) {
+        return Err(AppError::invalid(format!(
+            "`name` must be 1 to {} characters, not all blank",
+            rules::NAME_MAX_CHARS
+        )));
     }
+    let name = body.name.trim();
     state.provider(body.provider)?;
     check_runtime(state, body.provider, body.runtime.as_deref())?;
     let token = check_external(&body)?;
@@ -104,8 +107,11 @@ fn check_external(body: &CreateInstance) -> AppResult<Option<String>> {
                     "`url` `{url}` must be http://HOST:PORT (https is not supported yet)"
                 )));
             }
-            if token.len() < 8 {
-                return Err(AppError::invalid("`token` must be at least 8 characters"));
+            if token.chars().count() < rules::EXTERNAL_TOKEN_MIN_CHARS {
+                return Err(AppError::invalid(format!(
+                    "`token` must be at least {} characters",
+                    rules::EXTERNAL_TOKEN_MIN_CHARS
+                )));
             }
             Ok(Some(token.clone()))
         }
@@ -154,6 +160,16 @@ fn check_sim(body: &CreateInstance) -> AppResult<Option<SimFaults>> {
                     jobs::step_names().join(", ")
                 )));
             }
+            let too_long = |value: Option<u64>, max: u64| value.is_some_and(|ms| ms > max);
+            if too_long(sim.start_delay_ms, rules::SIM_START_DELAY_MAX_MS)
+                || too_long(sim.exit_after_ms, rules::SIM_EXIT_AFTER_MAX_MS)
+            {
+                return Err(AppError::invalid(format!(
+                    "`sim.start_delay_ms` is at most {} and `sim.exit_after_ms` at most {}",
+                    rules::SIM_START_DELAY_MAX_MS,
+                    rules::SIM_EXIT_AFTER_MAX_MS
+                )));
+            }
             Ok(Some(sim))
         }
         (_, Some(_)) => Err(AppError::invalid(
@@ -165,14 +181,18 @@ fn check_sim(body: &CreateInstance) -> AppResult<Option<SimFaults>> {
 
 /// At most 32 labels; keys `^[a-z0-9][a-z0-9._/-]{0,62}$`, values up to 256 characters.
 fn check_labels(labels: &std::collections::BTreeMap<String, String>) -> AppResult<()> {
-    if labels.len() > 32 {
-        return Err(AppError::invalid("at most 32 `labels`"));
+    if labels.len() > rules::LABELS_MAX {
+        return Err(AppError::invalid(format!(
+            "at most {} `labels`",
+            rules::LABELS_MAX
+        )));
     }
     for (key, value) in labels {
         check_label_key(key)?;
-        if value.chars().count() > 256 {
+        if value.chars().count() > rules::LABEL_VALUE_MAX_CHARS {
             return Err(AppError::invalid(format!(
-                "label `{key}`: values are at most 256 characters"
+                "label `{key}`: values are at most {} characters",
+                rules::LABEL_VALUE_MAX_CHARS
             )));
         }
     }
@@ -193,8 +213,9 @@ pub fn check_label_key(key: &str) -> AppResult<()> {
         return Ok(());
     }
     Err(AppError::invalid(format!(
-        "label key `{key}` must be 1 to 63 lowercase letters, digits, `.`, `_`, `-` or `/`, \
-         starting with a letter or digit"
+        "label key `{key}` must match {}: 1 to 63 lowercase letters, digits, `.`, `_`, `-` or \
+         `/`, starting with a letter or digit",
+        rules::LABEL_KEY
     )))
 }
 

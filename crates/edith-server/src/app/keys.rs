@@ -8,10 +8,13 @@ use crate::error::{AppError, AppResult};
 use crate::state::AppState;
 
 pub async fn create(state: &AppState, body: CreateApiKey) -> AppResult<CreatedApiKey> {
-    let name = body.name.trim();
-    if name.is_empty() || name.chars().count() > 128 {
-        return Err(AppError::invalid("`name` must be 1 to 128 characters"));
+    if !edith_types::rules::is_display_name(&body.name) {
+        return Err(AppError::invalid(format!(
+            "`name` must be 1 to {} characters, not all blank",
+            edith_types::rules::NAME_MAX_CHARS
+        )));
     }
+    let name = body.name.trim();
     if let Some(limited) = &body.instances {
         if limited.is_empty() {
             return Err(AppError::invalid(

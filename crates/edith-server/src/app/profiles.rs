@@ -48,7 +48,7 @@ pub async fn create(
              model or callback tools; it uses the native profile of the same name as it is",
         ));
     }
-    let model = body.model.clone().unwrap_or(ModelSpec::Scripted);
+    let model = body.model.clone().unwrap_or(ModelSpec::Scripted {});
     check_model(&model)?;
     let restart = root_change_needs_restart(state, &record, &body.name).await?;
     let profile = Profile {
@@ -189,7 +189,7 @@ fn check_model(model: &ModelSpec) -> AppResult<()> {
         base_url, model, ..
     } = model
     {
-        if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
+        if !edith_types::rules::is_http_url(base_url) {
             return Err(AppError::invalid(
                 "`model.base_url` must be an http:// or https:// URL",
             ));
@@ -235,7 +235,7 @@ fn tool_relay(state: &AppState, profile: &Profile, mcp_token: &str) -> McpServer
 /// endpoint is its `custom` provider).
 fn model_section(model: &ModelSpec) -> ModelSection {
     match model {
-        ModelSpec::Scripted => ModelSection {
+        ModelSpec::Scripted {} => ModelSection {
             provider: Some(SCRIPTED.to_owned()),
             default: Some(SCRIPTED.to_owned()),
             ..Default::default()

@@ -6,13 +6,13 @@ use edith_types::{
     UpdateToolHost,
 };
 
-use edith_types::ErrorCode;
+use edith_types::{ErrorCode, rules};
 
 use crate::error::{AppError, AppResult};
 use crate::state::AppState;
 
 fn check_host_url(url: &str) -> AppResult<()> {
-    if url.starts_with("http://") || url.starts_with("https://") {
+    if rules::is_http_url(url) {
         return Ok(());
     }
     Err(AppError::invalid(
@@ -21,14 +21,17 @@ fn check_host_url(url: &str) -> AppResult<()> {
 }
 
 fn check_secret(secret: &str) -> AppResult<()> {
-    if secret.len() < 16 {
-        return Err(AppError::invalid("`secret` must be at least 16 characters"));
+    if secret.chars().count() < rules::TOOL_HOST_SECRET_MIN_CHARS {
+        return Err(AppError::invalid(format!(
+            "`secret` must be at least {} characters",
+            rules::TOOL_HOST_SECRET_MIN_CHARS
+        )));
     }
     Ok(())
 }
 
 fn check_schema(schema: &serde_json::Value) -> AppResult<()> {
-    if schema.get("type").and_then(|t| t.as_str()) != Some("object") {
+    if schema.get("type").and_then(|t| t.as_str()) != Some(rules::OBJECT_SCHEMA) {
         return Err(AppError::invalid(
             "`input_schema` must be a JSON Schema with \"type\": \"object\"",
         ));
@@ -73,8 +76,9 @@ fn valid_tool_name(name: &str) -> bool {
 pub async fn register(state: &AppState, body: RegisterTool) -> AppResult<Tool> {
     if !valid_tool_name(&body.name) {
         return Err(AppError::invalid(format!(
-            "tool name `{}` must match ^[A-Za-z][A-Za-z0-9_-]{{0,63}}$",
-            body.name
+            "tool name `{}` must match {}",
+            body.name,
+            rules::TOOL_NAME
         )));
     }
     check_schema(&body.input_schema)?;

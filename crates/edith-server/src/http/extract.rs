@@ -11,18 +11,59 @@ use serde::de::DeserializeOwned;
 
 use crate::error::AppError;
 
-/// A JSON body; malformed input is a 400 `invalid_body` that names the problem.
+/// A JSON body: an object, read as `T`; malformed input is a 400 `invalid_body` that names
+/// the problem. A number with no fraction (`279.0`) is an integer, as JSON Schema has it.
 pub struct ApiJson<T>(pub T);
 
 impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
     type Rejection = AppError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, AppError> {
-        match axum::Json::<T>::from_request(req, state).await {
-            Ok(axum::Json(value)) => Ok(Self(value)),
-            Err(rejection) => Err(body_error(rejection)),
+        let axum::Json(mut value) = axum::Json::<serde_json::Value>::from_request(req, state)
+            .await
+            .map_err(body_error)?;
+        if !value.is_object() {
+            // serde would read a struct from an array too.
+            return Err(AppError::new(
+                ErrorCode::InvalidBody,
+                "the body must be a JSON object",
+            ));
         }
+        integral_numbers(&mut value);
+        serde_path_to_error::deserialize(value)
+            .map(Self)
+            .map_err(|e| data_error(e.to_string()))
     }
+}
+
+/// Numbers written with a zero fraction become integers, so `u64` fields take them.
+fn integral_numbers(value: &mut serde_json::Value) {
+    use serde_json::Value;
+    match value {
+        Value::Number(n) if !(n.is_i64() || n.is_u64()) => {
+            if let Some(f) = n.as_f64()
+                && f.fract() == 0.0
+                && f.abs() < 9.0e15
+            {
+                // Exactly representable: below 2^53.
+                *value = Value::from(f as i64);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(integral_numbers),
+        Value::Object(fields) => fields.values_mut().for_each(integral_numbers),
+        _ => {}
+    }
+}
+
+fn data_error(text: String) -> AppError {
+    // An id of the wrong kind inside a body is an id error, not a shape error.
+    if text.contains(" id (`") && (text.contains("expected ") || text.contains("got ")) {
+        return AppError::new(ErrorCode::InvalidId, text);
+    }
+    AppError::new(
+        ErrorCode::InvalidBody,
+        format!("the body does not match the operation: {text}"),
+    )
 }
 
 fn body_error(rejection: JsonRejection) -> AppError {
@@ -37,14 +78,7 @@ fn body_error(rejection: JsonRejection) -> AppError {
             "the body must be JSON, sent with `Content-Type: application/json`".to_owned()
         }
         JsonRejection::JsonSyntaxError(e) => format!("malformed JSON: {}", source_text(e)),
-        JsonRejection::JsonDataError(e) => {
-            let text = source_text(e);
-            // An id of the wrong kind inside a body is an id error, not a shape error.
-            if text.contains(" id (`") && (text.contains("expected ") || text.contains("got ")) {
-                return AppError::new(ErrorCode::InvalidId, text);
-            }
-            format!("the body does not match the operation: {text}")
-        }
+        JsonRejection::JsonDataError(e) => return data_error(source_text(e)),
         other => other.body_text(),
     };
     AppError::new(ErrorCode::InvalidBody, detail)

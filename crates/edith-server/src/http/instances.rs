@@ -26,7 +26,7 @@ pub fn routes(api: &mut Api) {
         .returns::<InstanceWithJob>(api, 202, "The instance (provisioning) and its job.");
     let list = Op::get("/v1/instances", "instance_list")
         .summary("List instances, optionally only those in a state or with a label.")
-        .paginated()
+        .paginated::<edith_types::InstanceId>(api)
         .filtered::<InstanceFilter>(api)
         .returns::<Page<Instance>>(api, 200, "A page of instances.");
     api.add(create, axum::routing::post(create_instance));

@@ -21,7 +21,7 @@ pub fn routes(api: &mut Api) {
     let list = Op::get("/v1/keys", "key_list")
         .scope(Scope::Admin)
         .summary("List API keys (never their secrets).")
-        .paginated()
+        .paginated::<edith_types::ApiKeyId>(api)
         .returns::<Page<ApiKey>>(api, 200, "A page of keys.");
     api.add(create, axum::routing::post(create_key));
     api.add(list, get(list_keys));

@@ -18,7 +18,7 @@ mod sse;
 mod turns;
 
 use axum::Router;
-use axum::http::StatusCode;
+use axum::extract::State;
 use axum::routing::{get, post};
 use edith_types::{ErrorCode, Health};
 use serde_json::Value;
@@ -53,7 +53,8 @@ pub fn build() -> (Router<AppState>, Value, spec::AccessRules) {
         mcp_endpoint::PATH,
         post(mcp_endpoint::post).get(mcp_endpoint::get),
     );
-    let (router, doc, rules) = api.finish();
+    let (router, mut doc, rules) = api.finish();
+    state_outside_rules(&mut doc);
     let router = router
         .fallback(|| async { AppError::new(ErrorCode::RouteNotFound, "no such route") })
         .method_not_allowed_fallback(|| async {
@@ -65,7 +66,25 @@ pub fn build() -> (Router<AppState>, Value, spec::AccessRules) {
     (router, doc, rules)
 }
 
-/// The contract as served and as checked in at `contracts/control-plane.openapi.json`.
+/// Rules the contract's schemas carry that are declared outside the wire types: by
+/// `hermes-native` (a profile's name is a native profile name, a native call names a method of
+/// the pinned catalog) and by the server's jobs (the steps).
+fn state_outside_rules(doc: &mut Value) {
+    let schemas = &mut doc["components"]["schemas"];
+    schemas["CreateProfile"]["properties"]["name"]["pattern"] =
+        Value::from(hermes_native::profile::PROFILE_NAME_RULE);
+    let methods = hermes_native::catalog::catalog()
+        .methods
+        .iter()
+        .map(|method| Value::from(method.name.as_str()))
+        .collect();
+    schemas["NativeCall"]["properties"]["method"]["enum"] = Value::Array(methods);
+    // And a step a `sim` instance may fail is a step of the server's jobs.
+    let steps = crate::app::jobs::step_names().into_iter().map(Value::from);
+    schemas["SimFaults"]["properties"]["fail_step"]["enum"] = steps.chain([Value::Null]).collect();
+}
+
+/// The contract as checked in at `contracts/control-plane.openapi.json`.
 pub fn openapi() -> &'static Value {
     static DOC: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
     DOC.get_or_init(|| build().1)
@@ -92,8 +111,18 @@ async fn health() -> axum::Json<Health> {
     })
 }
 
-async fn openapi_json() -> (StatusCode, axum::Json<Value>) {
-    (StatusCode::OK, axum::Json(openapi().clone()))
+/// The contract, with this server's runtimes as the names a `process` instance may ask for.
+async fn openapi_json(State(state): State<AppState>) -> axum::Json<Value> {
+    let mut doc = openapi().clone();
+    let runtimes = state
+        .providers
+        .process
+        .runtimes()
+        .keys()
+        .map(|name| Value::from(name.as_str()));
+    doc["components"]["schemas"]["CreateInstance"]["properties"]["runtime"]["enum"] =
+        runtimes.chain([Value::Null]).collect();
+    axum::Json(doc)
 }
 
 /// One log line per request: method, path, status and time taken — never a header (the

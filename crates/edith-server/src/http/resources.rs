@@ -29,7 +29,7 @@ pub fn routes(api: &mut Api) {
         .returns::<Profile>(api, 201, "The profile.");
     let list = Op::get(PROFILES, "profile_list")
         .summary("List the instance's profiles.")
-        .paginated()
+        .paginated::<edith_types::ProfileId>(api)
         .returns::<Page<Profile>>(api, 200, "A page of profiles.");
     api.add(create, post(create_profile));
     api.add(list, get(list_profiles));
@@ -64,7 +64,7 @@ pub fn routes(api: &mut Api) {
         .returns::<Session>(api, 201, "The session.");
     let list = Op::get(SESSIONS, "session_list")
         .summary("List the profile's sessions.")
-        .paginated()
+        .paginated::<edith_types::SessionId>(api)
         .returns::<Page<Session>>(api, 200, "A page of sessions.");
     api.add(create, post(create_session));
     api.add(list, get(list_sessions));
@@ -110,7 +110,7 @@ pub fn routes(api: &mut Api) {
         .returns::<Tool>(api, 201, "The tool.");
     let list = Op::get("/v1/tools", "tool_list")
         .summary("List callback tools.")
-        .paginated()
+        .paginated::<edith_types::ToolId>(api)
         .returns::<Page<Tool>>(api, 200, "A page of tools.");
     api.add(create, post(register_tool));
     api.add(list, get(list_tools));

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use axum::Router;
 use axum::http::Method;
 use axum::routing::MethodRouter;
-use edith_types::Scope;
+use edith_types::{Scope, rules};
 use schemars::generate::SchemaSettings;
 use schemars::{JsonSchema, SchemaGenerator};
 use serde_json::{Map, Value, json};
@@ -38,7 +38,7 @@ pub struct Op {
     passthrough: Option<&'static str>,
     /// Query parameters: name, description, schema.
     query: Vec<(String, String, Value)>,
-    headers: Vec<(&'static str, &'static str)>,
+    headers: Vec<(&'static str, &'static str, Value)>,
     /// The type whose properties are the list's filters.
     filter: Option<String>,
 }
@@ -144,20 +144,35 @@ impl Op {
         self
     }
 
-    /// A `text/event-stream` reply whose `data:` lines are `T`.
+    /// A `text/event-stream` reply whose `data:` lines are `T`. The schema describes one event
+    /// (as OpenAPI 3.1 tools read an event stream's schema): its `id`, its `event` name and its
+    /// `data`, a JSON document of `T` (`contentSchema`).
     pub fn streams<T: JsonSchema>(mut self, api: &mut Api, what: &'static str) -> Self {
         let schema = api.generator.subschema_for::<T>().to_value();
-        self.responses.push((
-            200,
-            what,
-            json!({"text/event-stream": {"schema": {"type": "string"}, "x-sse-data": schema}}),
+        let event = json!({
+            "type": "object",
+            "properties": {
+                "id": {"type": "string"},
+                "event": {"type": "string"},
+                "data": {
+                    "type": "string",
+                    "contentMediaType": "application/json",
+                    "contentSchema": schema,
+                },
+            },
+            "required": ["data"],
+        });
+        self.responses
+            .push((200, what, json!({"text/event-stream": {"schema": event}})));
+        self.headers.push((
+            "Last-Event-ID",
+            "Resume after this event sequence number.",
+            json!({"type": "string", "pattern": rules::LAST_EVENT_ID}),
         ));
-        self.headers
-            .push(("Last-Event-ID", "Resume after this event sequence number."));
         self.query.push((
             "after".to_owned(),
             "Resume after this event sequence number (like `Last-Event-ID`).".to_owned(),
-            json!({"type": "integer", "minimum": 0}),
+            json!({"type": "integer", "minimum": 0, "maximum": rules::SEQ_MAX}),
         ));
         self
     }
@@ -199,11 +214,13 @@ impl Op {
         self
     }
 
-    pub fn paginated(mut self) -> Self {
+    /// `?cursor=&limit=` of a list of `Id`s (a cursor is the id of the last item seen).
+    pub fn paginated<Id: JsonSchema>(mut self, api: &mut Api) -> Self {
+        let cursor = api.generator.subschema_for::<Id>().to_value();
         self.query.push((
             "cursor".to_owned(),
             "The `next_cursor` of the previous page.".to_owned(),
-            json!({"type": "string"}),
+            cursor,
         ));
         self.query.push((
             "limit".to_owned(),
@@ -223,8 +240,8 @@ impl Op {
         parameters.extend(self.query.iter().map(|(name, description, schema)| {
             json!({"name": name, "in": "query", "required": false, "description": description, "schema": schema})
         }));
-        parameters.extend(self.headers.iter().map(|(name, description)| {
-            json!({"name": name, "in": "header", "required": false, "description": description, "schema": {"type": "string"}})
+        parameters.extend(self.headers.iter().map(|(name, description, schema)| {
+            json!({"name": name, "in": "header", "required": false, "description": description, "schema": schema})
         }));
         if self.method == "post" {
             parameters.push(json!({

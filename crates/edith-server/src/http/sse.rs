@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, Sse};
-use edith_types::{JobEvent, TurnEvent};
+use edith_types::{JobEvent, TurnEvent, rules};
 use futures_util::stream::{self, Stream, StreamExt};
 use serde::Serialize;
 use tokio::sync::broadcast;
@@ -69,28 +69,36 @@ where
     ))
 }
 
-/// The largest sequence number a log can hold (the store keeps them as signed 64-bit).
-const MAX_SEQ: u64 = i64::MAX as u64;
-
 /// The cursor a client resumes from: `Last-Event-ID` wins over `?after=`; 0 means the start.
 /// Either must be a sequence number a log can hold.
 pub fn resume_cursor(headers: &HeaderMap, after: Option<u64>) -> AppResult<u64> {
+    if let Some(after) = after.filter(|&after| after > rules::SEQ_MAX) {
+        return Err(AppError::invalid(format!(
+            "`after` must be at most {}, got {after}",
+            rules::SEQ_MAX
+        )));
+    }
     let (cursor, name) = match headers.get("last-event-id") {
         Some(value) => {
             let seq = value
                 .to_str()
                 .ok()
-                .and_then(|v| v.trim().parse().ok())
+                .map(str::trim)
+                .filter(|v| rules::is_last_event_id(v))
+                .and_then(|v| v.parse().ok())
                 .ok_or_else(|| {
-                    AppError::invalid("`Last-Event-ID` must be an event sequence number")
+                    AppError::invalid(
+                        "`Last-Event-ID` must be an event sequence number (1 to 18 digits)",
+                    )
                 })?;
             (seq, "`Last-Event-ID`")
         }
         None => (after.unwrap_or(0), "`after`"),
     };
-    if cursor > MAX_SEQ {
+    if cursor > rules::SEQ_MAX {
         return Err(AppError::invalid(format!(
-            "{name} must be at most {MAX_SEQ}, got {cursor}"
+            "{name} must be at most {}, got {cursor}",
+            rules::SEQ_MAX
         )));
     }
     Ok(cursor)

@@ -33,7 +33,7 @@ pub fn routes(api: &mut Api) {
     api.add(op, post(create_turn));
     let op = Op::get(TURNS, "turn_list")
         .summary("List the session's turns, oldest first, optionally only those in a state.")
-        .paginated()
+        .paginated::<edith_types::TurnId>(api)
         .filtered::<TurnFilter>(api)
         .returns::<Page<Turn>>(api, 200, "A page of turns.");
     api.add(op, get(list_turns));

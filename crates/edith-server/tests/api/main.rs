@@ -628,7 +628,27 @@ async fn the_edith_binary_prints_its_ready_line_and_serves_its_contract() {
         .json()
         .await
         .unwrap();
-    assert_eq!(&served, edith_server::openapi());
+    // The contract, naming this server's runtimes.
+    let runtimes: Value = http
+        .get(format!("{url}/v1/runtimes"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let mut names: Vec<Value> = runtimes
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].clone())
+        .collect();
+    assert!(!names.is_empty(), "{runtimes}");
+    names.push(Value::Null);
+    let mut expected = edith_server::openapi().clone();
+    expected["components"]["schemas"]["CreateInstance"]["properties"]["runtime"]["enum"] =
+        Value::Array(names);
+    assert_eq!(served, expected);
     assert!(dir.path().join("edith.db").is_file());
     let status = process.stop(Duration::from_secs(10)).await;
     assert!(status.success(), "SIGTERM is a clean stop: {status}");
@@ -768,6 +788,74 @@ async fn an_event_cursor_beyond_what_a_log_can_hold_is_a_400() {
     // The largest cursor a log can hold is fine: nothing comes after it.
     let tail = ctx.sse(&format!("{events}?after={}", i64::MAX), None).await;
     assert!(tail.is_empty(), "{tail:?}");
+    // `after` is checked even when `Last-Event-ID` (which wins) is sent too; the header takes
+    // what the contract says, at most 18 digits.
+    for (after, header) in [("9223372036854775808", "1"), ("1", "1000000000000000000")] {
+        let response = ctx
+            .http
+            .get(ctx.url(&format!("{events}?after={after}")))
+            .header("Last-Event-ID", header)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            response.status(),
+            400,
+            "after={after} Last-Event-ID: {header}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn bodies_are_read_as_the_contract_says() {
+    let ctx = Ctx::start().await;
+    // A JSON array is not an object, though serde would read a struct from it.
+    let (status, body) = ctx.post("/v1/keys", r#"["k", "read", null]"#).await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (400, Some("invalid_body")),
+        "{body}"
+    );
+    // A number with a zero fraction is an integer, as JSON Schema has it; sim faults are bounded.
+    let sim_ctx = Ctx::start_sim().await;
+    let sim = r#"{"name": "s", "provider": "sim", "sim": {"start_delay_ms": 5.0}}"#;
+    let (status, body) = sim_ctx.post("/v1/instances", sim).await;
+    assert_eq!(status, 202, "{body}");
+    assert_eq!(body["instance"]["sim"]["start_delay_ms"], 5, "{body}");
+    let long = r#"{"name": "s", "provider": "sim", "sim": {"exit_after_ms": 86400001}}"#;
+    assert_problem(
+        &sim_ctx.post("/v1/instances", long).await,
+        400,
+        "invalid_request",
+    );
+    let (status, body) = ctx
+        .post(
+            "/v1/keys",
+            r#"{"name": "k", "scope": "read", "instances": []}"#,
+        )
+        .await;
+    assert_problem(&(status, body), 400, "invalid_request");
+    // A field the contract does not have is refused, in every variant of a model too.
+    let iid = ctx.ready_instance().await;
+    let profiles = format!("/v1/instances/{iid}/profiles");
+    let unknown = r#"{"name": "p", "model": {"provider": "scripted", "colour": "red"}}"#;
+    let (status, body) = ctx.post(&profiles, unknown).await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (400, Some("invalid_body")),
+        "{body}"
+    );
+    // Names: not all blank, at most 128 characters (not bytes).
+    for name in ["   ", &"é".repeat(129)] {
+        let body = serde_json::json!({"name": name}).to_string();
+        assert_problem(
+            &ctx.post("/v1/instances", &body).await,
+            400,
+            "invalid_request",
+        );
+    }
+    let body = serde_json::json!({"name": "é".repeat(128)}).to_string();
+    assert_eq!(ctx.post("/v1/instances", &body).await.0, 202);
 }
 
 #[tokio::test]
