@@ -16,10 +16,12 @@ pub const LABEL_VALUE_MAX_CHARS: usize = 256;
 pub const LABEL_FILTER: &str = r"^[a-z0-9][a-z0-9._/-]{0,62}=";
 /// Names of callback tools, as models see them.
 pub const TOOL_NAME: &str = r"^[A-Za-z][A-Za-z0-9_-]{0,63}$";
-/// URLs the control plane calls (tool hosts, model endpoints).
-pub const HTTP_URL: &str = r"^https?://";
-/// The base URL of an `external` runtime: `http://HOST:PORT`.
-pub const EXTERNAL_URL: &str = r"^http://[^/]+/*$";
+/// URLs the control plane calls (tool hosts, model endpoints): `http://` or `https://`, a
+/// host (and port) without spaces, controls or brackets (no IPv6 literals), then a path,
+/// query or fragment without spaces or controls.
+pub const HTTP_URL: &str = r"^https?://[^\x00-\x20\x7f/?#\[\]]+([/?#][^\x00-\x20\x7f]*)?$";
+/// The base URL of an `external` runtime: `http://HOST:PORT`, the host as in [`HTTP_URL`].
+pub const EXTERNAL_URL: &str = r"^http://[^\x00-\x20\x7f/?#\[\]]+/*$";
 /// A tool's `input_schema`: a JSON Schema describing an object.
 pub const OBJECT_SCHEMA: &str = "object";
 /// The longest start a `sim` runtime simulates, in milliseconds.
@@ -43,10 +45,71 @@ pub fn is_last_event_id(value: &str) -> bool {
 
 /// Whether `url` is an `http://` or `https://` URL ([`HTTP_URL`]).
 pub fn is_http_url(url: &str) -> bool {
-    url.starts_with("http://") || url.starts_with("https://")
+    let Some(rest) = url
+        .strip_prefix("http://")
+        .or_else(|| url.strip_prefix("https://"))
+    else {
+        return false;
+    };
+    let (authority, tail) = rest.split_at(rest.find(['/', '?', '#']).unwrap_or(rest.len()));
+    is_authority(authority) && !tail.chars().any(is_space_or_control)
+}
+
+/// The `HOST:PORT` of an `external` runtime's base URL ([`EXTERNAL_URL`]).
+pub fn external_authority(url: &str) -> Option<&str> {
+    let authority = url.strip_prefix("http://")?.trim_end_matches('/');
+    is_authority(authority).then_some(authority)
+}
+
+/// A host (and port): not empty; no space, control, bracket, `/`, `?` or `#`.
+fn is_authority(authority: &str) -> bool {
+    !authority.is_empty()
+        && !authority
+            .chars()
+            .any(|c| is_space_or_control(c) || "[]/?#".contains(c))
+}
+
+fn is_space_or_control(c: char) -> bool {
+    c <= ' ' || c == '\x7f'
 }
 
 /// Whether `name` is a display name: 1 to [`NAME_MAX_CHARS`] characters, not all blank.
 pub fn is_display_name(name: &str) -> bool {
     !name.trim().is_empty() && name.chars().count() <= NAME_MAX_CHARS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_are_checked_as_the_patterns_say() {
+        for good in [
+            "http://127.0.0.1:9119",
+            "https://tools.example.com/mcp?x=1#f",
+            "http://h",
+            "http://host:8000/v1/",
+        ] {
+            assert!(is_http_url(good), "{good}");
+        }
+        for bad in [
+            "ftp://h",
+            "http://",
+            "http:///path",
+            "http://[::1]:80",
+            "http://a b",
+            "http://a/b c",
+            "http://a\u{7f}",
+            "https://a]",
+        ] {
+            assert!(!is_http_url(bad), "{bad}");
+        }
+        assert_eq!(
+            external_authority("http://10.0.0.5:9119/"),
+            Some("10.0.0.5:9119")
+        );
+        assert_eq!(external_authority("http://10.0.0.5:9119/api"), None);
+        assert_eq!(external_authority("https://10.0.0.5:9119"), None);
+        assert_eq!(external_authority("http://[::1]:9119"), None);
+    }
 }

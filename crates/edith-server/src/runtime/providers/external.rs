@@ -39,8 +39,7 @@ impl ExternalProvider {
 
 /// `host:port` of `http://host:port[/]`.
 fn authority(base: &str) -> Option<&str> {
-    let authority = base.strip_prefix("http://")?.trim_end_matches('/');
-    (!authority.is_empty() && !authority.contains('/')).then_some(authority)
+    edith_types::rules::external_authority(base)
 }
 
 /// The gateway URL of a runtime at `base` (`http://host:port` → `ws://host:port/api/ws`).
