@@ -8,6 +8,7 @@ mod app;
 mod auth;
 mod error;
 mod http;
+mod metrics;
 mod runtime;
 mod state;
 mod tools;
@@ -160,6 +161,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
     })?;
     let url = format!("http://{addr}");
     let (stop, stopping) = tokio::sync::watch::channel(false);
+    let metrics = metrics::Metrics::default();
     let state = AppState::new(Inner {
         store,
         providers: runtime::Providers::new(&config),
@@ -172,7 +174,8 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         jobs_running: Default::default(),
         cancels: Default::default(),
         last_use: Default::default(),
-        gate: http::limits::Gate::new(config.limits.clone()),
+        gate: http::limits::Gate::new(config.limits.clone(), metrics.streams_open()),
+        metrics,
         reconciling: Default::default(),
         http: reqwest::Client::builder()
             .connect_timeout(std::time::Duration::from_secs(10))
@@ -210,6 +213,10 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             auth::authenticate,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            http::count_request,
         ))
         .layer(http::request_log())
         .with_state(state.clone());

@@ -30,6 +30,8 @@ pub struct Inner {
     pub reconciling: tokio::sync::Mutex<()>,
     /// Per-key request rates and open streams, and the size limits.
     pub gate: crate::http::limits::Gate,
+    /// What `/metrics` shows.
+    pub metrics: crate::metrics::Metrics,
     /// When each API key's last use was last written.
     pub last_use: crate::auth::LastUse,
     /// Turns a client asked to cancel; their driver ends them `cancelled`.

@@ -150,6 +150,26 @@ impl Store {
         Ok(page(items, limit, |i: &Instance| i.id.to_string()))
     }
 
+    /// How many instances there are (deleted ones aside) by provider and state.
+    pub async fn count_instances(&self) -> Result<Vec<(String, String, u64)>> {
+        let rows = sqlx::query(
+            "SELECT json_extract(body, '$.provider') AS provider, state, COUNT(*) AS n \
+             FROM instances WHERE state != 'deleted' GROUP BY 1, 2",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                let count: i64 = row.try_get("n")?;
+                Ok((
+                    row.try_get("provider")?,
+                    row.try_get("state")?,
+                    count.max(0) as u64,
+                ))
+            })
+            .collect()
+    }
+
     /// Every instance in `state`.
     pub async fn instances_in_state(&self, state: InstanceState) -> Result<Vec<Instance>> {
         let rows = sqlx::query("SELECT body FROM instances WHERE state = ? ORDER BY rowid")

@@ -232,6 +232,7 @@ async fn record(state: &AppState, job: &mut Job, event: JobEventKind) -> AppResu
         return Err(lease_lost(job));
     }
     let event = state.store.append_job_event(&job.id, &event).await?;
+    state.metrics.job_event_appended();
     state.job_events.publish(job.id.as_str(), event);
     Ok(())
 }
@@ -257,7 +258,10 @@ async fn run(state: &AppState, mut job: Job, lease: &Lease) -> AppResult<()> {
             },
         )
         .await?;
-        if let Err(e) = run_checked_step(state, &job, &step).await {
+        let started = std::time::Instant::now();
+        let ran = run_checked_step(state, &job, &step).await;
+        state.metrics.job_step_took(&step, started.elapsed());
+        if let Err(e) = ran {
             // Only the lease holder undoes: another runner may be building it again by now.
             if !state.store.holds_job_lease(&job.id, &state.replica).await? {
                 return Err(lease_lost(&job));
@@ -441,6 +445,7 @@ async fn finish(state: &AppState, mut job: Job, outcome: Result<(), String>) -> 
     } else {
         JobState::Failed
     };
+    state.metrics.job_ended(job.kind.as_str(), outcome.is_ok());
     job.error = outcome.err();
     let error = job.error.clone();
     let state_now = job.state;

@@ -135,6 +135,7 @@ async fn restart(state: &AppState, mut instance: Instance, how: &str) {
                     // Being deleted since: what was started goes again.
                     let _ = provider.stop(&instance.id).await;
                 }
+                state.metrics.runtime_restarted();
                 tracing::info!(instance = %instance.id, attempt, "runtime restarted");
                 return;
             }

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use edith_types::{ApiKeyId, ErrorCode};
+use prometheus_client::metrics::gauge::Gauge;
 
 use crate::error::{AppError, AppResult};
 
@@ -65,6 +66,7 @@ pub struct Gate {
     limits: Limits,
     buckets: Mutex<HashMap<ApiKeyId, Bucket>>,
     streams: Arc<Mutex<HashMap<ApiKeyId, usize>>>,
+    open: Gauge,
 }
 
 /// An open event stream counted against its key; dropping it (the stream ends or the client
@@ -72,10 +74,12 @@ pub struct Gate {
 pub struct StreamPermit {
     key: ApiKeyId,
     streams: Arc<Mutex<HashMap<ApiKeyId, usize>>>,
+    open: Gauge,
 }
 
 impl Drop for StreamPermit {
     fn drop(&mut self) {
+        self.open.dec();
         let mut streams = self.streams.lock().expect("not poisoned");
         if let Some(open) = streams.get_mut(&self.key) {
             *open = open.saturating_sub(1);
@@ -87,11 +91,13 @@ impl Drop for StreamPermit {
 }
 
 impl Gate {
-    pub fn new(limits: Limits) -> Self {
+    /// `open` counts the streams open, for `/metrics`.
+    pub fn new(limits: Limits, open: Gauge) -> Self {
         Self {
             limits,
             buckets: Mutex::new(HashMap::new()),
             streams: Arc::default(),
+            open,
         }
     }
 
@@ -144,9 +150,11 @@ impl Gate {
             ));
         }
         *open += 1;
+        self.open.inc();
         Ok(StreamPermit {
             key: key.clone(),
             streams: self.streams.clone(),
+            open: self.open.clone(),
         })
     }
 }

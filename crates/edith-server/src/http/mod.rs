@@ -19,6 +19,7 @@ mod turns;
 
 use axum::Router;
 use axum::extract::State;
+use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use edith_types::{ErrorCode, Health};
 use serde_json::Value;
@@ -49,6 +50,7 @@ pub fn build() -> (Router<AppState>, Value, spec::AccessRules) {
     native::routes(&mut api);
     gateway::routes(&mut api);
     desktop::routes(&mut api);
+    api.add_unlisted_get("/metrics", edith_types::Scope::Admin, get(metrics));
     api.add_internal(
         mcp_endpoint::PATH,
         post(mcp_endpoint::post).get(mcp_endpoint::get),
@@ -102,6 +104,40 @@ pub fn access(method: &axum::http::Method, path: &str) -> Option<Access> {
         method
     };
     rules.get(path)?.get(method).copied()
+}
+
+/// `GET /metrics` (admin): the control plane's metrics for Prometheus (`crate::metrics`).
+async fn metrics(State(state): State<AppState>) -> Result<axum::response::Response, AppError> {
+    let instances = state.store.count_instances().await?;
+    let text = state.metrics.render(&instances);
+    Ok((
+        [(
+            axum::http::header::CONTENT_TYPE,
+            crate::metrics::CONTENT_TYPE,
+        )],
+        text,
+    )
+        .into_response())
+}
+
+/// Counts each answered request by method, route (as declared, ids left out) and status.
+pub async fn count_request(
+    State(state): State<AppState>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let method = request.method().clone();
+    let route = request
+        .extensions()
+        .get::<axum::extract::MatchedPath>()
+        .map_or_else(|| "unmatched".to_owned(), |m| m.as_str().to_owned());
+    let started = std::time::Instant::now();
+    let response = next.run(request).await;
+    let status = response.status().as_u16();
+    state
+        .metrics
+        .request_answered(method.as_str(), &route, status, started.elapsed());
+    response
 }
 
 async fn health() -> axum::Json<Health> {

@@ -391,6 +391,21 @@ impl Api {
         self.router = router.route(path, handler);
     }
 
+    /// A `GET` route outside the contract (not JSON: `/metrics`) that still needs a key with
+    /// `scope`.
+    pub fn add_unlisted_get(
+        &mut self,
+        path: &'static str,
+        scope: Scope,
+        handler: MethodRouter<AppState>,
+    ) {
+        self.rules
+            .entry(path)
+            .or_default()
+            .insert(Method::GET, Access::Key(scope));
+        self.add_internal(path, handler);
+    }
+
     pub fn finish(mut self) -> (Router<AppState>, Value, AccessRules) {
         let schemas = self.generator.take_definitions(true);
         let doc = json!({

@@ -121,6 +121,9 @@ async fn a_sim_runtime_that_exits_is_lost_and_restarted_by_its_policy() {
         })
         .await;
     assert_eq!(lost["state"], "lost", "{lost}");
+    let metrics = crate::metrics::scrape(&ctx).await;
+    let restarts = crate::metrics::sample(&metrics, "edith_runtime_restarts_total");
+    assert_eq!(restarts, 1.0, "{metrics}");
 }
 
 #[tokio::test]

@@ -5,6 +5,7 @@ mod auth;
 mod crash;
 mod jobs;
 mod limits;
+mod metrics;
 mod providers;
 mod relay;
 mod resources;

@@ -40,6 +40,7 @@ fn cancel_requested(state: &AppState, turn: &Turn) -> bool {
 
 async fn append(state: &AppState, turn: &Turn, kind: TurnEventKind) -> AppResult<()> {
     let event = state.store.append_turn_event(&turn.id, &kind).await?;
+    state.metrics.turn_event_appended();
     state.turn_events.publish(turn.id.as_str(), event);
     Ok(())
 }
@@ -69,6 +70,7 @@ async fn drive(
     session: Session,
     profile: Profile,
 ) -> AppResult<()> {
+    let started = std::time::Instant::now();
     let outcome = match run(state, &mut turn, session, &profile).await {
         Ok(outcome) => outcome,
         Err(e) => Outcome::failed(e.detail),
@@ -81,11 +83,17 @@ async fn drive(
         },
         _ => outcome,
     };
-    finish(state, turn, outcome).await
+    finish(state, turn, outcome, Some(started.elapsed())).await
 }
 
-/// Records the final state and the final event, together.
-async fn finish(state: &AppState, mut turn: Turn, outcome: Outcome) -> AppResult<()> {
+/// Records the final state and the final event, together. `took`: how long it was driven
+/// (unknown for a turn an earlier process left).
+async fn finish(
+    state: &AppState,
+    mut turn: Turn,
+    outcome: Outcome,
+    took: Option<std::time::Duration>,
+) -> AppResult<()> {
     tracing::info!(
         turn = %turn.id,
         session = %turn.session_id,
@@ -104,6 +112,8 @@ async fn finish(state: &AppState, mut turn: Turn, outcome: Outcome) -> AppResult
         error: outcome.error,
     };
     let event = state.store.finish_turn(&turn, &last).await?;
+    state.metrics.turn_event_appended();
+    state.metrics.turn_ended(turn.state.as_str(), took);
     state.turn_events.publish(turn.id.as_str(), event);
     Ok(())
 }
@@ -396,6 +406,7 @@ pub async fn recover(state: &AppState) -> AppResult<()> {
             error: turn.error.clone(),
         };
         state.store.append_turn_event(&turn.id, &end).await?;
+        state.metrics.turn_event_appended();
     }
     for turn in state.store.unfinished_turns().await? {
         let outcome = Outcome {
@@ -404,7 +415,7 @@ pub async fn recover(state: &AppState) -> AppResult<()> {
             error: Some("the control plane stopped during the turn".to_owned()),
             usage: None,
         };
-        finish(state, turn, outcome).await?;
+        finish(state, turn, outcome, None).await?;
     }
     Ok(())
 }

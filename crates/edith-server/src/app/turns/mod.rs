@@ -139,6 +139,7 @@ pub async fn answer(
         .store
         .append_turn_event(&turn.id, &TurnEventKind::ActionAnswered { action })
         .await?;
+    state.metrics.turn_event_appended();
     state.turn_events.publish(turn.id.as_str(), event);
     Ok(turn)
 }
