@@ -86,11 +86,20 @@ enum Command {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_target(false)
-        .init();
     let cli = Cli::parse();
+    let log_format = match &cli.command {
+        Command::Serve(serve) => serve.log_format(),
+        _ => serve::LogFormat::Text,
+    };
+    let logs = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_target(false);
+    match log_format {
+        serve::LogFormat::Text => logs.init(),
+        // One JSON object a line, with the fields of every span it happened in (a turn's
+        // instance, profile, session and turn ids; a request's method and URI).
+        serve::LogFormat::Json => logs.json().init(),
+    }
     let saved = config::load();
     // The saved key goes only to the control plane it was saved for.
     let saved_key = match (&cli.target.url, &saved.url) {

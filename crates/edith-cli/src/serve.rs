@@ -41,6 +41,22 @@ pub struct Serve {
     /// Requests one API key may make at once after a quiet spell (default 200).
     #[arg(long, value_name = "N", value_parser = positive)]
     burst: Option<f64>,
+    /// How the log (on stderr) is written: lines for people, or one JSON object a line for a
+    /// log collector. Either way each line names the ids of what it is about.
+    #[arg(long, value_enum, default_value_t = LogFormat::Text, env = "EDITH_LOG_FORMAT")]
+    log_format: LogFormat,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+impl Serve {
+    pub fn log_format(&self) -> LogFormat {
+        self.log_format
+    }
 }
 
 fn positive(raw: &str) -> Result<f64, String> {

@@ -119,21 +119,28 @@ pub fn spawn(state: AppState, job: Job) {
     if !fresh {
         return;
     }
-    tokio::spawn(async move {
+    let span = tracing::info_span!(
+        "job",
+        instance = %job.instance_id,
+        job = %job.id,
+        kind = job.kind.as_str(),
+    );
+    let run_it = async move {
         let id = job.id.clone();
         match Lease::take(&state, &id).await {
             Ok(Some(lease)) => {
                 if let Err(e) = run(&state, job, &lease).await {
-                    tracing::error!(job = %id, detail = %e.detail, "job could not record its outcome");
+                    tracing::error!(detail = %e.detail, "job could not record its outcome");
                 }
                 lease.release(&state).await;
                 state.job_events.finish(id.as_str());
             }
-            Ok(None) => tracing::debug!(job = %id, "leased by another runner"),
-            Err(e) => tracing::error!(job = %id, detail = %e.detail, "cannot lease a job"),
+            Ok(None) => tracing::debug!("leased by another runner"),
+            Err(e) => tracing::error!(detail = %e.detail, "cannot lease a job"),
         }
         state.jobs_running.lock().expect("not poisoned").remove(&id);
-    });
+    };
+    tokio::spawn(tracing::Instrument::instrument(run_it, span));
 }
 
 /// Starts every unfinished job this replica may take: after a restart, and whenever another
@@ -434,9 +441,6 @@ async fn finish(state: &AppState, mut job: Job, outcome: Result<(), String>) -> 
         state.store.update_instance(&record.instance).await?;
     }
     tracing::info!(
-        job = %job.id,
-        instance = %job.instance_id,
-        kind = job.kind.as_str(),
         error = outcome.as_ref().err().map(String::as_str).unwrap_or(""),
         "job finished"
     );

@@ -5,6 +5,7 @@ mod auth;
 mod crash;
 mod jobs;
 mod limits;
+mod logs;
 mod metrics;
 mod providers;
 mod relay;
@@ -186,6 +187,14 @@ impl Ctx {
             },
             http: client_with_key(ADMIN_KEY),
             dir,
+        }
+    }
+
+    /// What `edith serve` wrote to stderr so far (its log).
+    fn server_log(&self) -> Vec<String> {
+        match &self.server {
+            Server::Binary { process, .. } => process.stderr(),
+            _ => panic!("only a control plane of its own has a log of its own"),
         }
     }
 

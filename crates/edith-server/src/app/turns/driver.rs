@@ -20,14 +20,23 @@ use crate::state::AppState;
 use crate::tools::MCP_SERVER_NAME;
 
 pub fn spawn(state: AppState, turn: Turn, session: Session, profile: Profile) {
-    tokio::spawn(async move {
+    // Every line logged while the turn is driven names what it is about.
+    let span = tracing::info_span!(
+        "turn",
+        instance = %profile.instance_id,
+        profile = %profile.id,
+        session = %session.id,
+        turn = %turn.id,
+    );
+    let driven = async move {
         let id = turn.id.clone();
         if let Err(e) = drive(&state, turn, session, profile).await {
-            tracing::error!(turn = %id, detail = %e.detail, "turn could not record its outcome");
+            tracing::error!(detail = %e.detail, "turn could not record its outcome");
         }
         state.cancels.lock().expect("not poisoned").remove(&id);
         state.turn_events.finish(id.as_str());
-    });
+    };
+    tokio::spawn(tracing::Instrument::instrument(driven, span));
 }
 
 fn cancel_requested(state: &AppState, turn: &Turn) -> bool {
@@ -95,8 +104,6 @@ async fn finish(
     took: Option<std::time::Duration>,
 ) -> AppResult<()> {
     tracing::info!(
-        turn = %turn.id,
-        session = %turn.session_id,
         state = outcome.state.as_str(),
         error = outcome.error.as_deref().unwrap_or(""),
         "turn finished"

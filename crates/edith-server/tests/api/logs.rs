@@ -1,0 +1,64 @@
+//! The log of `edith serve --log-format json`: one JSON object a line, each naming the ids of
+//! what it is about.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::Ctx;
+
+/// The ids a line carries in its spans (`name` → value), and its message.
+fn read(line: &str) -> (String, std::collections::HashMap<String, String>) {
+    let entry: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+    let message = entry["fields"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let mut ids = std::collections::HashMap::new();
+    for span in entry["spans"].as_array().into_iter().flatten() {
+        for (field, value) in span.as_object().unwrap() {
+            if let Some(value) = value.as_str() {
+                ids.insert(field.clone(), value.to_owned());
+            }
+        }
+    }
+    (message, ids)
+}
+
+#[tokio::test]
+async fn json_log_lines_name_the_instance_session_and_turn() {
+    let ctx = Ctx::serve_with(tempfile::tempdir().unwrap(), &["--log-format", "json"]).await;
+    let iid = ctx.ready_instance().await;
+    let turns = ctx.turns_path(&iid).await;
+    let (status, turn) = ctx.post(&turns, r#"{"input": "hello"}"#).await;
+    assert_eq!(status, 202, "{turn}");
+    let tid = turn["id"].as_str().unwrap().to_owned();
+    let events = ctx.sse(&format!("{turns}/{tid}/events"), None).await;
+    assert_eq!(events.last().unwrap()["state"], "completed");
+
+    let mut finished = None;
+    for _ in 0..100 {
+        let lines = ctx.server_log();
+        finished = lines
+            .iter()
+            .map(|line| read(line))
+            .find(|(message, _)| message == "turn finished");
+        if finished.is_some() {
+            // Every line is JSON (`read` panics on one that is not).
+            let job = lines
+                .iter()
+                .map(|l| read(l))
+                .find(|(m, _)| m == "job finished");
+            let (_, job_ids) = job.expect("a `job finished` line");
+            assert_eq!(job_ids["instance"], iid);
+            assert!(job_ids["job"].starts_with("job_"), "{job_ids:?}");
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let (_, ids) = finished.expect("a `turn finished` line within 5 s");
+    assert_eq!(ids["instance"], iid);
+    assert_eq!(ids["turn"], tid);
+    assert_eq!(ids["session"], turn["session_id"].as_str().unwrap());
+    assert!(ids["profile"].starts_with("prof_"), "{ids:?}");
+}
