@@ -3,6 +3,7 @@
 //! needs. Handlers are thin: they parse the request and call `crate::app`.
 
 pub mod body;
+mod console;
 mod desktop;
 pub mod extract;
 mod gateway;
@@ -50,6 +51,7 @@ pub fn build() -> (Router<AppState>, Value, spec::AccessRules) {
     native::routes(&mut api);
     gateway::routes(&mut api);
     desktop::routes(&mut api);
+    console::routes(&mut api);
     api.add_unlisted_get("/metrics", edith_types::Scope::Admin, get(metrics));
     api.add_internal(
         mcp_endpoint::PATH,

@@ -2,6 +2,7 @@
 //! codes (never a 500), streams resume, and the `edith` binary keeps its launch contract.
 
 mod auth;
+mod console;
 mod crash;
 mod jobs;
 mod limits;

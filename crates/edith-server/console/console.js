@@ -1,0 +1,441 @@
+// The EDITH console: a client of the control plane's own API (`/v1`), in the browser.
+// No build step and no dependencies: the server embeds these files as they are. The API key
+// is kept in sessionStorage, so it lasts as long as the browser tab's session.
+
+const KEY = "edith.apiKey";
+const view = document.getElementById("view");
+const trail = document.getElementById("trail");
+const status = document.getElementById("status");
+const signOut = document.getElementById("sign-out");
+
+// Streams of the view on screen, stopped when the view changes.
+let leaving = new AbortController();
+
+/** An element: `h("a", {href: "#"}, "text", child)`. Text is always text, never markup. */
+function h(tag, attrs = {}, ...children) {
+  const element = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs)) {
+    if (name.startsWith("on")) element.addEventListener(name.slice(2), value);
+    else if (value === true) element.setAttribute(name, "");
+    else if (value !== false && value != null) element.setAttribute(name, value);
+  }
+  for (const child of children.flat()) {
+    if (child != null) element.append(child instanceof Node ? child : String(child));
+  }
+  return element;
+}
+
+function say(text) {
+  status.textContent = text;
+}
+
+class ApiError extends Error {
+  constructor(status, problem) {
+    super(problem.detail || problem.title || `HTTP ${status}`);
+    this.status = status;
+    this.code = problem.code;
+  }
+}
+
+/** Calls the API; the reply's JSON, or an ApiError with the problem's detail. */
+async function api(method, path, body) {
+  const headers = { Authorization: `Bearer ${sessionStorage.getItem(KEY) || ""}` };
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  const response = await fetch(path, {
+    method,
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await response.text();
+  const reply = text ? JSON.parse(text) : {};
+  if (!response.ok) {
+    if (response.status === 401) {
+      sessionStorage.removeItem(KEY);
+      location.hash = "#/sign-in";
+    }
+    throw new ApiError(response.status, reply);
+  }
+  return reply;
+}
+
+/**
+ * Follows an event stream (SSE over fetch, which, unlike EventSource, can send the key):
+ * calls `onEvent` with each event's data, parsed, until the stream ends or the view changes.
+ */
+async function follow(path, onEvent) {
+  const response = await fetch(path, {
+    headers: { Authorization: `Bearer ${sessionStorage.getItem(KEY) || ""}` },
+    signal: leaving.signal,
+  });
+  if (!response.ok) throw new ApiError(response.status, await response.json());
+  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      buffer += value;
+      let end;
+      while ((end = buffer.indexOf("\n\n")) >= 0) {
+        const block = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        const data = block
+          .split("\n")
+          .filter((line) => line.startsWith("data:"))
+          .map((line) => line.slice(5).trimStart())
+          .join("\n");
+        if (data) onEvent(JSON.parse(data));
+      }
+    }
+  } catch (error) {
+    if (error.name !== "AbortError") throw error;
+  }
+}
+
+function stateBadge(state) {
+  return h("span", { class: `state state-${state}` }, state);
+}
+
+function errorLine(error) {
+  return h("p", { class: "error", role: "alert" }, error.message);
+}
+
+/** A form of labelled text fields and a submit button; `onsubmit` gets the values. */
+function inlineForm(fields, submit, onsubmit) {
+  const inputs = fields.map(([name, label]) => h("input", { name, id: `field-${name}`, required: true }));
+  const form = h(
+    "form",
+    { class: "inline" },
+    fields.map(([name, label], i) => h("label", { for: `field-${name}` }, label, inputs[i])),
+    h("button", { type: "submit" }, submit),
+  );
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const values = Object.fromEntries(inputs.map((input) => [input.name, input.value.trim()]));
+    form.querySelector("button").disabled = true;
+    try {
+      await onsubmit(values);
+      form.reset();
+    } catch (error) {
+      form.after(errorLine(error));
+    } finally {
+      form.querySelector("button").disabled = false;
+    }
+  });
+  return form;
+}
+
+function show(title, ...content) {
+  view.replaceChildren(h("h1", {}, title), ...content);
+  view.focus();
+}
+
+function setTrail(...links) {
+  trail.replaceChildren(...links.flatMap((link, i) => (i ? [" / ", link] : [link])));
+}
+
+// ---- views ----------------------------------------------------------------------------------
+
+function signIn() {
+  signOut.hidden = true;
+  setTrail();
+  const key = h("input", { id: "api-key", type: "password", autocomplete: "off", required: true });
+  const form = h(
+    "form",
+    { class: "inline" },
+    h("label", { for: "api-key" }, "API key", key),
+    h("button", { type: "submit" }, "Sign in"),
+  );
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    sessionStorage.setItem(KEY, key.value.trim());
+    try {
+      await api("GET", "/v1/instances?limit=1");
+      location.hash = "#/instances";
+    } catch (error) {
+      sessionStorage.removeItem(KEY);
+      form.after(errorLine(error));
+    }
+  });
+  show(
+    "Sign in",
+    h("p", {}, "Sign in with an API key of this control plane. It is kept for this browser tab only."),
+    form,
+  );
+  key.focus();
+}
+
+async function instances() {
+  setTrail(h("a", { href: "#/instances" }, "Instances"));
+  const progress = h("section", { "aria-label": "Provisioning" });
+  const table = h("table", {});
+  const refresh = async () => {
+    const page = await api("GET", "/v1/instances?limit=200");
+    table.replaceChildren(
+      h("thead", {}, h("tr", {}, h("th", {}, "Name"), h("th", {}, "Provider"), h("th", {}, "State"))),
+      h(
+        "tbody",
+        {},
+        page.items.map((instance) =>
+          h(
+            "tr",
+            {},
+            h("td", {}, h("a", { href: `#/instances/${instance.id}` }, instance.name)),
+            h("td", {}, instance.provider),
+            h("td", {}, stateBadge(instance.state)),
+          ),
+        ),
+      ),
+    );
+  };
+  const create = inlineForm([["name", "Name"]], "Create instance", async ({ name }) => {
+    const created = await api("POST", "/v1/instances", { name });
+    await refresh();
+    const steps = h("ol", { class: "steps" });
+    const outcome = h("p", {});
+    progress.replaceChildren(h("h2", {}, `Provisioning ${created.instance.name}`), steps, outcome);
+    await follow(`/v1/jobs/${created.job.id}/events`, (event) => {
+      if (event.type === "step.started") {
+        steps.append(h("li", { id: `step-${event.step}` }, `${event.step} … `, stateBadge("running")));
+      } else if (event.type === "step.completed") {
+        document.getElementById(`step-${event.step}`)?.replaceChildren(`${event.step} `, stateBadge("done"));
+      } else if (event.type === "job.finished") {
+        outcome.replaceChildren(
+          `${created.instance.name} is `,
+          stateBadge(event.instance_state),
+          event.error ? ` — ${event.error}` : "",
+        );
+      }
+    });
+    await refresh();
+  });
+  show("Instances", create, progress, table);
+  await refresh();
+}
+
+async function instance(iid) {
+  const found = await api("GET", `/v1/instances/${iid}`);
+  setTrail(h("a", { href: "#/instances" }, "Instances"), h("a", { href: `#/instances/${iid}` }, found.name));
+  const table = h("table", {});
+  const refresh = async () => {
+    const page = await api("GET", `/v1/instances/${iid}/profiles?limit=200`);
+    table.replaceChildren(
+      h("thead", {}, h("tr", {}, h("th", {}, "Profile"), h("th", {}, "Model"), h("th", {}, "Tools"))),
+      h(
+        "tbody",
+        {},
+        page.items.map((profile) =>
+          h(
+            "tr",
+            {},
+            h("td", {}, h("a", { href: `#/instances/${iid}/profiles/${profile.id}` }, profile.name)),
+            h("td", {}, profile.model.provider),
+            h("td", {}, profile.tools.length ? profile.tools.join(", ") : "none"),
+          ),
+        ),
+      ),
+    );
+  };
+  const create = inlineForm([["name", "Profile name"]], "Create profile", async ({ name }) => {
+    await api("POST", `/v1/instances/${iid}/profiles`, { name });
+    await refresh();
+  });
+  show(found.name, h("p", {}, "State: ", stateBadge(found.state)), h("h2", {}, "Profiles"), create, table);
+  await refresh();
+}
+
+async function profile(iid, pid) {
+  const [found, owner] = await Promise.all([
+    api("GET", `/v1/instances/${iid}/profiles/${pid}`),
+    api("GET", `/v1/instances/${iid}`),
+  ]);
+  const base = `/v1/instances/${iid}/profiles/${pid}`;
+  setTrail(
+    h("a", { href: "#/instances" }, "Instances"),
+    h("a", { href: `#/instances/${iid}` }, owner.name),
+    h("a", { href: `#/instances/${iid}/profiles/${pid}` }, found.name),
+  );
+  const list = h("ul", {});
+  const page = await api("GET", `${base}/sessions?limit=200`);
+  list.replaceChildren(
+    ...page.items.map((session) =>
+      h(
+        "li",
+        {},
+        h("a", { href: `#/instances/${iid}/profiles/${pid}/sessions/${session.id}` }, session.title || session.id),
+      ),
+    ),
+  );
+  const start = h("button", { type: "button" }, "New session");
+  start.addEventListener("click", async () => {
+    const session = await api("POST", `${base}/sessions`, {});
+    location.hash = `#/instances/${iid}/profiles/${pid}/sessions/${session.id}`;
+  });
+  show(
+    found.name,
+    h("p", {}, `Model: ${found.model.provider}. Tools: ${found.tools.length ? found.tools.join(", ") : "none"}.`),
+    h("h2", {}, "Sessions"),
+    start,
+    list,
+  );
+}
+
+async function session(iid, pid, sid) {
+  const base = `/v1/instances/${iid}/profiles/${pid}/sessions/${sid}`;
+  const [owner, found] = await Promise.all([
+    api("GET", `/v1/instances/${iid}`),
+    api("GET", `/v1/instances/${iid}/profiles/${pid}`),
+  ]);
+  setTrail(
+    h("a", { href: "#/instances" }, "Instances"),
+    h("a", { href: `#/instances/${iid}` }, owner.name),
+    h("a", { href: `#/instances/${iid}/profiles/${pid}` }, found.name),
+    h("span", {}, "Session"),
+  );
+  const conversation = h("div", { class: "conversation", "aria-live": "polite" });
+  const earlier = await api("GET", `${base}/turns?limit=200`);
+  for (const turn of earlier.items) {
+    conversation.append(h("div", { class: "message user" }, turn.input));
+    if (turn.output) conversation.append(h("div", { class: "message assistant" }, turn.output));
+  }
+  const input = h("textarea", { id: "message", rows: 3, cols: 60, required: true });
+  const send = h("button", { type: "submit" }, "Send");
+  const cancel = h("button", { type: "button", class: "danger", hidden: true }, "Cancel turn");
+  const form = h("form", { class: "inline" }, h("label", { for: "message" }, "Message", input), send, cancel);
+  const raw = h("pre", { class: "events", id: "raw-events" });
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const text = input.value.trim();
+    if (!text) return;
+    send.disabled = true;
+    try {
+      const turn = await api("POST", `${base}/turns`, { input: text });
+      input.value = "";
+      conversation.append(h("div", { class: "message user" }, text));
+      await runTurn(`${base}/turns/${turn.id}`, conversation, raw, cancel);
+    } catch (error) {
+      conversation.append(errorLine(error));
+    } finally {
+      send.disabled = false;
+      cancel.hidden = true;
+    }
+  });
+  show(
+    "Session",
+    h("p", {}, `Session ${sid}`),
+    conversation,
+    form,
+    h("details", {}, h("summary", {}, "Raw events of the last turn"), raw),
+  );
+  input.focus();
+}
+
+/** Streams one turn into the conversation: text as it arrives, tool calls, and questions. */
+async function runTurn(path, conversation, raw, cancel) {
+  raw.textContent = "";
+  let answer = null;
+  cancel.hidden = false;
+  cancel.onclick = async () => {
+    cancel.disabled = true;
+    await api("POST", `${path}/cancel`).catch((error) => conversation.append(errorLine(error)));
+    cancel.disabled = false;
+  };
+  const act = async (action, ask) => {
+    ask.querySelectorAll("button, input").forEach((control) => (control.disabled = true));
+    try {
+      await api("POST", `${path}/actions`, action);
+      ask.append(h("p", {}, "Answered."));
+    } catch (error) {
+      ask.append(errorLine(error));
+    }
+  };
+  await follow(`${path}/events`, (event) => {
+    raw.textContent += `${JSON.stringify(event)}\n`;
+    switch (event.type) {
+      case "message.started":
+        answer = null; // made with its first text, so it stands after what came before
+        break;
+      case "message.delta":
+        if (!answer) conversation.append((answer = h("div", { class: "message assistant" })));
+        answer.append(event.text);
+        break;
+      case "tool.started":
+        answer = null; // text after a tool call is a message of its own, below the call
+        conversation.append(h("div", { class: "tool" }, `calling ${event.name} …`));
+        break;
+      case "tool.completed":
+        conversation.append(h("div", { class: "tool" }, `${event.name} returned ${JSON.stringify(event.result)}`));
+        break;
+      case "approval.requested": {
+        const ask = h("div", { class: "ask", role: "group", "aria-label": "Approval" });
+        ask.append(
+          h("p", {}, `Approve running: ${event.command}`),
+          h("p", {}, event.description),
+          h(
+            "div",
+            { class: "choices" },
+            event.choices.map((choice) =>
+              h(
+                "button",
+                { type: "button", class: choice === "deny" ? "danger" : "", onclick: () => act({ type: "approval", choice }, ask) },
+                choice === "deny" ? "Deny" : `Approve (${choice})`,
+              ),
+            ),
+          ),
+        );
+        conversation.append(ask);
+        break;
+      }
+      case "clarify.requested": {
+        const ask = h("div", { class: "ask", role: "group", "aria-label": "Question" });
+        const reply = h("input", { id: `answer-${event.request_id}` });
+        const answerForm = h(
+          "form",
+          { class: "inline" },
+          h("label", { for: `answer-${event.request_id}` }, "Answer", reply),
+          h("button", { type: "submit" }, "Answer"),
+        );
+        answerForm.addEventListener("submit", (submitted) => {
+          submitted.preventDefault();
+          act({ type: "clarify", request_id: event.request_id, answer: reply.value }, ask);
+        });
+        ask.append(h("p", {}, event.question), answerForm);
+        conversation.append(ask);
+        break;
+      }
+      case "turn.finished":
+        conversation.append(
+          h("p", { class: "turn-end" }, "Turn ", stateBadge(event.state), event.error ? ` — ${event.error}` : ""),
+        );
+        break;
+    }
+  });
+}
+
+// ---- routing --------------------------------------------------------------------------------
+
+async function route() {
+  leaving.abort();
+  leaving = new AbortController();
+  say("");
+  if (!sessionStorage.getItem(KEY)) return signIn();
+  signOut.hidden = false;
+  const parts = location.hash.replace(/^#\/?/, "").split("/").filter(Boolean);
+  try {
+    if (parts[0] !== "instances" || parts.length === 1) return await instances();
+    if (parts.length === 2) return await instance(parts[1]);
+    if (parts.length === 4) return await profile(parts[1], parts[3]);
+    if (parts.length === 6) return await session(parts[1], parts[3], parts[5]);
+    return await instances();
+  } catch (error) {
+    view.replaceChildren(h("h1", {}, "Something went wrong"), errorLine(error));
+  }
+}
+
+signOut.addEventListener("click", () => {
+  sessionStorage.removeItem(KEY);
+  location.hash = "#/sign-in";
+  route();
+});
+window.addEventListener("hashchange", route);
+route();
