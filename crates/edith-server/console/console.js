@@ -37,63 +37,111 @@ class ApiError extends Error {
   }
 }
 
+function authorization(key = sessionStorage.getItem(KEY) || "") {
+  return { Authorization: `Bearer ${key}` };
+}
+
+/** The JSON of a reply; a reply that is not JSON (a proxy's error page) says its status. */
+async function readJson(response) {
+  const text = await response.text();
+  try {
+    return text ? JSON.parse(text) : {};
+  } catch {
+    return { detail: `HTTP ${response.status} (not a reply of the control plane)` };
+  }
+}
+
+/** A refused key ends the sign-in: the next view asks for one again. */
+function refused(response) {
+  if (response.status === 401) {
+    sessionStorage.removeItem(KEY);
+    setTimeout(route);
+  }
+}
+
 /** Calls the API; the reply's JSON, or an ApiError with the problem's detail. */
 async function api(method, path, body) {
-  const headers = { Authorization: `Bearer ${sessionStorage.getItem(KEY) || ""}` };
+  const headers = authorization();
   if (body !== undefined) headers["Content-Type"] = "application/json";
   const response = await fetch(path, {
     method,
     headers,
     body: body === undefined ? undefined : JSON.stringify(body),
   });
-  const text = await response.text();
-  const reply = text ? JSON.parse(text) : {};
+  const reply = await readJson(response);
   if (!response.ok) {
-    if (response.status === 401) {
-      sessionStorage.removeItem(KEY);
-      location.hash = "#/sign-in";
-    }
+    refused(response);
     throw new ApiError(response.status, reply);
   }
   return reply;
 }
 
+const FINAL = new Set(["turn.finished", "job.finished"]);
+
 /**
- * Follows an event stream (SSE over fetch, which, unlike EventSource, can send the key):
- * calls `onEvent` with each event's data, parsed, until the stream ends or the view changes.
+ * Follows a turn's or a job's event stream (SSE over fetch, which, unlike EventSource, can
+ * send the key), calling `onEvent` with each event until the final one. A dropped stream is
+ * resumed after the last event seen (`?after=`), a few times; the view changing stops it.
  */
 async function follow(path, onEvent) {
-  const response = await fetch(path, {
-    headers: { Authorization: `Bearer ${sessionStorage.getItem(KEY) || ""}` },
-    signal: leaving.signal,
-  });
-  if (!response.ok) throw new ApiError(response.status, await response.json());
-  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
-  let buffer = "";
-  try {
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) return;
-      buffer += value;
-      let end;
-      while ((end = buffer.indexOf("\n\n")) >= 0) {
-        const block = buffer.slice(0, end);
-        buffer = buffer.slice(end + 2);
-        const data = block
-          .split("\n")
-          .filter((line) => line.startsWith("data:"))
-          .map((line) => line.slice(5).trimStart())
-          .join("\n");
-        if (data) onEvent(JSON.parse(data));
-      }
+  let after = 0;
+  for (let attempt = 0; attempt < 5; attempt++) {
+    if (attempt) await new Promise((resume) => setTimeout(resume, 1000 * attempt));
+    let response;
+    try {
+      response = await fetch(`${path}?after=${after}`, { headers: authorization(), signal: leaving.signal });
+    } catch (error) {
+      if (error.name === "AbortError") return;
+      continue; // the server is out of reach for now
     }
-  } catch (error) {
-    if (error.name !== "AbortError") throw error;
+    if (!response.ok) {
+      refused(response);
+      throw new ApiError(response.status, await readJson(response));
+    }
+    const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+    let buffer = "";
+    try {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        buffer += value;
+        let end;
+        while ((end = buffer.indexOf("\n\n")) >= 0) {
+          const block = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          const data = block
+            .split("\n")
+            .filter((line) => line.startsWith("data:"))
+            .map((line) => line.slice(5).trimStart())
+            .join("\n");
+          if (!data) continue;
+          const event = JSON.parse(data);
+          after = event.seq;
+          onEvent(event);
+          if (FINAL.has(event.type)) return;
+        }
+      }
+    } catch (error) {
+      if (error.name === "AbortError") return;
+    }
   }
+  throw new Error("the event stream keeps dropping; reload the page to follow it again");
 }
 
 function stateBadge(state) {
   return h("span", { class: `state state-${state}` }, state);
+}
+
+const SETTLING = new Set(["provisioning", "deleting"]);
+
+/** Runs `refresh` again every second while it says something is still settling. */
+function whileSettling(refresh) {
+  const signal = leaving.signal;
+  const again = async () => {
+    if (signal.aborted) return;
+    if (await refresh().catch(() => false)) setTimeout(again, 1000);
+  };
+  setTimeout(again, 1000);
 }
 
 function errorLine(error) {
@@ -146,21 +194,26 @@ function signIn() {
     h("label", { for: "api-key" }, "API key", key),
     h("button", { type: "submit" }, "Sign in"),
   );
+  const problem = h("div", {});
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
-    sessionStorage.setItem(KEY, key.value.trim());
-    try {
-      await api("GET", "/v1/instances?limit=1");
-      location.hash = "#/instances";
-    } catch (error) {
-      sessionStorage.removeItem(KEY);
-      form.after(errorLine(error));
+    const candidate = key.value.trim();
+    const response = await fetch("/v1/instances?limit=1", { headers: authorization(candidate) });
+    if (!response.ok) {
+      problem.replaceChildren(errorLine(new ApiError(response.status, await readJson(response))));
+      key.focus();
+      return;
     }
+    sessionStorage.setItem(KEY, candidate);
+    // Where the tab was going (a bookmark, a link), or the instances.
+    if (location.hash.startsWith("#/instances")) route();
+    else location.hash = "#/instances";
   });
   show(
     "Sign in",
     h("p", {}, "Sign in with an API key of this control plane. It is kept for this browser tab only."),
     form,
+    problem,
   );
   key.focus();
 }
@@ -171,6 +224,7 @@ async function instances() {
   const table = h("table", {});
   const refresh = async () => {
     const page = await api("GET", "/v1/instances?limit=200");
+    const settling = page.items.some((instance) => SETTLING.has(instance.state));
     table.replaceChildren(
       h("thead", {}, h("tr", {}, h("th", {}, "Name"), h("th", {}, "Provider"), h("th", {}, "State"))),
       h(
@@ -187,6 +241,7 @@ async function instances() {
         ),
       ),
     );
+    return settling;
   };
   const create = inlineForm([["name", "Name"]], "Create instance", async ({ name }) => {
     const created = await api("POST", "/v1/instances", { name });
@@ -210,7 +265,8 @@ async function instances() {
     await refresh();
   });
   show("Instances", create, progress, table);
-  await refresh();
+  // Instances others create or delete settle here too.
+  if (await refresh()) whileSettling(refresh);
 }
 
 async function instance(iid) {
@@ -240,8 +296,16 @@ async function instance(iid) {
     await api("POST", `/v1/instances/${iid}/profiles`, { name });
     await refresh();
   });
-  show(found.name, h("p", {}, "State: ", stateBadge(found.state)), h("h2", {}, "Profiles"), create, table);
+  const state = h("span", {}, stateBadge(found.state));
+  show(found.name, h("p", {}, "State: ", state), h("h2", {}, "Profiles"), create, table);
   await refresh();
+  if (SETTLING.has(found.state)) {
+    whileSettling(async () => {
+      const now = await api("GET", `/v1/instances/${iid}`);
+      state.replaceChildren(stateBadge(now.state));
+      return SETTLING.has(now.state);
+    });
+  }
 }
 
 async function profile(iid, pid) {
@@ -268,8 +332,12 @@ async function profile(iid, pid) {
   );
   const start = h("button", { type: "button" }, "New session");
   start.addEventListener("click", async () => {
-    const session = await api("POST", `${base}/sessions`, {});
-    location.hash = `#/instances/${iid}/profiles/${pid}/sessions/${session.id}`;
+    try {
+      const session = await api("POST", `${base}/sessions`, {});
+      location.hash = `#/instances/${iid}/profiles/${pid}/sessions/${session.id}`;
+    } catch (error) {
+      start.after(errorLine(error));
+    }
   });
   show(
     found.name,
@@ -294,9 +362,15 @@ async function session(iid, pid, sid) {
   );
   const conversation = h("div", { class: "conversation", "aria-live": "polite" });
   const earlier = await api("GET", `${base}/turns?limit=200`);
+  let unfinished = null;
   for (const turn of earlier.items) {
     conversation.append(h("div", { class: "message user" }, turn.input));
+    if (!ENDED.has(turn.state)) {
+      unfinished = turn; // followed below: its questions can still be answered
+      continue;
+    }
     if (turn.output) conversation.append(h("div", { class: "message assistant" }, turn.output));
+    conversation.append(turnEnd(turn.state, turn.error), eventLog(`${base}/turns/${turn.id}`));
   }
   const input = h("textarea", { id: "message", rows: 3, cols: 60, required: true });
   const send = h("button", { type: "submit" }, "Send");
@@ -325,9 +399,39 @@ async function session(iid, pid, sid) {
     h("p", {}, `Session ${sid}`),
     conversation,
     form,
-    h("details", {}, h("summary", {}, "Raw events of the last turn"), raw),
+    h("details", {}, h("summary", {}, "Raw events of the turn followed last"), raw),
   );
   input.focus();
+  if (unfinished) {
+    send.disabled = true;
+    try {
+      await runTurn(`${base}/turns/${unfinished.id}`, conversation, raw, cancel);
+    } catch (error) {
+      conversation.append(errorLine(error));
+    } finally {
+      send.disabled = false;
+      cancel.hidden = true;
+    }
+  }
+}
+
+const ENDED = new Set(["completed", "failed", "cancelled", "interrupted"]);
+
+function turnEnd(state, error) {
+  return h("p", { class: "turn-end" }, "Turn ", stateBadge(state), error ? ` — ${error}` : "");
+}
+
+/** A finished turn's events, fetched when someone opens them. */
+function eventLog(path) {
+  const log = h("pre", { class: "events" });
+  const details = h("details", {}, h("summary", {}, "Events"), log);
+  details.addEventListener("toggle", () => {
+    if (!details.open || log.textContent) return;
+    follow(`${path}/events`, (event) => (log.textContent += `${JSON.stringify(event)}\n`)).catch(
+      (error) => details.append(errorLine(error)),
+    );
+  });
+  return details;
 }
 
 /** Streams one turn into the conversation: text as it arrives, tool calls, and questions. */
@@ -341,12 +445,14 @@ async function runTurn(path, conversation, raw, cancel) {
     cancel.disabled = false;
   };
   const act = async (action, ask) => {
-    ask.querySelectorAll("button, input").forEach((control) => (control.disabled = true));
+    const controls = ask.querySelectorAll("button, input");
+    controls.forEach((control) => (control.disabled = true));
     try {
       await api("POST", `${path}/actions`, action);
       ask.append(h("p", {}, "Answered."));
     } catch (error) {
       ask.append(errorLine(error));
+      controls.forEach((control) => (control.disabled = false)); // so it can be tried again
     }
   };
   await follow(`${path}/events`, (event) => {
@@ -388,7 +494,8 @@ async function runTurn(path, conversation, raw, cancel) {
       }
       case "clarify.requested": {
         const ask = h("div", { class: "ask", role: "group", "aria-label": "Question" });
-        const reply = h("input", { id: `answer-${event.request_id}` });
+        const respond = (text) => act({ type: "clarify", request_id: event.request_id, answer: text }, ask);
+        const reply = h("input", { id: `answer-${event.request_id}`, required: true });
         const answerForm = h(
           "form",
           { class: "inline" },
@@ -397,16 +504,17 @@ async function runTurn(path, conversation, raw, cancel) {
         );
         answerForm.addEventListener("submit", (submitted) => {
           submitted.preventDefault();
-          act({ type: "clarify", request_id: event.request_id, answer: reply.value }, ask);
+          respond(reply.value.trim());
         });
-        ask.append(h("p", {}, event.question), answerForm);
+        const choices = event.choices.map((choice) =>
+          h("button", { type: "button", onclick: () => respond(choice) }, choice),
+        );
+        ask.append(h("p", {}, event.question), h("div", { class: "choices" }, choices), answerForm);
         conversation.append(ask);
         break;
       }
       case "turn.finished":
-        conversation.append(
-          h("p", { class: "turn-end" }, "Turn ", stateBadge(event.state), event.error ? ` — ${event.error}` : ""),
-        );
+        conversation.append(turnEnd(event.state, event.error));
         break;
     }
   });
@@ -434,7 +542,6 @@ async function route() {
 
 signOut.addEventListener("click", () => {
   sessionStorage.removeItem(KEY);
-  location.hash = "#/sign-in";
   route();
 });
 window.addEventListener("hashchange", route);

@@ -58,6 +58,11 @@ async fn browser() -> (testkit::ReadyProcess, Client) {
 async fn screenshot(client: &Client, name: &str) {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/console-screenshots");
     std::fs::create_dir_all(&dir).unwrap();
+    // The newest part of the page is at its bottom.
+    client
+        .execute("window.scrollTo(0, document.body.scrollHeight);", vec![])
+        .await
+        .unwrap();
     let png = client.screenshot().await.unwrap();
     std::fs::write(dir.join(format!("{name}.png")), png).unwrap();
 }
@@ -95,23 +100,51 @@ async fn every_control_is_labelled(client: &Client) {
     assert_eq!(unlabelled, json!([]), "controls without a label");
 }
 
+/// Waits until the page says `condition` (a JavaScript expression) is true.
+async fn wait_until(client: &Client, condition: &str) {
+    let script = format!("return Boolean({condition});");
+    for _ in 0..300 {
+        if client.execute(&script, vec![]).await.unwrap() == json!(true) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("`{condition}` was not so within 30 s");
+}
+
+async fn send(client: &Client, text: &str) {
+    let message = wait_for(client, "#message").await;
+    message.send_keys(text).await.unwrap();
+    click_text(client, "Send").await;
+}
+
+const TURNS_ENDED: &str = "document.querySelectorAll('.turn-end').length";
+
 #[tokio::test]
 async fn the_console_in_a_browser_signs_in_provisions_chats_and_approves() {
-    let ctx = Ctx::start().await;
+    let ctx = Ctx::serve(tempfile::tempdir().unwrap()).await;
     let (driver, client) = browser().await;
     let console = ctx.url("/console");
 
-    // Sign in with the keyboard only: the key field has the focus, Enter submits.
+    // A wrong key is refused in place; the right one, typed and sent with Enter (the key
+    // field has the focus), signs in.
     client.goto(&console).await.unwrap();
-    wait_for(&client, "#api-key").await;
+    let key = wait_for(&client, "#api-key").await;
     every_control_is_labelled(&client).await;
-    screenshot(&client, "01-sign-in").await;
     let focused = client
         .execute("return document.activeElement.id;", vec![])
         .await
         .unwrap();
     assert_eq!(focused, "api-key");
-    let key = client.find(Locator::Css("#api-key")).await.unwrap();
+    key.send_keys("edk_not_a_key\u{E007}").await.unwrap();
+    let refused = wait_for(&client, "[role=alert]")
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(refused.contains("key"), "{refused}");
+    screenshot(&client, "01-sign-in-refused").await;
+    key.clear().await.unwrap();
     key.send_keys(&format!("{ADMIN_KEY}\u{E007}"))
         .await
         .unwrap();
@@ -136,10 +169,9 @@ async fn the_console_in_a_browser_signs_in_provisions_chats_and_approves() {
     wait_for(&client, "#message").await;
     every_control_is_labelled(&client).await;
 
-    // A message, and its answer streamed in.
-    let message = client.find(Locator::Css("#message")).await.unwrap();
-    message.send_keys("hello console").await.unwrap();
-    click_text(&client, "Send").await;
+    // A message, and its answer, made of the streamed pieces.
+    send(&client, "hello console").await;
+    wait_until(&client, &format!("{TURNS_ENDED} === 1")).await;
     wait_for(&client, ".turn-end .state-completed").await;
     let answer = client
         .find(Locator::Css(".message.assistant"))
@@ -148,26 +180,33 @@ async fn the_console_in_a_browser_signs_in_provisions_chats_and_approves() {
         .text()
         .await
         .unwrap();
-    assert!(answer.contains("hello console"), "the answer: {answer}");
+    assert_eq!(answer, "You said: hello console");
+    let deltas = client
+        .execute(
+            "return document.getElementById('raw-events').textContent\
+               .split('\\n').filter(l => l.includes('message.delta')).length;",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert!(deltas.as_u64().unwrap() > 1, "streamed in pieces: {deltas}");
     screenshot(&client, "03-streamed-answer").await;
 
-    // A command that needs an approval: the question shows, the button answers it.
-    let command = r#"terminal {"command": "rm -rf /tmp/edith-console-nothing"}"#;
-    let message = client.find(Locator::Css("#message")).await.unwrap();
-    message.send_keys(command).await.unwrap();
-    click_text(&client, "Send").await;
+    // A command that needs an approval: the question shows while the turn runs; after a
+    // reload the page follows the turn again and still offers it; the button answers it.
+    send(
+        &client,
+        r#"terminal {"command": "rm -rf /tmp/edith-console-nothing"}"#,
+    )
+    .await;
     wait_for(&client, ".ask").await;
     screenshot(&client, "04-approval-asked").await;
+    client.refresh().await.unwrap();
+    wait_for(&client, ".ask").await;
+    every_control_is_labelled(&client).await;
     click_text(&client, "Approve (once)").await;
-    let ends = client
-        .wait()
-        .at_most(WAIT)
-        .for_element(Locator::XPath(
-            "(//p[contains(@class,'turn-end')])[2]//span[contains(@class,'state-completed')]",
-        ))
-        .await;
+    wait_until(&client, &format!("{TURNS_ENDED} === 2")).await;
     screenshot(&client, "05-approved").await;
-    ends.expect("the approved turn completed");
     let raw = client
         .execute(
             "return document.getElementById('raw-events').textContent;",
@@ -176,7 +215,62 @@ async fn the_console_in_a_browser_signs_in_provisions_chats_and_approves() {
         .await
         .unwrap();
     assert!(raw.as_str().unwrap().contains("action.answered"), "{raw}");
+    let last_end = "document.querySelectorAll('.turn-end')[1].textContent";
+    wait_until(&client, &format!("{last_end}.includes('completed')")).await;
+
+    // A question, answered with one of its choices.
+    send(
+        &client,
+        r#"clarify {"question": "Which colour?", "choices": ["red", "blue"]}"#,
+    )
+    .await;
+    wait_until(
+        &client,
+        "document.body.textContent.includes('Which colour?')",
+    )
+    .await;
+    click_text(&client, "blue").await;
+    wait_until(&client, &format!("{TURNS_ENDED} === 3")).await;
+    let third_end = "document.querySelectorAll('.turn-end')[2].textContent";
+    wait_until(&client, &format!("{third_end}.includes('completed')")).await;
+    wait_until(&client, "document.body.textContent.includes('blue')").await;
+    screenshot(&client, "06-question-answered").await;
+
+    // A turn waiting for an approval, cancelled.
+    send(
+        &client,
+        r#"terminal {"command": "rm -rf /tmp/edith-console-nothing"}"#,
+    )
+    .await;
+    wait_until(&client, "document.querySelectorAll('.ask').length === 3").await;
+    click_text(&client, "Cancel turn").await;
+    wait_until(&client, &format!("{TURNS_ENDED} === 4")).await;
+    let fourth_end = "document.querySelectorAll('.turn-end')[3].textContent";
+    wait_until(&client, &format!("{fourth_end}.includes('cancelled')")).await;
+    screenshot(&client, "07-cancelled").await;
 
     client.close().await.unwrap();
     driver.stop(Duration::from_secs(10)).await;
+}
+
+#[tokio::test]
+async fn the_console_is_served_with_a_policy_that_keeps_it_to_this_server() {
+    let ctx = Ctx::start().await;
+    for path in ["/console", "/console/console.js", "/console/console.css"] {
+        // No key needed: the files hold no data.
+        let response = reqwest::get(ctx.url(path)).await.unwrap();
+        assert_eq!(response.status(), 200, "{path}");
+        let policy = response.headers()["content-security-policy"]
+            .to_str()
+            .unwrap();
+        assert!(policy.contains("default-src 'none'"), "{policy}");
+        assert!(policy.contains("connect-src 'self'"), "{policy}");
+        assert_eq!(response.headers()["x-content-type-options"], "nosniff");
+        let body = response.text().await.unwrap();
+        // Nothing is loaded from elsewhere.
+        assert!(
+            !body.contains("http://") && !body.contains("https://"),
+            "{path}"
+        );
+    }
 }
