@@ -72,10 +72,33 @@ pub async fn run(hermes: &Hermes, chat: Chat) -> Done {
         if line.trim().is_empty() {
             continue;
         }
-        if !converse(&session, &line, &mut input, &mut interrupts).await? {
-            return Ok(());
+        match converse(&session, &line, &mut input, &mut interrupts).await {
+            Ok(true) => {}
+            Ok(false) => return Ok(()),
+            // The conversation goes on: a turn refused (one still running, say) or a dropped
+            // connection is said, and the next line is another try.
+            Err(e) => eprintln!("\n[{}]", crate::output::explain(&e.into())),
         }
     }
+}
+
+/// What became of a question put to the user.
+enum Asked {
+    Answered,
+    /// Ctrl-C: the turn is being cancelled.
+    Cancelled,
+    /// Ctrl-C once more, after a cancel: quit.
+    Quit,
+}
+
+/// Ctrl-C while a question waits: the first cancels the turn, the next quits.
+async fn interrupted(turn: &TurnHandle, cancelled: bool) -> Result<Asked> {
+    if cancelled {
+        return Ok(Asked::Quit);
+    }
+    eprintln!("\n[cancelling; Ctrl-C again quits]");
+    turn.cancel().await?;
+    Ok(Asked::Cancelled)
 }
 
 fn prompt(text: &str) {
@@ -117,10 +140,11 @@ async fn converse(
             }
             TurnEventKind::ApprovalRequested {
                 command, choices, ..
-            } => {
-                let approved = approve(&turn, &command, &choices, input, interrupts).await?;
-                cancelled |= !approved;
-            }
+            } => match approve(&turn, &command, &choices, input, interrupts, cancelled).await? {
+                Asked::Answered => {}
+                Asked::Cancelled => cancelled = true,
+                Asked::Quit => return Ok(false),
+            },
             TurnEventKind::ClarifyRequested {
                 request_id,
                 question,
@@ -135,12 +159,13 @@ async fn converse(
                 prompt(&format!("\n{question}{choices}: "));
                 let answer = tokio::select! {
                     answer = input.recv() => answer.unwrap_or_default(),
-                    _ = interrupts.recv() => {
-                        cancelled = true;
-                        eprintln!("\n[cancelling; Ctrl-C again quits]");
-                        turn.cancel().await?;
-                        continue;
-                    }
+                    _ = interrupts.recv() => match interrupted(&turn, cancelled).await? {
+                        Asked::Quit => return Ok(false),
+                        _ => {
+                            cancelled = true;
+                            continue;
+                        }
+                    },
                 };
                 turn.answer(&request_id, answer.trim()).await?;
             }
@@ -157,30 +182,27 @@ async fn converse(
 }
 
 /// Asks whether the command may run, until the answer is one of `choices`; Ctrl-C cancels
-/// the turn instead (returns false).
+/// the turn instead (or quits, when it was cancelled already).
 async fn approve(
     turn: &TurnHandle,
     command: &str,
     choices: &[String],
     input: &mut Input,
     interrupts: &mut Signal,
-) -> Result<bool> {
+    cancelled: bool,
+) -> Result<Asked> {
     loop {
         prompt(&format!("\nrun `{command}`? [{}]: ", choices.join("/")));
         let answer = tokio::select! {
             answer = input.recv() => answer.unwrap_or_default(),
-            _ = interrupts.recv() => {
-                eprintln!("\n[cancelling; Ctrl-C again quits]");
-                turn.cancel().await?;
-                return Ok(false);
-            }
+            _ = interrupts.recv() => return interrupted(turn, cancelled).await,
         };
         let answer = answer.trim();
         // End of input answers `deny`: nothing runs without a yes.
         let answer = if answer.is_empty() { "deny" } else { answer };
         if let Ok(choice) = answer.parse::<ApprovalChoice>() {
             turn.approve(choice).await?;
-            return Ok(true);
+            return Ok(Asked::Answered);
         }
         eprintln!("answer one of: {}", choices.join(", "));
     }

@@ -2,9 +2,9 @@
 
 use clap::Subcommand;
 use edith_types::{
-    ApiKeyId, CreateApiKey, CreateInstance, CreateSession, InstanceFilter, InstanceId,
-    InstanceState, JobEventKind, JobId, ProfileId, ProviderKind, Scope, SessionId, ToolId,
-    TurnEventKind, TurnFilter, TurnState,
+    ApiKeyId, ApprovalChoice, CreateApiKey, CreateInstance, CreateSession, InstanceFilter,
+    InstanceId, InstanceState, JobEventKind, JobId, ProfileId, ProviderKind, RegisterTool, Scope,
+    SessionId, ToolHostId, ToolId, TurnAction, TurnEventKind, TurnFilter, TurnId, TurnState,
 };
 use futures_util::StreamExt;
 use hermes::{Hermes, PageRequest, ProfileSpec, Result};
@@ -52,6 +52,10 @@ fn label_arg(raw: &str) -> std::result::Result<(String, String), String> {
         .ok_or_else(|| format!("`{raw}` is not key=value"))
 }
 
+fn schema_arg(raw: &str) -> std::result::Result<serde_json::Value, String> {
+    serde_json::from_str(raw).map_err(|e| format!("`--schema` is not JSON: {e}"))
+}
+
 fn scope_arg(raw: &str) -> std::result::Result<Scope, String> {
     raw.parse()
         .map_err(|_| format!("`{raw}` is not a scope: read, write or admin"))
@@ -82,6 +86,10 @@ pub enum Instances {
         /// A label to find it by, `key=value` (repeatable).
         #[arg(long = "label", value_parser = label_arg)]
         labels: Vec<(String, String)>,
+        /// Follow the provisioning job to its end, a line (at a terminal, a progress bar) per
+        /// step, then show the instance (the default).
+        #[arg(long, conflicts_with = "no_wait")]
+        wait: bool,
         /// Return at once instead of following the provisioning job.
         #[arg(long)]
         no_wait: bool,
@@ -107,6 +115,7 @@ pub async fn instances(hermes: &Hermes, command: Instances, out: Output) -> Done
             runtime,
             labels,
             no_wait,
+            wait: _,
         } => {
             let spec = CreateInstance {
                 provider,
@@ -130,33 +139,37 @@ pub async fn instances(hermes: &Hermes, command: Instances, out: Output) -> Done
     Ok(())
 }
 
-/// Follows a job's steps to its end, on stderr (the answer on stdout stays clean): a progress
-/// bar at a terminal, a line per step otherwise; a failure shows the step and the reason.
+/// Follows a job's steps to its end, on stderr (the answer on stdout stays clean): at a
+/// terminal a progress bar per step (a spinner while it runs, ✓ or ✗ when it ends), otherwise
+/// a line per step; a failure shows the step and the reason.
 async fn follow_job(hermes: &Hermes, job: &JobId, out: Output) -> Done {
     use std::io::IsTerminal;
     let people = out == Output::Table;
-    let bar = (people && std::io::stderr().is_terminal()).then(|| {
-        let bar = indicatif::ProgressBar::new(0);
-        let style = indicatif::ProgressStyle::with_template("[{pos}/{len}] {wide_bar} {msg}")
-            .expect("a valid template");
-        bar.set_style(style);
-        bar
-    });
+    let bars = (people && std::io::stderr().is_terminal()).then(indicatif::MultiProgress::new);
+    let mut running: Option<(String, indicatif::ProgressBar)> = None;
     let mut events = hermes.sdk().job_events(job, 0);
     while let Some(event) = events.next().await {
         match event?.kind {
-            JobEventKind::StepStarted { step, index, of } => match &bar {
-                Some(bar) => {
-                    bar.set_length(u64::from(of));
-                    bar.set_position(u64::from(index - 1));
-                    bar.set_message(step);
+            JobEventKind::StepStarted { step, index, of } => {
+                let label = format!("[{index}/{of}] {step}");
+                match &bars {
+                    Some(bars) => {
+                        let bar = bars.add(indicatif::ProgressBar::new_spinner());
+                        bar.set_style(
+                            indicatif::ProgressStyle::with_template("{spinner} {msg}")
+                                .expect("a valid template"),
+                        );
+                        bar.set_message(label);
+                        bar.enable_steady_tick(std::time::Duration::from_millis(100));
+                        running = Some((step, bar));
+                    }
+                    None if people => eprintln!("{label} …"),
+                    None => {}
                 }
-                None if people => eprintln!("[{index}/{of}] {step} …"),
-                None => {}
-            },
-            JobEventKind::StepCompleted { index, .. } => {
-                if let Some(bar) = &bar {
-                    bar.set_position(u64::from(index));
+            }
+            JobEventKind::StepCompleted { step, index, of } => {
+                if let Some((_, bar)) = running.take() {
+                    bar.finish_with_message(format!("✓ [{index}/{of}] {step}"));
                 }
             }
             JobEventKind::JobFinished {
@@ -164,8 +177,9 @@ async fn follow_job(hermes: &Hermes, job: &JobId, out: Output) -> Done {
                 error,
                 ..
             } => {
-                if let Some(bar) = &bar {
-                    bar.finish_and_clear();
+                if let Some((step, bar)) = running.take() {
+                    let reason = error.as_deref().unwrap_or("stopped");
+                    bar.abandon_with_message(format!("✗ {step}: {reason}"));
                 }
                 match error {
                     Some(error) => return Err(Failure::Said(format!("the job failed: {error}"))),
@@ -251,6 +265,14 @@ pub enum Sessions {
         #[arg(long)]
         profile: ProfileId,
     },
+    /// Show one session.
+    Get {
+        #[arg(long)]
+        instance: InstanceId,
+        #[arg(long)]
+        profile: ProfileId,
+        id: SessionId,
+    },
     /// Create a session.
     Create {
         #[arg(long)]
@@ -280,6 +302,14 @@ pub async fn sessions(hermes: &Hermes, command: Sessions, out: Output) -> Done {
             })
             .await?;
             output::list(&items, out);
+        }
+        Sessions::Get {
+            instance,
+            profile,
+            id,
+        } => {
+            let session = hermes.instance(&instance).profile(&profile).session(&id);
+            output::one(&session.get().await?, out);
         }
         Sessions::Create {
             instance,
@@ -331,6 +361,92 @@ pub enum Turns {
         session: SessionId,
         input: String,
     },
+    /// Show one turn.
+    Get {
+        #[command(flatten)]
+        turn: TurnRef,
+    },
+    /// Cancel a running turn (it ends `cancelled`).
+    Cancel {
+        #[command(flatten)]
+        turn: TurnRef,
+    },
+    /// Answer the approval a `requires_action` turn waits for: `once`, `session`, `always` or
+    /// `deny`.
+    Approve {
+        #[command(flatten)]
+        turn: TurnRef,
+        #[arg(long, value_parser = choice_arg)]
+        choice: ApprovalChoice,
+    },
+    /// Answer the question `--request` (from its `clarify.requested` event) a turn waits for.
+    Answer {
+        #[command(flatten)]
+        turn: TurnRef,
+        #[arg(long)]
+        request: String,
+        answer: String,
+    },
+}
+
+/// Which turn: its id and where it lives.
+#[derive(clap::Args)]
+pub struct TurnRef {
+    #[arg(long)]
+    instance: InstanceId,
+    #[arg(long)]
+    profile: ProfileId,
+    #[arg(long)]
+    session: SessionId,
+    id: TurnId,
+}
+
+fn choice_arg(raw: &str) -> std::result::Result<ApprovalChoice, String> {
+    raw.parse()
+        .map_err(|_| format!("`{raw}` is not a choice: once, session, always or deny"))
+}
+
+/// Shows, cancels or answers one turn.
+async fn turn_command(hermes: &Hermes, command: Turns, out: Output) -> Done {
+    let sdk = hermes.sdk();
+    let at = |t: &TurnRef| {
+        (
+            t.instance.clone(),
+            t.profile.clone(),
+            t.session.clone(),
+            t.id.clone(),
+        )
+    };
+    let turn = match command {
+        Turns::Get { turn } => {
+            let (i, p, s, t) = at(&turn);
+            sdk.turn_get(&i, &p, &s, &t).await?
+        }
+        Turns::Cancel { turn } => {
+            let (i, p, s, t) = at(&turn);
+            sdk.turn_cancel(&i, &p, &s, &t).await?
+        }
+        Turns::Approve { turn, choice } => {
+            let (i, p, s, t) = at(&turn);
+            let action = TurnAction::Approval { choice, all: false };
+            sdk.turn_action(&i, &p, &s, &t, &action).await?
+        }
+        Turns::Answer {
+            turn,
+            request,
+            answer,
+        } => {
+            let (i, p, s, t) = at(&turn);
+            let action = TurnAction::Clarify {
+                request_id: request,
+                answer,
+            };
+            sdk.turn_action(&i, &p, &s, &t, &action).await?
+        }
+        Turns::List { .. } | Turns::Send { .. } => unreachable!("handled by `turns`"),
+    };
+    output::one(&turn, out);
+    Ok(())
 }
 
 pub async fn turns(hermes: &Hermes, command: Turns, out: Output) -> Done {
@@ -355,6 +471,7 @@ pub async fn turns(hermes: &Hermes, command: Turns, out: Output) -> Done {
             session,
             input,
         } => (instance, profile, session, input),
+        other => return turn_command(hermes, other, out).await,
     };
     let session = hermes
         .instance(&instance)
@@ -426,6 +543,8 @@ pub async fn jobs(hermes: &Hermes, command: Jobs, out: Output) -> Done {
 pub enum Keys {
     /// List API keys (never their secrets).
     List,
+    /// Show one key (never its secret).
+    Get { id: ApiKeyId },
     /// Create a key; its secret is shown this once.
     Create {
         name: String,
@@ -459,6 +578,7 @@ pub async fn keys(hermes: &Hermes, command: Keys, out: Output) -> Done {
                 }
             }
         }
+        Keys::Get { id } => output::one(&sdk.key_get(&id).await?, out),
         Keys::Revoke { id } => output::one(&sdk.key_revoke(&id).await?, out),
     }
     Ok(())
@@ -470,6 +590,20 @@ pub enum Tools {
     List,
     /// Show one tool.
     Get { id: ToolId },
+    /// Register a callback tool served by a tool host (see `ToolHost` in the SDK).
+    Create {
+        /// What models call it: a letter, then letters, digits, `_` or `-`.
+        name: String,
+        /// What it does, for the model.
+        #[arg(long)]
+        description: String,
+        /// The tool host that serves it.
+        #[arg(long)]
+        host: ToolHostId,
+        /// JSON Schema of its arguments (an object).
+        #[arg(long, default_value = r#"{"type": "object"}"#, value_parser = schema_arg)]
+        schema: serde_json::Value,
+    },
     /// Delete a tool no profile uses.
     Delete { id: ToolId },
 }
@@ -482,9 +616,30 @@ pub async fn tools(hermes: &Hermes, command: Tools, out: Output) -> Done {
             output::list(&items, out);
         }
         Tools::Get { id } => output::one(&sdk.tool_get(&id).await?, out),
+        Tools::Create {
+            name,
+            description,
+            host,
+            schema,
+        } => {
+            let body = RegisterTool {
+                name,
+                description,
+                input_schema: schema,
+                host_id: host,
+            };
+            output::one(&sdk.tool_register(&body).await?, out);
+        }
         Tools::Delete { id } => output::one(&sdk.tool_delete(&id).await?, out),
     }
     Ok(())
+}
+
+#[derive(Subcommand)]
+pub enum Runtimes {
+    /// List the runtimes `process` instances may run, with the version each reports (what
+    /// `edith runtimes` alone shows too).
+    List,
 }
 
 pub async fn runtimes(hermes: &Hermes, out: Output) -> Done {

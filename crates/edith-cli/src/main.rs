@@ -60,20 +60,23 @@ enum Command {
     /// Sessions of a profile: list, get, create, delete.
     #[command(subcommand)]
     Sessions(client::Sessions),
-    /// Turns: send one and follow it to its end.
+    /// Turns: list, get, send one and follow it to its end, cancel, approve, answer.
     #[command(subcommand)]
     Turns(client::Turns),
     /// Provisioning jobs: get one, or follow it.
     #[command(subcommand)]
     Jobs(client::Jobs),
-    /// API keys (admin): list, create, revoke.
+    /// API keys (admin): list, get, create, revoke.
     #[command(subcommand)]
     Keys(client::Keys),
-    /// Callback tools: list, get, delete.
+    /// Callback tools: list, get, create, delete.
     #[command(subcommand)]
     Tools(client::Tools),
-    /// The runtimes `process` instances may run, with their versions.
-    Runtimes,
+    /// The runtimes `process` instances may run, with their versions (`list`, or nothing).
+    Runtimes {
+        #[command(subcommand)]
+        command: Option<client::Runtimes>,
+    },
     /// Talk with a profile: streamed answers, tool calls as they happen, approvals and
     /// questions asked inline; Ctrl-C cancels the running turn, a second one quits.
     Chat(chat::Chat),
@@ -129,7 +132,8 @@ async fn main() -> ExitCode {
         Command::Jobs(command) => client::jobs(&client(), command, out).await,
         Command::Keys(command) => client::keys(&client(), command, out).await,
         Command::Tools(command) => client::tools(&client(), command, out).await,
-        Command::Runtimes => client::runtimes(&client(), out).await,
+        // `list` is all there is to do with runtimes; `edith runtimes` alone does it too.
+        Command::Runtimes { command: _ } => client::runtimes(&client(), out).await,
         Command::Chat(chat) => chat::run(&client(), chat).await,
         Command::Login => login(&client(), &url, api_key.as_deref()).await,
         Command::Completions { shell } => {

@@ -565,3 +565,331 @@ async fn every_client_command_answers() {
     assert!(!refused.status.success());
     hermes.close().await.unwrap();
 }
+
+#[tokio::test]
+async fn the_rest_of_the_verbs_answer() {
+    let plane = plane().await;
+    let instance = plane
+        .json(&["instances", "create", "verbs", "--wait"])
+        .await;
+    assert_eq!(instance["state"], "ready");
+    let iid = instance["id"].as_str().unwrap().to_owned();
+    let both = plane
+        .run(&["instances", "create", "x", "--wait", "--no-wait"])
+        .await;
+    assert_eq!(both.status.code(), Some(2), "{}", text(&both));
+    let pid = plane
+        .json(&["profiles", "create", "--instance", &iid, "p"])
+        .await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let sid = plane
+        .json(&["sessions", "create", "--instance", &iid, "--profile", &pid])
+        .await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let at = ["--instance", &iid, "--profile", &pid, "--session", &sid];
+    let got = plane
+        .json(
+            &[
+                &["sessions", "get", "--instance", &iid, "--profile", &pid][..],
+                &[&sid],
+            ]
+            .concat(),
+        )
+        .await;
+    assert_eq!(got["id"], sid.as_str());
+
+    // A turn left waiting for an approval: shown, then approved from the command line.
+    let victim = tempfile::tempdir().unwrap();
+    let waiting = format!(
+        "terminal {}",
+        serde_json::json!({"command": format!("rm -rf {}", victim.path().display())})
+    );
+    let sent = plane
+        .run(&[&["--output", "json", "turns", "send"][..], &at, &[&waiting]].concat())
+        .await;
+    assert!(sent.status.success(), "{}", text(&sent));
+    let events: Vec<Value> = String::from_utf8_lossy(&sent.stdout)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let tid = events[0]["turn_id"].as_str().unwrap().to_owned();
+    assert_eq!(events.last().unwrap()["type"], "approval.requested");
+    let shown = plane
+        .json(&[&["turns", "get"][..], &at, &[&tid]].concat())
+        .await;
+    assert_eq!(shown["state"], "requires_action", "{shown}");
+    let approved = plane
+        .json(&[&["turns", "approve"][..], &at, &[&tid, "--choice", "once"]].concat())
+        .await;
+    assert_eq!(approved["id"], tid.as_str());
+    let bad = plane
+        .run(&[&["turns", "approve"][..], &at, &[&tid, "--choice", "maybe"]].concat())
+        .await;
+    assert_eq!(bad.status.code(), Some(2), "{}", text(&bad));
+
+    // A question, answered; another approval, cancelled.
+    let question = r#"clarify {"question": "Which colour?", "choices": ["red", "blue"]}"#;
+    let sent = plane
+        .run(&[&["--output", "json", "turns", "send"][..], &at, &[question]].concat())
+        .await;
+    let asked: Value = serde_json::from_str(
+        String::from_utf8_lossy(&sent.stdout)
+            .lines()
+            .last()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(asked["type"], "clarify.requested", "{asked}");
+    let (qid, request) = (
+        asked["turn_id"].as_str().unwrap(),
+        asked["request_id"].as_str().unwrap(),
+    );
+    plane
+        .json(
+            &[
+                &["turns", "answer"][..],
+                &at,
+                &[qid, "--request", request, "blue"],
+            ]
+            .concat(),
+        )
+        .await;
+    let sent = plane
+        .run(&[&["--output", "json", "turns", "send"][..], &at, &[&waiting]].concat())
+        .await;
+    let asked: Value = serde_json::from_str(
+        String::from_utf8_lossy(&sent.stdout)
+            .lines()
+            .last()
+            .unwrap(),
+    )
+    .unwrap();
+    let cid = asked["turn_id"].as_str().unwrap();
+    plane
+        .json(&[&["turns", "cancel"][..], &at, &[cid]].concat())
+        .await;
+    let hermes = hermes::Hermes::remote(plane.server.url(), Some(KEY));
+    let session = hermes
+        .instance(&iid.parse().unwrap())
+        .profile(&pid.parse().unwrap());
+    let session = session.session(&sid.parse().unwrap());
+    for (turn, state) in [
+        (tid.as_str(), "completed"),
+        (qid, "completed"),
+        (cid, "cancelled"),
+    ] {
+        let mut ended = String::new();
+        for _ in 0..200 {
+            ended = session
+                .turn(&turn.parse().unwrap())
+                .get()
+                .await
+                .unwrap()
+                .state
+                .as_str()
+                .to_owned();
+            if ended == state {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert_eq!(ended, state, "turn {turn}");
+    }
+    assert!(
+        !victim.path().exists(),
+        "approved from the command line, so it ran"
+    );
+
+    // Keys and tools: get and create.
+    let created = plane
+        .json(&["keys", "create", "k", "--scope", "read"])
+        .await;
+    let kid = created["key"]["id"].as_str().unwrap();
+    assert_eq!(plane.json(&["keys", "get", kid]).await["name"], "k");
+    let host = hermes
+        .sdk()
+        .tool_host_register(&hermes::types::RegisterToolHost {
+            url: "http://127.0.0.1:9/mcp".to_owned(),
+            secret: "0123456789abcdef".to_owned(),
+        })
+        .await
+        .unwrap();
+    let host_id = host.id.to_string();
+    let tool = plane
+        .json(&[
+            "tools",
+            "create",
+            "lookup",
+            "--description",
+            "Looks up",
+            "--host",
+            &host_id,
+        ])
+        .await;
+    assert_eq!(tool["name"], "lookup");
+    assert_eq!(tool["input_schema"], serde_json::json!({"type": "object"}));
+    let not_json = plane
+        .run(&[
+            "tools",
+            "create",
+            "x",
+            "--description",
+            "d",
+            "--host",
+            &host_id,
+            "--schema",
+            "{",
+        ])
+        .await;
+    assert_eq!(not_json.status.code(), Some(2), "{}", text(&not_json));
+    let runtimes = plane.json(&["runtimes", "list"]).await;
+    assert!(
+        runtimes
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["name"] == "hermes-runtime")
+    );
+    hermes.close().await.unwrap();
+}
+
+/// `edith <args>` at a pseudo-terminal (`script`), with `EDITH_URL`/`EDITH_API_KEY` for `url`:
+/// the keys it is sent, and all it has shown so far.
+fn at_a_terminal(
+    url: &str,
+    args: &[&str],
+) -> (
+    tokio::process::Child,
+    tokio::process::ChildStdin,
+    std::sync::Arc<std::sync::Mutex<String>>,
+) {
+    // `exec`: a shell left in between would itself die of the SIGINT the terminal sends.
+    let command = format!("exec {} {}", env!("CARGO_BIN_EXE_edith"), args.join(" "));
+    let mut child = tokio::process::Command::new("script")
+        .args(["--quiet", "--return", "--command", &command, "/dev/null"])
+        .env("SHELL", "/bin/sh")
+        .env("EDITH_URL", url)
+        .env("EDITH_API_KEY", KEY)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("script runs");
+    let keys = child.stdin.take().unwrap();
+    let seen = collect(child.stdout.take().unwrap());
+    (child, keys, seen)
+}
+
+async fn exit_status(child: &mut tokio::process::Child) -> std::process::ExitStatus {
+    tokio::time::timeout(Duration::from_secs(30), child.wait())
+        .await
+        .expect("edith ends within 30 s")
+        .unwrap()
+}
+
+#[tokio::test]
+async fn at_a_terminal_provisioning_shows_each_step_and_a_failure_names_its_step() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = edith_server::ServerConfig {
+        admin_key: Some(KEY.to_owned()),
+        ..edith_server::ServerConfig::local(dir.path().to_path_buf())
+    };
+    // A runtime whose command exits at once: its start fails.
+    config.runtimes.insert(
+        "broken".to_owned(),
+        edith_server::RuntimeCommand {
+            program: "/bin/false".into(),
+            args: Vec::new(),
+        },
+    );
+    let server = edith_server::start(config).await.expect("control plane");
+    let (mut child, _keys, seen) =
+        at_a_terminal(server.url(), &["instances", "create", "good", "--wait"]);
+    let status = exit_status(&mut child).await;
+    let shown = seen.lock().unwrap().clone();
+    assert!(status.success(), "{shown}");
+    for step in [
+        "✓ [1/3] prepare_home",
+        "✓ [2/3] start_runtime",
+        "✓ [3/3] connect_gateway",
+    ] {
+        assert!(shown.contains(step), "{step}: {shown}");
+    }
+    assert!(shown.contains("instance ready"), "{shown}");
+
+    let args = [
+        "instances",
+        "create",
+        "bad",
+        "--provider",
+        "process",
+        "--runtime",
+        "broken",
+    ];
+    let (mut child, _keys, seen) = at_a_terminal(server.url(), &args);
+    let status = exit_status(&mut child).await;
+    let shown = seen.lock().unwrap().clone();
+    assert!(!status.success(), "{shown}");
+    assert!(
+        shown.contains("✗ start_runtime:"),
+        "the failed step, marked: {shown}"
+    );
+    assert!(shown.contains("the job failed: start_runtime"), "{shown}");
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn at_a_terminal_chat_answers_an_approval_and_two_ctrl_c_mid_turn_quit() {
+    use tokio::io::AsyncWriteExt;
+    let plane = plane().await;
+    let hermes = hermes::Hermes::remote(plane.server.url(), Some(KEY));
+    let instance = hermes
+        .instances()
+        .create("tty")
+        .await
+        .unwrap()
+        .ready()
+        .await
+        .unwrap();
+    let profile = instance
+        .profiles()
+        .create(hermes::ProfileSpec::new("tty"))
+        .await
+        .unwrap();
+    let (iid, pid) = (instance.id().to_string(), profile.id().to_string());
+    let (mut child, mut keys, seen) = at_a_terminal(plane.server.url(), &["chat", &iid, &pid]);
+    until_seen(&seen, "> ", 1).await;
+    let victim = tempfile::tempdir().unwrap();
+    let command = format!("rm -rf {}", victim.path().display());
+    let line = format!("terminal {}\n", serde_json::json!({ "command": command }));
+    keys.write_all(line.as_bytes()).await.unwrap();
+    until_seen(&seen, &format!("run `{command}`?"), 1).await;
+    keys.write_all(b"once\n").await.unwrap();
+    until_seen(&seen, "terminal returned", 1).await;
+    until_seen(&seen, "> ", 2).await;
+    assert!(
+        !victim.path().exists(),
+        "approved at the terminal, so it ran"
+    );
+
+    // Asked again, then Ctrl-C at the question cancels the turn, and a second quits.
+    let other = tempfile::tempdir().unwrap();
+    let line = format!(
+        "terminal {}\n",
+        serde_json::json!({ "command": format!("rm -rf {}", other.path().display()) })
+    );
+    keys.write_all(line.as_bytes()).await.unwrap();
+    until_seen(&seen, "run `rm -rf", 2).await;
+    keys.write_all(b"\x03").await.unwrap();
+    until_seen(&seen, "[cancelling", 1).await;
+    keys.write_all(b"\x03").await.unwrap();
+    let status = exit_status(&mut child).await;
+    assert!(status.success(), "{status}\n{}", seen.lock().unwrap());
+    assert!(other.path().exists(), "cancelled, so it did not run");
+    hermes.close().await.unwrap();
+}
