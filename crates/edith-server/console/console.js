@@ -269,12 +269,21 @@ async function instances() {
   if (await refresh()) whileSettling(refresh);
 }
 
+/** Tools by name: `ids` (a profile's tools) as the names models see, from the tool list. */
+async function toolNames(ids) {
+  if (!ids.length) return "none";
+  const tools = await api("GET", "/v1/tools?limit=200");
+  const names = new Map(tools.items.map((tool) => [tool.id, tool.name]));
+  return ids.map((id) => names.get(id) || id).join(", ");
+}
+
 async function instance(iid) {
   const found = await api("GET", `/v1/instances/${iid}`);
   setTrail(h("a", { href: "#/instances" }, "Instances"), h("a", { href: `#/instances/${iid}` }, found.name));
   const table = h("table", {});
   const refresh = async () => {
     const page = await api("GET", `/v1/instances/${iid}/profiles?limit=200`);
+    const tools = await Promise.all(page.items.map((profile) => toolNames(profile.tools)));
     table.replaceChildren(
       h("thead", {}, h("tr", {}, h("th", {}, "Profile"), h("th", {}, "Model"), h("th", {}, "Tools"))),
       h(
@@ -286,7 +295,7 @@ async function instance(iid) {
             {},
             h("td", {}, h("a", { href: `#/instances/${iid}/profiles/${profile.id}` }, profile.name)),
             h("td", {}, profile.model.provider),
-            h("td", {}, profile.tools.length ? profile.tools.join(", ") : "none"),
+            h("td", {}, tools[page.items.indexOf(profile)]),
           ),
         ),
       ),
@@ -341,7 +350,7 @@ async function profile(iid, pid) {
   });
   show(
     found.name,
-    h("p", {}, `Model: ${found.model.provider}. Tools: ${found.tools.length ? found.tools.join(", ") : "none"}.`),
+    h("p", {}, `Model: ${found.model.provider}. Tools: ${await toolNames(found.tools)}.`),
     h("h2", {}, "Sessions"),
     start,
     list,

@@ -87,6 +87,40 @@ async fn click_text(client: &Client, text: &str) {
     found.click().await.unwrap();
 }
 
+/// Every piece of text on the page is readable: a contrast of at least 4.5:1 (WCAG AA) with
+/// the background it stands on (disabled controls aside, as WCAG has them).
+async fn text_is_readable(client: &Client) {
+    let poor = client
+        .execute(
+            r#"
+            const rgb = (c) => c.match(/[\d.]+/g).map(Number);
+            const lum = ([r, g, b]) => {
+              const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
+              return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b);
+            };
+            const background = (el) => {
+              for (; el; el = el.parentElement) {
+                const c = rgb(getComputedStyle(el).backgroundColor);
+                if (c.length < 4 || c[3] > 0) return c;
+              }
+              return [255, 255, 255];
+            };
+            const poor = [];
+            for (const el of document.querySelectorAll('body *')) {
+              const own = [...el.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim());
+              if (!own || el.disabled || el.closest('[hidden]')) continue;
+              const [a, b] = [lum(rgb(getComputedStyle(el).color)), lum(background(el))];
+              const ratio = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+              if (ratio < 4.5) poor.push(`${el.tagName} ${el.textContent.trim().slice(0, 30)}: ${ratio.toFixed(2)}`);
+            }
+            return poor;"#,
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(poor, json!([]), "text below 4.5:1");
+}
+
 /// Every form control on the page has a label.
 async fn every_control_is_labelled(client: &Client) {
     let unlabelled = client
@@ -156,6 +190,7 @@ async fn the_console_in_a_browser_signs_in_provisions_chats_and_approves() {
     name.send_keys("browser").await.unwrap();
     click_text(&client, "Create instance").await;
     wait_for(&client, "section .state-ready").await;
+    text_is_readable(&client).await;
     screenshot(&client, "02-instance-ready").await;
 
     // A profile, then a session.
@@ -247,6 +282,7 @@ async fn the_console_in_a_browser_signs_in_provisions_chats_and_approves() {
     wait_until(&client, &format!("{TURNS_ENDED} === 4")).await;
     let fourth_end = "document.querySelectorAll('.turn-end')[3].textContent";
     wait_until(&client, &format!("{fourth_end}.includes('cancelled')")).await;
+    text_is_readable(&client).await;
     screenshot(&client, "07-cancelled").await;
 
     client.close().await.unwrap();
