@@ -246,8 +246,9 @@ async fn chat_streams_answers_and_asks_for_approvals_inline() {
     let victim = tempfile::tempdir().unwrap();
     let command = format!("rm -rf {}", victim.path().display());
     let lines = format!(
-        "hi there\nterminal {}\nonce\n",
-        serde_json::json!({ "command": command })
+        "hi there\nterminal {}\nonce\nclarify {}\nblue\n",
+        serde_json::json!({ "command": command }),
+        serde_json::json!({"question": "Which colour?", "choices": ["red", "blue"]}),
     );
     let chat = plane.run_with(KEY, &["chat", iid, pid], &lines).await;
     assert!(chat.status.success(), "{}", text(&chat));
@@ -255,8 +256,41 @@ async fn chat_streams_answers_and_asks_for_approvals_inline() {
     assert!(shown.contains("You said: hi there"), "{shown}");
     assert!(shown.contains(&format!("run `{command}`?")), "{shown}");
     assert!(!victim.path().exists(), "approved inline, so it ran");
+    assert!(
+        shown.contains("[tool terminal"),
+        "tool calls are shown: {shown}"
+    );
+    assert!(shown.contains("Which colour? (red, blue): "), "{shown}");
+    assert!(
+        shown.contains("clarify returned") && shown.contains("blue"),
+        "{shown}"
+    );
     let said = String::from_utf8_lossy(&chat.stderr);
-    assert!(said.contains("session sess_"), "{said}");
+    let sid = said
+        .split_whitespace()
+        .find(|word| word.starts_with("sess_"))
+        .unwrap_or_else(|| panic!("the session id is printed: {said}"))
+        .to_owned();
+
+    // Taken up again with --session: the same session gets the next turn.
+    let again = plane
+        .run_with(KEY, &["chat", iid, pid, "--session", &sid], "once more\n")
+        .await;
+    assert!(again.status.success(), "{}", text(&again));
+    assert!(String::from_utf8_lossy(&again.stdout).contains("You said: once more"));
+    let turns = plane
+        .json(&[
+            "turns",
+            "list",
+            "--instance",
+            iid,
+            "--profile",
+            pid,
+            "--session",
+            &sid,
+        ])
+        .await;
+    assert_eq!(turns.as_array().unwrap().len(), 4, "{turns}");
 }
 
 #[tokio::test]
