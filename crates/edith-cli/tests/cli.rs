@@ -350,13 +350,34 @@ async fn login_saves_the_url_and_key_for_the_next_commands_in_a_private_file() {
 #[tokio::test]
 async fn completions_are_printed_for_a_shell() {
     let plane = plane().await;
+    for shell in ["bash", "zsh", "fish"] {
+        let printed = plane.run(&["completions", shell]).await;
+        assert!(printed.status.success(), "{}", text(&printed));
+        let script = String::from_utf8_lossy(&printed.stdout);
+        // Subcommands and their verbs complete, down to the newest.
+        for word in ["instances", "approve", "wait", "output"] {
+            assert!(script.contains(word), "{shell} lacks {word}");
+        }
+    }
+    // bash reads it without a syntax error.
     let bash = plane.run(&["completions", "bash"]).await;
-    assert!(bash.status.success(), "{}", text(&bash));
-    let script = String::from_utf8_lossy(&bash.stdout);
-    assert!(
-        script.contains("edith") && script.contains("instances"),
-        "{script}"
-    );
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), &bash.stdout).unwrap();
+    let checked = std::process::Command::new("bash")
+        .arg("-n")
+        .arg(file.path())
+        .output()
+        .unwrap();
+    assert!(checked.status.success(), "{:?}", checked);
+}
+
+#[tokio::test]
+async fn the_contract_is_printed() {
+    let plane = plane().await;
+    let printed = plane.run(&["openapi"]).await;
+    assert!(printed.status.success(), "{}", text(&printed));
+    let contract: Value = serde_json::from_slice(&printed.stdout).unwrap();
+    assert_eq!(&contract, edith_server::openapi());
 }
 
 /// Reads what the process writes, in the background, so the test can wait for text in it.
