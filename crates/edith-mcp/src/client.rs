@@ -4,8 +4,9 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use bytes::Bytes;
 use eventsource_stream::{EventStreamError, Eventsource};
-use futures_util::StreamExt;
+use futures_util::{Stream, StreamExt, stream};
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderValue};
 use serde_json::{Value, json};
 
@@ -255,7 +256,7 @@ impl McpClient {
         method: &str,
         timeout: Duration,
     ) -> Result<Value, ClientError> {
-        let mut events = response.bytes_stream().eventsource();
+        let mut events = std::pin::pin!(without_bom(response.bytes_stream()).eventsource());
         while let Some(event) = events.next().await {
             let event = event.map_err(|e| match e {
                 EventStreamError::Transport(source) => self.transport(source, timeout),
@@ -300,6 +301,45 @@ impl McpClient {
     }
 }
 
+/// The body with one leading byte order mark taken off, and an empty line (which dispatches
+/// nothing) put first. The SSE format allows a BOM first; eventsource-stream 0.2.3, the latest,
+/// panics on one (it cuts a single byte off the three-byte character, upstream PR
+/// jpopesculian/eventsource-stream#10). After the empty line it never sees a BOM first, even
+/// when the body starts with two.
+fn without_bom<E>(
+    body: impl Stream<Item = Result<Bytes, E>>,
+) -> impl Stream<Item = Result<Bytes, E>> {
+    const BOM: &[u8] = "\u{feff}".as_bytes();
+    // The first bytes, held while they may still be a BOM; `None` once passed on.
+    let held: Option<Vec<u8>> = Some(Vec::new());
+    let rest = stream::unfold(
+        (Box::pin(body.fuse()), held),
+        |(mut body, mut held)| async move {
+            loop {
+                let Some(head) = held.as_mut() else {
+                    let item = body.next().await?;
+                    return Some((item, (body, None)));
+                };
+                match body.next().await {
+                    Some(Ok(chunk)) => {
+                        head.extend_from_slice(&chunk);
+                        if head.len() < BOM.len() && BOM.starts_with(head) {
+                            continue;
+                        }
+                    }
+                    Some(Err(e)) => return Some((Err(e), (body, held))),
+                    None if head.is_empty() => return None,
+                    None => {}
+                }
+                let head = held.take().unwrap_or_default();
+                let head = head.strip_prefix(BOM).unwrap_or(&head);
+                return Some((Ok(Bytes::copy_from_slice(head)), (body, None)));
+            }
+        },
+    );
+    stream::once(async { Ok(Bytes::from_static(b"\n")) }).chain(rest)
+}
+
 fn truncate(body: &str) -> String {
     const MAX: usize = 500;
     match body.char_indices().nth(MAX) {
@@ -320,8 +360,9 @@ mod tests {
     /// Every message the test server received.
     type Seen = Arc<std::sync::Mutex<Vec<Value>>>;
 
-    /// A scripted MCP server: `tools/list` in two pages (the second as SSE, after an unrelated
-    /// notification), and a `tools/call` that never answers in time.
+    /// A scripted MCP server: `tools/list` in three pages (the second as SSE, after an unrelated
+    /// notification; the third as SSE that starts with a byte order mark), and a `tools/call`
+    /// that never answers in time.
     async fn scripted_server() -> (String, Seen) {
         async fn handle(State(seen): State<Seen>, Json(message): Json<Value>) -> Response {
             seen.lock().unwrap().push(message.clone());
@@ -336,11 +377,20 @@ mod tests {
                     Json(reply(json!({"tools": [tool("first")], "nextCursor": "p2"})))
                         .into_response()
                 }
-                "tools/list" => {
+                "tools/list" if message["params"]["cursor"] == "p2" => {
                     let body = format!(
                         "event: message\ndata: {}\n\nevent: message\ndata: {}\n\n",
                         json!({"jsonrpc": "2.0", "method": "notifications/progress"}),
-                        reply(json!({"tools": [tool("second")]}))
+                        reply(json!({"tools": [tool("second")], "nextCursor": "p3"}))
+                    );
+                    ([(CONTENT_TYPE, "text/event-stream")], body).into_response()
+                }
+                "tools/list" => {
+                    // Starting with a byte order mark, which the SSE format allows (and which
+                    // made eventsource-stream panic; found by `fuzz/`, target `sse_events`).
+                    let body = format!(
+                        "\u{feff}data: {}\n\n",
+                        reply(json!({"tools": [tool("third")]}))
                     );
                     ([(CONTENT_TYPE, "text/event-stream")], body).into_response()
                 }
@@ -379,7 +429,22 @@ mod tests {
         let (url, _) = scripted_server().await;
         let tools = connect(&url).await.list_tools().await.expect("list");
         let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
-        assert_eq!(names, ["first", "second"]);
+        assert_eq!(names, ["first", "second", "third"]);
+    }
+
+    #[tokio::test]
+    async fn a_byte_order_mark_split_across_chunks_is_dropped() {
+        let body = "\u{feff}data: x\n\n".as_bytes();
+        for cut in 0..=4 {
+            let (first, rest) = body.split_at(cut);
+            let chunks = [first, rest].map(|c| Ok::<_, ()>(Bytes::copy_from_slice(c)));
+            let events: Vec<_> = without_bom(stream::iter(chunks))
+                .eventsource()
+                .collect()
+                .await;
+            assert_eq!(events.len(), 1, "cut at {cut}: {events:?}");
+            assert_eq!(events[0].as_ref().unwrap().data, "x");
+        }
     }
 
     #[tokio::test]

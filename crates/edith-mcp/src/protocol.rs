@@ -49,8 +49,9 @@ impl ToolOutput {
         }
     }
 
-    /// The `tools/call` result object.
-    pub(crate) fn to_result(&self) -> Value {
+    /// The `tools/call` result object. Public for the fuzz targets in `fuzz/` only.
+    #[doc(hidden)]
+    pub fn to_result(&self) -> Value {
         let mut result = json!({
             "content": [{"type": "text", "text": self.text}],
             "isError": self.is_error,
@@ -62,8 +63,9 @@ impl ToolOutput {
         result
     }
 
-    /// Reads a `tools/call` result object.
-    pub(crate) fn from_result(result: &Value) -> Self {
+    /// Reads a `tools/call` result object. Public for the fuzz targets in `fuzz/` only.
+    #[doc(hidden)]
+    pub fn from_result(result: &Value) -> Self {
         let text = result["content"]
             .as_array()
             .map(|items| {

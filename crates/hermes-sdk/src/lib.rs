@@ -37,6 +37,9 @@ mod transport;
 pub use client::{EdithHermes, PageRequest};
 pub use desktop::{DesktopCapabilities, HermesDesktop};
 pub use error::{Error, Result};
+/// For the fuzz targets in `fuzz/` only; not part of the API.
+#[doc(hidden)]
+pub use events::decode_sse_body;
 pub use events::{EventStream, LogEvent};
 pub use gateway::{GatewayConnection, GatewayEvent};
 pub use generated::OPERATIONS;
