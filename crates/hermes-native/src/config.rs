@@ -145,17 +145,34 @@ pub enum ConfigError {
 }
 
 impl HermesConfig {
-    /// Parses the text of a `config.yaml`; an empty file is an empty config.
+    /// Parses the text of a `config.yaml`; an empty file is an empty config. A mapping whose
+    /// key is itself a list or a mapping (`? [a, b]: 1`) is refused, as Hermes's own reader
+    /// refuses it (an unhashable key): it could not be written back.
     pub fn from_yaml(text: &str) -> Result<Self, serde_yaml::Error> {
         if text.trim().is_empty() {
             return Ok(Self::default());
         }
-        serde_yaml::from_str(text)
+        let config: Self = serde_yaml::from_str(text)?;
+        let kept = config
+            .other
+            .values()
+            .chain(config.model.other.values())
+            .chain(config.mcp_servers.values().flat_map(|s| s.other.values()));
+        for value in kept {
+            if !has_plain_keys(value) {
+                return Err(serde::de::Error::custom(
+                    "a mapping key must be a plain value (text, a number or a boolean), \
+                     not a list or a mapping",
+                ));
+            }
+        }
+        Ok(config)
     }
 
     /// The text of a `config.yaml`.
     pub fn to_yaml(&self) -> String {
-        serde_yaml::to_string(self).expect("a config always serializes")
+        serde_yaml::to_string(self)
+            .expect("a config serializes: read ones have plain keys, built ones have string keys")
     }
 
     /// Reads `<home>/config.yaml`; a missing file is an empty config.
@@ -230,6 +247,23 @@ impl HermesConfig {
             .default
             .clone()
             .unwrap_or_else(|| SCRIPTED.to_owned())
+    }
+}
+
+/// Whether every mapping key inside `value` is a scalar (possibly tagged): YAML's emitter
+/// cannot write a list or a mapping as a key.
+fn has_plain_keys(value: &serde_yaml::Value) -> bool {
+    use serde_yaml::Value;
+    let plain = |key: &Value| match key {
+        Value::Sequence(_) | Value::Mapping(_) => false,
+        Value::Tagged(tagged) => !matches!(tagged.value, Value::Sequence(_) | Value::Mapping(_)),
+        _ => true,
+    };
+    match value {
+        Value::Mapping(map) => map.iter().all(|(k, v)| plain(k) && has_plain_keys(v)),
+        Value::Sequence(list) => list.iter().all(has_plain_keys),
+        Value::Tagged(tagged) => has_plain_keys(&tagged.value),
+        _ => true,
     }
 }
 
@@ -378,5 +412,26 @@ mcp_servers:
         let text = "mcp_servers:\n  s:\n    url: http://x/mcp\n    connect_timeout: -5\n";
         let err = HermesConfig::from_yaml(text).unwrap_err().to_string();
         assert!(err.contains("got -5"), "{err}");
+    }
+
+    /// Found by the `config_yaml` fuzz target: such a file read, then panicked when written.
+    #[test]
+    fn a_list_or_mapping_as_a_key_is_refused_on_read() {
+        let nested = [
+            "extra:\n  ? url: x\n  : 1\n",
+            "extra:\n  ? [a, b]\n  : 1\n",
+            "model:\n  other:\n    - ? {a: 1}\n      : 2\n",
+            "mcp_servers:\n  s:\n    url: http://x/mcp\n    extra: {? [1]: 2}\n",
+        ];
+        for text in nested {
+            let err = HermesConfig::from_yaml(text).expect_err(text).to_string();
+            assert!(
+                err.contains("mapping key must be a plain value"),
+                "{text}: {err}"
+            );
+        }
+        let plain = "extra:\n  1: one\n  true: yes\n  ~: nothing\n";
+        let config = HermesConfig::from_yaml(plain).unwrap();
+        assert_eq!(HermesConfig::from_yaml(&config.to_yaml()).unwrap(), config);
     }
 }
