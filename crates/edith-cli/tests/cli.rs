@@ -681,6 +681,17 @@ async fn the_rest_of_the_verbs_answer() {
         .json(&[&["turns", "approve"][..], &at, &[&tid, "--choice", "once"]].concat())
         .await;
     assert_eq!(approved["id"], tid.as_str());
+    // A session runs one turn at a time: the next is sent once this one has ended.
+    let hermes = hermes::Hermes::remote(plane.server.url(), Some(KEY));
+    let session = hermes
+        .instance(&iid.parse().unwrap())
+        .profile(&pid.parse().unwrap())
+        .session(&sid.parse().unwrap());
+    until_turn_is(&session, &tid, "completed").await;
+    assert!(
+        !victim.path().exists(),
+        "approved from the command line, so it ran"
+    );
     let bad = plane
         .run(&[&["turns", "approve"][..], &at, &[&tid, "--choice", "maybe"]].concat())
         .await;
@@ -713,6 +724,7 @@ async fn the_rest_of_the_verbs_answer() {
             .concat(),
         )
         .await;
+    until_turn_is(&session, qid, "completed").await;
     let sent = plane
         .run(&[&["--output", "json", "turns", "send"][..], &at, &[&waiting]].concat())
         .await;
@@ -727,37 +739,7 @@ async fn the_rest_of_the_verbs_answer() {
     plane
         .json(&[&["turns", "cancel"][..], &at, &[cid]].concat())
         .await;
-    let hermes = hermes::Hermes::remote(plane.server.url(), Some(KEY));
-    let session = hermes
-        .instance(&iid.parse().unwrap())
-        .profile(&pid.parse().unwrap());
-    let session = session.session(&sid.parse().unwrap());
-    for (turn, state) in [
-        (tid.as_str(), "completed"),
-        (qid, "completed"),
-        (cid, "cancelled"),
-    ] {
-        let mut ended = String::new();
-        for _ in 0..200 {
-            ended = session
-                .turn(&turn.parse().unwrap())
-                .get()
-                .await
-                .unwrap()
-                .state
-                .as_str()
-                .to_owned();
-            if ended == state {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        assert_eq!(ended, state, "turn {turn}");
-    }
-    assert!(
-        !victim.path().exists(),
-        "approved from the command line, so it ran"
-    );
+    until_turn_is(&session, cid, "cancelled").await;
 
     // Keys and tools: get and create.
     let created = plane
@@ -810,6 +792,20 @@ async fn the_rest_of_the_verbs_answer() {
             .any(|r| r["name"] == "hermes-runtime")
     );
     hermes.close().await.unwrap();
+}
+
+/// Waits (at most 10 s) until turn `id` of `session` is in `state`.
+async fn until_turn_is(session: &hermes::SessionHandle, id: &str, state: &str) {
+    let turn = session.turn(&id.parse().unwrap());
+    let mut now = String::new();
+    for _ in 0..200 {
+        now = turn.get().await.unwrap().state.as_str().to_owned();
+        if now == state {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("turn {id} is still {now}, not {state}");
 }
 
 /// `edith <args>` at a pseudo-terminal (`script`), with `EDITH_URL`/`EDITH_API_KEY` for `url`:
@@ -946,5 +942,124 @@ async fn at_a_terminal_chat_answers_an_approval_and_two_ctrl_c_mid_turn_quit() {
     let status = exit_status(&mut child).await;
     assert!(status.success(), "{status}\n{}", seen.lock().unwrap());
     assert!(other.path().exists(), "cancelled, so it did not run");
+    hermes.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn without_a_terminal_each_step_is_a_line_and_filters_tools_help_and_hints_work() {
+    let plane = plane().await;
+
+    // Table output, stderr not a terminal: one line per step, then the instance's state.
+    let created = plane.run(&["instances", "create", "lines"]).await;
+    assert!(created.status.success(), "{}", text(&created));
+    let said = String::from_utf8_lossy(&created.stderr);
+    let steps: Vec<&str> = said.lines().filter(|line| line.starts_with('[')).collect();
+    assert!(steps.len() >= 2, "{said}");
+    for (index, step) in steps.iter().enumerate() {
+        let of = steps.len();
+        assert!(
+            step.starts_with(&format!("[{}/{of}] ", index + 1)) && step.ends_with(" …"),
+            "{said}"
+        );
+    }
+    assert_eq!(said.lines().last(), Some("instance ready"), "{said}");
+    let iid = plane.json(&["instances", "list"]).await[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    // A profile made with a callback tool attached.
+    let hermes = hermes::Hermes::remote(plane.server.url(), Some(KEY));
+    let host = hermes
+        .sdk()
+        .tool_host_register(&hermes::types::RegisterToolHost {
+            url: "http://127.0.0.1:9/mcp".to_owned(),
+            secret: "0123456789abcdef".to_owned(),
+        })
+        .await
+        .unwrap();
+    let tool = hermes
+        .sdk()
+        .tool_register(&hermes::types::RegisterTool {
+            name: "lookup".to_owned(),
+            description: "Looks up".to_owned(),
+            input_schema: serde_json::json!({"type": "object"}),
+            host_id: host.id,
+        })
+        .await
+        .unwrap();
+    let tid = tool.id.to_string();
+    let profile = plane
+        .json(&[
+            "profiles",
+            "create",
+            "--instance",
+            &iid,
+            "--tool",
+            &tid,
+            "p",
+        ])
+        .await;
+    assert_eq!(profile["tools"], serde_json::json!([tid]), "{profile}");
+    let pid = profile["id"].as_str().unwrap().to_owned();
+
+    // Turns listed by state.
+    let sid = plane
+        .json(&["sessions", "create", "--instance", &iid, "--profile", &pid])
+        .await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let at = ["--instance", &iid, "--profile", &pid, "--session", &sid];
+    let sent = plane
+        .run(&[&["turns", "send"][..], &at, &["hi"]].concat())
+        .await;
+    assert!(sent.status.success(), "{}", text(&sent));
+    for (state, count) in [("completed", 1), ("failed", 0)] {
+        let args = [&["turns", "list"][..], &at, &["--state", state]].concat();
+        let listed = plane.json(&args).await;
+        assert_eq!(listed.as_array().unwrap().len(), count, "{state}: {listed}");
+    }
+    let bad = plane
+        .run(&[&["turns", "list"][..], &at, &["--state", "finished"]].concat())
+        .await;
+    assert_eq!(bad.status.code(), Some(2), "{}", text(&bad));
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains("is not a turn state"),
+        "{}",
+        text(&bad)
+    );
+
+    // Help says what a command does and what it takes.
+    let help = plane.run(&["instances", "create", "--help"]).await;
+    assert!(help.status.success(), "{}", text(&help));
+    let shown = String::from_utf8_lossy(&help.stdout);
+    assert!(
+        shown.contains("--wait") && shown.contains("--label") && shown.contains("Usage:"),
+        "{shown}"
+    );
+    let top = plane.run(&["--help"]).await;
+    let shown = String::from_utf8_lossy(&top.stdout);
+    for verb in ["instances", "profiles", "sessions", "turns", "chat", "keys"] {
+        assert!(shown.contains(verb), "{verb}: {shown}");
+    }
+
+    // A control plane that cannot be reached: the error says what to check.
+    let unreachable = tokio::process::Command::new(env!("CARGO_BIN_EXE_edith"))
+        .args(["instances", "list"])
+        .env("EDITH_URL", "http://127.0.0.1:9")
+        .env("EDITH_API_KEY", KEY)
+        .kill_on_drop(true)
+        .output();
+    let unreachable = tokio::time::timeout(Duration::from_secs(60), unreachable)
+        .await
+        .expect("edith ends within 60 s")
+        .unwrap();
+    assert_eq!(unreachable.status.code(), Some(1), "{}", text(&unreachable));
+    let said = String::from_utf8_lossy(&unreachable.stderr);
+    assert!(
+        said.contains("cannot reach the control plane") && said.contains("edith serve"),
+        "{said}"
+    );
     hermes.close().await.unwrap();
 }

@@ -22,7 +22,7 @@ use edith_store::Store;
 pub use auth::ADMIN_KEY_FILE;
 pub use error::AppError;
 pub use http::limits::Limits;
-pub use http::openapi;
+pub use http::{openapi, unlisted_routes};
 pub use runtime::{ADMIN_KEY_VARIABLE, RuntimeCommand};
 
 use state::{AppState, Inner};

@@ -35,12 +35,6 @@ use crate::state::{AppState, stopped};
 
 /// How long a connection whose client dropped is kept for the client to resume it.
 pub const RESUME_WINDOW: Duration = Duration::from_secs(60);
-/// The bytes of frames kept for resuming, at most (their number is a limit, `Limits`).
-const KEPT_BYTES: usize = 1 << 20;
-/// How often the client is pinged …
-const PING_EVERY: Duration = Duration::from_secs(15);
-/// … and how long it may stay silent (no pong, no request) before its socket counts as dropped.
-const SILENCE: Duration = Duration::from_secs(45);
 /// How long one message to the client may take to send.
 const SEND_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long opening the runtime's gateway may take.
@@ -122,8 +116,11 @@ pub struct Relay {
     owner: ApiKeyId,
     caller: Principal,
     native_profile: String,
-    /// How many frames are kept for a resume.
+    /// How many frames, and how many bytes of them, are kept for a resume.
     kept_frames: usize,
+    kept_bytes: usize,
+    /// How long the client may stay silent before its socket counts as dropped.
+    silence: Duration,
     to_runtime: mpsc::Sender<Message>,
     log: Mutex<Log>,
     /// Bumped whenever the log changes, a client attaches or the connection ends.
@@ -175,6 +172,8 @@ pub async fn open(
         caller: caller.clone(),
         native_profile: profile.native_name,
         kept_frames: state.gate.limits().relay_kept_frames.max(1),
+        kept_bytes: state.gate.limits().relay_kept_bytes,
+        silence: state.gate.limits().relay_silence,
         to_runtime,
         log: Mutex::new(Log {
             frames: VecDeque::new(),
@@ -252,7 +251,7 @@ impl Relay {
             .into();
         log.bytes += text.len();
         log.frames.push_back((seq, text));
-        while log.frames.len() > self.kept_frames || log.bytes > KEPT_BYTES {
+        while log.frames.len() > self.kept_frames || log.bytes > self.kept_bytes {
             let (_, oldest) = log.frames.pop_front().expect("not empty");
             log.bytes -= oldest.len();
         }
@@ -287,7 +286,7 @@ impl Relay {
 
     /// Serves `socket` as this connection's client, sending the frames after `after` first.
     /// Returns when the socket ends; a dropped socket (closed without a word, or silent for
-    /// [`SILENCE`]) leaves the connection waiting for a resume, for [`RESUME_WINDOW`].
+    /// `Limits::relay_silence`) leaves the connection waiting for a resume, for [`RESUME_WINDOW`].
     pub async fn serve(
         self: Arc<Self>,
         state: AppState,
@@ -353,7 +352,7 @@ impl Relay {
     ) -> ClientEnd {
         let mut changes = self.changed.subscribe();
         let mut stopping = state.shutdown.clone();
-        let mut ping = tokio::time::interval(PING_EVERY);
+        let mut ping = tokio::time::interval((self.silence / 3).max(Duration::from_millis(10)));
         ping.tick().await;
         let missed = {
             let log = self.log.lock().expect("not poisoned");
@@ -408,7 +407,7 @@ impl Relay {
                 changed = changes.changed() => if changed.is_err() { return ClientEnd::Done },
                 _ = ping.tick() => {
                     let silent_ms = since.elapsed().as_millis() as u64 - heard.load(Ordering::Relaxed);
-                    if Duration::from_millis(silent_ms) > SILENCE {
+                    if Duration::from_millis(silent_ms) > self.silence {
                         return ClientEnd::Dropped;
                     }
                     let pinged = tokio::time::timeout(SEND_TIMEOUT, sink.send(ClientMessage::Ping(Default::default()))).await;

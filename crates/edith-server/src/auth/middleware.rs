@@ -22,14 +22,15 @@ pub async fn authenticate(
         .extensions()
         .get::<MatchedPath>()
         .map(|m| m.as_str().to_owned());
-    let access = match &route {
-        Some(route) => http::access(request.method(), route),
-        // No route matched: the caller still needs a key to learn that.
-        None => Some(Access::Key(edith_types::Scope::Read)),
-    };
+    // Closed by default: no route, or a method the route declared no rule for, still needs a
+    // key to learn that.
+    let access = route
+        .as_deref()
+        .and_then(|route| http::access(request.method(), route))
+        .unwrap_or(Access::Key(edith_types::Scope::Read));
     let scope = match access {
-        None | Some(Access::Public) => return next.run(request).await,
-        Some(Access::Key(scope)) => scope,
+        Access::Public | Access::OwnToken => return next.run(request).await,
+        Access::Key(scope) => scope,
     };
     let bearer = request
         .headers()

@@ -24,8 +24,13 @@ pub struct Limits {
     pub requests_per_second: f64,
     /// …and at once, after a quiet spell.
     pub burst: f64,
-    /// How many frames a gateway relay keeps for a client that drops to resume from.
+    /// How many frames a gateway relay keeps for a client that drops to resume from…
     pub relay_kept_frames: usize,
+    /// …and how many bytes of them, at most.
+    pub relay_kept_bytes: usize,
+    /// How long a relay client may stay silent (no pong to the pings it is sent a third of
+    /// this apart, no request) before its socket counts as dropped.
+    pub relay_silence: std::time::Duration,
     /// How long a client may take to send a request's head, and how long a keep-alive
     /// connection may stay idle, before it is disconnected.
     pub header_timeout: std::time::Duration,
@@ -47,6 +52,8 @@ impl Default for Limits {
             requests_per_second: 50.0,
             burst: 200.0,
             relay_kept_frames: 4096,
+            relay_kept_bytes: 1 << 20,
+            relay_silence: std::time::Duration::from_secs(45),
             header_timeout: std::time::Duration::from_secs(30),
             body_timeout: std::time::Duration::from_secs(30),
             max_connections: 4096,

@@ -20,6 +20,7 @@ mod turns;
 
 use axum::Router;
 use axum::extract::State;
+use axum::http::Method;
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use edith_types::{ErrorCode, Health};
@@ -52,9 +53,17 @@ pub fn build() -> (Router<AppState>, Value, spec::AccessRules) {
     gateway::routes(&mut api);
     desktop::routes(&mut api);
     console::routes(&mut api);
-    api.add_unlisted_get("/metrics", edith_types::Scope::Admin, get(metrics));
-    api.add_internal(
+    api.add_unlisted(
+        "/metrics",
+        &[(Method::GET, Access::Key(edith_types::Scope::Admin))],
+        get(metrics),
+    );
+    api.add_unlisted(
         mcp_endpoint::PATH,
+        &[
+            (Method::POST, Access::OwnToken),
+            (Method::GET, Access::OwnToken),
+        ],
         post(mcp_endpoint::post).get(mcp_endpoint::get),
     );
     let (router, mut doc, rules) = api.finish();
@@ -95,17 +104,38 @@ pub fn openapi() -> &'static Value {
 }
 
 /// Who may call the route `path` (a route pattern, as `MatchedPath` gives it) with `method`;
-/// `None` for routes outside the contract (the MCP endpoint, which checks its own token).
-pub fn access(method: &axum::http::Method, path: &str) -> Option<Access> {
-    static RULES: std::sync::OnceLock<spec::AccessRules> = std::sync::OnceLock::new();
-    let rules = RULES.get_or_init(|| build().2);
+/// `None` where no rule was declared (a method the route does not take).
+pub fn access(method: &Method, path: &str) -> Option<Access> {
+    let rules = rules();
     // Axum answers HEAD with the GET handler: the same rule applies.
-    let method = if method == axum::http::Method::HEAD {
-        &axum::http::Method::GET
+    let method = if method == Method::HEAD {
+        &Method::GET
     } else {
         method
     };
     rules.get(path)?.get(method).copied()
+}
+
+fn rules() -> &'static spec::AccessRules {
+    static RULES: std::sync::OnceLock<spec::AccessRules> = std::sync::OnceLock::new();
+    RULES.get_or_init(|| build().2)
+}
+
+/// Every route and method served outside the contract, with who may call it (sorted): what a
+/// test holds against the list it expects, so that no route is added open unnoticed.
+pub fn unlisted_routes() -> Vec<(Method, &'static str, String)> {
+    let contract = &openapi()["paths"];
+    let mut routes: Vec<_> = rules()
+        .iter()
+        .flat_map(|(path, methods)| methods.iter().map(move |(m, a)| (m.clone(), *path, a)))
+        .filter(|(method, path, _)| {
+            let method = method.as_str().to_lowercase();
+            contract[spec::contract_path(path)][method].is_null()
+        })
+        .map(|(method, path, access)| (method, path, access.to_string()))
+        .collect();
+    routes.sort_by(|a, b| (a.1, a.0.as_str()).cmp(&(b.1, b.0.as_str())));
+    routes
 }
 
 /// `GET /metrics` (admin): the control plane's metrics for Prometheus (`crate::metrics`).

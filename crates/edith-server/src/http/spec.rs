@@ -20,6 +20,19 @@ pub enum Access {
     Public,
     /// A key holding this scope (or a wider one).
     Key(Scope),
+    /// No control-plane key: the handler checks a token of its own (the MCP endpoint a runtime
+    /// calls checks the instance's MCP token) and refuses everyone else with a 401.
+    OwnToken,
+}
+
+impl std::fmt::Display for Access {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Access::Public => f.write_str("anyone"),
+            Access::Key(scope) => write!(f, "a key with `{}`", scope.as_str()),
+            Access::OwnToken => f.write_str("its own token"),
+        }
+    }
 }
 
 /// The access rule of each route, by route pattern and method.
@@ -278,6 +291,8 @@ impl Op {
                 op["security"] = json!([{"apiKey": []}]);
                 op["x-edith-scope"] = json!(scope.as_str());
             }
+            // `Op` offers no way to set it: only routes outside the contract check their own.
+            Access::OwnToken => unreachable!("a contract operation with its own token"),
         }
         if let Some(filter) = &self.filter {
             op["x-edith-filter"] = json!(filter);
@@ -350,7 +365,7 @@ fn path_params(path: &str) -> impl Iterator<Item = &str> {
 }
 
 /// A route pattern as OpenAPI writes it (`{*path}`, axum's catch-all, is `{path}`).
-fn contract_path(pattern: &str) -> String {
+pub(super) fn contract_path(pattern: &str) -> String {
     pattern.replace("{*", "{")
 }
 
@@ -385,25 +400,22 @@ impl Api {
         self.router = router.route(op.path, handler);
     }
 
-    /// A route that is served but is not part of the public contract (runtime-facing).
-    pub fn add_internal(&mut self, path: &'static str, handler: MethodRouter<AppState>) {
-        let router = std::mem::take(&mut self.router);
-        self.router = router.route(path, handler);
-    }
-
-    /// A `GET` route outside the contract (not JSON: `/metrics`) that still needs a key with
-    /// `scope`.
-    pub fn add_unlisted_get(
+    /// A route served outside the public contract (the console's files, `/metrics`, the MCP
+    /// endpoint runtimes call), with the access rule of each of its methods. There is no way to
+    /// add a route without a rule: a method the rule leaves out needs a key like an unknown
+    /// route does.
+    pub fn add_unlisted(
         &mut self,
         path: &'static str,
-        scope: Scope,
+        access: &[(Method, Access)],
         handler: MethodRouter<AppState>,
     ) {
-        self.rules
-            .entry(path)
-            .or_default()
-            .insert(Method::GET, Access::Key(scope));
-        self.add_internal(path, handler);
+        let rules = self.rules.entry(path).or_default();
+        for (method, rule) in access {
+            rules.insert(method.clone(), *rule);
+        }
+        let router = std::mem::take(&mut self.router);
+        self.router = router.route(path, handler);
     }
 
     pub fn finish(mut self) -> (Router<AppState>, Value, AccessRules) {

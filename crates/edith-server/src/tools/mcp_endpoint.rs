@@ -74,12 +74,10 @@ pub async fn post(
 ) -> AppResult<Response> {
     let instance: InstanceId = ids.get("instance_id")?;
     let profile: ProfileId = ids.get("profile_id")?;
-    let record = state
-        .store
-        .instance(&instance)
-        .await?
-        .ok_or_else(|| AppError::not_found("instance"))?;
-    if !bearer_matches(&headers, &record.mcp_token) {
+    // An unknown instance is refused like a wrong token: without the token, nobody learns
+    // which instances exist.
+    let record = state.store.instance(&instance).await?;
+    if !record.is_some_and(|record| bearer_matches(&headers, &record.mcp_token)) {
         return Err(AppError::new(
             ErrorCode::Unauthorized,
             "this endpoint needs the instance's MCP token",

@@ -113,6 +113,79 @@ async fn every_operation_but_health_needs_a_key_with_its_scope() {
 }
 
 #[tokio::test]
+async fn every_route_outside_the_contract_has_its_own_rule_and_keeps_it() {
+    // A route added outside the contract must say who may call it: this list is all of them.
+    let unlisted: Vec<String> = edith_server::unlisted_routes()
+        .into_iter()
+        .map(|(method, path, access)| format!("{method} {path}: {access}"))
+        .collect();
+    let mcp = "/v1/instances/{instance_id}/profiles/{profile_id}/mcp";
+    assert_eq!(
+        unlisted,
+        [
+            "GET /console: anyone".to_owned(),
+            "GET /console/console.css: anyone".to_owned(),
+            "GET /console/console.js: anyone".to_owned(),
+            "GET /metrics: a key with `admin`".to_owned(),
+            format!("GET {mcp}: its own token"),
+            format!("POST {mcp}: its own token"),
+        ]
+    );
+
+    let ctx = Ctx::start().await;
+    let nobody = reqwest::Client::new();
+    for page in ["/console", "/console/console.js", "/console/console.css"] {
+        let response = nobody.get(ctx.url(page)).send().await.unwrap();
+        assert_eq!(response.status(), 200, "{page}");
+    }
+    let write = client_with_key(&ctx.key("write", None).await);
+    let metrics = |client: &reqwest::Client| client.get(ctx.url("/metrics")).send();
+    assert_eq!(metrics(&nobody).await.unwrap().status(), 401);
+    assert_eq!(metrics(&write).await.unwrap().status(), 403);
+    assert_eq!(
+        metrics(&client_with_key(ADMIN_KEY)).await.unwrap().status(),
+        200
+    );
+
+    // The MCP endpoint takes only the instance's MCP token: no key, and not even an admin key,
+    // and an unknown instance is refused the same way (nobody learns which instances exist).
+    let iid = ctx.ready_instance().await;
+    let (_, profile) = ctx
+        .post(&format!("/v1/instances/{iid}/profiles"), r#"{"name": "p"}"#)
+        .await;
+    let pid = profile["id"].as_str().unwrap();
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).to_string();
+    let admin = client_with_key(ADMIN_KEY);
+    for (client, instance) in [(&nobody, iid.as_str()), (&admin, &iid), (&admin, "inst_0")] {
+        let path = format!("/v1/instances/{instance}/profiles/{pid}/mcp");
+        let refused = ctx
+            .send_with(client, reqwest::Method::POST, &path, Some(&list))
+            .await;
+        assert_problem(&refused, 401, "unauthorized");
+    }
+    // Nor is what it is sent kept for `Idempotency-Key` replay: nobody without a key may fill
+    // the store. The same key with another body would be a 409 if the first had been kept.
+    let path = format!("/v1/instances/{iid}/profiles/{pid}/mcp");
+    for body in [list.clone(), list.replace("tools/list", "ping")] {
+        let response = nobody
+            .post(ctx.url(&path))
+            .header("idempotency-key", "same-key")
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 401);
+        assert!(response.headers().get("idempotent-replayed").is_none());
+    }
+    // A method it declared no rule for needs a key like an unknown route.
+    let response = ctx
+        .send_with(&nobody, reqwest::Method::DELETE, &path, None)
+        .await;
+    assert_problem(&response, 401, "unauthorized");
+}
+
+#[tokio::test]
 async fn a_refused_request_says_how_to_authenticate() {
     let ctx = Ctx::start().await;
     let response = reqwest::Client::new()
@@ -343,15 +416,18 @@ async fn edith_refuses_to_listen_beyond_loopback_unless_tls_is_in_front() {
     process.stop(Duration::from_secs(10)).await;
 }
 
-/// A whole session through the `edith` binary — an API key, a tool host's secret, a model key,
-/// the runtime's and the MCP endpoint's tokens all in use — and not one of them in any reply,
-/// event or line the server logged.
+/// A whole session through the `edith` binary logging JSON — an API key, a tool host's secret,
+/// a model key, the runtime's and the MCP endpoint's tokens all in use, on an embedded and on a
+/// `process` instance, and requests that fail — and not one of them in any reply, event, metric,
+/// runtime log or line the server logged.
 #[tokio::test]
 async fn no_secret_appears_in_a_reply_an_event_or_the_log() {
     const TOOL_HOST_SECRET: &str = "tool-host-secret-0123456789";
     const MODEL_KEY: &str = "sk-model-secret-0123456789";
+    const WRONG_KEY: &str = "edk_wrong-key-secret-0123456789";
     let dir = tempfile::tempdir().expect("temp dir");
-    let process = edith_serve(dir.path(), "127.0.0.1:0", &[], Some(ADMIN_KEY)).await;
+    let json_logs = ["--log-format", "json"];
+    let process = edith_serve(dir.path(), "127.0.0.1:0", &json_logs, Some(ADMIN_KEY)).await;
     let url = process.ready_value("url");
     let model = testkit::FakeModel::start().await;
     let tool_host = echo_tool_host(TOOL_HOST_SECRET).await;
@@ -365,6 +441,14 @@ async fn no_secret_appears_in_a_reply_an_event_or_the_log() {
         }
         let text = request.send().await.unwrap().text().await.unwrap();
         serde_json::from_str::<Value>(&text).unwrap_or(Value::String(text))
+    };
+    // The whole body of a stream that ends (bounded).
+    let stream = async |http: &reqwest::Client, path: &str| {
+        let response = http.get(format!("{url}{path}")).send().await.unwrap();
+        tokio::time::timeout(Duration::from_secs(60), response.text())
+            .await
+            .expect("the stream ends")
+            .unwrap()
     };
     use reqwest::Method;
     let created = call(
@@ -391,115 +475,170 @@ async fn no_secret_appears_in_a_reply_an_event_or_the_log() {
         "input_schema": {"type": "object"}, "host_id": host["id"]}),
     )
     .await;
-    let instance = call(&app, Method::POST, "/v1/instances", json!({"name": "scan"})).await;
-    let iid = instance["instance"]["id"].as_str().unwrap().to_owned();
-    let job = instance["job"]["id"].as_str().unwrap().to_owned();
-    let job_events = app
-        .get(format!("{url}/v1/jobs/{job}/events"))
-        .send()
-        .await
-        .unwrap();
-    seen.push(job_events.text().await.unwrap());
-    let profile = call(&app, Method::POST, &format!("/v1/instances/{iid}/profiles"), json!({
-        "name": "scan",
-        "model": {"provider": "openai_compatible", "base_url": model.base_url(), "model": "fake-model", "api_key": MODEL_KEY},
-        "tools": [tool["id"]],
-    })).await;
-    let pid = profile["id"].as_str().unwrap().to_owned();
-    let sessions = format!("/v1/instances/{iid}/profiles/{pid}/sessions");
-    let session = call(&app, Method::POST, &sessions, json!({})).await;
-    let turns = format!("{sessions}/{}/turns", session["id"].as_str().unwrap());
-    let turn = call(
+    seen.extend([host.to_string(), tool.to_string()]);
+
+    let mut instances = Vec::new();
+    for body in [
+        json!({"name": "embedded"}),
+        json!({"name": "process", "provider": "process", "runtime": "hermes-runtime"}),
+    ] {
+        let instance = call(&app, Method::POST, "/v1/instances", body).await;
+        let iid = instance["instance"]["id"].as_str().unwrap().to_owned();
+        let job = instance["job"]["id"].as_str().unwrap();
+        seen.push(stream(&app, &format!("/v1/jobs/{job}/events")).await);
+        let profile = call(&app, Method::POST, &format!("/v1/instances/{iid}/profiles"), json!({
+            "name": "scan",
+            "model": {"provider": "openai_compatible", "base_url": model.base_url(), "model": "fake-model", "api_key": MODEL_KEY},
+            "tools": [tool["id"]],
+        })).await;
+        let pid = profile["id"].as_str().unwrap().to_owned();
+        let sessions = format!("/v1/instances/{iid}/profiles/{pid}/sessions");
+        let session = call(&app, Method::POST, &sessions, json!({})).await;
+        let turns = format!("{sessions}/{}/turns", session["id"].as_str().unwrap());
+        let turn = call(
+            &app,
+            Method::POST,
+            &turns,
+            json!({"input": r#"CALL echo {"text": "scanned"}"#}),
+        )
+        .await;
+        let turn_id = turn["id"].as_str().unwrap();
+        let events = stream(&app, &format!("{turns}/{turn_id}/events")).await;
+        assert!(events.contains("scanned"), "the tool ran: {events}");
+        assert!(events.contains("turn.finished"), "{events}");
+        seen.extend([events, instance.to_string(), profile.to_string()]);
+        seen.extend([session.to_string(), turn.to_string()]);
+        for path in [
+            format!("/v1/instances/{iid}"),
+            format!("/v1/instances/{iid}/profiles/{pid}"),
+            format!("{turns}/{turn_id}"),
+        ] {
+            seen.push(
+                call(&app, Method::GET, &path, Value::Null)
+                    .await
+                    .to_string(),
+            );
+        }
+        // The runtime's own routes, through the control plane: its config holds the model key
+        // and the MCP endpoint's token, which are shown masked; the runtime's token stays inside.
+        let native = profile["native_name"].as_str().unwrap();
+        let desktop = format!("/v1/instances/{iid}/desktop/api");
+        for path in [
+            format!("{desktop}/status"),
+            format!("{desktop}/sessions?profile={native}"),
+            format!("{desktop}/config?profile={native}"),
+            format!("{desktop}/profiles"),
+        ] {
+            let reply = call(&admin, Method::GET, &path, Value::Null).await;
+            assert!(!reply.is_string(), "{path} answered JSON: {reply}");
+            if path.contains("/config") {
+                // The credentials are there, masked (the scan below shows none in clear).
+                assert!(reply["mcp_servers"].is_object(), "{reply}");
+                assert!(reply.to_string().contains("***"), "{reply}");
+            }
+            seen.push(reply.to_string());
+        }
+        instances.push(iid);
+    }
+    let process_instance = &instances[1];
+    let log = call(
         &app,
-        Method::POST,
-        &turns,
-        json!({"input": r#"CALL echo {"text": "scanned"}"#}),
+        Method::GET,
+        &format!("/v1/instances/{process_instance}/log?lines=10000"),
+        Value::Null,
     )
     .await;
-    let events = app
-        .get(format!(
-            "{url}{turns}/{}/events",
-            turn["id"].as_str().unwrap()
-        ))
-        .send()
-        .await
-        .unwrap();
-    let events = tokio::time::timeout(Duration::from_secs(60), events.text())
-        .await
-        .expect("the turn ends")
-        .unwrap();
-    assert!(events.contains("scanned"), "the tool ran: {events}");
-    assert!(events.contains("turn.finished"), "{events}");
-    seen.push(events);
-    for path in [
-        format!("/v1/instances/{iid}"),
-        format!("/v1/instances/{iid}/profiles/{pid}"),
-        format!("/v1/tool-hosts/{}", host["id"].as_str().unwrap()),
-        "/v1/tools".to_owned(),
-        "/v1/instances".to_owned(),
-    ] {
-        seen.push(
-            call(&app, Method::GET, &path, Value::Null)
-                .await
-                .to_string(),
-        );
-    }
-    seen.push(
-        call(&admin, Method::GET, "/v1/keys", Value::Null)
-            .await
-            .to_string(),
-    );
-    // The runtime's own routes, through the control plane: its config holds the model key and
-    // the MCP endpoint's token, which are shown masked; the runtime's token stays inside.
-    let native = profile["native_name"].as_str().unwrap();
-    let desktop = format!("/v1/instances/{iid}/desktop/api");
-    for path in [
-        format!("{desktop}/status"),
-        format!("{desktop}/sessions?profile={native}"),
-        format!("{desktop}/config?profile={native}"),
-        format!("{desktop}/profiles"),
-    ] {
-        let reply = call(&admin, Method::GET, &path, Value::Null).await;
-        assert!(!reply.is_string(), "{path} answered JSON: {reply}");
-        if path.contains("/config") {
-            // The credentials are there, masked (the scan below shows none in clear).
-            assert!(reply["mcp_servers"].is_object(), "{reply}");
-            assert!(reply.to_string().contains("***"), "{reply}");
-        }
-        seen.push(reply.to_string());
-    }
-    for reply in [&host, &tool, &instance, &profile, &session, &turn] {
-        seen.push(reply.to_string());
-    }
+    assert!(!log["lines"].as_array().unwrap().is_empty(), "{log}");
+    seen.push(log.to_string());
     assert_eq!(
         model.authorizations()[0],
         format!("Bearer {MODEL_KEY}"),
         "the model got its key"
     );
 
-    // The tokens the control plane made for the runtime and its MCP endpoint.
+    // What fails: a model that cannot be reached, a tool host refused for its URL, a wrong key.
+    let embedded = &instances[0];
+    let profile = call(&app, Method::POST, &format!("/v1/instances/{embedded}/profiles"), json!({
+        "name": "unreachable",
+        "model": {"provider": "openai_compatible", "base_url": "http://127.0.0.1:9/v1", "model": "fake-model", "api_key": MODEL_KEY},
+    })).await;
+    let sessions = format!(
+        "/v1/instances/{embedded}/profiles/{}/sessions",
+        profile["id"].as_str().unwrap()
+    );
+    let session = call(&app, Method::POST, &sessions, json!({})).await;
+    let turns = format!("{sessions}/{}/turns", session["id"].as_str().unwrap());
+    let turn = call(&app, Method::POST, &turns, json!({"input": "hello"})).await;
+    let turn_id = turn["id"].as_str().unwrap();
+    let events = stream(&app, &format!("{turns}/{turn_id}/events")).await;
+    assert!(events.contains(r#""state":"failed""#), "{events}");
+    seen.push(events);
+    let failed = call(
+        &app,
+        Method::GET,
+        &format!("{turns}/{turn_id}"),
+        Value::Null,
+    )
+    .await;
+    assert_eq!(failed["state"], "failed", "{failed}");
+    seen.push(failed.to_string());
+    let refused = call(
+        &app,
+        Method::POST,
+        "/v1/tool-hosts",
+        json!({"url": "ftp://127.0.0.1/mcp", "secret": TOOL_HOST_SECRET}),
+    )
+    .await;
+    assert_eq!(refused["status"], 400, "{refused}");
+    seen.push(refused.to_string());
+    let wrong = call(
+        &client_with_key(WRONG_KEY),
+        Method::GET,
+        "/v1/instances",
+        Value::Null,
+    )
+    .await;
+    assert_eq!(wrong["status"], 401, "{wrong}");
+    seen.push(wrong.to_string());
+    for path in ["/v1/tools", "/v1/instances", "/v1/tool-hosts"] {
+        seen.push(call(&app, Method::GET, path, Value::Null).await.to_string());
+    }
+    for path in ["/v1/keys", "/metrics"] {
+        seen.push(
+            call(&admin, Method::GET, path, Value::Null)
+                .await
+                .to_string(),
+        );
+    }
+
+    // The tokens the control plane made for the runtimes and their MCP endpoints.
     let db = format!("sqlite://{}", dir.path().join("edith.db").display());
     let mut db = <sqlx::SqliteConnection as sqlx::Connection>::connect(&db)
         .await
         .unwrap();
-    let (runtime_token, mcp_token): (String, String) =
-        sqlx::query_as("SELECT runtime_token, mcp_token FROM instances WHERE id = ?")
-            .bind(&iid)
-            .fetch_one(&mut db)
+    let tokens: Vec<(String, String)> =
+        sqlx::query_as("SELECT runtime_token, mcp_token FROM instances")
+            .fetch_all(&mut db)
             .await
             .unwrap();
+    assert_eq!(tokens.len(), 2);
     let log = process.stderr().join("\n");
     process.stop(Duration::from_secs(10)).await;
-    assert!(!log.is_empty(), "the server logged something to scan");
+    for line in log.lines() {
+        let _: Value = serde_json::from_str(line).expect("a JSON log line");
+    }
+    assert!(log.contains("turn"), "the server logged its turns: {log}");
     seen.push(log);
-    let secrets = [
+    let mut secrets = vec![
         ADMIN_KEY,
         app_key.as_str(),
         TOOL_HOST_SECRET,
         MODEL_KEY,
-        &runtime_token,
-        &mcp_token,
+        WRONG_KEY,
     ];
+    for (runtime, mcp) in &tokens {
+        secrets.extend([runtime.as_str(), mcp.as_str()]);
+    }
     for secret in secrets {
         for text in &seen {
             assert!(

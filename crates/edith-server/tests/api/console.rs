@@ -185,21 +185,48 @@ async fn the_console_in_a_browser_signs_in_provisions_chats_and_approves() {
     wait_for(&client, "#field-name").await;
     every_control_is_labelled(&client).await;
 
-    // Create an instance and follow its provisioning until it is ready.
+    // Create an instance from the keyboard (Enter in its name field) and follow its
+    // provisioning step by step until it is ready.
     let name = client.find(Locator::Css("#field-name")).await.unwrap();
-    name.send_keys("browser").await.unwrap();
-    click_text(&client, "Create instance").await;
+    name.send_keys("browser\u{E007}").await.unwrap();
     wait_for(&client, "section .state-ready").await;
+    let steps = client
+        .execute(
+            "return [...document.querySelectorAll('ol.steps li')].map(li => li.textContent);",
+            vec![],
+        )
+        .await
+        .unwrap();
+    let steps: Vec<String> = serde_json::from_value(steps).unwrap();
+    assert!(steps.len() >= 2, "{steps:?}");
+    assert!(steps.iter().all(|step| step.ends_with("done")), "{steps:?}");
     text_is_readable(&client).await;
     screenshot(&client, "02-instance-ready").await;
 
-    // A profile, then a session.
+    // A profile, then a session. The profile is given a callback tool through the API; its
+    // page names it.
+    let tool = ctx.echo_tool().await;
     click_text(&client, "browser").await;
     wait_for(&client, "#field-name").await;
     let profile = client.find(Locator::Css("#field-name")).await.unwrap();
     profile.send_keys("assistant").await.unwrap();
     click_text(&client, "Create profile").await;
     click_text(&client, "assistant").await;
+    wait_until(&client, "location.hash.includes('/profiles/')").await;
+    let hash = client
+        .execute("return location.hash;", vec![])
+        .await
+        .unwrap();
+    let profile_path = hash.as_str().unwrap().trim_start_matches('#').to_owned();
+    let path = format!("/v1{profile_path}/tools/{tool}");
+    let (status, attached) = ctx.send(reqwest::Method::PUT, &path, None).await;
+    assert_eq!(status, 200, "{attached}");
+    client.refresh().await.unwrap();
+    wait_until(
+        &client,
+        "document.body.textContent.includes('Tools: echo.')",
+    )
+    .await;
     click_text(&client, "New session").await;
     wait_for(&client, "#message").await;
     every_control_is_labelled(&client).await;
@@ -227,6 +254,24 @@ async fn the_console_in_a_browser_signs_in_provisions_chats_and_approves() {
     assert!(deltas.as_u64().unwrap() > 1, "streamed in pieces: {deltas}");
     screenshot(&client, "03-streamed-answer").await;
 
+    // The callback tool, called: the call and its result show in the conversation.
+    send(&client, r#"echo {"text": "from the browser"}"#).await;
+    wait_until(&client, &format!("{TURNS_ENDED} === 2")).await;
+    let tool_lines = client
+        .execute(
+            "return [...document.querySelectorAll('.tool')].map(line => line.textContent);",
+            vec![],
+        )
+        .await
+        .unwrap();
+    let tool_lines: Vec<String> = serde_json::from_value(tool_lines).unwrap();
+    assert_eq!(tool_lines.len(), 2, "{tool_lines:?}");
+    assert!(tool_lines[0].starts_with("calling echo"), "{tool_lines:?}");
+    assert!(
+        tool_lines[1].starts_with("echo returned") && tool_lines[1].contains("from the browser"),
+        "{tool_lines:?}"
+    );
+
     // A command that needs an approval: the question shows while the turn runs; after a
     // reload the page follows the turn again and still offers it; the button answers it.
     send(
@@ -239,8 +284,15 @@ async fn the_console_in_a_browser_signs_in_provisions_chats_and_approves() {
     client.refresh().await.unwrap();
     wait_for(&client, ".ask").await;
     every_control_is_labelled(&client).await;
-    click_text(&client, "Approve (once)").await;
-    wait_until(&client, &format!("{TURNS_ENDED} === 2")).await;
+    // Answered from the keyboard: the button takes the focus and Enter presses it.
+    let approve = client
+        .find(Locator::XPath(
+            "//button[normalize-space()='Approve (once)']",
+        ))
+        .await
+        .unwrap();
+    approve.send_keys("\u{E007}").await.unwrap();
+    wait_until(&client, &format!("{TURNS_ENDED} === 3")).await;
     screenshot(&client, "05-approved").await;
     let raw = client
         .execute(
@@ -250,7 +302,7 @@ async fn the_console_in_a_browser_signs_in_provisions_chats_and_approves() {
         .await
         .unwrap();
     assert!(raw.as_str().unwrap().contains("action.answered"), "{raw}");
-    let last_end = "document.querySelectorAll('.turn-end')[1].textContent";
+    let last_end = "document.querySelectorAll('.turn-end')[2].textContent";
     wait_until(&client, &format!("{last_end}.includes('completed')")).await;
 
     // A question, answered with one of its choices.
@@ -265,8 +317,8 @@ async fn the_console_in_a_browser_signs_in_provisions_chats_and_approves() {
     )
     .await;
     click_text(&client, "blue").await;
-    wait_until(&client, &format!("{TURNS_ENDED} === 3")).await;
-    let third_end = "document.querySelectorAll('.turn-end')[2].textContent";
+    wait_until(&client, &format!("{TURNS_ENDED} === 4")).await;
+    let third_end = "document.querySelectorAll('.turn-end')[3].textContent";
     wait_until(&client, &format!("{third_end}.includes('completed')")).await;
     wait_until(&client, "document.body.textContent.includes('blue')").await;
     screenshot(&client, "06-question-answered").await;
@@ -279,8 +331,8 @@ async fn the_console_in_a_browser_signs_in_provisions_chats_and_approves() {
     .await;
     wait_until(&client, "document.querySelectorAll('.ask').length === 3").await;
     click_text(&client, "Cancel turn").await;
-    wait_until(&client, &format!("{TURNS_ENDED} === 4")).await;
-    let fourth_end = "document.querySelectorAll('.turn-end')[3].textContent";
+    wait_until(&client, &format!("{TURNS_ENDED} === 5")).await;
+    let fourth_end = "document.querySelectorAll('.turn-end')[4].textContent";
     wait_until(&client, &format!("{fourth_end}.includes('cancelled')")).await;
     text_is_readable(&client).await;
     screenshot(&client, "07-cancelled").await;

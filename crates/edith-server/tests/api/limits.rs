@@ -125,8 +125,17 @@ async fn slow_and_idle_clients_are_disconnected_and_others_are_served() {
     for _ in 0..50 {
         idle.push(tokio::net::TcpStream::connect(&addr).await.unwrap());
     }
+    // And one that was served, then kept its connection open without another request.
+    let mut kept_alive = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    kept_alive
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
     // Meanwhile everyone else is served.
     assert_eq!(ctx.get("/v1/instances").await.0, 200);
+    let served = read_to_close(&mut kept_alive).await;
+    assert!(served.starts_with("HTTP/1.1 200"), "{served}");
+    assert_eq!(served.matches("HTTP/1.1").count(), 1, "{served}");
     for socket in std::iter::once(&mut slow).chain(idle.iter_mut()) {
         let mut buffer = [0u8; 256];
         let read =

@@ -249,6 +249,96 @@ async fn a_client_back_after_a_long_gap_is_told_what_it_missed() {
     socket.close(None).await.unwrap();
 }
 
+#[tokio::test]
+async fn a_relay_keeps_a_bounded_number_of_bytes_for_a_client_that_dropped() {
+    let kept_bytes = 1000;
+    let ctx = Ctx::start_limited(edith_server::Limits {
+        relay_kept_bytes: kept_bytes,
+        ..Default::default()
+    })
+    .await;
+    let path = ctx.relay_path().await;
+    let mut socket = ctx.relay(&path, Some(ADMIN_KEY)).await.expect("open");
+    let attached = next(&mut socket).await;
+    assert_eq!(next(&mut socket).await["seq"], 1);
+    send(
+        &mut socket,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "session.create", "params": {}}),
+    )
+    .await;
+    let sid = reply_to(&mut socket, 1).await["result"]["session_id"].clone();
+    // Forty words streamed one by one: far more than 1000 bytes of frames.
+    let text = (0..40).map(|n| format!("w{n}")).collect::<Vec<_>>();
+    send(
+        &mut socket,
+        json!({"jsonrpc": "2.0", "id": 2, "method": "prompt.submit",
+            "params": {"session_id": sid, "text": text.join(" ")}}),
+    )
+    .await;
+    drop(socket);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+
+    let id = attached["connection"].as_str().unwrap();
+    let resume = format!("{path}?connection={id}&after=2");
+    let mut socket = ctx.relay(&resume, Some(ADMIN_KEY)).await.expect("resume");
+    let again = next(&mut socket).await;
+    assert_eq!(again["resumed"], true, "{again}");
+    let missed = again["missed"].as_array().expect("frames were lost");
+    let mut seq = missed[1].as_u64().unwrap();
+    // What follows is numbered on from the gap and fits in the bytes kept.
+    let mut bytes = 0;
+    loop {
+        let frame = next(&mut socket).await;
+        seq += 1;
+        assert_eq!(frame["seq"], seq, "{frame}");
+        bytes += frame.to_string().len();
+        if frame["frame"]["params"]["type"] == "message.complete" {
+            break;
+        }
+    }
+    assert!(bytes <= kept_bytes, "{bytes} bytes kept");
+    socket.close(None).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_silent_relay_client_is_dropped_and_may_resume() {
+    let ctx = Ctx::start_limited(edith_server::Limits {
+        relay_silence: Duration::from_millis(600),
+        ..Default::default()
+    })
+    .await;
+    let path = ctx.relay_path().await;
+    let mut socket = ctx.relay(&path, Some(ADMIN_KEY)).await.expect("open");
+    let attached = next(&mut socket).await;
+    assert_eq!(next(&mut socket).await["seq"], 1);
+    // Not read, so not a pong to the pings it is sent: after the silence, the relay lets go.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let ended = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            match socket.next().await {
+                Some(Ok(Message::Ping(_))) => continue,
+                other => return other,
+            }
+        }
+    })
+    .await
+    .expect("the relay let go within 10 s");
+    assert!(
+        !matches!(ended, Some(Ok(Message::Text(_)))),
+        "the silent socket was dropped: {ended:?}"
+    );
+    // The connection waits for its client: a resume finds it.
+    let id = attached["connection"].as_str().unwrap();
+    let mut socket = ctx
+        .relay(&format!("{path}?connection={id}&after=1"), Some(ADMIN_KEY))
+        .await
+        .expect("resume");
+    let again = next(&mut socket).await;
+    assert_eq!(again["type"], "attached", "{again}");
+    assert_eq!(again["resumed"], true, "{again}");
+    socket.close(None).await.unwrap();
+}
+
 /// Opens the relay to a new profile of instance `iid` that uses `model`, runs one prompt on a
 /// new session, and returns the streamed text and the final text.
 async fn prompt_through_the_relay(
