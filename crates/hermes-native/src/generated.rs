@@ -264,11 +264,11 @@ pub struct AgentsNamespace<'a, T: ?Sized> {
 }
 
 impl<T: NativeTransport + ?Sized> AgentsNamespace<'_, T> {
-    /// `agents.list` (scope: instance; not implemented by hermes-runtime: answers Unsupported there).
+    /// `agents.list` (scope: instance).
     ///
     /// Result keys: processes.
-    pub async fn list(&self) -> Result<Value, NativeError> {
-        call(self.transport, "agents.list", &serde_json::Map::new()).await
+    pub async fn list(&self, params: &<methods::AgentsList as Method>::Params) -> Result<<methods::AgentsList as Method>::Result, NativeError> {
+        call_method::<methods::AgentsList, _>(self.transport, params).await
     }
 }
 
@@ -488,11 +488,11 @@ pub struct CommandsNamespace<'a, T: ?Sized> {
 }
 
 impl<T: NativeTransport + ?Sized> CommandsNamespace<'_, T> {
-    /// `commands.catalog` (scope: instance; not implemented by hermes-runtime: answers Unsupported there).
+    /// `commands.catalog` (scope: instance).
     ///
     /// Result keys: canon, categories, pairs, skill_count, sub, warning.
-    pub async fn catalog(&self) -> Result<Value, NativeError> {
-        call(self.transport, "commands.catalog", &serde_json::Map::new()).await
+    pub async fn catalog(&self, params: &<methods::CommandsCatalog as Method>::Params) -> Result<<methods::CommandsCatalog as Method>::Result, NativeError> {
+        call_method::<methods::CommandsCatalog, _>(self.transport, params).await
     }
 }
 
@@ -543,11 +543,11 @@ pub struct ConfigNamespace<'a, T: ?Sized> {
 }
 
 impl<T: NativeTransport + ?Sized> ConfigNamespace<'_, T> {
-    /// `config.get` (scope: session; not implemented by hermes-runtime: answers Unsupported there).
+    /// `config.get` (scope: session).
     ///
     /// Result keys: branch, config, cwd, display, home, model, mtime, prompt, provider, providers, value.
-    pub async fn get(&self, params: &ConfigGetParams) -> Result<Value, NativeError> {
-        call(self.transport, "config.get", params).await
+    pub async fn get(&self, params: &<methods::ConfigGet as Method>::Params) -> Result<<methods::ConfigGet as Method>::Result, NativeError> {
+        call_method::<methods::ConfigGet, _>(self.transport, params).await
     }
 
     /// `config.set` (scope: session; admin; not implemented by hermes-runtime: answers Unsupported there).
@@ -563,17 +563,6 @@ impl<T: NativeTransport + ?Sized> ConfigNamespace<'_, T> {
     pub async fn show(&self) -> Result<Value, NativeError> {
         call(self.transport, "config.show", &serde_json::Map::new()).await
     }
-}
-
-/// Params of `config.get`; unset fields are not sent.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct ConfigGetParams {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cwd: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub key: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub session_id: Option<Value>,
 }
 
 /// Params of `config.set`; unset fields are not sent.
@@ -1304,11 +1293,11 @@ impl<T: NativeTransport + ?Sized> ProcessNamespace<'_, T> {
         call(self.transport, "process.kill", params).await
     }
 
-    /// `process.list` (scope: session; admin; may reply out of order; not implemented by hermes-runtime: answers Unsupported there).
+    /// `process.list` (scope: session; admin; may reply out of order).
     ///
     /// Result keys: processes.
-    pub async fn list(&self, params: &ProcessListParams) -> Result<Value, NativeError> {
-        call(self.transport, "process.list", params).await
+    pub async fn list(&self, params: &<methods::ProcessList as Method>::Params) -> Result<<methods::ProcessList as Method>::Result, NativeError> {
+        call_method::<methods::ProcessList, _>(self.transport, params).await
     }
 
     /// `process.stop` (scope: instance; admin; not implemented by hermes-runtime: answers Unsupported there).
@@ -1324,13 +1313,6 @@ impl<T: NativeTransport + ?Sized> ProcessNamespace<'_, T> {
 pub struct ProcessKillParams {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub process_id: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub session_id: Option<Value>,
-}
-
-/// Params of `process.list`; unset fields are not sent.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct ProcessListParams {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_id: Option<Value>,
 }
@@ -1955,11 +1937,11 @@ impl<T: NativeTransport + ?Sized> SetupNamespace<'_, T> {
         call(self.transport, "setup.runtime_check", params).await
     }
 
-    /// `setup.status` (scope: instance; admin; may reply out of order; not implemented by hermes-runtime: answers Unsupported there).
+    /// `setup.status` (scope: instance; admin; may reply out of order).
     ///
     /// Result keys: provider_configured.
-    pub async fn status(&self) -> Result<Value, NativeError> {
-        call(self.transport, "setup.status", &serde_json::Map::new()).await
+    pub async fn status(&self, params: &<methods::SetupStatus as Method>::Params) -> Result<<methods::SetupStatus as Method>::Result, NativeError> {
+        call_method::<methods::SetupStatus, _>(self.transport, params).await
     }
 }
 
@@ -2266,18 +2248,18 @@ impl<T: NativeTransport + ?Sized> ToolsNamespace<'_, T> {
         call(self.transport, "tools.configure", params).await
     }
 
-    /// `tools.list` (scope: session; not implemented by hermes-runtime: answers Unsupported there).
+    /// `tools.list` (scope: session).
     ///
     /// Result keys: toolsets.
-    pub async fn list(&self, params: &ToolsListParams) -> Result<Value, NativeError> {
-        call(self.transport, "tools.list", params).await
+    pub async fn list(&self, params: &<methods::ToolsList as Method>::Params) -> Result<<methods::ToolsList as Method>::Result, NativeError> {
+        call_method::<methods::ToolsList, _>(self.transport, params).await
     }
 
-    /// `tools.show` (scope: session; not implemented by hermes-runtime: answers Unsupported there).
+    /// `tools.show` (scope: session).
     ///
     /// Result keys: sections, total.
-    pub async fn show(&self, params: &ToolsShowParams) -> Result<Value, NativeError> {
-        call(self.transport, "tools.show", params).await
+    pub async fn show(&self, params: &<methods::ToolsShow as Method>::Params) -> Result<<methods::ToolsShow as Method>::Result, NativeError> {
+        call_method::<methods::ToolsShow, _>(self.transport, params).await
     }
 }
 
@@ -2292,39 +2274,18 @@ pub struct ToolsConfigureParams {
     pub session_id: Option<Value>,
 }
 
-/// Params of `tools.list`; unset fields are not sent.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct ToolsListParams {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub session_id: Option<Value>,
-}
-
-/// Params of `tools.show`; unset fields are not sent.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct ToolsShowParams {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub session_id: Option<Value>,
-}
-
 /// The `toolsets.*` methods.
 pub struct ToolsetsNamespace<'a, T: ?Sized> {
     transport: &'a T,
 }
 
 impl<T: NativeTransport + ?Sized> ToolsetsNamespace<'_, T> {
-    /// `toolsets.list` (scope: session; not implemented by hermes-runtime: answers Unsupported there).
+    /// `toolsets.list` (scope: session).
     ///
     /// Result keys: toolsets.
-    pub async fn list(&self, params: &ToolsetsListParams) -> Result<Value, NativeError> {
-        call(self.transport, "toolsets.list", params).await
+    pub async fn list(&self, params: &<methods::ToolsetsList as Method>::Params) -> Result<<methods::ToolsetsList as Method>::Result, NativeError> {
+        call_method::<methods::ToolsetsList, _>(self.transport, params).await
     }
-}
-
-/// Params of `toolsets.list`; unset fields are not sent.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct ToolsetsListParams {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub session_id: Option<Value>,
 }
 
 /// The `usage.*` methods.

@@ -6,6 +6,8 @@
 //! are not sent. Results carry what Hermes returns; fields a reply may lack default, and the
 //! fields Hermes adds that no one here reads are kept in `other`.
 
+use std::collections::BTreeMap;
+
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -85,6 +87,108 @@ methods! {
     /// The runtime's scheduled jobs: `list` (enabled ones), `add`, `remove`, `pause`, `resume`.
     /// A refusal is a result with `success: false`, not an error; an unknown action is 4016.
     CronManage = "cron.manage" (CronManageParams) -> Value;
+    /// Whether a model provider is set up (a client's first-run check).
+    SetupStatus = "setup.status" (NoParams) -> SetupState;
+    /// The background processes the agent started, in every session.
+    AgentsList = "agents.list" (NoParams) -> BackgroundProcesses;
+    /// A live session's background processes.
+    ProcessList = "process.list" (LiveSessionParams) -> BackgroundProcesses;
+    /// The toolsets, sorted by name: what each holds and whether it is on (for the session's
+    /// agent, or as the config leaves them).
+    ToolsetsList = "toolsets.list" (LiveSessionParams) -> ToolsetsListed;
+    /// `toolsets.list`, each toolset with its tools' names.
+    ToolsList = "tools.list" (LiveSessionParams) -> ToolsetsListed;
+    /// The enabled tools, grouped by toolset, each with the first sentence of its description.
+    ToolsShow = "tools.show" (LiveSessionParams) -> ToolsShown;
+    /// One configuration value by `key`; the reply's shape depends on the key (`full`: the
+    /// whole file as `config`; `mtime`: when it last changed; `skin`, `personality`: `value`;
+    /// `prompt`: `prompt`). An unknown key is 4002.
+    ConfigGet = "config.get" (ConfigGetParams) -> Value;
+    /// The slash commands the gateway can run, for a client's completion and help.
+    CommandsCatalog = "commands.catalog" (NoParams) -> CommandCatalog;
+}
+
+/// Reply of `commands.catalog`. A command is `[name, description]`, its name with its `/`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CommandCatalog {
+    pub pairs: Vec<(String, String)>,
+    /// A command's subcommands, by command.
+    pub sub: BTreeMap<String, Vec<String>>,
+    /// Each name and alias, lower-cased, to its command's name.
+    pub canon: BTreeMap<String, String>,
+    /// The commands again, by category, in the order a help screen shows them.
+    pub categories: Vec<CommandCategory>,
+    pub skill_count: u64,
+    /// Why part of the catalog could not be read, or empty.
+    pub warning: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CommandCategory {
+    pub name: String,
+    pub pairs: Vec<(String, String)>,
+}
+
+/// Reply of `setup.status`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SetupState {
+    pub provider_configured: bool,
+}
+
+/// Reply of `agents.list` and `process.list`: each process as it came (`session_id`,
+/// `command`, `status`, `uptime` in `agents.list`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct BackgroundProcesses {
+    pub processes: Vec<Extra>,
+}
+
+/// Reply of `toolsets.list` and `tools.list`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ToolsetsListed {
+    pub toolsets: Vec<ToolsetEntry>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ToolsetEntry {
+    pub name: String,
+    pub description: String,
+    pub tool_count: u64,
+    pub enabled: bool,
+    /// The tools' names (`tools.list` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<String>>,
+}
+
+/// Reply of `tools.show`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ToolsShown {
+    /// Sorted by toolset name; a section's tools sorted by name.
+    pub sections: Vec<ToolSection>,
+    pub total: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ToolSection {
+    pub name: String,
+    pub tools: Vec<ToolSummary>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ToolSummary {
+    pub name: String,
+    pub description: String,
+}
+
+/// Params of `config.get`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ConfigGetParams {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    /// The directory whose project `project` describes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<LiveSessionId>,
 }
 
 /// Params of `cron.manage`.

@@ -13,6 +13,8 @@ pub mod codes {
     pub const HANDLER_ERROR: i64 = -32000;
     /// A live session id (`session_id` of a live-session method) that this process does not know.
     pub const LIVE_SESSION_NOT_FOUND: i64 = 4001;
+    /// `config.get` of a key it does not know.
+    pub const UNKNOWN_CONFIG_KEY: i64 = 4002;
     pub const SESSION_ID_REQUIRED: i64 = 4006;
     /// A stored session (`session.resume`, `session.delete`) that does not exist.
     pub const SESSION_NOT_FOUND: i64 = 4007;

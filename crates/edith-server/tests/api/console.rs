@@ -158,7 +158,10 @@ const TURNS_ENDED: &str = "document.querySelectorAll('.turn-end').length";
 async fn the_console_in_a_browser_signs_in_provisions_chats_and_approves() {
     let ctx = Ctx::serve(tempfile::tempdir().unwrap()).await;
     let (driver, client) = browser().await;
-    let console = ctx.url("/console");
+    // The browser reaches the server through a proxy whose connections the test can cut.
+    let server = ctx.url("").trim_start_matches("http://").parse().unwrap();
+    let proxy = testkit::CutProxy::start(server).await;
+    let console = format!("{}/console", proxy.url());
 
     // A wrong key is refused in place; the right one, typed and sent with Enter (the key
     // field has the focus), signs in.
@@ -184,6 +187,16 @@ async fn the_console_in_a_browser_signs_in_provisions_chats_and_approves() {
         .unwrap();
     wait_for(&client, "#field-name").await;
     every_control_is_labelled(&client).await;
+    // The key is kept for this tab only: in its session storage, not in local storage or a
+    // cookie.
+    let kept = client
+        .execute(
+            "return [sessionStorage.getItem('edith.apiKey'), localStorage.length, document.cookie];",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(kept, json!([ADMIN_KEY, 0, ""]));
 
     // Create an instance from the keyboard (Enter in its name field) and follow its
     // provisioning step by step until it is ready.
@@ -323,19 +336,58 @@ async fn the_console_in_a_browser_signs_in_provisions_chats_and_approves() {
     wait_until(&client, "document.body.textContent.includes('blue')").await;
     screenshot(&client, "06-question-answered").await;
 
+    // A question without choices, answered in its field — after the connection dropped while
+    // the turn waited: the page resumes the stream after the last event it saw, so the turn's
+    // end arrives and no event shows twice.
+    send(&client, r#"clarify {"question": "Your name?"}"#).await;
+    wait_until(&client, "document.body.textContent.includes('Your name?')").await;
+    proxy.cut();
+    let fields = client
+        .find_all(Locator::Css("input[id^='answer-']"))
+        .await
+        .unwrap();
+    fields
+        .last()
+        .unwrap()
+        .send_keys("Ada\u{E007}")
+        .await
+        .unwrap();
+    wait_until(&client, &format!("{TURNS_ENDED} === 5")).await;
+    let fifth_end = "document.querySelectorAll('.turn-end')[4].textContent";
+    wait_until(&client, &format!("{fifth_end}.includes('completed')")).await;
+    wait_until(&client, "document.body.textContent.includes('Ada')").await;
+    let asked = client
+        .execute(
+            "return document.getElementById('raw-events').textContent\
+               .split('\\n').filter(l => l.includes('clarify.requested') && l.includes('Your name?')).length;",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(asked, json!(1), "the question's event, once");
+
     // A turn waiting for an approval, cancelled.
     send(
         &client,
         r#"terminal {"command": "rm -rf /tmp/edith-console-nothing"}"#,
     )
     .await;
-    wait_until(&client, "document.querySelectorAll('.ask').length === 3").await;
+    wait_until(&client, "document.querySelectorAll('.ask').length === 4").await;
     click_text(&client, "Cancel turn").await;
-    wait_until(&client, &format!("{TURNS_ENDED} === 5")).await;
-    let fourth_end = "document.querySelectorAll('.turn-end')[4].textContent";
-    wait_until(&client, &format!("{fourth_end}.includes('cancelled')")).await;
+    wait_until(&client, &format!("{TURNS_ENDED} === 6")).await;
+    let sixth_end = "document.querySelectorAll('.turn-end')[5].textContent";
+    wait_until(&client, &format!("{sixth_end}.includes('cancelled')")).await;
     text_is_readable(&client).await;
     screenshot(&client, "07-cancelled").await;
+
+    // Signing out forgets the key and asks for one again.
+    click_text(&client, "Sign out").await;
+    wait_for(&client, "#api-key").await;
+    let forgotten = client
+        .execute("return sessionStorage.length;", vec![])
+        .await
+        .unwrap();
+    assert_eq!(forgotten, json!(0));
 
     client.close().await.unwrap();
     driver.stop(Duration::from_secs(10)).await;

@@ -699,7 +699,7 @@ async fn native_calls_are_checked_against_the_pinned_catalog() {
         "invalid_request",
     );
     assert_problem(
-        &ctx.post(&path, r#"{"method": "commands.catalog"}"#).await,
+        &ctx.post(&path, r#"{"method": "config.show"}"#).await,
         501,
         "unsupported",
     );

@@ -16,6 +16,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 
+use super::facts;
 use crate::agent;
 use crate::model::{ChatMessage, Role};
 use crate::runtime::Runtime;
@@ -44,7 +45,7 @@ pub enum Handled {
     ReplyThen(Value, BoxFuture<'static, ()>),
 }
 
-type Result<T> = std::result::Result<T, RpcError>;
+pub(super) type Result<T> = std::result::Result<T, RpcError>;
 
 /// The reply of a handler: its method's result type.
 fn reply<T: Serialize>(result: T) -> Result<Handled> {
@@ -110,6 +111,14 @@ methods! { runtime, transport, p;
     PetCells => reply(switched_off(p)),
     UsageBars => reply(no_hosted_account(p)),
     CronManage => reply(cron_manage(runtime, p).await?),
+    SetupStatus => reply(facts::setup_status(p)),
+    AgentsList => reply(facts::agents_list(p)),
+    ProcessList => reply(facts::process_list(runtime, p)?),
+    ToolsetsList => reply(facts::toolsets(runtime, p, false).await?),
+    ToolsList => reply(facts::toolsets(runtime, p, true).await?),
+    ToolsShow => reply(facts::tools_show(runtime, p).await?),
+    ConfigGet => reply(facts::config_get(runtime, p).await?),
+    CommandsCatalog => reply(facts::commands_catalog(p)),
 }
 
 async fn cron_manage(runtime: &Runtime, p: CronManageParams) -> Result<Value> {
@@ -127,14 +136,17 @@ fn given(param: &Option<String>) -> Option<&str> {
 }
 
 /// The live session named by `session_id`; missing or unknown is 4001, as in Hermes.
-fn live_session(runtime: &Runtime, sid: &Option<LiveSessionId>) -> Result<Arc<LiveSession>> {
+pub(super) fn live_session(
+    runtime: &Runtime,
+    sid: &Option<LiveSessionId>,
+) -> Result<Arc<LiveSession>> {
     sid.as_ref()
         .filter(|sid| !sid.as_str().is_empty())
         .and_then(|sid| runtime.session(sid.as_str()))
         .ok_or_else(|| RpcError::new(codes::LIVE_SESSION_NOT_FOUND, "session not found"))
 }
 
-fn handler_error(e: impl std::fmt::Display) -> RpcError {
+pub(super) fn handler_error(e: impl std::fmt::Display) -> RpcError {
     RpcError::new(codes::INTERNAL, e.to_string())
 }
 

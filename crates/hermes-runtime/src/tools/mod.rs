@@ -80,7 +80,10 @@ pub const PLATFORM: &str = "cli";
 pub struct BuiltInToolset {
     pub name: &'static str,
     pub label: &'static str,
+    /// As the Desktop toolset routes show it.
     pub description: &'static str,
+    /// What it is for, as the gateway's `toolsets.list` describes it.
+    pub purpose: &'static str,
     pub tools: &'static [&'static str],
 }
 
@@ -90,12 +93,14 @@ pub const BUILT_IN_TOOLSETS: &[BuiltInToolset] = &[
         name: "terminal",
         label: "Terminal & Processes",
         description: "terminal",
+        purpose: "Terminal/command execution tools",
         tools: &["terminal"],
     },
     BuiltInToolset {
         name: "clarify",
         label: "Clarifying Questions",
         description: "clarify",
+        purpose: "Ask the user clarifying questions (multiple-choice or open-ended)",
         tools: &["clarify"],
     },
 ];

@@ -94,13 +94,13 @@ async fn generated_namespaces(target: Target) {
         .await
         .expect("session.list");
     assert_eq!(listed.sessions, []);
-    let commands = native.commands().catalog().await;
+    let shown = native.config().show().await;
     match target {
         Target::Ours => assert!(
-            matches!(&commands, Err(NativeError::Unsupported { method }) if method == "commands.catalog"),
-            "{commands:?}"
+            matches!(&shown, Err(NativeError::Unsupported { method }) if method == "config.show"),
+            "{shown:?}"
         ),
-        Target::Hermes => assert!(commands.is_ok(), "{commands:?}"),
+        Target::Hermes => assert!(shown.is_ok(), "{shown:?}"),
     }
     drop(gateway);
     peer.stop().await;

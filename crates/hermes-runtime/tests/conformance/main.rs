@@ -10,6 +10,7 @@ mod harness;
 
 mod auth;
 mod desktop;
+mod facts;
 mod features;
 mod framing;
 mod runtime_only;

@@ -9,7 +9,7 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use hermes_native::config::{CONFIG_FILE, HermesConfig};
+use hermes_native::config::HermesConfig;
 use hermes_native::desktop::replies::{SettingField, Settings, SettingsSaved, SettingsSchema};
 use hermes_native::desktop::{
     ConfigGetQuery, ConfigSchemaQuery, ConfigUpdateBody, ConfigUpdateQuery,
@@ -17,29 +17,10 @@ use hermes_native::desktop::{
 use serde_json::{Map, Value, json};
 
 use super::profiles::home_of_exact;
+use crate::config_view::{MASKED, mask_credentials, raw};
 use crate::http::extract::{Body, Params};
 use crate::http::reply::{internal, refuse};
 use crate::runtime::Runtime;
-
-/// What a credential is shown as.
-const MASKED: &str = "***";
-
-/// The file as it is (no defaults), as JSON; `{}` when there is none.
-async fn raw(home: &std::path::Path) -> Result<Map<String, Value>, String> {
-    let text = match tokio::fs::read_to_string(home.join(CONFIG_FILE)).await {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Map::new()),
-        Err(e) => return Err(e.to_string()),
-    };
-    if text.trim().is_empty() {
-        return Ok(Map::new());
-    }
-    let yaml: serde_yaml::Value = serde_yaml::from_str(&text).map_err(|e| e.to_string())?;
-    match serde_json::to_value(yaml).map_err(|e| e.to_string())? {
-        Value::Object(map) => Ok(map),
-        _ => Err(format!("{CONFIG_FILE} is not a mapping")),
-    }
-}
 
 pub async fn get(
     State(runtime): State<Arc<Runtime>>,
@@ -78,32 +59,6 @@ pub async fn get(
     shown.extend(config);
     shown.insert("model_context_length".to_owned(), context);
     Json(shown).into_response()
-}
-
-/// Whether a key names a credential (`api_key`, `access_token`, `client_secret`,
-/// `password`, `authorization` …).
-fn is_credential(key: &str) -> bool {
-    let key = key.to_ascii_lowercase();
-    key == "authorization"
-        || ["key", "token", "secret", "password"]
-            .iter()
-            .any(|word| key.ends_with(word))
-}
-
-/// Replaces every credential in `config`, at any depth, with [`MASKED`]: text under a
-/// credential's key, and every entry of `headers` and `env` (where MCP servers keep theirs).
-fn mask_credentials(config: &mut Map<String, Value>) {
-    for (key, value) in config.iter_mut() {
-        let all_secret = matches!(key.as_str(), "headers" | "env");
-        match value {
-            Value::Object(inner) if all_secret => {
-                inner.values_mut().for_each(|v| *v = json!(MASKED));
-            }
-            Value::Object(inner) => mask_credentials(inner),
-            Value::String(_) if is_credential(key) => *value = json!(MASKED),
-            _ => {}
-        }
-    }
 }
 
 /// `into` with `change` merged in: objects recursively; `null` removes a value but never a
