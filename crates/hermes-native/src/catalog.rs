@@ -37,6 +37,15 @@ pub struct Catalog {
     by_name: HashMap<String, usize>,
 }
 
+impl MethodInfo {
+    /// Whether calling it with `params` needs the `admin` scope: an administering method, or
+    /// a read that hands back credentials — `config.get` of the `full` file, which Hermes
+    /// returns with its model and MCP keys as they are.
+    pub fn administers(&self, params: &serde_json::Value) -> bool {
+        self.admin || (self.name == "config.get" && params["key"] == "full")
+    }
+}
+
 impl Catalog {
     pub fn method(&self, name: &str) -> Option<&MethodInfo> {
         self.by_name.get(name).map(|i| &self.methods[*i])

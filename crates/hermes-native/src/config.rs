@@ -242,6 +242,15 @@ impl HermesConfig {
     }
 
     /// The model name a runtime reports (`scripted` when none is set).
+    /// The model's context window in tokens (`model.context_length`), when the file says.
+    pub fn context_length(&self) -> Option<u64> {
+        self.model
+            .other
+            .get("context_length")
+            .and_then(serde_yaml::Value::as_u64)
+            .filter(|tokens| *tokens > 0)
+    }
+
     pub fn model_name(&self) -> String {
         self.model
             .default

@@ -65,7 +65,7 @@ pub async fn run_turn(
     NativeEvent::MessageComplete(MessageComplete {
         text: final_text,
         status,
-        usage: usage.native(&session.model_name),
+        usage: usage.native(&session.model_name, session.context_window),
     })
 }
 
@@ -131,6 +131,7 @@ async fn run_model_loop(
                     state.usage.input += step.input;
                     state.usage.output += step.output;
                     state.usage.calls += 1;
+                    state.usage.last_prompt = step.input;
                 }
             }
         }

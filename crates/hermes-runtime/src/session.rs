@@ -37,11 +37,25 @@ pub struct SessionUsage {
     pub input: u64,
     pub output: u64,
     pub calls: u64,
+    /// The prompt tokens of the last model call: how full the context window is now.
+    pub last_prompt: u64,
 }
 
 impl SessionUsage {
-    /// The `usage` object of `message.complete` and the `session.usage` result.
-    pub fn native(self, model: &str) -> NativeUsage {
+    /// The `usage` object of `message.complete`, `session.info` and the `session.usage`
+    /// result. With the model's context window known and a call made, it says how full the
+    /// window is (`context_used`, `context_max`, `context_percent`), as Hermes does; otherwise
+    /// it leaves that unknown rather than guess.
+    pub fn native(self, model: &str, context_window: Option<u64>) -> NativeUsage {
+        let mut other = serde_json::Map::new();
+        if let Some(max) = context_window.filter(|_| self.last_prompt > 0) {
+            let percent = (self.last_prompt as f64 / max as f64 * 100.0)
+                .round()
+                .min(100.0);
+            other.insert("context_used".to_owned(), self.last_prompt.into());
+            other.insert("context_max".to_owned(), max.into());
+            other.insert("context_percent".to_owned(), (percent as u64).into());
+        }
         NativeUsage {
             model: model.to_owned(),
             input: self.input,
@@ -50,7 +64,7 @@ impl SessionUsage {
             completion: self.output,
             total: self.input + self.output,
             calls: self.calls,
-            other: Default::default(),
+            other,
         }
     }
 }
@@ -64,6 +78,8 @@ pub struct LiveSession {
     pub source: String,
     pub started_at: f64,
     pub model_name: String,
+    /// The model's context window (`model.context_length`), if the config says.
+    pub context_window: Option<u64>,
     pub state: Mutex<SessionState>,
 }
 
@@ -81,6 +97,12 @@ pub struct SessionState {
 }
 
 impl LiveSession {
+    /// The session's usage so far, as the protocol reports it.
+    pub fn usage_now(&self) -> NativeUsage {
+        let usage = self.state.lock().expect("not poisoned").usage;
+        usage.native(&self.model_name, self.context_window)
+    }
+
     /// Sends an event to whichever connection the session is bound to now.
     pub fn emit(&self, event: NativeEvent) {
         let frame = EventFrame::new(Some(self.sid.clone()), event).to_frame();

@@ -997,6 +997,40 @@ async fn an_instances_desktop_routes_are_reached_through_the_control_plane_with_
         assert_eq!(refused.code(), Some(ErrorCode::Forbidden), "{refused:?}");
     }
 
+    // A write key changes sessions, but files, git and the configuration (which holds
+    // credentials) are the admin's.
+    let write = hermes
+        .sdk()
+        .key_create(&CreateApiKey {
+            name: "writer".to_owned(),
+            scope: Scope::Write,
+            instances: None,
+        })
+        .await
+        .expect("key");
+    let writer = Hermes::remote(hermes.sdk().base_url(), Some(&write.secret));
+    let as_writer = writer.instance(instance.id()).desktop();
+    for refused in [
+        as_writer
+            .fs_read_text(&FsReadTextQuery {
+                path: "notes.txt".to_owned(),
+            })
+            .await
+            .unwrap_err(),
+        as_writer
+            .git_status(&hermes::native::desktop::GitStatusQuery {
+                path: ".".to_owned(),
+            })
+            .await
+            .unwrap_err(),
+        as_writer
+            .config_get(&hermes::native::desktop::ConfigGetQuery::default())
+            .await
+            .unwrap_err(),
+    ] {
+        assert_eq!(refused.code(), Some(ErrorCode::Forbidden), "{refused:?}");
+    }
+
     // Routes beyond the contract are not forwarded, also when dressed up as one of its routes.
     for beyond in [
         "api/env",

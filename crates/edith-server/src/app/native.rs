@@ -36,7 +36,7 @@ pub async fn call(
             body.method
         ))
     })?;
-    if info.admin {
+    if info.administers(&Value::Object(params.clone())) {
         caller.require(
             KeyScope::Admin,
             &format!("`{}` administers the runtime: it", body.method),

@@ -473,7 +473,7 @@ impl Relay {
             let message = format!("`{method}` is not a method of the pinned Hermes 0.19 catalog");
             return Err((id, codes::METHOD_NOT_FOUND, message));
         };
-        if info.admin
+        if info.administers(request.get("params").unwrap_or(&Value::Null))
             && let Err(e) = self.caller.require(
                 Scope::Admin,
                 &format!("`{method}` administers the runtime: it"),

@@ -77,6 +77,7 @@ async fn every_operation_but_health_needs_a_key_with_its_scope() {
     for (method, path, scope) in operations() {
         let body = matches!(method, reqwest::Method::POST | reqwest::Method::PUT).then_some("{}");
         let Some(scope) = scope else {
+            assert_eq!(path, "/healthz", "the one operation that needs no key");
             let (status, _) = ctx.send_with(&nobody, method.clone(), &path, body).await;
             assert_eq!(status, 200, "{method} {path} is public");
             continue;
@@ -306,6 +307,34 @@ async fn native_methods_that_administer_a_runtime_need_the_admin_scope() {
     let (status, body) = ctx
         .send_with(&write, reqwest::Method::POST, &path, Some(&list))
         .await;
+    assert_eq!(status, 200, "{body}");
+
+    // The same through a profile handle; and reading the whole config file back (Hermes
+    // returns its credentials as they are) needs `admin` too, unlike its other keys.
+    let (_, profile) = ctx
+        .post(&format!("/v1/instances/{iid}/profiles"), r#"{"name": "p"}"#)
+        .await;
+    let pid = profile["id"].as_str().unwrap();
+    let through_profile = |method: &str, params: Value| {
+        json!({"method": method, "params": params, "profile_id": pid}).to_string()
+    };
+    for refused in [
+        through_profile("config.set", json!({"key": "x", "value": 1})),
+        through_profile("config.get", json!({"key": "full"})),
+        json!({"method": "config.get", "params": {"key": "full"}}).to_string(),
+    ] {
+        let answer = ctx
+            .send_with(&write, reqwest::Method::POST, &path, Some(&refused))
+            .await;
+        assert_problem(&answer, 403, "forbidden");
+    }
+    let mtime = through_profile("config.get", json!({"key": "mtime"}));
+    let (status, body) = ctx
+        .send_with(&write, reqwest::Method::POST, &path, Some(&mtime))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let full = through_profile("config.get", json!({"key": "full"}));
+    let (status, body) = ctx.post(&path, &full).await;
     assert_eq!(status, 200, "{body}");
 }
 
@@ -538,6 +567,19 @@ async fn no_secret_appears_in_a_reply_an_event_or_the_log() {
             }
             seen.push(reply.to_string());
         }
+        // Through the gateway relay and a native call: frames and replies carry no token.
+        let gateway = format!("{url}/v1/instances/{iid}/profiles/{pid}/gateway");
+        seen.push(relayed(&gateway.replacen("http", "ws", 1), &app_key).await);
+        let native = json!({"method": "config.get", "params": {"key": "full"}, "profile_id": pid});
+        let reply = call(
+            &admin,
+            Method::POST,
+            &format!("/v1/instances/{iid}/native/rpc"),
+            native,
+        )
+        .await;
+        assert!(reply["result"]["config"].is_object(), "{reply}");
+        seen.push(reply.to_string());
         instances.push(iid);
     }
     let process_instance = &instances[1];
@@ -647,4 +689,51 @@ async fn no_secret_appears_in_a_reply_an_event_or_the_log() {
             );
         }
     }
+}
+
+/// Everything the gateway relay at `url` sends `key`'s client while it opens a session and
+/// reads a config value (bounded).
+async fn relayed(url: &str, key: &str) -> String {
+    use futures_util::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message;
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    let mut request = url.into_client_request().unwrap();
+    let bearer = format!("Bearer {key}").parse().unwrap();
+    request.headers_mut().insert("authorization", bearer);
+    let (mut socket, _) = tokio::time::timeout(
+        Duration::from_secs(30),
+        tokio_tungstenite::connect_async(request),
+    )
+    .await
+    .expect("a handshake within 30 s")
+    .expect("the relay opens");
+    let mut seen = String::new();
+    for (id, method, params) in [
+        (1, "session.create", json!({})),
+        (2, "config.get", json!({"key": "mtime"})),
+    ] {
+        let request = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        socket
+            .send(Message::Text(request.to_string().into()))
+            .await
+            .unwrap();
+        loop {
+            let message = tokio::time::timeout(Duration::from_secs(30), socket.next())
+                .await
+                .expect("a frame within 30 s")
+                .expect("open")
+                .expect("a frame");
+            let Message::Text(text) = message else {
+                continue;
+            };
+            seen.push_str(&text);
+            let frame: Value = serde_json::from_str(&text).unwrap();
+            if frame["frame"]["id"] == id {
+                assert!(frame["frame"]["result"].is_object(), "{frame}");
+                break;
+            }
+        }
+    }
+    socket.close(None).await.unwrap();
+    seen
 }

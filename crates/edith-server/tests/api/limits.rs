@@ -103,6 +103,18 @@ async fn a_key_holds_a_bounded_number_of_open_streams() {
     // Another key still streams.
     let other = client_with_key(&ctx.key_with("read").await);
     assert_eq!(other.get(&events).send().await.unwrap().status(), 200);
+    // A gateway relay socket counts as a stream too.
+    let writer_key = ctx.key_with("write").await;
+    let writer = client_with_key(&writer_key);
+    let streams = [
+        writer.get(&events).send().await.unwrap(),
+        writer.get(&events).send().await.unwrap(),
+    ];
+    assert!(streams.iter().all(|s| s.status() == 200));
+    let gateway = format!("{}/gateway", turns.split("/sessions").next().unwrap());
+    let (status, problem) = ctx.relay(&gateway, Some(&writer_key)).await.unwrap_err();
+    assert_eq!(status, 429, "{problem}");
+    drop(streams);
     let cancel = format!("{turns}/{}/cancel", turn["id"].as_str().unwrap());
     ctx.post(&cancel, "").await;
 }

@@ -26,7 +26,11 @@ impl Ctx {
     }
 
     /// Opens the relay at `path` with `key`; a refusal is its status and problem.
-    async fn relay(&self, path: &str, key: Option<&str>) -> Result<Socket, (u16, Value)> {
+    pub(crate) async fn relay(
+        &self,
+        path: &str,
+        key: Option<&str>,
+    ) -> Result<Socket, (u16, Value)> {
         let url = self.url(path).replacen("http://", "ws://", 1);
         let mut request = url.into_client_request().unwrap();
         if let Some(key) = key {
@@ -126,6 +130,22 @@ async fn the_gateway_relay_refuses_what_a_key_may_not_do() {
             .contains("admin"),
         "{refused}"
     );
+    // Reading the whole config file back hands out its credentials: `admin` too. Other keys
+    // of `config.get` need only `write`.
+    send(
+        &mut socket,
+        json!({"jsonrpc": "2.0", "id": 10, "method": "config.get", "params": {"key": "full"}}),
+    )
+    .await;
+    let refused = reply_to(&mut socket, 10).await;
+    assert_eq!(refused["error"]["code"], edith_types::relay::FORBIDDEN);
+    send(
+        &mut socket,
+        json!({"jsonrpc": "2.0", "id": 11, "method": "config.get", "params": {"key": "mtime"}}),
+    )
+    .await;
+    let answered = reply_to(&mut socket, 11).await;
+    assert!(answered["result"]["mtime"].is_number(), "{answered}");
     send(
         &mut socket,
         json!({"jsonrpc": "2.0", "id": 8, "method": "no.such", "params": {}}),

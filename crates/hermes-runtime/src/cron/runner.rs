@@ -126,6 +126,7 @@ async fn run_agent(
         source: "cron".to_owned(),
         started_at: unix_now(),
         model_name: job.model.clone().unwrap_or_else(|| config.model_name()),
+        context_window: config.context_length(),
         state: Mutex::new(SessionState {
             messages: Vec::new(),
             transport: Transport {

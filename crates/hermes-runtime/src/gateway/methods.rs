@@ -224,6 +224,12 @@ fn announced<T: Opened>(runtime: &Arc<Runtime>, opened: T) -> Result<Handled> {
         let (toolbox, _) = ToolBox::for_turn(&runtime, &config).await;
         let mut info = info(&session);
         info.tools = toolbox.by_toolset();
+        // Once the agent is built, Hermes also says which release it is and how the session's
+        // usage (and context window) stands; its TUI shows both.
+        info.other
+            .insert("version".to_owned(), crate::HERMES_COMPAT_VERSION.into());
+        let usage = serde_json::to_value(session.usage_now()).unwrap_or_default();
+        info.other.insert("usage".to_owned(), usage);
         session.emit(NativeEvent::SessionInfo(info));
     };
     Ok(Handled::ReplyThen(value, announce.boxed()))
@@ -262,6 +268,7 @@ async fn open_live(
         source: opening.source.unwrap_or(&row.source).to_owned(),
         started_at: if persisted { row.started_at } else { now },
         model_name: config.model_name(),
+        context_window: config.context_length(),
         state: Mutex::new(SessionState {
             messages,
             transport: transport.clone(),
@@ -573,9 +580,7 @@ fn session_usage(
     runtime: &Runtime,
     p: LiveSessionParams,
 ) -> Result<hermes_native::events::NativeUsage> {
-    let session = live_session(runtime, &p.session_id)?;
-    let usage = session.state.lock().expect("not poisoned").usage;
-    Ok(usage.native(&session.model_name))
+    Ok(live_session(runtime, &p.session_id)?.usage_now())
 }
 
 fn session_interrupt(runtime: &Runtime, p: LiveSessionParams) -> Result<StatusReply> {

@@ -182,5 +182,10 @@ async fn an_opened_session_announces_its_tools() {
         ]),
         "{info}"
     );
+    // And, as Hermes's TUI reads it: the release, and the usage so far (no call yet, so how
+    // full the context window is stays unknown).
+    assert_eq!(info["payload"]["version"], "0.19.0", "{info}");
+    assert_eq!(info["payload"]["usage"]["calls"], 0, "{info}");
+    assert!(info["payload"]["usage"]["context_used"].is_null(), "{info}");
     peer.stop().await;
 }

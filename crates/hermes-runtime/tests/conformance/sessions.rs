@@ -92,6 +92,12 @@ async fn lifecycle(target: Target) {
         .await;
     assert_eq!(usage["calls"], 1, "{usage}");
     assert!(usage["input"].as_u64().unwrap() > 0 && usage["output"].as_u64().unwrap() > 0);
+    // How full the context window is: the last call's prompt, of the configured window.
+    assert_eq!(usage["context_max"], 131072, "{usage}");
+    assert_eq!(usage["context_used"], usage["input"], "{usage}");
+    let used = usage["context_used"].as_f64().unwrap();
+    let percent = (used / 131072.0 * 100.0).round();
+    assert_eq!(usage["context_percent"], percent as u64, "{usage}");
 
     let titled = client
         .call(
