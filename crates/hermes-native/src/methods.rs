@@ -102,7 +102,8 @@ methods! {
     ToolsShow = "tools.show" (LiveSessionParams) -> ToolsShown;
     /// One configuration value by `key`; the reply's shape depends on the key (`full`: the
     /// whole file as `config`; `mtime`: when it last changed; `skin`, `personality`: `value`;
-    /// `prompt`: `prompt`). An unknown key is 4002.
+    /// `prompt`: `prompt`). An unknown key is 4002. Hermes returns `full` with its
+    /// credentials as they are, so the control plane lets only `admin` keys ask for it.
     ConfigGet = "config.get" (ConfigGetParams) -> Value;
     /// The slash commands the gateway can run, for a client's completion and help.
     CommandsCatalog = "commands.catalog" (NoParams) -> CommandCatalog;
