@@ -502,39 +502,19 @@ pub struct CompleteNamespace<'a, T: ?Sized> {
 }
 
 impl<T: NativeTransport + ?Sized> CompleteNamespace<'_, T> {
-    /// `complete.path` (scope: profile; may reply out of order; not implemented by hermes-runtime: answers Unsupported there).
+    /// `complete.path` (scope: profile; may reply out of order).
     ///
     /// Result keys: items.
-    pub async fn path(&self, params: &CompletePathParams) -> Result<Value, NativeError> {
-        call(self.transport, "complete.path", params).await
+    pub async fn path(&self, params: &<methods::CompletePath as Method>::Params) -> Result<<methods::CompletePath as Method>::Result, NativeError> {
+        call_method::<methods::CompletePath, _>(self.transport, params).await
     }
 
-    /// `complete.slash` (scope: instance; may reply out of order; not implemented by hermes-runtime: answers Unsupported there).
+    /// `complete.slash` (scope: instance; may reply out of order).
     ///
     /// Result keys: items, replace_from.
-    pub async fn slash(&self, params: &CompleteSlashParams) -> Result<Value, NativeError> {
-        call(self.transport, "complete.slash", params).await
+    pub async fn slash(&self, params: &<methods::CompleteSlash as Method>::Params) -> Result<<methods::CompleteSlash as Method>::Result, NativeError> {
+        call_method::<methods::CompleteSlash, _>(self.transport, params).await
     }
-}
-
-/// Params of `complete.path`; unset fields are not sent.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct CompletePathParams {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cwd: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub profile: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub session_id: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub word: Option<Value>,
-}
-
-/// Params of `complete.slash`; unset fields are not sent.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct CompleteSlashParams {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub text: Option<Value>,
 }
 
 /// The `config.*` methods.
@@ -790,19 +770,12 @@ pub struct InsightsNamespace<'a, T: ?Sized> {
 }
 
 impl<T: NativeTransport + ?Sized> InsightsNamespace<'_, T> {
-    /// `insights.get` (scope: instance; not implemented by hermes-runtime: answers Unsupported there).
+    /// `insights.get` (scope: instance).
     ///
     /// Result keys: days, messages, sessions.
-    pub async fn get(&self, params: &InsightsGetParams) -> Result<Value, NativeError> {
-        call(self.transport, "insights.get", params).await
+    pub async fn get(&self, params: &<methods::InsightsGet as Method>::Params) -> Result<<methods::InsightsGet as Method>::Result, NativeError> {
+        call_method::<methods::InsightsGet, _>(self.transport, params).await
     }
-}
-
-/// Params of `insights.get`; unset fields are not sent.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct InsightsGetParams {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub days: Option<Value>,
 }
 
 /// The `learning.*` methods.
@@ -1812,18 +1785,18 @@ impl<T: NativeTransport + ?Sized> SessionNamespace<'_, T> {
         call_method::<methods::SessionResume, _>(self.transport, params).await
     }
 
-    /// `session.save` (scope: session; not implemented by hermes-runtime: answers Unsupported there).
+    /// `session.save` (scope: session).
     ///
     /// Result keys: file.
-    pub async fn save(&self, params: &SessionSaveParams) -> Result<Value, NativeError> {
-        call(self.transport, "session.save", params).await
+    pub async fn save(&self, params: &<methods::SessionSave as Method>::Params) -> Result<<methods::SessionSave as Method>::Result, NativeError> {
+        call_method::<methods::SessionSave, _>(self.transport, params).await
     }
 
-    /// `session.status` (scope: session; not implemented by hermes-runtime: answers Unsupported there).
+    /// `session.status` (scope: session).
     ///
     /// Result keys: output.
-    pub async fn status(&self, params: &SessionStatusParams) -> Result<Value, NativeError> {
-        call(self.transport, "session.status", params).await
+    pub async fn status(&self, params: &<methods::SessionStatus as Method>::Params) -> Result<<methods::SessionStatus as Method>::Result, NativeError> {
+        call_method::<methods::SessionStatus, _>(self.transport, params).await
     }
 
     /// `session.steer` (scope: session; not implemented by hermes-runtime: answers Unsupported there).
@@ -1840,11 +1813,11 @@ impl<T: NativeTransport + ?Sized> SessionNamespace<'_, T> {
         call_method::<methods::SessionTitle, _>(self.transport, params).await
     }
 
-    /// `session.undo` (scope: session; not implemented by hermes-runtime: answers Unsupported there).
+    /// `session.undo` (scope: session).
     ///
     /// Result keys: removed.
-    pub async fn undo(&self, params: &SessionUndoParams) -> Result<Value, NativeError> {
-        call(self.transport, "session.undo", params).await
+    pub async fn undo(&self, params: &<methods::SessionUndo as Method>::Params) -> Result<<methods::SessionUndo as Method>::Result, NativeError> {
+        call_method::<methods::SessionUndo, _>(self.transport, params).await
     }
 
     /// `session.usage` (scope: session; may reply out of order).
@@ -1894,20 +1867,6 @@ pub struct SessionCwdSetParams {
     pub session_id: Option<Value>,
 }
 
-/// Params of `session.save`; unset fields are not sent.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct SessionSaveParams {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub session_id: Option<Value>,
-}
-
-/// Params of `session.status`; unset fields are not sent.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct SessionStatusParams {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub session_id: Option<Value>,
-}
-
 /// Params of `session.steer`; unset fields are not sent.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct SessionSteerParams {
@@ -1915,13 +1874,6 @@ pub struct SessionSteerParams {
     pub session_id: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub text: Option<Value>,
-}
-
-/// Params of `session.undo`; unset fields are not sent.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct SessionUndoParams {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub session_id: Option<Value>,
 }
 
 /// The `setup.*` methods.

@@ -107,6 +107,91 @@ methods! {
     ConfigGet = "config.get" (ConfigGetParams) -> Value;
     /// The slash commands the gateway can run, for a client's completion and help.
     CommandsCatalog = "commands.catalog" (NoParams) -> CommandCatalog;
+    /// Takes the last exchange back from a live session's conversation (the answer, its tool
+    /// messages and the prompt), in memory: what the model sees next. Busy is 4009.
+    SessionUndo = "session.undo" (LiveSessionParams) -> Undone;
+    /// A live session's status as text (`/status`).
+    SessionStatus = "session.status" (LiveSessionParams) -> TextOutput;
+    /// Writes a live session's conversation to a JSON file under the home's `sessions/saved/`.
+    SessionSave = "session.save" (LiveSessionParams) -> SavedFile;
+    /// How many stored sessions started in the last `days` (30 if unset), and their messages.
+    InsightsGet = "insights.get" (InsightsParams) -> Insights;
+    /// Completes a path being typed (`word`), or what can be attached after `@`.
+    CompletePath = "complete.path" (CompletePathParams) -> Completions;
+    /// Completes a slash command being typed (`text`).
+    CompleteSlash = "complete.slash" (CompleteSlashParams) -> Completions;
+}
+
+/// Reply of `session.undo`: how many messages were taken back.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Undone {
+    pub removed: u64,
+}
+
+/// Reply of `session.status`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TextOutput {
+    pub output: String,
+}
+
+/// Reply of `session.save`: the file written.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SavedFile {
+    pub file: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct InsightsParams {
+    /// A number of days (Hermes does not check it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub days: Option<Value>,
+}
+
+/// Reply of `insights.get`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Insights {
+    pub days: Value,
+    pub sessions: u64,
+    pub messages: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CompletePathParams {
+    /// What is typed so far: a path, `@`, `@file:…`, `@folder:…`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub word: Option<String>,
+    /// The directory relative paths start from (else the session's, else the runtime's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<LiveSessionId>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CompleteSlashParams {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+}
+
+/// Reply of `complete.path` and `complete.slash`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Completions {
+    pub items: Vec<Completion>,
+    /// Where in the text the chosen item's `text` goes (`complete.slash`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replace_from: Option<u64>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Completion {
+    /// What replaces the word.
+    pub text: String,
+    /// What a menu shows.
+    pub display: String,
+    /// A hint beside it (`dir` for a directory).
+    pub meta: String,
 }
 
 /// Reply of `commands.catalog`. A command is `[name, description]`, its name with its `/`.

@@ -25,6 +25,10 @@ pub mod codes {
     /// `session.delete` of a session that is live.
     pub const SESSION_ACTIVE: i64 = 4023;
     pub const INTERNAL: i64 = 5000;
+    /// `session.save` could not write its file.
+    pub const SAVE_FAILED: i64 = 5011;
+    /// `insights.get` could not count.
+    pub const INSIGHTS_FAILED: i64 = 5017;
     /// `cron.manage` with an action it does not know.
     pub const UNKNOWN_CRON_ACTION: i64 = 4016;
 }

@@ -16,7 +16,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 
-use super::facts;
+use super::{completion, facts, session_work};
 use crate::agent;
 use crate::model::{ChatMessage, Role};
 use crate::runtime::Runtime;
@@ -119,6 +119,12 @@ methods! { runtime, transport, p;
     ToolsShow => reply(facts::tools_show(runtime, p).await?),
     ConfigGet => reply(facts::config_get(runtime, p).await?),
     CommandsCatalog => reply(facts::commands_catalog(p)),
+    SessionUndo => reply(session_work::undo(runtime, p)?),
+    SessionStatus => reply(session_work::status(runtime, p).await?),
+    SessionSave => reply(session_work::save(runtime, p).await?),
+    InsightsGet => reply(session_work::insights(runtime, p).await?),
+    CompletePath => reply(completion::path(runtime, p).await),
+    CompleteSlash => reply(completion::slash(p)),
 }
 
 async fn cron_manage(runtime: &Runtime, p: CronManageParams) -> Result<Value> {

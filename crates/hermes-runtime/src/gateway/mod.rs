@@ -1,8 +1,10 @@
 //! The `/api/ws` gateway: one JSON-RPC 2.0 conversation per WebSocket.
 
+mod completion;
 mod connection;
 mod facts;
 mod methods;
+mod session_work;
 
 pub use connection::serve_connection;
 pub use methods::IMPLEMENTED as IMPLEMENTED_METHODS;

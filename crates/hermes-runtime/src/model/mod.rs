@@ -6,7 +6,7 @@ mod scripted;
 
 use futures_util::stream::BoxStream;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 pub use openai::OpenAiModel;
 pub use scripted::ScriptedModel;
@@ -48,6 +48,27 @@ pub struct ChatMessage {
 impl ChatMessage {
     pub fn user(text: impl Into<String>) -> Self {
         Self::plain(Role::User, text.into())
+    }
+
+    /// The message in OpenAI's chat format (what a model endpoint is sent, and what Hermes
+    /// saves a conversation as).
+    pub fn to_openai(&self) -> Value {
+        let mut wire = json!({"role": self.role.as_str(), "content": self.content});
+        if self.role == Role::Assistant && !self.tool_calls.is_empty() {
+            wire["tool_calls"] = self
+                .tool_calls
+                .iter()
+                .map(|c| {
+                    json!({"id": c.id, "type": "function", "function": {
+                        "name": c.name, "arguments": c.arguments.to_string(),
+                    }})
+                })
+                .collect();
+        }
+        if let Some(id) = &self.tool_call_id {
+            wire["tool_call_id"] = json!(id);
+        }
+        wire
     }
 
     pub fn plain(role: Role, content: String) -> Self {

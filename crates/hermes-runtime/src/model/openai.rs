@@ -7,7 +7,7 @@ use futures_util::stream::{self, BoxStream};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
-use super::{ChatMessage, Model, ModelError, ModelEvent, Role, TokenUsage, ToolCall, ToolSpec};
+use super::{ChatMessage, Model, ModelError, ModelEvent, TokenUsage, ToolCall, ToolSpec};
 
 /// A model behind an OpenAI-compatible endpoint.
 pub struct OpenAiModel {
@@ -35,7 +35,7 @@ impl OpenAiModel {
     }
 
     fn body(&self, messages: &[ChatMessage], tools: &[ToolSpec]) -> Value {
-        let messages: Vec<Value> = messages.iter().map(wire_message).collect();
+        let messages: Vec<Value> = messages.iter().map(ChatMessage::to_openai).collect();
         let mut body = json!({
             "model": self.model,
             "messages": messages,
@@ -54,25 +54,6 @@ impl OpenAiModel {
         }
         body
     }
-}
-
-fn wire_message(message: &ChatMessage) -> Value {
-    let mut wire = json!({"role": message.role.as_str(), "content": message.content});
-    if message.role == Role::Assistant && !message.tool_calls.is_empty() {
-        wire["tool_calls"] = message
-            .tool_calls
-            .iter()
-            .map(|c| {
-                json!({"id": c.id, "type": "function", "function": {
-                    "name": c.name, "arguments": c.arguments.to_string(),
-                }})
-            })
-            .collect();
-    }
-    if let Some(id) = &message.tool_call_id {
-        wire["tool_call_id"] = json!(id);
-    }
-    wire
 }
 
 /// Tool calls as their deltas arrive: by index, id and name once, arguments in pieces.

@@ -191,6 +191,22 @@ impl StateDb {
             .collect())
     }
 
+    /// How many sessions started at `since` (unix seconds) or later, and how many messages
+    /// they hold — of the newest 500, archived and sub-agent rows left out, as Hermes counts.
+    pub async fn activity_since(&self, since: f64) -> Result<(u64, u64), sqlx::Error> {
+        let row = sqlx::query(
+            "SELECT COUNT(*) AS sessions, COALESCE(SUM(message_count), 0) AS messages FROM \
+             (SELECT message_count, started_at FROM sessions \
+              WHERE source != 'tool' AND archived = 0 ORDER BY started_at DESC LIMIT 500) \
+             WHERE started_at >= ?",
+        )
+        .bind(since)
+        .fetch_one(&self.pool)
+        .await?;
+        let count = |name: &str| row.get::<i64, _>(name).max(0) as u64;
+        Ok((count("sessions"), count("messages")))
+    }
+
     pub async fn messages(&self, session_id: &str) -> Result<Vec<ChatMessage>, sqlx::Error> {
         let rows = sqlx::query(
             "SELECT role, content, tool_call_id, tool_calls, tool_name FROM messages \

@@ -15,6 +15,7 @@ mod facts;
 mod features;
 mod framing;
 mod runtime_only;
+mod session_work;
 mod sessions;
 mod tools;
 mod turns;

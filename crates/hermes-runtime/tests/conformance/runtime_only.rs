@@ -189,3 +189,29 @@ async fn an_opened_session_announces_its_tools() {
     assert!(info["payload"]["usage"]["context_used"].is_null(), "{info}");
     peer.stop().await;
 }
+
+/// Completion lists paths only inside the runtime's workspace (Hermes lists the whole machine).
+#[tokio::test]
+async fn path_completion_stays_inside_the_workspace() {
+    let peer = Peer::start(Target::Ours).await;
+    std::fs::write(peer.work.join("inside.txt"), "i").unwrap();
+    let mut client = peer.connect().await;
+    let outside = peer.work.parent().unwrap().display().to_string();
+    for (word, cwd) in [
+        ("../", None),
+        ("/etc/", None),
+        ("~/", None),
+        ("@file:../", None),
+        ("i", Some(outside.as_str())),
+    ] {
+        let mut params = json!({"word": word});
+        if let Some(cwd) = cwd {
+            params["cwd"] = json!(cwd);
+        }
+        let listed = client.call("complete.path", params).await;
+        assert_eq!(listed, json!({"items": []}), "{word} from {cwd:?}");
+    }
+    let inside = client.call("complete.path", json!({"word": "ins"})).await;
+    assert_eq!(inside["items"][0]["text"], "inside.txt", "{inside}");
+    peer.stop().await;
+}

@@ -1,0 +1,216 @@
+//! Gateway methods that work on a live session besides prompting — take the last exchange
+//! back, say its status, save it to a file — and count recent sessions.
+
+use chrono::{Local, TimeZone};
+use hermes_native::codes;
+use hermes_native::config::{HermesConfig, SCRIPTED};
+use hermes_native::methods::{
+    Insights, InsightsParams, LiveSessionParams, SavedFile, TextOutput, Undone,
+};
+use serde_json::{Value, json};
+
+use super::methods::{Result, RpcError, handler_error, live_session};
+use crate::model::Role;
+use crate::runtime::Runtime;
+use crate::session::LiveSession;
+
+/// Hermes's default for `insights.get`.
+const INSIGHT_DAYS: u64 = 30;
+
+/// Refused while a turn runs, with Hermes's words for `what`.
+fn idle(session: &LiveSession, what: &str) -> Result<()> {
+    if session
+        .state
+        .lock()
+        .expect("not poisoned")
+        .running
+        .is_some()
+    {
+        return Err(RpcError::new(
+            codes::BUSY,
+            format!("session busy — /interrupt the current turn before {what}"),
+        ));
+    }
+    Ok(())
+}
+
+/// Takes back the trailing answer (with its tool messages) and the prompt before it, in
+/// memory, as Hermes's `session.undo` does: the next prompt is made on what is left, and the
+/// stored conversation keeps them.
+pub fn undo(runtime: &Runtime, p: LiveSessionParams) -> Result<Undone> {
+    let session = live_session(runtime, &p.session_id)?;
+    idle(&session, "/undo")?;
+    let mut state = session.state.lock().expect("not poisoned");
+    let messages = &mut state.messages;
+    let before = messages.len();
+    while messages
+        .last()
+        .is_some_and(|m| matches!(m.role, Role::Assistant | Role::Tool))
+    {
+        messages.pop();
+    }
+    if messages.last().is_some_and(|m| m.role == Role::User) {
+        messages.pop();
+    }
+    Ok(Undone {
+        removed: (before - messages.len()) as u64,
+    })
+}
+
+/// `/status`, line for line as Hermes writes it.
+pub async fn status(runtime: &Runtime, p: LiveSessionParams) -> Result<TextOutput> {
+    let session = live_session(runtime, &p.session_id)?;
+    let config = HermesConfig::load(&session.home)
+        .await
+        .map_err(handler_error)?;
+    let (title, last_active, running, usage) = {
+        let state = session.state.lock().expect("not poisoned");
+        let title = state.title.clone().unwrap_or_default();
+        (
+            title,
+            state.last_active,
+            state.running.is_some(),
+            state.usage,
+        )
+    };
+    let mut lines = vec![
+        "Hermes TUI Status".to_owned(),
+        String::new(),
+        format!("Session ID: {}", session.stored_id),
+        format!("Path: {}", shown_path(&session.home)),
+    ];
+    if !title.is_empty() {
+        lines.push(format!("Title: {title}"));
+    }
+    lines.extend([
+        format!("Model: {} ({})", session.model_name, provider(&config)),
+        format!("Created: {}", minutes(session.started_at)),
+        format!(
+            "Last Activity: {}",
+            minutes(last_active.max(session.started_at))
+        ),
+        format!("Tokens: {}", thousands(usage.input + usage.output)),
+        format!("Agent Running: {}", if running { "Yes" } else { "No" }),
+    ]);
+    Ok(TextOutput {
+        output: lines.join("\n"),
+    })
+}
+
+/// The provider a config names: absent, an endpoint at `base_url` is `custom`, and no endpoint
+/// at all is our offline scripted model.
+fn provider(config: &HermesConfig) -> String {
+    match (&config.model.provider, &config.model.base_url) {
+        (Some(provider), _) => provider.clone(),
+        (None, Some(_)) => "custom".to_owned(),
+        (None, None) => SCRIPTED.to_owned(),
+    }
+}
+
+/// A path with the user's home written `~`, as Hermes shows its home.
+fn shown_path(path: &std::path::Path) -> String {
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    match home
+        .as_deref()
+        .and_then(|home| path.strip_prefix(home).ok())
+    {
+        Some(rest) => format!("~/{}", rest.display()),
+        None => path.display().to_string(),
+    }
+}
+
+/// Unix seconds as local `YYYY-MM-DD HH:MM`.
+fn minutes(unix: f64) -> String {
+    local(unix).format("%Y-%m-%d %H:%M").to_string()
+}
+
+fn local(unix: f64) -> chrono::DateTime<Local> {
+    let nanos = (unix.fract() * 1e9) as u32;
+    Local
+        .timestamp_opt(unix as i64, nanos)
+        .single()
+        .unwrap_or_else(Local::now)
+}
+
+/// `1234567` as `1,234,567`.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, digit) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    out
+}
+
+/// Writes the conversation as Hermes does (`model`, `session_id`, `session_start`,
+/// `system_prompt`, `messages` in the model's chat format) to
+/// `<home>/sessions/saved/hermes_conversation_<local time>.json`.
+pub async fn save(runtime: &Runtime, p: LiveSessionParams) -> Result<SavedFile> {
+    let session = live_session(runtime, &p.session_id)?;
+    let messages: Vec<Value> = {
+        let state = session.state.lock().expect("not poisoned");
+        state.messages.iter().map(|m| m.to_openai()).collect()
+    };
+    let content = json!({
+        "model": session.model_name,
+        "session_id": session.stored_id,
+        "session_start": local(session.started_at).naive_local().to_string().replace(' ', "T"),
+        // This runtime sends the model no system prompt.
+        "system_prompt": "",
+        "messages": messages,
+    });
+    let failed = |e: std::io::Error| RpcError::new(codes::SAVE_FAILED, e.to_string());
+    let dir = session.home.join("sessions").join("saved");
+    tokio::fs::create_dir_all(&dir).await.map_err(failed)?;
+    let name = format!(
+        "hermes_conversation_{}.json",
+        Local::now().format("%Y%m%d_%H%M%S")
+    );
+    let file = dir.join(name);
+    let text = serde_json::to_string_pretty(&content).map_err(handler_error)?;
+    tokio::fs::write(&file, text).await.map_err(failed)?;
+    Ok(SavedFile {
+        file: file.display().to_string(),
+    })
+}
+
+/// Stored sessions of the launch home that started in the last `days`, and their messages.
+pub async fn insights(runtime: &Runtime, p: InsightsParams) -> Result<Insights> {
+    let days = p.days.unwrap_or(json!(INSIGHT_DAYS));
+    let count = days.as_f64().ok_or_else(|| {
+        RpcError::new(
+            codes::INSIGHTS_FAILED,
+            format!("not a number of days: {days}"),
+        )
+    })?;
+    let since = crate::store::unix_now() - count * 86_400.0;
+    let db = runtime
+        .db(&runtime.root)
+        .await
+        .map_err(|e| RpcError::new(codes::INSIGHTS_FAILED, format!("state.db unavailable: {e}")))?;
+    let (sessions, messages) = db
+        .activity_since(since)
+        .await
+        .map_err(|e| RpcError::new(codes::INSIGHTS_FAILED, e.to_string()))?;
+    Ok(Insights {
+        days,
+        sessions,
+        messages,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thousands_are_separated_by_commas() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1000), "1,000");
+        assert_eq!(thousands(1234567), "1,234,567");
+    }
+}

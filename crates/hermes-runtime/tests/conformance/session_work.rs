@@ -1,0 +1,233 @@
+//! What a client does with a session besides prompting — take the last exchange back, read its
+//! status, save it to a file, count the sessions — and the completions a client offers while
+//! someone types, with Hermes's shapes and codes.
+
+use serde_json::{Value, json};
+
+use crate::conformance;
+use crate::harness::{Peer, Target};
+
+/// Hermes's code for a live session that does not exist.
+const SESSION_NOT_FOUND: i64 = 4001;
+/// Hermes's code for a session whose turn still runs.
+const BUSY: i64 = 4009;
+
+/// The result of `method`, once the session has settled: Hermes still counts a session as
+/// running for a moment after `message.complete` (it is busy a while longer, at most 10 s here).
+async fn when_idle(client: &mut crate::harness::Client, method: &str, params: Value) -> Value {
+    for _ in 0..100 {
+        let reply = client.request(method, params.clone()).await;
+        if reply["error"]["code"] != BUSY {
+            assert!(reply.get("error").is_none(), "{method} failed: {reply}");
+            return reply["result"].clone();
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("{method}: the session stayed busy for 10 s");
+}
+
+conformance!(the_last_exchange_is_taken_back, undo);
+
+async fn undo(target: Target) {
+    let peer = Peer::start(target).await;
+    let mut client = peer.connect().await;
+    let code = client
+        .error_code("session.undo", json!({"session_id": "nope"}))
+        .await;
+    assert_eq!(code, SESSION_NOT_FOUND);
+    let sid = client.new_session().await;
+    for text in ["first", "second"] {
+        client.submit(&sid, text).await;
+        client.events_until("message.complete").await;
+    }
+    // The answer and the prompt it answered go; the exchange before stays.
+    let undo = json!({"session_id": sid});
+    let undone = when_idle(&mut client, "session.undo", undo.clone()).await;
+    assert_eq!(undone, json!({"removed": 2}));
+    // The next prompt is made on what is left.
+    client.submit(&sid, "third").await;
+    client.events_until("message.complete").await;
+    let request = peer.model.streamed_requests().pop().expect("a request");
+    let conversation: Vec<(&str, &str)> = request["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "user" || m["role"] == "assistant")
+        .map(|m| (m["role"].as_str().unwrap(), m["content"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        conversation,
+        [
+            ("user", "first"),
+            ("assistant", "You said: first"),
+            ("user", "third")
+        ]
+    );
+    when_idle(&mut client, "session.undo", undo.clone()).await;
+    client.call("session.undo", undo.clone()).await;
+    let nothing = client.call("session.undo", undo).await;
+    assert_eq!(nothing, json!({"removed": 0}));
+    peer.stop().await;
+}
+
+conformance!(
+    a_session_says_its_status_and_is_saved_to_a_file,
+    status_and_save
+);
+
+async fn status_and_save(target: Target) {
+    let peer = Peer::start(target).await;
+    let mut client = peer.connect().await;
+    for method in ["session.status", "session.save"] {
+        let code = client
+            .error_code(method, json!({"session_id": "nope"}))
+            .await;
+        assert_eq!(code, SESSION_NOT_FOUND, "{method}");
+    }
+    let created = client.call("session.create", json!({})).await;
+    let sid = created["session_id"].clone();
+    let stored = created["stored_session_id"].as_str().unwrap().to_owned();
+    client.submit(&sid, "hello there").await;
+    client.events_until("message.complete").await;
+
+    let status = client
+        .call("session.status", json!({"session_id": sid}))
+        .await;
+    let output = status["output"].as_str().expect("text");
+    let lines: Vec<&str> = output.lines().collect();
+    assert_eq!(
+        lines[..3],
+        ["Hermes TUI Status", "", &format!("Session ID: {stored}")]
+    );
+    assert!(lines.contains(&"Model: fake-model (custom)"), "{output}");
+    for label in [
+        "Path: ",
+        "Created: ",
+        "Last Activity: ",
+        "Tokens: ",
+        "Agent Running: ",
+    ] {
+        assert!(
+            lines.iter().any(|l| l.starts_with(label)),
+            "{label} in {output}"
+        );
+    }
+
+    let saved = client
+        .call("session.save", json!({"session_id": sid}))
+        .await;
+    let file = std::path::PathBuf::from(saved["file"].as_str().expect("a path"));
+    assert_eq!(file.parent().unwrap(), peer.home.join("sessions/saved"));
+    let name = file.file_name().unwrap().to_str().unwrap();
+    assert!(
+        name.starts_with("hermes_conversation_") && name.ends_with(".json"),
+        "{name}"
+    );
+    let content: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    assert_eq!(content["model"], "fake-model", "{content}");
+    assert_eq!(content["session_id"], stored.as_str(), "{content}");
+    assert!(content["session_start"].is_string(), "{content}");
+    assert!(content["system_prompt"].is_string(), "{content}");
+    let said: Vec<(&str, &str)> = content["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] != "system")
+        .map(|m| (m["role"].as_str().unwrap(), m["content"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        said,
+        [
+            ("user", "hello there"),
+            ("assistant", "You said: hello there")
+        ]
+    );
+    peer.stop().await;
+}
+
+conformance!(insights_count_recent_sessions_and_their_messages, insights);
+
+async fn insights(target: Target) {
+    let peer = Peer::start(target).await;
+    let mut client = peer.connect().await;
+    let none = client.call("insights.get", json!({})).await;
+    assert_eq!(none, json!({"days": 30, "sessions": 0, "messages": 0}));
+    let sid = client.new_session().await;
+    client.submit(&sid, "hello").await;
+    client.events_until("message.complete").await;
+    let one = client.call("insights.get", json!({"days": 7})).await;
+    assert_eq!(one, json!({"days": 7, "sessions": 1, "messages": 2}));
+    peer.stop().await;
+}
+
+conformance!(paths_and_commands_are_completed, completion);
+
+async fn completion(target: Target) {
+    let peer = Peer::start(target).await;
+    std::fs::write(peer.work.join("notes.txt"), "n").unwrap();
+    std::fs::write(peer.work.join("Nine.md"), "9").unwrap();
+    std::fs::create_dir(peer.work.join("nested")).unwrap();
+    std::fs::write(peer.work.join("nested/inner.txt"), "i").unwrap();
+    std::fs::write(peer.work.join(".hidden"), "h").unwrap();
+    let mut client = peer.connect().await;
+    let complete = async |client: &mut crate::harness::Client, word: &str| {
+        client.call("complete.path", json!({"word": word})).await
+    };
+    assert_eq!(complete(&mut client, "").await, json!({"items": []}));
+    // Entries of the directory the word is in whose names start with its last part, any case,
+    // sorted as the directory lists them; a directory ends in `/`.
+    assert_eq!(
+        complete(&mut client, "n").await,
+        json!({"items": [
+            {"text": "Nine.md", "display": "Nine.md", "meta": ""},
+            {"text": "nested/", "display": "nested/", "meta": "dir"},
+            {"text": "notes.txt", "display": "notes.txt", "meta": ""},
+        ]})
+    );
+    assert_eq!(
+        complete(&mut client, "./nes").await,
+        json!({"items": [{"text": "./nested/", "display": "nested/", "meta": "dir"}]})
+    );
+    assert_eq!(
+        complete(&mut client, "nested/").await,
+        json!({"items": [{"text": "nested/inner.txt", "display": "inner.txt", "meta": ""}]})
+    );
+    assert_eq!(
+        complete(&mut client, ".hid").await,
+        json!({"items": [{"text": ".hidden", "display": ".hidden", "meta": ""}]})
+    );
+    assert_eq!(
+        complete(&mut client, "missing/x").await,
+        json!({"items": []})
+    );
+    // `@` offers what can be attached; `@file:` completes files only.
+    let at = complete(&mut client, "@").await;
+    let offered: Vec<&str> = at["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|item| item["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        offered,
+        ["@diff", "@staged", "@file:", "@folder:", "@url:", "@git:"]
+    );
+    assert_eq!(
+        complete(&mut client, "@file:n").await,
+        json!({"items": [
+            {"text": "@file:Nine.md", "display": "Nine.md", "meta": ""},
+            {"text": "@file:notes.txt", "display": "notes.txt", "meta": ""},
+        ]})
+    );
+
+    // Slash commands: nothing for text that is not one; otherwise items to replace from
+    // after the `/`.
+    let plain = client
+        .call("complete.slash", json!({"text": "hello"}))
+        .await;
+    assert_eq!(plain, json!({"items": []}));
+    let slash = client.call("complete.slash", json!({"text": "/zzz"})).await;
+    assert_eq!(slash["replace_from"], 1, "{slash}");
+    assert!(slash["items"].is_array(), "{slash}");
+    peer.stop().await;
+}
