@@ -312,6 +312,10 @@ pub fn write_all() -> std::io::Result<Vec<&'static str>> {
             python::GENERATED_DESKTOP_ROUTES,
             python::generate_desktop_routes(&routes),
         ),
+        (
+            native::RUNTIMES_DOC,
+            native::with_method_table(&read(native::RUNTIMES_DOC), &catalog),
+        ),
     ])
 }
 
@@ -403,6 +407,17 @@ mod tests {
                 "`{method}` is not a Hermes 0.19 method"
             );
         }
+    }
+
+    #[test]
+    fn the_method_table_of_the_runtime_docs_matches_the_catalog() {
+        let catalog: Value = serde_json::from_str(&read(native::CATALOG)).expect("JSON");
+        let doc = read(native::RUNTIMES_DOC);
+        assert!(
+            doc == native::with_method_table(&doc, &catalog),
+            "the method table of {} differs from the catalog: {FIX}",
+            native::RUNTIMES_DOC
+        );
     }
 
     #[test]
