@@ -143,6 +143,7 @@ fn server_side(line: &str) {
         InsightsGet,
         CompletePath,
         CompleteSlash,
+        SessionBranch,
     );
     assert_eq!(
         names,

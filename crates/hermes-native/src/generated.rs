@@ -1703,11 +1703,11 @@ impl<T: NativeTransport + ?Sized> SessionNamespace<'_, T> {
         call_method::<methods::SessionActiveList, _>(self.transport, params).await
     }
 
-    /// `session.branch` (scope: session; may reply out of order; not implemented by hermes-runtime: answers Unsupported there).
+    /// `session.branch` (scope: session; may reply out of order).
     ///
     /// Result keys: parent, session_id, title.
-    pub async fn branch(&self, params: &SessionBranchParams) -> Result<Value, NativeError> {
-        call(self.transport, "session.branch", params).await
+    pub async fn branch(&self, params: &<methods::SessionBranch as Method>::Params) -> Result<<methods::SessionBranch as Method>::Result, NativeError> {
+        call_method::<methods::SessionBranch, _>(self.transport, params).await
     }
 
     /// `session.close` (scope: session).
@@ -1829,15 +1829,6 @@ impl<T: NativeTransport + ?Sized> SessionNamespace<'_, T> {
 /// Params of `session.activate`; unset fields are not sent.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct SessionActivateParams {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub session_id: Option<Value>,
-}
-
-/// Params of `session.branch`; unset fields are not sent.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct SessionBranchParams {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub name: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_id: Option<Value>,
 }

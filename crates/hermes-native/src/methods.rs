@@ -120,6 +120,29 @@ methods! {
     CompletePath = "complete.path" (CompletePathParams) -> Completions;
     /// Completes a slash command being typed (`text`).
     CompleteSlash = "complete.slash" (CompleteSlashParams) -> Completions;
+    /// Branches a live session: a new stored session (the old one its parent) with a copy of
+    /// its conversation, titled `name` or next in the old title's lineage (`Title #2`), and a
+    /// live session on it. A session with nothing said yet is 4008.
+    SessionBranch = "session.branch" (SessionBranchParams) -> SessionBranched;
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionBranchParams {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<LiveSessionId>,
+    /// The branch's title.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
+/// Reply of `session.branch`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionBranched {
+    /// The branch's live session.
+    pub session_id: LiveSessionId,
+    pub title: String,
+    /// The stored session branched from.
+    pub parent: StoredSessionId,
 }
 
 /// Reply of `session.undo`: how many messages were taken back.

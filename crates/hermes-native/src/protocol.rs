@@ -18,6 +18,8 @@ pub mod codes {
     pub const SESSION_ID_REQUIRED: i64 = 4006;
     /// A stored session (`session.resume`, `session.delete`) that does not exist.
     pub const SESSION_NOT_FOUND: i64 = 4007;
+    /// `session.branch` of a session with no messages.
+    pub const NOTHING_TO_BRANCH: i64 = 4008;
     /// Busy, or no pending request to answer.
     pub const BUSY: i64 = 4009;
     /// `session.title` with an empty title.
@@ -25,6 +27,8 @@ pub mod codes {
     /// `session.delete` of a session that is live.
     pub const SESSION_ACTIVE: i64 = 4023;
     pub const INTERNAL: i64 = 5000;
+    /// `session.branch` could not write the branch.
+    pub const BRANCH_FAILED: i64 = 5008;
     /// `session.save` could not write its file.
     pub const SAVE_FAILED: i64 = 5011;
     /// `insights.get` could not count.

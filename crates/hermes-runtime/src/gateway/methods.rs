@@ -125,6 +125,7 @@ methods! { runtime, transport, p;
     InsightsGet => reply(session_work::insights(runtime, p).await?),
     CompletePath => reply(completion::path(runtime, p).await),
     CompleteSlash => reply(completion::slash(p)),
+    SessionBranch => announced(runtime, session_branch(runtime, transport, p).await?),
 }
 
 async fn cron_manage(runtime: &Runtime, p: CronManageParams) -> Result<Value> {
@@ -206,6 +207,12 @@ trait Opened: Serialize {
 }
 
 impl Opened for SessionCreated {
+    fn live(&self) -> &LiveSessionId {
+        &self.session_id
+    }
+}
+
+impl Opened for SessionBranched {
     fn live(&self) -> &LiveSessionId {
         &self.session_id
     }
@@ -320,6 +327,59 @@ async fn session_create(
         message_count: 0,
         messages: Vec::new(),
         info: info(&session),
+    })
+}
+
+async fn session_branch(
+    runtime: &Runtime,
+    transport: &Transport,
+    p: SessionBranchParams,
+) -> Result<SessionBranched> {
+    let parent = live_session(runtime, &p.session_id)?;
+    let (messages, title) = {
+        let state = parent.state.lock().expect("not poisoned");
+        (state.messages.clone(), state.title.clone())
+    };
+    if messages.iter().all(|m| m.role == Role::System) {
+        return Err(RpcError::new(
+            codes::NOTHING_TO_BRANCH,
+            "nothing to branch — send a message first",
+        ));
+    }
+    let failed =
+        |e: sqlx::Error| RpcError::new(codes::BRANCH_FAILED, format!("branch failed: {e}"));
+    let db = runtime.db(&parent.home).await.map_err(failed)?;
+    let title = match given(&p.name) {
+        Some(name) => name.to_owned(),
+        None => {
+            let lineage = title.filter(|t| !t.is_empty());
+            db.next_title_in_lineage(lineage.as_deref().unwrap_or("branch"))
+                .await
+                .map_err(failed)?
+        }
+    };
+    let row = SessionRow {
+        id: session::new_stored_id(),
+        source: parent.source.clone(),
+        model: parent.model_name.clone(),
+        started_at: unix_now(),
+        title: Some(title.clone()),
+        message_count: messages.len() as i64,
+        profile_name: parent.profile.clone(),
+    };
+    db.insert_branch(&row, &parent.stored_id, &messages)
+        .await
+        .map_err(failed)?;
+    let opening = Opening {
+        profile: parent.profile.as_deref(),
+        source: Some(&parent.source),
+        close_on_disconnect: false,
+    };
+    let branch = open_live(runtime, transport, opening, row, messages, true).await?;
+    Ok(SessionBranched {
+        session_id: branch.sid.clone(),
+        title,
+        parent: StoredSessionId::new(parent.stored_id.clone()),
     })
 }
 

@@ -123,6 +123,66 @@ impl StateDb {
         Ok(())
     }
 
+    /// Writes `row` as a branch of session `parent` with a copy of `messages` (their roles and
+    /// text, as Hermes copies them), in one transaction.
+    pub async fn insert_branch(
+        &self,
+        row: &SessionRow,
+        parent: &str,
+        messages: &[ChatMessage],
+    ) -> Result<(), sqlx::Error> {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query(
+            "INSERT INTO sessions (id, source, model, started_at, title, profile_name, \
+             parent_session_id, message_count) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(&row.id)
+        .bind(&row.source)
+        .bind(&row.model)
+        .bind(row.started_at)
+        .bind(&row.title)
+        .bind(&row.profile_name)
+        .bind(parent)
+        .bind(messages.len() as i64)
+        .execute(&mut *tx)
+        .await?;
+        let now = unix_now();
+        for message in messages {
+            let copy = ChatMessage::plain(message.role, message.content.clone());
+            insert_message(&mut tx, &row.id, &copy, now).await?;
+        }
+        tx.commit().await
+    }
+
+    /// The title after `title` in its lineage: `title` itself (without any ` #N`) while no
+    /// session has it or a numbered one, else `title #<highest N + 1>` (the base counts as 1).
+    pub async fn next_title_in_lineage(&self, title: &str) -> Result<String, sqlx::Error> {
+        let base = match title.rsplit_once(" #") {
+            Some((base, n)) if n.parse::<u64>().is_ok() => base,
+            _ => title,
+        };
+        let titles: Vec<String> = sqlx::query_scalar(
+            "SELECT title FROM sessions WHERE title = ? OR substr(title, 1, ?) = ?",
+        )
+        .bind(base)
+        .bind(base.chars().count() as i64 + 2)
+        .bind(format!("{base} #"))
+        .fetch_all(&self.pool)
+        .await?;
+        let highest = titles
+            .iter()
+            .filter_map(|t| match t.strip_prefix(base) {
+                Some("") => Some(1),
+                Some(rest) => rest.strip_prefix(" #")?.parse::<u64>().ok(),
+                None => None,
+            })
+            .max();
+        Ok(match highest {
+            None => base.to_owned(),
+            Some(n) => format!("{base} #{}", n + 1),
+        })
+    }
+
     /// Appends messages and bumps the session's counters, in one transaction.
     pub async fn append_messages(
         &self,
@@ -324,5 +384,38 @@ fn session_row(row: &sqlx::sqlite::SqliteRow) -> SessionRow {
         title: row.get("title"),
         message_count: row.get("message_count"),
         profile_name: row.get("profile_name"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(id: &str, title: &str) -> SessionRow {
+        SessionRow {
+            id: id.to_owned(),
+            source: "test".to_owned(),
+            model: String::new(),
+            started_at: unix_now(),
+            title: Some(title.to_owned()),
+            message_count: 0,
+            profile_name: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_title_lineage_counts_on_from_its_highest_number() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = StateDb::open(dir.path()).await.unwrap();
+        assert_eq!(db.next_title_in_lineage("Plans").await.unwrap(), "Plans");
+        db.ensure_session(&row("a", "Plans")).await.unwrap();
+        assert_eq!(db.next_title_in_lineage("Plans").await.unwrap(), "Plans #2");
+        db.ensure_session(&row("b", "Plans #7")).await.unwrap();
+        db.ensure_session(&row("c", "Plans #x")).await.unwrap();
+        db.ensure_session(&row("d", "Plansx #9")).await.unwrap();
+        // From the base or from a numbered title of the lineage alike.
+        assert_eq!(db.next_title_in_lineage("Plans").await.unwrap(), "Plans #8");
+        assert_eq!(db.next_title_in_lineage("Plans #2").await.unwrap(), "Plans #8");
+        db.close().await;
     }
 }

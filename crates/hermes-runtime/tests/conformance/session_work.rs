@@ -11,6 +11,8 @@ use crate::harness::{Peer, Target};
 const SESSION_NOT_FOUND: i64 = 4001;
 /// Hermes's code for a session whose turn still runs.
 const BUSY: i64 = 4009;
+/// Hermes's code for branching a session with no messages.
+const NOTHING_TO_BRANCH: i64 = 4008;
 
 /// The result of `method`, once the session has settled: Hermes still counts a session as
 /// running for a moment after `message.complete` (it is busy a while longer, at most 10 s here).
@@ -229,5 +231,60 @@ async fn completion(target: Target) {
     let slash = client.call("complete.slash", json!({"text": "/zzz"})).await;
     assert_eq!(slash["replace_from"], 1, "{slash}");
     assert!(slash["items"].is_array(), "{slash}");
+    peer.stop().await;
+}
+
+conformance!(a_branch_goes_on_from_the_conversation, branch);
+
+async fn branch(target: Target) {
+    let peer = Peer::start(target).await;
+    let mut client = peer.connect().await;
+    let code = client
+        .error_code("session.branch", json!({"session_id": "nope"}))
+        .await;
+    assert_eq!(code, SESSION_NOT_FOUND);
+    let created = client.call("session.create", json!({})).await;
+    let sid = created["session_id"].clone();
+    let stored = created["stored_session_id"].clone();
+    let empty = client
+        .error_code("session.branch", json!({"session_id": sid}))
+        .await;
+    assert_eq!(empty, NOTHING_TO_BRANCH);
+    client.submit(&sid, "hello there").await;
+    client.events_until("message.complete").await;
+    let title = json!({"session_id": sid, "title": "Greetings"});
+    when_idle(&mut client, "session.title", title).await;
+
+    // A new stored session, the old one its parent, titled next in its lineage, with a live
+    // session of its own.
+    let branched = when_idle(&mut client, "session.branch", json!({"session_id": sid})).await;
+    assert_eq!(branched["title"], "Greetings #2", "{branched}");
+    assert_eq!(branched["parent"], stored, "{branched}");
+    let live = branched["session_id"].clone();
+    assert_eq!(live.as_str().unwrap().len(), 8, "{branched}");
+    assert_ne!(live, sid);
+    // The branch goes on from the conversation so far.
+    client.submit(&live, "and then?").await;
+    client.events_until("message.complete").await;
+    let request = peer.model.streamed_requests().pop().expect("a request");
+    let conversation: Vec<(&str, &str)> = request["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "user" || m["role"] == "assistant")
+        .map(|m| (m["role"].as_str().unwrap(), m["content"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        conversation,
+        [
+            ("user", "hello there"),
+            ("assistant", "You said: hello there"),
+            ("user", "and then?")
+        ]
+    );
+    // A name is taken as it is.
+    let named = json!({"session_id": sid, "name": "Elsewhere"});
+    let named = when_idle(&mut client, "session.branch", named).await;
+    assert_eq!(named["title"], "Elsewhere", "{named}");
     peer.stop().await;
 }
