@@ -144,6 +144,7 @@ fn server_side(line: &str) {
         CompletePath,
         CompleteSlash,
         SessionBranch,
+        SessionContextBreakdown,
     );
     assert_eq!(
         names,

@@ -1724,11 +1724,11 @@ impl<T: NativeTransport + ?Sized> SessionNamespace<'_, T> {
         call(self.transport, "session.compress", params).await
     }
 
-    /// `session.context_breakdown` (scope: session; not implemented by hermes-runtime: answers Unsupported there).
+    /// `session.context_breakdown` (scope: session).
     ///
     /// Result keys: categories, context_max, context_percent, context_used, estimated_total, model.
-    pub async fn context_breakdown(&self, params: &SessionContextBreakdownParams) -> Result<Value, NativeError> {
-        call(self.transport, "session.context_breakdown", params).await
+    pub async fn context_breakdown(&self, params: &<methods::SessionContextBreakdown as Method>::Params) -> Result<<methods::SessionContextBreakdown as Method>::Result, NativeError> {
+        call_method::<methods::SessionContextBreakdown, _>(self.transport, params).await
     }
 
     /// `session.create` (scope: profile).
@@ -1838,13 +1838,6 @@ pub struct SessionActivateParams {
 pub struct SessionCompressParams {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub focus_topic: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub session_id: Option<Value>,
-}
-
-/// Params of `session.context_breakdown`; unset fields are not sent.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct SessionContextBreakdownParams {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_id: Option<Value>,
 }

@@ -124,6 +124,32 @@ methods! {
     /// its conversation, titled `name` or next in the old title's lineage (`Title #2`), and a
     /// live session on it. A session with nothing said yet is 4008.
     SessionBranch = "session.branch" (SessionBranchParams) -> SessionBranched;
+    /// What fills a live session's context window, by kind (roughly: four characters a
+    /// token), and how full it is. Before the session's first prompt nothing is broken down.
+    SessionContextBreakdown = "session.context_breakdown" (LiveSessionParams) -> ContextBreakdown;
+}
+
+/// Reply of `session.context_breakdown`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ContextBreakdown {
+    /// The kinds with any tokens: `system_prompt`, `tool_definitions`, `rules`, `skills`,
+    /// `mcp`, `subagent_definitions`, `memory`, `conversation`.
+    pub categories: Vec<ContextCategory>,
+    pub context_max: u64,
+    pub context_percent: u64,
+    /// What the last model call measured, else `estimated_total`.
+    pub context_used: u64,
+    pub estimated_total: u64,
+    pub model: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ContextCategory {
+    /// A CSS colour a client draws the kind in.
+    pub color: String,
+    pub id: String,
+    pub label: String,
+    pub tokens: u64,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

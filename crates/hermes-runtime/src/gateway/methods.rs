@@ -126,6 +126,7 @@ methods! { runtime, transport, p;
     CompletePath => reply(completion::path(runtime, p).await),
     CompleteSlash => reply(completion::slash(p)),
     SessionBranch => announced(runtime, session_branch(runtime, transport, p).await?),
+    SessionContextBreakdown => reply(session_work::context_breakdown(runtime, p).await?),
 }
 
 async fn cron_manage(runtime: &Runtime, p: CronManageParams) -> Result<Value> {

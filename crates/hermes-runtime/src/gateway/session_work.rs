@@ -5,14 +5,16 @@ use chrono::{Local, TimeZone};
 use hermes_native::codes;
 use hermes_native::config::{HermesConfig, SCRIPTED};
 use hermes_native::methods::{
-    Insights, InsightsParams, LiveSessionParams, SavedFile, TextOutput, Undone,
+    ContextBreakdown, ContextCategory, Insights, InsightsParams, LiveSessionParams, SavedFile,
+    TextOutput, Undone,
 };
 use serde_json::{Value, json};
 
 use super::methods::{Result, RpcError, handler_error, live_session};
-use crate::model::Role;
+use crate::model::{ChatMessage, Role};
 use crate::runtime::Runtime;
 use crate::session::LiveSession;
+use crate::tools::ToolBox;
 
 /// Hermes's default for `insights.get`.
 const INSIGHT_DAYS: u64 = 30;
@@ -199,6 +201,102 @@ pub async fn insights(runtime: &Runtime, p: InsightsParams) -> Result<Insights> 
         days,
         sessions,
         messages,
+    })
+}
+
+/// The kinds of what fills the window that this runtime has (no system prompt, rules, skills,
+/// sub-agents or memory): (id, label, colour).
+const TOOL_DEFINITIONS: (&str, &str, &str) = (
+    "tool_definitions",
+    "Tool definitions",
+    "var(--context-usage-tools)",
+);
+const MCP: (&str, &str, &str) = ("mcp", "MCP", "var(--context-usage-mcp)");
+const CONVERSATION: (&str, &str, &str) = (
+    "conversation",
+    "Conversation",
+    "var(--context-usage-conversation)",
+);
+
+/// Roughly how many tokens `chars` characters are (four a token, rounded up), as Hermes counts.
+fn rough_tokens(chars: usize) -> u64 {
+    chars.div_ceil(4) as u64
+}
+
+fn message_chars(message: &ChatMessage) -> usize {
+    let calls: usize = message
+        .tool_calls
+        .iter()
+        .map(|call| call.name.len() + call.arguments.to_string().len())
+        .sum();
+    message.content.chars().count() + calls
+}
+
+/// What fills the session's context window: the tools the next call would offer (built-in
+/// and MCP) and the conversation, and how full the window is — what the last call measured,
+/// else the estimate. Before the first prompt there is no agent yet, so nothing, as in Hermes.
+pub async fn context_breakdown(
+    runtime: &Runtime,
+    p: LiveSessionParams,
+) -> Result<ContextBreakdown> {
+    let session = live_session(runtime, &p.session_id)?;
+    let (messages, usage) = {
+        let state = session.state.lock().expect("not poisoned");
+        (state.messages.clone(), state.usage)
+    };
+    let context_max = session.context_window.unwrap_or(0);
+    let percent = |used: u64| match context_max {
+        0 => 0,
+        max => ((used as f64 / max as f64 * 100.0).round() as u64).min(100),
+    };
+    if usage.calls == 0 {
+        return Ok(ContextBreakdown {
+            model: session.model_name.clone(),
+            ..Default::default()
+        });
+    }
+    let config = HermesConfig::load(&session.home)
+        .await
+        .map_err(handler_error)?;
+    let (toolbox, _) = ToolBox::for_turn(runtime, &config).await;
+    let (mcp, built_in): (Vec<_>, Vec<_>) = toolbox
+        .specs()
+        .into_iter()
+        .partition(|spec| spec.name.starts_with("mcp_"));
+    let schema_tokens = |specs: Vec<crate::model::ToolSpec>| {
+        let listed: Vec<Value> = specs.iter().map(|spec| spec.to_openai()).collect();
+        match listed.is_empty() {
+            true => 0,
+            false => rough_tokens(Value::from(listed).to_string().chars().count()),
+        }
+    };
+    let conversation = rough_tokens(messages.iter().map(message_chars).sum());
+    let categories: Vec<ContextCategory> = [
+        (TOOL_DEFINITIONS, schema_tokens(built_in)),
+        (MCP, schema_tokens(mcp)),
+        (CONVERSATION, conversation),
+    ]
+    .into_iter()
+    .filter(|(_, tokens)| *tokens > 0)
+    .map(|((id, label, color), tokens)| ContextCategory {
+        color: color.to_owned(),
+        id: id.to_owned(),
+        label: label.to_owned(),
+        tokens,
+    })
+    .collect();
+    let estimated_total = categories.iter().map(|c| c.tokens).sum();
+    let context_used = match usage.last_prompt {
+        0 => estimated_total,
+        measured => measured,
+    };
+    Ok(ContextBreakdown {
+        categories,
+        context_max,
+        context_percent: percent(context_used),
+        context_used,
+        estimated_total,
+        model: session.model_name.clone(),
     })
 }
 

@@ -97,6 +97,15 @@ pub struct ToolSpec {
     pub parameters: Value,
 }
 
+impl ToolSpec {
+    /// The tool in OpenAI's chat format.
+    pub fn to_openai(&self) -> Value {
+        json!({"type": "function", "function": {
+            "name": self.name, "description": self.description, "parameters": self.parameters,
+        }})
+    }
+}
+
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct TokenUsage {
     pub input: u64,

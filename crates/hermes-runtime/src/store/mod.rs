@@ -415,7 +415,10 @@ mod tests {
         db.ensure_session(&row("d", "Plansx #9")).await.unwrap();
         // From the base or from a numbered title of the lineage alike.
         assert_eq!(db.next_title_in_lineage("Plans").await.unwrap(), "Plans #8");
-        assert_eq!(db.next_title_in_lineage("Plans #2").await.unwrap(), "Plans #8");
+        assert_eq!(
+            db.next_title_in_lineage("Plans #2").await.unwrap(),
+            "Plans #8"
+        );
         db.close().await;
     }
 }

@@ -288,3 +288,77 @@ async fn branch(target: Target) {
     assert_eq!(named["title"], "Elsewhere", "{named}");
     peer.stop().await;
 }
+
+conformance!(
+    the_context_window_is_broken_down_by_what_fills_it,
+    context_breakdown
+);
+
+async fn context_breakdown(target: Target) {
+    let peer = Peer::start(target).await;
+    let mut client = peer.connect().await;
+    let code = client
+        .error_code("session.context_breakdown", json!({"session_id": "nope"}))
+        .await;
+    assert_eq!(code, SESSION_NOT_FOUND);
+    let sid = client.new_session().await;
+    let params = json!({"session_id": sid});
+    // Before the first prompt there is no agent yet: nothing to break down.
+    let before = client
+        .call("session.context_breakdown", params.clone())
+        .await;
+    assert_eq!(before["categories"], json!([]), "{before}");
+    assert_eq!(before["estimated_total"], 0, "{before}");
+
+    client.submit(&sid, "hello there").await;
+    client.events_until("message.complete").await;
+    let after = when_idle(&mut client, "session.context_breakdown", params.clone()).await;
+    let known = [
+        "system_prompt",
+        "tool_definitions",
+        "rules",
+        "skills",
+        "mcp",
+        "subagent_definitions",
+        "memory",
+        "conversation",
+    ];
+    let categories = after["categories"].as_array().expect("categories");
+    let mut total = 0;
+    for category in categories {
+        assert!(
+            known.contains(&category["id"].as_str().unwrap()),
+            "{category}"
+        );
+        assert!(category["label"].is_string(), "{category}");
+        assert!(
+            category["color"].as_str().unwrap().starts_with("var(--"),
+            "{category}"
+        );
+        let tokens = category["tokens"].as_u64().unwrap();
+        assert!(tokens > 0, "{category}");
+        total += tokens;
+    }
+    let ids: Vec<&str> = categories
+        .iter()
+        .map(|c| c["id"].as_str().unwrap())
+        .collect();
+    assert!(
+        ids.contains(&"tool_definitions") && ids.contains(&"conversation"),
+        "{after}"
+    );
+    assert_eq!(after["estimated_total"], total, "{after}");
+    // What fills the window is what the last call measured, of the configured window.
+    let usage = client.call("session.usage", params).await;
+    assert_eq!(
+        after["context_used"], usage["context_used"],
+        "{after} {usage}"
+    );
+    assert_eq!(after["context_max"], 131072, "{after}");
+    assert_eq!(
+        after["context_percent"], usage["context_percent"],
+        "{after}"
+    );
+    assert_eq!(after["model"], "fake-model", "{after}");
+    peer.stop().await;
+}
