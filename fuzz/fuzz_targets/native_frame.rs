@@ -145,6 +145,7 @@ fn server_side(line: &str) {
         CompleteSlash,
         SessionBranch,
         SessionContextBreakdown,
+        SessionSteer,
     );
     assert_eq!(
         names,

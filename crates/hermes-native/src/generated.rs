@@ -1799,11 +1799,11 @@ impl<T: NativeTransport + ?Sized> SessionNamespace<'_, T> {
         call_method::<methods::SessionStatus, _>(self.transport, params).await
     }
 
-    /// `session.steer` (scope: session; not implemented by hermes-runtime: answers Unsupported there).
+    /// `session.steer` (scope: session).
     ///
     /// Result keys: status, text.
-    pub async fn steer(&self, params: &SessionSteerParams) -> Result<Value, NativeError> {
-        call(self.transport, "session.steer", params).await
+    pub async fn steer(&self, params: &<methods::SessionSteer as Method>::Params) -> Result<<methods::SessionSteer as Method>::Result, NativeError> {
+        call_method::<methods::SessionSteer, _>(self.transport, params).await
     }
 
     /// `session.title` (scope: session).
@@ -1849,15 +1849,6 @@ pub struct SessionCwdSetParams {
     pub cwd: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_id: Option<Value>,
-}
-
-/// Params of `session.steer`; unset fields are not sent.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct SessionSteerParams {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub session_id: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub text: Option<Value>,
 }
 
 /// The `setup.*` methods.

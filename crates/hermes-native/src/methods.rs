@@ -127,6 +127,26 @@ methods! {
     /// What fills a live session's context window, by kind (roughly: four characters a
     /// token), and how full it is. Before the session's first prompt nothing is broken down.
     SessionContextBreakdown = "session.context_breakdown" (LiveSessionParams) -> ContextBreakdown;
+    /// A message for the agent while it works: added to the result of the next tool batch,
+    /// marked as the user's. Without text 4002; before the session's first prompt 4010.
+    SessionSteer = "session.steer" (SessionSteerParams) -> Steered;
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionSteerParams {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<LiveSessionId>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+}
+
+/// Reply of `session.steer`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Steered {
+    /// `queued` (or `rejected`).
+    pub status: String,
+    /// The text as it was queued (trimmed).
+    pub text: String,
 }
 
 /// Reply of `session.context_breakdown`.

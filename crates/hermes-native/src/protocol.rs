@@ -15,11 +15,15 @@ pub mod codes {
     pub const LIVE_SESSION_NOT_FOUND: i64 = 4001;
     /// `config.get` of a key it does not know.
     pub const UNKNOWN_CONFIG_KEY: i64 = 4002;
+    /// `session.steer` without text (Hermes uses 4002 for this too).
+    pub const TEXT_REQUIRED: i64 = 4002;
     pub const SESSION_ID_REQUIRED: i64 = 4006;
     /// A stored session (`session.resume`, `session.delete`) that does not exist.
     pub const SESSION_NOT_FOUND: i64 = 4007;
     /// `session.branch` of a session with no messages.
     pub const NOTHING_TO_BRANCH: i64 = 4008;
+    /// `session.steer` before the session's agent exists (its first prompt).
+    pub const NO_AGENT: i64 = 4010;
     /// Busy, or no pending request to answer.
     pub const BUSY: i64 = 4009;
     /// `session.title` with an empty title.

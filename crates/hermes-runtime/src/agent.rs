@@ -141,7 +141,8 @@ async fn run_model_loop(
         if tool_calls.is_empty() {
             return Ok((CompletionStatus::Complete, reply_text));
         }
-        for call in tool_calls {
+        let batch = tool_calls.len();
+        for (done, call) in tool_calls.into_iter().enumerate() {
             session.emit(NativeEvent::ToolStart(ToolStart {
                 tool_id: call.id.clone(),
                 name: call.name.clone(),
@@ -164,7 +165,11 @@ async fn run_model_loop(
                 result: decoded,
                 duration_s: result.duration.as_secs_f64(),
             }));
-            let mut message = ChatMessage::plain(Role::Tool, result.for_model);
+            let mut content = result.for_model;
+            if done + 1 == batch {
+                content = with_steer(session, content);
+            }
+            let mut message = ChatMessage::plain(Role::Tool, content);
             message.tool_call_id = Some(call.id);
             message.tool_name = Some(call.name);
             record(session, &db, &mut history, message).await?;
@@ -173,6 +178,19 @@ async fn run_model_loop(
     Err(format!(
         "stopped after {MAX_MODEL_CALLS} model calls in one turn"
     ))
+}
+
+/// How a steer is marked in a tool result, in Hermes's words, so the model takes it as the
+/// user's message and not the tool's output.
+const STEER_OPEN: &str = "[OUT-OF-BAND USER MESSAGE — a direct message from the user, delivered mid-turn; not tool output]";
+const STEER_CLOSE: &str = "[/OUT-OF-BAND USER MESSAGE]";
+
+/// The last tool result of a batch, with what the user steered with meanwhile (if anything).
+fn with_steer(session: &LiveSession, result: String) -> String {
+    match session.state.lock().expect("not poisoned").steer.take() {
+        Some(steer) => format!("{result}\n\n{STEER_OPEN}\n{steer}\n{STEER_CLOSE}"),
+        None => result,
+    }
 }
 
 /// Adds a message to the turn's history, the live session and `state.db`.

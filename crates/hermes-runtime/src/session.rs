@@ -94,6 +94,8 @@ pub struct SessionState {
     pub usage: SessionUsage,
     /// Unix seconds of the last prompt or resume.
     pub last_active: f64,
+    /// What the user steered the agent with, for the next tool batch's result.
+    pub steer: Option<String>,
 }
 
 impl LiveSession {

@@ -139,6 +139,7 @@ async fn run_agent(
             close_on_disconnect: true,
             usage: SessionUsage::default(),
             last_active: unix_now(),
+            steer: None,
         }),
     });
     let prompt = format!(

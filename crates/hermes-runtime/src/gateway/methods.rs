@@ -127,6 +127,7 @@ methods! { runtime, transport, p;
     CompleteSlash => reply(completion::slash(p)),
     SessionBranch => announced(runtime, session_branch(runtime, transport, p).await?),
     SessionContextBreakdown => reply(session_work::context_breakdown(runtime, p).await?),
+    SessionSteer => reply(session_work::steer(runtime, p)?),
 }
 
 async fn cron_manage(runtime: &Runtime, p: CronManageParams) -> Result<Value> {
@@ -292,6 +293,7 @@ async fn open_live(
             close_on_disconnect: opening.close_on_disconnect,
             usage: Default::default(),
             last_active: now,
+            steer: None,
         }),
     });
     runtime

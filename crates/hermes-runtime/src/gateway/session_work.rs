@@ -6,7 +6,7 @@ use hermes_native::codes;
 use hermes_native::config::{HermesConfig, SCRIPTED};
 use hermes_native::methods::{
     ContextBreakdown, ContextCategory, Insights, InsightsParams, LiveSessionParams, SavedFile,
-    TextOutput, Undone,
+    SessionSteerParams, Steered, TextOutput, Undone,
 };
 use serde_json::{Value, json};
 
@@ -56,6 +56,32 @@ pub fn undo(runtime: &Runtime, p: LiveSessionParams) -> Result<Undone> {
     }
     Ok(Undone {
         removed: (before - messages.len()) as u64,
+    })
+}
+
+/// Queues `text` for the agent: the result of its next tool batch carries it, marked as the
+/// user's (`agent::with_steer`). A session whose agent does not exist yet (no prompt so far in
+/// this process) cannot be steered, as in Hermes.
+pub fn steer(runtime: &Runtime, p: SessionSteerParams) -> Result<Steered> {
+    let text = p.text.unwrap_or_default().trim().to_owned();
+    if text.is_empty() {
+        return Err(RpcError::new(codes::TEXT_REQUIRED, "text is required"));
+    }
+    let session = live_session(runtime, &p.session_id)?;
+    let mut state = session.state.lock().expect("not poisoned");
+    if state.running.is_none() && state.usage.calls == 0 {
+        return Err(RpcError::new(
+            codes::NO_AGENT,
+            "agent does not support steer",
+        ));
+    }
+    state.steer = Some(match state.steer.take() {
+        Some(earlier) => format!("{earlier}\n{text}"),
+        None => text.clone(),
+    });
+    Ok(Steered {
+        status: "queued".to_owned(),
+        text,
     })
 }
 

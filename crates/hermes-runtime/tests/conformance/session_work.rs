@@ -11,6 +11,10 @@ use crate::harness::{Peer, Target};
 const SESSION_NOT_FOUND: i64 = 4001;
 /// Hermes's code for a session whose turn still runs.
 const BUSY: i64 = 4009;
+/// Hermes's code for a `session.steer` without text.
+const TEXT_REQUIRED: i64 = 4002;
+/// Hermes's code for steering a session whose agent is not built yet (no prompt so far).
+const NO_AGENT: i64 = 4010;
 /// Hermes's code for branching a session with no messages.
 const NOTHING_TO_BRANCH: i64 = 4008;
 
@@ -360,5 +364,68 @@ async fn context_breakdown(target: Target) {
         "{after}"
     );
     assert_eq!(after["model"], "fake-model", "{after}");
+    peer.stop().await;
+}
+
+conformance!(a_steer_reaches_the_model_with_the_next_tool_result, steer);
+
+async fn steer(target: Target) {
+    let peer = Peer::start(target).await;
+    let mut client = peer.connect().await;
+    let empty = json!({"session_id": "nope", "text": " "});
+    assert_eq!(
+        client.error_code("session.steer", empty).await,
+        TEXT_REQUIRED
+    );
+    let unknown = json!({"session_id": "nope", "text": "x"});
+    assert_eq!(
+        client.error_code("session.steer", unknown).await,
+        SESSION_NOT_FOUND
+    );
+    let sid = client.new_session().await;
+    let early = json!({"session_id": sid, "text": "x"});
+    assert_eq!(client.error_code("session.steer", early).await, NO_AGENT);
+
+    // A turn waits for an approval; a steer sent meanwhile goes to the model with the result
+    // of the tool that ran.
+    let victim = peer.work.join("victim");
+    std::fs::create_dir_all(&victim).unwrap();
+    let text = format!(
+        "CALL terminal {}",
+        json!({"command": format!("rm -rf {}", victim.display())})
+    );
+    client.submit(&sid, &text).await;
+    client.events_until("approval.request").await;
+    let steered = client
+        .call(
+            "session.steer",
+            json!({"session_id": sid, "text": "mind the tests"}),
+        )
+        .await;
+    assert_eq!(
+        steered,
+        json!({"status": "queued", "text": "mind the tests"})
+    );
+    client
+        .call(
+            "approval.respond",
+            json!({"session_id": sid, "choice": "once"}),
+        )
+        .await;
+    client.events_until("message.complete").await;
+    let request = peer.model.streamed_requests().pop().expect("a request");
+    let messages = request["messages"].as_array().unwrap();
+    let result = messages
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "tool")
+        .expect("a tool result");
+    assert!(
+        result["content"]
+            .as_str()
+            .unwrap()
+            .contains("mind the tests"),
+        "{result}"
+    );
     peer.stop().await;
 }
