@@ -16,7 +16,9 @@ use tokio::sync::mpsc;
 
 #[derive(Args)]
 pub struct Chat {
+    /// The instance (its id, `inst_…`).
     instance: InstanceId,
+    /// The profile to talk to (its id, `prof_…`).
     profile: ProfileId,
     /// Go on with this session instead of starting one.
     #[arg(long)]

@@ -73,9 +73,13 @@ pub enum Instances {
         label: Option<String>,
     },
     /// Show one instance.
-    Get { id: InstanceId },
+    Get {
+        /// The instance's id (`inst_…`).
+        id: InstanceId,
+    },
     /// Create an instance and wait until it is ready, showing its provisioning steps.
     Create {
+        /// A name for it (what lists show).
         name: String,
         /// `embedded` (default) or `process`.
         #[arg(long, default_value = "embedded", value_parser = provider_arg)]
@@ -95,7 +99,10 @@ pub enum Instances {
         no_wait: bool,
     },
     /// Delete an instance and wait until its runtime is gone.
-    Delete { id: InstanceId },
+    Delete {
+        /// The instance's id (`inst_…`).
+        id: InstanceId,
+    },
 }
 
 pub async fn instances(hermes: &Hermes, command: Instances, out: Output) -> Done {
@@ -124,7 +131,10 @@ pub async fn instances(hermes: &Hermes, command: Instances, out: Output) -> Done
                 ..CreateInstance::named(&name)
             };
             let creation = hermes.instances().create_with(&spec).await?;
-            if !no_wait {
+            if no_wait {
+                let job = &creation.job.id;
+                eprintln!("provisioning: `edith jobs get {job} --follow` follows it");
+            } else {
                 follow_job(hermes, &creation.job.id, out).await?;
             }
             output::one(&creation.handle().get().await?, out);
@@ -196,19 +206,24 @@ async fn follow_job(hermes: &Hermes, job: &JobId, out: Output) -> Done {
 pub enum Profiles {
     /// List an instance's profiles.
     List {
+        /// The instance (its id, `inst_…`).
         #[arg(long)]
         instance: InstanceId,
     },
     /// Show one profile.
     Get {
+        /// The instance (its id, `inst_…`).
         #[arg(long)]
         instance: InstanceId,
+        /// The profile's id (`prof_…`).
         id: ProfileId,
     },
     /// Create a profile (the scripted offline model; attach tools with `--tool`).
     Create {
+        /// The instance (its id, `inst_…`).
         #[arg(long)]
         instance: InstanceId,
+        /// A name for it; the runtime's native profile is named after it.
         name: String,
         /// A callback tool to attach (repeatable).
         #[arg(long = "tool")]
@@ -216,8 +231,10 @@ pub enum Profiles {
     },
     /// Delete a profile with its sessions and turns.
     Delete {
+        /// The instance (its id, `inst_…`).
         #[arg(long)]
         instance: InstanceId,
+        /// The profile's id (`prof_…`).
         id: ProfileId,
     },
 }
@@ -260,34 +277,45 @@ pub async fn profiles(hermes: &Hermes, command: Profiles, out: Output) -> Done {
 pub enum Sessions {
     /// List a profile's sessions.
     List {
+        /// The instance (its id, `inst_…`).
         #[arg(long)]
         instance: InstanceId,
+        /// The profile (its id, `prof_…`).
         #[arg(long)]
         profile: ProfileId,
     },
     /// Show one session.
     Get {
+        /// The instance (its id, `inst_…`).
         #[arg(long)]
         instance: InstanceId,
+        /// The profile (its id, `prof_…`).
         #[arg(long)]
         profile: ProfileId,
+        /// The session's id (`sess_…`).
         id: SessionId,
     },
     /// Create a session.
     Create {
+        /// The instance (its id, `inst_…`).
         #[arg(long)]
         instance: InstanceId,
+        /// The profile (its id, `prof_…`).
         #[arg(long)]
         profile: ProfileId,
+        /// A title for the session.
         #[arg(long)]
         title: Option<String>,
     },
     /// Delete a session with its turns.
     Delete {
+        /// The instance (its id, `inst_…`).
         #[arg(long)]
         instance: InstanceId,
+        /// The profile (its id, `prof_…`).
         #[arg(long)]
         profile: ProfileId,
+        /// The session's id (`sess_…`).
         id: SessionId,
     },
 }
@@ -340,10 +368,13 @@ pub async fn sessions(hermes: &Hermes, command: Sessions, out: Output) -> Done {
 pub enum Turns {
     /// List a session's turns, oldest first, optionally only those in a state.
     List {
+        /// The instance (its id, `inst_…`).
         #[arg(long)]
         instance: InstanceId,
+        /// The profile (its id, `prof_…`).
         #[arg(long)]
         profile: ProfileId,
+        /// The session (its id, `sess_…`).
         #[arg(long)]
         session: SessionId,
         /// e.g. `requires_action`, `completed`.
@@ -353,12 +384,16 @@ pub enum Turns {
     /// Send `input` on a session and stream the answer until the turn ends (a turn that waits
     /// for an approval or a question is left waiting: answer it in `edith chat`).
     Send {
+        /// The instance (its id, `inst_…`).
         #[arg(long)]
         instance: InstanceId,
+        /// The profile (its id, `prof_…`).
         #[arg(long)]
         profile: ProfileId,
+        /// The session (its id, `sess_…`).
         #[arg(long)]
         session: SessionId,
+        /// What the user says.
         input: String,
     },
     /// Show one turn.
@@ -376,6 +411,7 @@ pub enum Turns {
     Approve {
         #[command(flatten)]
         turn: TurnRef,
+        /// `once`, `session`, `always` or `deny`.
         #[arg(long, value_parser = choice_arg)]
         choice: ApprovalChoice,
     },
@@ -384,7 +420,9 @@ pub enum Turns {
         #[command(flatten)]
         turn: TurnRef,
         #[arg(long)]
+        /// The question's `request_id` (from its `clarify.requested` event).
         request: String,
+        /// The answer: one of the question's choices, or any text.
         answer: String,
     },
 }
@@ -392,12 +430,16 @@ pub enum Turns {
 /// Which turn: its id and where it lives.
 #[derive(clap::Args)]
 pub struct TurnRef {
+    /// The instance (its id, `inst_…`).
     #[arg(long)]
     instance: InstanceId,
+    /// The profile (its id, `prof_…`).
     #[arg(long)]
     profile: ProfileId,
+    /// The session (its id, `sess_…`).
     #[arg(long)]
     session: SessionId,
+    /// The turn's id (`turn_…`).
     id: TurnId,
 }
 
@@ -524,7 +566,9 @@ pub async fn turns(hermes: &Hermes, command: Turns, out: Output) -> Done {
 pub enum Jobs {
     /// Show a job; with `--follow`, follow its steps to its end first.
     Get {
+        /// The job's id (`job_…`).
         id: JobId,
+        /// Follow its steps to its end first.
         #[arg(long)]
         follow: bool,
     },
@@ -544,16 +588,23 @@ pub enum Keys {
     /// List API keys (never their secrets).
     List,
     /// Show one key (never its secret).
-    Get { id: ApiKeyId },
+    Get {
+        /// The key's id (`key_…`).
+        id: ApiKeyId,
+    },
     /// Create a key; its secret is shown this once.
     Create {
+        /// A name to know it by.
         name: String,
         /// `read`, `write` or `admin`.
         #[arg(long, value_parser = scope_arg)]
         scope: Scope,
     },
     /// Revoke a key.
-    Revoke { id: ApiKeyId },
+    Revoke {
+        /// The key's id (`key_…`).
+        id: ApiKeyId,
+    },
 }
 
 pub async fn keys(hermes: &Hermes, command: Keys, out: Output) -> Done {
@@ -589,7 +640,10 @@ pub enum Tools {
     /// List callback tools.
     List,
     /// Show one tool.
-    Get { id: ToolId },
+    Get {
+        /// The tool's id (`tool_…`).
+        id: ToolId,
+    },
     /// Register a callback tool served by a tool host (see `ToolHost` in the SDK).
     Create {
         /// What models call it: a letter, then letters, digits, `_` or `-`.
@@ -605,7 +659,10 @@ pub enum Tools {
         schema: serde_json::Value,
     },
     /// Delete a tool no profile uses.
-    Delete { id: ToolId },
+    Delete {
+        /// The tool's id (`tool_…`).
+        id: ToolId,
+    },
 }
 
 pub async fn tools(hermes: &Hermes, command: Tools, out: Output) -> Done {

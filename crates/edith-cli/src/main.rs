@@ -84,7 +84,10 @@ enum Command {
     /// commands, in a file only you can read (`EDITH_CONFIG` names another).
     Login,
     /// Print a shell completion script, e.g. `edith completions bash > /etc/bash_completion.d/edith`.
-    Completions { shell: clap_complete::Shell },
+    Completions {
+        /// `bash`, `zsh`, `fish`, `elvish` or `powershell`.
+        shell: clap_complete::Shell,
+    },
 }
 
 #[tokio::main]

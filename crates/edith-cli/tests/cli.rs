@@ -291,6 +291,35 @@ async fn chat_streams_answers_and_asks_for_approvals_inline() {
         ])
         .await;
     assert_eq!(turns.as_array().unwrap().len(), 4, "{turns}");
+
+    // The end of input at an approval denies it: nothing runs without a yes.
+    let kept = tempfile::tempdir().unwrap();
+    let risky = format!(
+        "terminal {}\n",
+        serde_json::json!({"command": format!("rm -rf {}", kept.path().display())})
+    );
+    let at = ["chat", iid, pid, "--session", &sid];
+    let denied = plane.run_with(KEY, &at, &risky).await;
+    assert!(denied.status.success(), "{}", text(&denied));
+    assert!(kept.path().exists(), "denied at the end of input");
+
+    // A turn that cannot be sent (another one waits) is said, and the chat goes on.
+    let waiting = [
+        "turns",
+        "send",
+        "--instance",
+        iid,
+        "--profile",
+        pid,
+        "--session",
+        &sid,
+        &risky,
+    ];
+    assert!(plane.run(&waiting).await.status.success());
+    let refused = plane.run_with(KEY, &at, "hello\n").await;
+    assert!(refused.status.success(), "{}", text(&refused));
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(said.contains("in progress"), "{said}");
 }
 
 #[tokio::test]
@@ -345,12 +374,39 @@ async fn login_saves_the_url_and_key_for_the_next_commands_in_a_private_file() {
     assert!(!other.status.success());
     let said = String::from_utf8_lossy(&other.stderr);
     assert!(said.contains("needs an API key"), "no key was sent: {said}");
+
+    // Without `EDITH_CONFIG`, the file is `$XDG_CONFIG_HOME/edith/config.json`.
+    let xdg = tempfile::tempdir().unwrap();
+    let bare = |args: &[&str]| {
+        let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_edith"))
+            .args(args)
+            .env_remove("EDITH_URL")
+            .env_remove("EDITH_API_KEY")
+            .env_remove("EDITH_CONFIG")
+            .env("XDG_CONFIG_HOME", xdg.path())
+            .kill_on_drop(true)
+            .output();
+        async move {
+            tokio::time::timeout(Duration::from_secs(60), output)
+                .await
+                .expect("edith ends within 60 s")
+                .unwrap()
+        }
+    };
+    let url = plane.server.url();
+    let login = bare(&["login", "--url", url, "--api-key", KEY]).await;
+    assert!(login.status.success(), "{}", text(&login));
+    let saved = xdg.path().join("edith/config.json");
+    let mode = std::fs::metadata(&saved).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+    let listed = bare(&["instances", "list"]).await;
+    assert!(listed.status.success(), "{}", text(&listed));
 }
 
 #[tokio::test]
 async fn completions_are_printed_for_a_shell() {
     let plane = plane().await;
-    for shell in ["bash", "zsh", "fish"] {
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
         let printed = plane.run(&["completions", shell]).await;
         assert!(printed.status.success(), "{}", text(&printed));
         let script = String::from_utf8_lossy(&printed.stdout);
@@ -533,6 +589,26 @@ async fn every_client_command_answers() {
     let job = creation.job.id.to_string();
     let followed = plane.json(&["jobs", "get", &job, "--follow"]).await;
     assert_eq!(followed["state"], "succeeded", "{followed}");
+    // An instance created without waiting says how to follow its job.
+    let quick = plane
+        .run(&["instances", "create", "quick", "--no-wait"])
+        .await;
+    assert!(quick.status.success(), "{}", text(&quick));
+    let said = String::from_utf8_lossy(&quick.stderr);
+    let quick_job = said
+        .split(['`', ' '])
+        .find(|word| word.starts_with("job_"))
+        .unwrap_or_else(|| panic!("the job is named: {said}"));
+    let followed = plane.json(&["jobs", "get", quick_job, "--follow"]).await;
+    assert_eq!(followed["state"], "succeeded", "{followed}");
+    // And shown as a table, for people.
+    let shown = plane.run(&["jobs", "get", &job]).await;
+    assert!(shown.status.success(), "{}", text(&shown));
+    let table = String::from_utf8_lossy(&shown.stdout);
+    assert!(
+        table.starts_with("ID") && table.contains(&job) && table.contains("succeeded"),
+        "{table}"
+    );
     let got = plane.json(&["instances", "get", &iid]).await;
     assert_eq!(got["id"], iid.as_str());
 
@@ -891,6 +967,31 @@ async fn at_a_terminal_provisioning_shows_each_step_and_a_failure_names_its_step
         "the failed step, marked: {shown}"
     );
     assert!(shown.contains("the job failed: start_runtime"), "{shown}");
+    // The reason follows the step: the runtime's command exited.
+    let reason = shown
+        .split("✗ start_runtime:")
+        .nth(1)
+        .and_then(|rest| rest.lines().next())
+        .unwrap_or_default();
+    assert!(reason.contains("exit"), "the reason: {reason:?} in {shown}");
+
+    // Without a terminal, the same failure is a line that names the step and the reason.
+    let piped = tokio::process::Command::new(env!("CARGO_BIN_EXE_edith"))
+        .args(args)
+        .env("EDITH_URL", server.url())
+        .env("EDITH_API_KEY", KEY)
+        .env_remove("EDITH_CONFIG")
+        .output();
+    let piped = tokio::time::timeout(Duration::from_secs(60), piped)
+        .await
+        .expect("edith ends within 60 s")
+        .unwrap();
+    assert!(!piped.status.success());
+    let said = String::from_utf8_lossy(&piped.stderr);
+    let failed = said
+        .lines()
+        .find(|line| line.contains("start_runtime") && line.contains("exit"));
+    assert!(failed.is_some(), "{said}");
     server.shutdown().await;
 }
 
@@ -928,7 +1029,17 @@ async fn at_a_terminal_chat_answers_an_approval_and_two_ctrl_c_mid_turn_quit() {
         "approved at the terminal, so it ran"
     );
 
-    // Asked again, then Ctrl-C at the question cancels the turn, and a second quits.
+    // A question typed at: Ctrl-C while it waits cancels the turn, and the chat goes on.
+    let question = serde_json::json!({"question": "Which colour?", "choices": ["red", "blue"]});
+    keys.write_all(format!("clarify {question}\n").as_bytes())
+        .await
+        .unwrap();
+    until_seen(&seen, "Which colour? (red, blue): ", 1).await;
+    keys.write_all(b"\x03").await.unwrap();
+    until_seen(&seen, "[cancelling", 1).await;
+    until_seen(&seen, "> ", 3).await;
+
+    // Asked again, then Ctrl-C at the approval cancels the turn, and a second quits.
     let other = tempfile::tempdir().unwrap();
     let line = format!(
         "terminal {}\n",
@@ -937,7 +1048,7 @@ async fn at_a_terminal_chat_answers_an_approval_and_two_ctrl_c_mid_turn_quit() {
     keys.write_all(line.as_bytes()).await.unwrap();
     until_seen(&seen, "run `rm -rf", 2).await;
     keys.write_all(b"\x03").await.unwrap();
-    until_seen(&seen, "[cancelling", 1).await;
+    until_seen(&seen, "[cancelling", 2).await;
     keys.write_all(b"\x03").await.unwrap();
     let status = exit_status(&mut child).await;
     assert!(status.success(), "{status}\n{}", seen.lock().unwrap());
@@ -1062,4 +1173,77 @@ async fn without_a_terminal_each_step_is_a_line_and_filters_tools_help_and_hints
         "{said}"
     );
     hermes.close().await.unwrap();
+}
+
+/// The names listed in the `Commands:` section of a help text (`help` aside).
+fn commands_in(help: &str) -> Vec<String> {
+    help.lines()
+        .skip_while(|line| !line.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|line| line.starts_with("  "))
+        .filter_map(|line| line.split_whitespace().next())
+        .filter(|name| *name != "help")
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Every command and subcommand explains itself, and each of its arguments and options.
+#[test]
+fn every_command_and_argument_has_a_help_text() {
+    let help = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_edith"))
+            .args(args)
+            .arg("--help")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}: {}", text(&out));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let mut commands: Vec<Vec<String>> = Vec::new();
+    for top in commands_in(&help(&[])) {
+        let verbs = commands_in(&help(&[top.as_str()]));
+        commands.push(vec![top.clone()]);
+        commands.extend(verbs.into_iter().map(|verb| vec![top.clone(), verb]));
+    }
+    assert!(commands.len() > 30, "{commands:?}");
+    let mut unexplained = Vec::new();
+    for command in &commands {
+        let args: Vec<&str> = command.iter().map(String::as_str).collect();
+        let text = help(&args);
+        assert!(
+            text.lines()
+                .next()
+                .is_some_and(|line| !line.trim().is_empty() && !line.starts_with("Usage")),
+            "{args:?} has no description:\n{text}"
+        );
+        // Under `Arguments:` and `Options:`, a line that is only a name and a value lacks its
+        // explanation.
+        let mut listing = false;
+        for line in text.lines() {
+            if line.starts_with("Arguments:") || line.starts_with("Options:") {
+                listing = true;
+                continue;
+            }
+            if !line.starts_with(' ') {
+                listing = false;
+            }
+            let item = line.trim();
+            let named = item.starts_with('-') || item.starts_with('<') || item.starts_with('[');
+            if listing
+                && named
+                && item
+                    .split("  ")
+                    .filter(|part| !part.trim().is_empty())
+                    .count()
+                    < 2
+            {
+                unexplained.push(format!("{}: {item}", args.join(" ")));
+            }
+        }
+    }
+    assert!(
+        unexplained.is_empty(),
+        "without a help text:\n{}",
+        unexplained.join("\n")
+    );
 }
