@@ -37,12 +37,23 @@ pub struct Catalog {
     by_name: HashMap<String, usize>,
 }
 
+/// Methods that read a file of the runtime's machine given by a `path` param (to attach it).
+const READS_A_PATH: &[&str] = &[
+    "file.attach",
+    "image.attach",
+    "pdf.attach",
+    "spawn_tree.load",
+];
+
 impl MethodInfo {
-    /// Whether calling it with `params` needs the `admin` scope: an administering method, or
-    /// a read that hands back credentials — `config.get` of the `full` file, which Hermes
-    /// returns with its model and MCP keys as they are.
+    /// Whether calling it with `params` needs the `admin` scope: an administering method; a
+    /// read that hands back credentials — `config.get` of the `full` file, which Hermes returns
+    /// with its model and MCP keys as they are; or a read of any file of the runtime's machine
+    /// by its path, as the Desktop file routes are.
     pub fn administers(&self, params: &serde_json::Value) -> bool {
-        self.admin || (self.name == "config.get" && params["key"] == "full")
+        self.admin
+            || (self.name == "config.get" && params["key"] == "full")
+            || (READS_A_PATH.contains(&self.name.as_str()) && !params["path"].is_null())
     }
 }
 
@@ -73,6 +84,24 @@ pub fn catalog() -> &'static Catalog {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reading_credentials_or_a_file_by_its_path_administers() {
+        let method = |name: &str| catalog().method(name).unwrap();
+        let params = |value: serde_json::Value| value;
+        assert!(method("config.set").administers(&params(serde_json::json!({}))));
+        let get = method("config.get");
+        assert!(get.administers(&params(serde_json::json!({"key": "full"}))));
+        assert!(!get.administers(&params(serde_json::json!({"key": "mtime"}))));
+        for name in READS_A_PATH {
+            let attach = method(name);
+            assert!(!attach.admin, "{name} is not marked in the catalog");
+            assert!(attach.administers(&params(serde_json::json!({"path": "/etc/passwd"}))));
+        }
+        let bytes = method("file.attach");
+        assert!(!bytes.administers(&params(serde_json::json!({"data_url": "data:,x"}))));
+        assert!(!method("session.list").administers(&params(serde_json::json!({}))));
+    }
 
     #[test]
     fn the_pinned_catalog_is_hermes_0_19_0() {

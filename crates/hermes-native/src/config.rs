@@ -241,7 +241,6 @@ impl HermesConfig {
         section["disabled"] = serde_yaml::to_value(names).expect("names serialize");
     }
 
-    /// The model name a runtime reports (`scripted` when none is set).
     /// The model's context window in tokens (`model.context_length`), when the file says.
     pub fn context_length(&self) -> Option<u64> {
         self.model
@@ -251,6 +250,7 @@ impl HermesConfig {
             .filter(|tokens| *tokens > 0)
     }
 
+    /// The model name a runtime reports (`scripted` when none is set).
     pub fn model_name(&self) -> String {
         self.model
             .default

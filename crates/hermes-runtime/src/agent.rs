@@ -50,7 +50,9 @@ pub async fn run_turn(
         }
     };
     let (usage, persisted) = {
-        let state = session.state.lock().expect("not poisoned");
+        let mut state = session.state.lock().expect("not poisoned");
+        // A steer no tool batch carried was for this turn: it does not reach a later one.
+        state.steer = None;
         (state.usage, state.persisted)
     };
     if persisted && let Ok(db) = runtime.db(&session.home).await {

@@ -35,8 +35,9 @@ fn is_credential(key: &str) -> bool {
             .any(|word| key.ends_with(word))
 }
 
-/// Replaces every credential in `config`, at any depth, with [`MASKED`]: text under a
-/// credential's key, and every entry of `headers` and `env` (where MCP servers keep theirs).
+/// Replaces every credential in `config`, at any depth (lists too: `custom_providers` is a
+/// list of entries with keys), with [`MASKED`]: text under a credential's key, and every entry
+/// of `headers` and `env` (where MCP servers keep theirs).
 pub fn mask_credentials(config: &mut Map<String, Value>) {
     for (key, value) in config.iter_mut() {
         let all_secret = matches!(key.as_str(), "headers" | "env");
@@ -44,9 +45,63 @@ pub fn mask_credentials(config: &mut Map<String, Value>) {
             Value::Object(inner) if all_secret => {
                 inner.values_mut().for_each(|v| *v = json!(MASKED));
             }
-            Value::Object(inner) => mask_credentials(inner),
             Value::String(_) if is_credential(key) => *value = json!(MASKED),
-            _ => {}
+            other => mask_within(other),
         }
+    }
+}
+
+/// Masks the credentials of the mappings inside `value`, however deep in lists.
+fn mask_within(value: &mut Value) {
+    match value {
+        Value::Object(inner) => mask_credentials(inner),
+        Value::Array(items) => items.iter_mut().for_each(mask_within),
+        _ => {}
+    }
+}
+
+/// `changed` with each [`MASKED`] value put back to what `was` holds in the same place, so that
+/// a config shown masked and sent back keeps its credentials (lists are matched by position).
+pub fn unmask(changed: &mut Value, was: &Value) {
+    match (changed, was) {
+        (text @ Value::String(_), was) if *text == json!(MASKED) => *text = was.clone(),
+        (Value::Object(changed), Value::Object(was)) => {
+            for (key, value) in changed.iter_mut() {
+                if let Some(old) = was.get(key) {
+                    unmask(value, old);
+                }
+            }
+        }
+        (Value::Array(changed), Value::Array(was)) => {
+            for (value, old) in changed.iter_mut().zip(was) {
+                unmask(value, old);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn credentials_in_lists_are_masked_and_kept_when_sent_back() {
+        let stored = json!({"custom_providers": [
+            {"name": "local", "api_key": "sk-one", "base_url": "http://x"},
+            {"name": "other", "api_key": "sk-two"},
+        ]});
+        let mut shown = stored.as_object().unwrap().clone();
+        mask_credentials(&mut shown);
+        let shown = Value::Object(shown);
+        assert_eq!(shown["custom_providers"][0]["api_key"], MASKED);
+        assert_eq!(shown["custom_providers"][1]["api_key"], MASKED);
+        assert_eq!(shown["custom_providers"][0]["base_url"], "http://x");
+        let mut sent_back = shown.clone();
+        sent_back["custom_providers"][1]["name"] = json!("renamed");
+        unmask(&mut sent_back, &stored);
+        assert_eq!(sent_back["custom_providers"][0]["api_key"], "sk-one");
+        assert_eq!(sent_back["custom_providers"][1]["api_key"], "sk-two");
+        assert_eq!(sent_back["custom_providers"][1]["name"], "renamed");
     }
 }

@@ -220,7 +220,12 @@ async fn the_console_in_a_browser_signs_in_provisions_chats_and_approves() {
     // page names it.
     let tool = ctx.echo_tool().await;
     click_text(&client, "browser").await;
-    wait_for(&client, "#field-name").await;
+    // The instance's page, not the list's field of the same id before it re-renders.
+    wait_until(
+        &client,
+        "[...document.querySelectorAll('button')].some(b => b.textContent === 'Create profile')",
+    )
+    .await;
     let profile = client.find(Locator::Css("#field-name")).await.unwrap();
     profile.send_keys("assistant").await.unwrap();
     click_text(&client, "Create profile").await;
@@ -340,18 +345,18 @@ async fn the_console_in_a_browser_signs_in_provisions_chats_and_approves() {
     // the turn waited: the page resumes the stream after the last event it saw, so the turn's
     // end arrives and no event shows twice.
     send(&client, r#"clarify {"question": "Your name?"}"#).await;
-    wait_until(&client, "document.body.textContent.includes('Your name?')").await;
+    // The question's own box (the message sent names the question too).
+    let asked =
+        "[...document.querySelectorAll('.ask')].some(a => a.textContent.includes('Your name?'))";
+    wait_until(&client, asked).await;
     proxy.cut();
-    let fields = client
-        .find_all(Locator::Css("input[id^='answer-']"))
+    let field = client
+        .find(Locator::XPath(
+            "//div[contains(@class, 'ask')][contains(., 'Your name?')]//input",
+        ))
         .await
         .unwrap();
-    fields
-        .last()
-        .unwrap()
-        .send_keys("Ada\u{E007}")
-        .await
-        .unwrap();
+    field.send_keys("Ada\u{E007}").await.unwrap();
     wait_until(&client, &format!("{TURNS_ENDED} === 5")).await;
     let fifth_end = "document.querySelectorAll('.turn-end')[4].textContent";
     wait_until(&client, &format!("{fifth_end}.includes('completed')")).await;
@@ -365,6 +370,18 @@ async fn the_console_in_a_browser_signs_in_provisions_chats_and_approves() {
         .await
         .unwrap();
     assert_eq!(asked, json!(1), "the question's event, once");
+    // Every event of the turn, each once and in order.
+    let seqs = client
+        .execute(
+            "return document.getElementById('raw-events').textContent\
+               .split('\\n').filter(l => l).map(l => JSON.parse(l).seq);",
+            vec![],
+        )
+        .await
+        .unwrap();
+    let seqs: Vec<u64> = serde_json::from_value(seqs).unwrap();
+    let expected: Vec<u64> = (1..=seqs.len() as u64).collect();
+    assert_eq!(seqs, expected, "each event once, in order");
 
     // A turn waiting for an approval, cancelled.
     send(

@@ -152,7 +152,10 @@ pub fn slash(p: CompleteSlashParams) -> Completions {
     if !text.starts_with('/') {
         return Completions::default();
     }
-    let replace_from = text.rfind(' ').map_or(1, |space| space + 1);
+    // A character index, as Hermes counts (Python strings).
+    let replace_from = text
+        .rfind(' ')
+        .map_or(1, |space| text[..space].chars().count() + 1);
     Completions {
         items: Vec::new(),
         replace_from: Some(replace_from as u64),

@@ -341,6 +341,8 @@ async fn session_branch(
     let parent = live_session(runtime, &p.session_id)?;
     let (messages, title) = {
         let state = parent.state.lock().expect("not poisoned");
+        // Mid-turn, the conversation may hold a call whose result has not come yet.
+        session_work::idle(&state, "/branch")?;
         (state.messages.clone(), state.title.clone())
     };
     if messages.iter().all(|m| m.role == Role::System) {
@@ -660,6 +662,8 @@ fn session_interrupt(runtime: &Runtime, p: LiveSessionParams) -> Result<StatusRe
             running.queued = None;
             running.interrupt.notify_one();
         }
+        // What was steered is for the turn that is being stopped.
+        state.steer = None;
     }
     runtime.prompts.release(&session.sid);
     Ok(StatusReply::new("interrupted"))

@@ -13,21 +13,20 @@ use serde_json::{Value, json};
 use super::methods::{Result, RpcError, handler_error, live_session};
 use crate::model::{ChatMessage, Role};
 use crate::runtime::Runtime;
-use crate::session::LiveSession;
+use crate::session::SessionState;
 use crate::tools::ToolBox;
+
+/// The most a turn may be steered with, in bytes (its steers together); beyond, the steers
+/// are dropped and the last one is answered `rejected`.
+const STEER_LIMIT: usize = 64 * 1024;
 
 /// Hermes's default for `insights.get`.
 const INSIGHT_DAYS: u64 = 30;
 
-/// Refused while a turn runs, with Hermes's words for `what`.
-fn idle(session: &LiveSession, what: &str) -> Result<()> {
-    if session
-        .state
-        .lock()
-        .expect("not poisoned")
-        .running
-        .is_some()
-    {
+/// Refused while a turn runs (checked under the lock the caller then works under), with
+/// Hermes's words for `what`.
+pub(super) fn idle(state: &SessionState, what: &str) -> Result<()> {
+    if state.running.is_some() {
         return Err(RpcError::new(
             codes::BUSY,
             format!("session busy — /interrupt the current turn before {what}"),
@@ -41,8 +40,8 @@ fn idle(session: &LiveSession, what: &str) -> Result<()> {
 /// stored conversation keeps them.
 pub fn undo(runtime: &Runtime, p: LiveSessionParams) -> Result<Undone> {
     let session = live_session(runtime, &p.session_id)?;
-    idle(&session, "/undo")?;
     let mut state = session.state.lock().expect("not poisoned");
+    idle(&state, "/undo")?;
     let messages = &mut state.messages;
     let before = messages.len();
     while messages
@@ -75,10 +74,18 @@ pub fn steer(runtime: &Runtime, p: SessionSteerParams) -> Result<Steered> {
             "agent does not support steer",
         ));
     }
-    state.steer = Some(match state.steer.take() {
+    let steered = match state.steer.take() {
         Some(earlier) => format!("{earlier}\n{text}"),
         None => text.clone(),
-    });
+    };
+    if steered.len() > STEER_LIMIT {
+        state.steer = None;
+        return Ok(Steered {
+            status: "rejected".to_owned(),
+            text,
+        });
+    }
+    state.steer = Some(steered);
     Ok(Steered {
         status: "queued".to_owned(),
         text,

@@ -123,8 +123,9 @@ impl StateDb {
         Ok(())
     }
 
-    /// Writes `row` as a branch of session `parent` with a copy of `messages` (their roles and
-    /// text, as Hermes copies them), in one transaction.
+    /// Writes `row` as a branch of session `parent` with a copy of `messages`, in one
+    /// transaction. (Hermes copies only roles and text, and repairs the tool messages left
+    /// without their calls before each model call; a whole copy needs no repair.)
     pub async fn insert_branch(
         &self,
         row: &SessionRow,
@@ -148,8 +149,7 @@ impl StateDb {
         .await?;
         let now = unix_now();
         for message in messages {
-            let copy = ChatMessage::plain(message.role, message.content.clone());
-            insert_message(&mut tx, &row.id, &copy, now).await?;
+            insert_message(&mut tx, &row.id, message, now).await?;
         }
         tx.commit().await
     }
@@ -157,8 +157,12 @@ impl StateDb {
     /// The title after `title` in its lineage: `title` itself (without any ` #N`) while no
     /// session has it or a numbered one, else `title #<highest N + 1>` (the base counts as 1).
     pub async fn next_title_in_lineage(&self, title: &str) -> Result<String, sqlx::Error> {
+        let number = |n: &str| {
+            (!n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+                .then(|| n.parse::<u64>().unwrap_or(u64::MAX))
+        };
         let base = match title.rsplit_once(" #") {
-            Some((base, n)) if n.parse::<u64>().is_ok() => base,
+            Some((base, n)) if number(n).is_some() => base,
             _ => title,
         };
         let titles: Vec<String> = sqlx::query_scalar(
@@ -173,13 +177,13 @@ impl StateDb {
             .iter()
             .filter_map(|t| match t.strip_prefix(base) {
                 Some("") => Some(1),
-                Some(rest) => rest.strip_prefix(" #")?.parse::<u64>().ok(),
+                Some(rest) => number(rest.strip_prefix(" #")?),
                 None => None,
             })
             .max();
         Ok(match highest {
             None => base.to_owned(),
-            Some(n) => format!("{base} #{}", n + 1),
+            Some(n) => format!("{base} #{}", n.saturating_add(1)),
         })
     }
 
@@ -312,6 +316,11 @@ impl StateDb {
     /// Deletes a session and its messages; false when there was no such session.
     pub async fn delete_session(&self, id: &str) -> Result<bool, sqlx::Error> {
         let mut tx = self.pool.begin().await?;
+        // Its branches stay, without a parent.
+        sqlx::query("UPDATE sessions SET parent_session_id = NULL WHERE parent_session_id = ?")
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
         sqlx::query("DELETE FROM messages WHERE session_id = ?")
             .bind(id)
             .execute(&mut *tx)
@@ -413,12 +422,19 @@ mod tests {
         db.ensure_session(&row("b", "Plans #7")).await.unwrap();
         db.ensure_session(&row("c", "Plans #x")).await.unwrap();
         db.ensure_session(&row("d", "Plansx #9")).await.unwrap();
+        db.ensure_session(&row("e", "Plans #+50")).await.unwrap();
         // From the base or from a numbered title of the lineage alike.
         assert_eq!(db.next_title_in_lineage("Plans").await.unwrap(), "Plans #8");
         assert_eq!(
             db.next_title_in_lineage("Plans #2").await.unwrap(),
             "Plans #8"
         );
+        // A number too large to count on stays at the largest.
+        db.ensure_session(&row("f", "Huge #18446744073709551615"))
+            .await
+            .unwrap();
+        let next = db.next_title_in_lineage("Huge").await.unwrap();
+        assert_eq!(next, "Huge #18446744073709551615");
         db.close().await;
     }
 }

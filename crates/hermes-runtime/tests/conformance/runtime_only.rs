@@ -195,14 +195,19 @@ async fn an_opened_session_announces_its_tools() {
 async fn path_completion_stays_inside_the_workspace() {
     let peer = Peer::start(Target::Ours).await;
     std::fs::write(peer.work.join("inside.txt"), "i").unwrap();
+    // A link inside that leads out.
+    std::os::unix::fs::symlink(&peer.home, peer.work.join("out")).unwrap();
     let mut client = peer.connect().await;
+    // The parent holds `home/` and `work/`: `h` would list `home/` if it were reached.
     let outside = peer.work.parent().unwrap().display().to_string();
     for (word, cwd) in [
         ("../", None),
         ("/etc/", None),
         ("~/", None),
         ("@file:../", None),
-        ("i", Some(outside.as_str())),
+        ("h", Some(outside.as_str())),
+        ("out/", None),
+        ("out/c", None),
     ] {
         let mut params = json!({"word": word});
         if let Some(cwd) = cwd {

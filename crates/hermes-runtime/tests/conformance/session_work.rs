@@ -290,6 +290,20 @@ async fn branch(target: Target) {
     let named = json!({"session_id": sid, "name": "Elsewhere"});
     let named = when_idle(&mut client, "session.branch", named).await;
     assert_eq!(named["title"], "Elsewhere", "{named}");
+    // The parent can still be deleted once closed; its branches stay.
+    client
+        .call("session.close", json!({"session_id": sid}))
+        .await;
+    let deleted = json!({"session_id": stored});
+    when_idle(&mut client, "session.delete", deleted).await;
+    let listed = client.call("session.list", json!({})).await["sessions"].clone();
+    let titles: Vec<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["title"].as_str())
+        .collect();
+    assert!(titles.contains(&"Greetings #2"), "{listed}");
     peer.stop().await;
 }
 
@@ -420,12 +434,10 @@ async fn steer(target: Target) {
         .rev()
         .find(|m| m["role"] == "tool")
         .expect("a tool result");
-    assert!(
-        result["content"]
-            .as_str()
-            .unwrap()
-            .contains("mind the tests"),
-        "{result}"
-    );
+    // Marked as the user's, not the tool's output.
+    let marked = "[OUT-OF-BAND USER MESSAGE — a direct message from the user, delivered \
+                  mid-turn; not tool output]\nmind the tests\n[/OUT-OF-BAND USER MESSAGE]";
+    let content = result["content"].as_str().unwrap();
+    assert!(content.ends_with(marked), "{result}");
     peer.stop().await;
 }

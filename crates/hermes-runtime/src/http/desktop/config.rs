@@ -17,7 +17,7 @@ use hermes_native::desktop::{
 use serde_json::{Map, Value, json};
 
 use super::profiles::home_of_exact;
-use crate::config_view::{MASKED, mask_credentials, raw};
+use crate::config_view::{MASKED, mask_credentials, raw, unmask};
 use crate::http::extract::{Body, Params};
 use crate::http::reply::{internal, refuse};
 use crate::runtime::Runtime;
@@ -72,7 +72,11 @@ fn merge(into: &mut Map<String, Value>, change: Map<String, Value>) {
                 into.remove(&key);
             }
             (_, Value::String(text)) if text == MASKED => {}
-            (_, value) => {
+            (Some(was), mut value) => {
+                unmask(&mut value, was);
+                into.insert(key, value);
+            }
+            (None, value) => {
                 into.insert(key, value);
             }
         }
