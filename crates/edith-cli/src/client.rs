@@ -177,9 +177,13 @@ async fn follow_job(hermes: &Hermes, job: &JobId, out: Output) -> Done {
                     None => {}
                 }
             }
+            // A finished step is printed as a line above the bars, not left to the bar: bars
+            // are redrawn at most some times a second, so a quick step's last state might never
+            // be drawn.
             JobEventKind::StepCompleted { step, index, of } => {
-                if let Some((_, bar)) = running.take() {
-                    bar.finish_with_message(format!("✓ [{index}/{of}] {step}"));
+                if let (Some((_, bar)), Some(bars)) = (running.take(), &bars) {
+                    bar.finish_and_clear();
+                    let _ = bars.println(format!("✓ [{index}/{of}] {step}"));
                 }
             }
             JobEventKind::JobFinished {
@@ -187,9 +191,10 @@ async fn follow_job(hermes: &Hermes, job: &JobId, out: Output) -> Done {
                 error,
                 ..
             } => {
-                if let Some((step, bar)) = running.take() {
+                if let (Some((step, bar)), Some(bars)) = (running.take(), &bars) {
                     let reason = error.as_deref().unwrap_or("stopped");
-                    bar.abandon_with_message(format!("✗ {step}: {reason}"));
+                    bar.finish_and_clear();
+                    let _ = bars.println(format!("✗ {step}: {reason}"));
                 }
                 match error {
                     Some(error) => return Err(Failure::Said(format!("the job failed: {error}"))),
