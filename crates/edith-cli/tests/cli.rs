@@ -654,25 +654,7 @@ async fn every_client_command_answers() {
     assert_eq!(deleted["id"], pid.as_str());
 
     // Tools: listed, shown and deleted (registered through the SDK: a host is needed).
-    let host = hermes
-        .sdk()
-        .tool_host_register(&hermes::types::RegisterToolHost {
-            url: "http://127.0.0.1:9/mcp".to_owned(),
-            secret: "0123456789abcdef".to_owned(),
-        })
-        .await
-        .unwrap();
-    let tool = hermes
-        .sdk()
-        .tool_register(&hermes::types::RegisterTool {
-            name: "noop".to_owned(),
-            description: "Does nothing".to_owned(),
-            input_schema: serde_json::json!({"type": "object"}),
-            host_id: host.id,
-        })
-        .await
-        .unwrap();
-    let tid = tool.id.to_string();
+    let tid = tool_on_an_unreachable_host(&hermes, "noop", "Does nothing").await;
     let tools = plane.json(&["tools", "list"]).await;
     assert_eq!(tools[0]["name"], "noop");
     assert_eq!(
@@ -868,6 +850,34 @@ async fn the_rest_of_the_verbs_answer() {
             .any(|r| r["name"] == "hermes-runtime")
     );
     hermes.close().await.unwrap();
+}
+
+/// A callback tool `name` registered through the SDK on a tool host nobody serves (enough for
+/// commands that only list, show, attach or delete it); its id.
+async fn tool_on_an_unreachable_host(
+    hermes: &hermes::Hermes,
+    name: &str,
+    description: &str,
+) -> String {
+    let host = hermes
+        .sdk()
+        .tool_host_register(&hermes::types::RegisterToolHost {
+            url: "http://127.0.0.1:9/mcp".to_owned(),
+            secret: "0123456789abcdef".to_owned(),
+        })
+        .await
+        .unwrap();
+    let tool = hermes
+        .sdk()
+        .tool_register(&hermes::types::RegisterTool {
+            name: name.to_owned(),
+            description: description.to_owned(),
+            input_schema: serde_json::json!({"type": "object"}),
+            host_id: host.id,
+        })
+        .await
+        .unwrap();
+    tool.id.to_string()
 }
 
 /// Waits (at most 10 s) until turn `id` of `session` is in `state`.
@@ -1081,25 +1091,7 @@ async fn without_a_terminal_each_step_is_a_line_and_filters_tools_help_and_hints
 
     // A profile made with a callback tool attached.
     let hermes = hermes::Hermes::remote(plane.server.url(), Some(KEY));
-    let host = hermes
-        .sdk()
-        .tool_host_register(&hermes::types::RegisterToolHost {
-            url: "http://127.0.0.1:9/mcp".to_owned(),
-            secret: "0123456789abcdef".to_owned(),
-        })
-        .await
-        .unwrap();
-    let tool = hermes
-        .sdk()
-        .tool_register(&hermes::types::RegisterTool {
-            name: "lookup".to_owned(),
-            description: "Looks up".to_owned(),
-            input_schema: serde_json::json!({"type": "object"}),
-            host_id: host.id,
-        })
-        .await
-        .unwrap();
-    let tid = tool.id.to_string();
+    let tid = tool_on_an_unreachable_host(&hermes, "lookup", "Looks up").await;
     let profile = plane
         .json(&[
             "profiles",

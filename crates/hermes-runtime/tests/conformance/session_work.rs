@@ -32,6 +32,24 @@ async fn when_idle(client: &mut crate::harness::Client, method: &str, params: Va
     panic!("{method}: the session stayed busy for 10 s");
 }
 
+/// The user and assistant messages of the last request the model was sent, as `role: text`.
+fn conversation_sent(peer: &Peer) -> Vec<String> {
+    let request = peer.model.streamed_requests().pop().expect("a request");
+    request["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "user" || m["role"] == "assistant")
+        .map(|m| {
+            format!(
+                "{}: {}",
+                m["role"].as_str().unwrap(),
+                m["content"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
+
 conformance!(the_last_exchange_is_taken_back, undo);
 
 async fn undo(target: Target) {
@@ -53,21 +71,9 @@ async fn undo(target: Target) {
     // The next prompt is made on what is left.
     client.submit(&sid, "third").await;
     client.events_until("message.complete").await;
-    let request = peer.model.streamed_requests().pop().expect("a request");
-    let conversation: Vec<(&str, &str)> = request["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "user" || m["role"] == "assistant")
-        .map(|m| (m["role"].as_str().unwrap(), m["content"].as_str().unwrap()))
-        .collect();
     assert_eq!(
-        conversation,
-        [
-            ("user", "first"),
-            ("assistant", "You said: first"),
-            ("user", "third")
-        ]
+        conversation_sent(&peer),
+        ["user: first", "assistant: You said: first", "user: third"]
     );
     when_idle(&mut client, "session.undo", undo.clone()).await;
     client.call("session.undo", undo.clone()).await;
@@ -270,20 +276,12 @@ async fn branch(target: Target) {
     // The branch goes on from the conversation so far.
     client.submit(&live, "and then?").await;
     client.events_until("message.complete").await;
-    let request = peer.model.streamed_requests().pop().expect("a request");
-    let conversation: Vec<(&str, &str)> = request["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "user" || m["role"] == "assistant")
-        .map(|m| (m["role"].as_str().unwrap(), m["content"].as_str().unwrap()))
-        .collect();
     assert_eq!(
-        conversation,
+        conversation_sent(&peer),
         [
-            ("user", "hello there"),
-            ("assistant", "You said: hello there"),
-            ("user", "and then?")
+            "user: hello there",
+            "assistant: You said: hello there",
+            "user: and then?"
         ]
     );
     // A name is taken as it is.
