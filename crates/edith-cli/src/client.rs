@@ -155,7 +155,10 @@ pub async fn instances(hermes: &Hermes, command: Instances, out: Output) -> Done
 async fn follow_job(hermes: &Hermes, job: &JobId, out: Output) -> Done {
     use std::io::IsTerminal;
     let people = out == Output::Table;
-    let bars = (people && std::io::stderr().is_terminal()).then(indicatif::MultiProgress::new);
+    // Bars need a terminal that can move its cursor; a dumb one (or none named) gets lines.
+    let capable = std::env::var("TERM").is_ok_and(|term| !term.is_empty() && term != "dumb");
+    let bars =
+        (people && capable && std::io::stderr().is_terminal()).then(indicatif::MultiProgress::new);
     let mut running: Option<(String, indicatif::ProgressBar)> = None;
     let mut events = hermes.sdk().job_events(job, 0);
     while let Some(event) = events.next().await {

@@ -489,6 +489,8 @@ async fn at_a_terminal_ctrl_c_cancels_the_running_turn_and_a_second_quits() {
     let mut child = tokio::process::Command::new("script")
         .args(["--quiet", "--return", "--command", &chat, "/dev/null"])
         .env("SHELL", "/bin/sh")
+        // A terminal that moves its cursor, as people's do (CI's environment names none).
+        .env("TERM", "xterm")
         .env("EDITH_URL", plane.server.url())
         .env("EDITH_API_KEY", KEY)
         .stdin(std::process::Stdio::piped())
@@ -909,6 +911,8 @@ fn at_a_terminal(
     let mut child = tokio::process::Command::new("script")
         .args(["--quiet", "--return", "--command", &command, "/dev/null"])
         .env("SHELL", "/bin/sh")
+        // A terminal that moves its cursor, as people's do (CI's environment names none).
+        .env("TERM", "xterm")
         .env("EDITH_URL", url)
         .env("EDITH_API_KEY", KEY)
         .stdin(std::process::Stdio::piped())
