@@ -15,6 +15,17 @@ pub struct Serve {
     /// Where edith.db and the embedded runtimes' homes live.
     #[arg(long, value_name = "DIR", default_value = "edith-data")]
     data_dir: PathBuf,
+    /// The database: `postgres://USER[:PASSWORD]@HOST[:PORT]/DB` for PostgreSQL (the
+    /// database must exist; edith makes its tables). Without it, the SQLite file
+    /// `<data-dir>/edith.db`. One edith serve uses a database at a time: a second one on the
+    /// same database is refused. Prefer the environment for a URL with a password.
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "EDITH_DATABASE_URL",
+        hide_env_values = true
+    )]
+    database_url: Option<String>,
     /// Allow listening beyond loopback: say so only when TLS terminates in front of this
     /// server (API keys must not cross a network in clear).
     #[arg(long)]
@@ -111,6 +122,7 @@ pub async fn run(serve: Serve) -> ExitCode {
     let config = ServerConfig {
         listen: serve.listen,
         data_dir: serve.data_dir,
+        database_url: serve.database_url.filter(|url| !url.is_empty()),
         // From the environment, never a flag: a flag shows in every process listing.
         admin_key: std::env::var(edith_server::ADMIN_KEY_VARIABLE)
             .ok()

@@ -32,8 +32,12 @@ use state::{AppState, Inner};
 pub struct ServerConfig {
     /// Where to listen; port 0 lets the OS pick.
     pub listen: SocketAddr,
-    /// Holds `edith.db` and the embedded runtimes' homes.
+    /// Holds `edith.db` (unless `database_url` names another database) and the runtimes'
+    /// homes.
     pub data_dir: PathBuf,
+    /// The database: `postgres://…` for PostgreSQL, or `None` for the SQLite file
+    /// `<data_dir>/edith.db`. It may hold a password: it is never logged or shown.
+    pub database_url: Option<String>,
     /// The first admin API key (`EDITH_API_KEY`). Without it, one is made on a store that has
     /// none and written to `<data_dir>/admin.key` (mode 0600).
     pub admin_key: Option<String>,
@@ -58,6 +62,7 @@ impl ServerConfig {
         Self {
             listen: ([127, 0, 0, 1], 0).into(),
             data_dir,
+            database_url: None,
             admin_key: None,
             behind_tls_proxy: false,
             runtimes: builtin_runtimes(),
@@ -97,6 +102,8 @@ pub fn builtin_runtimes() -> BTreeMap<String, RuntimeCommand> {
 pub struct RunningServer {
     url: String,
     state: AppState,
+    /// This process's claim on its database, given up when it stops.
+    sole_use: Option<edith_store::SoleUse>,
     stop: tokio::sync::watch::Sender<bool>,
     server: Option<tokio::task::JoinHandle<()>>,
 }
@@ -147,7 +154,12 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
             path: data_dir.display().to_string(),
             source,
         })?;
-    let store = Store::open_sqlite(&data_dir.join("edith.db")).await?;
+    let store = match &config.database_url {
+        Some(url) => Store::open(url).await?,
+        None => Store::open_sqlite(&data_dir.join("edith.db")).await?,
+    };
+    let sole_use = store.claim_sole_use().await?;
+    tracing::info!(backend = store.backend(), "store opened");
     auth::bootstrap(&store, data_dir, config.admin_key.as_deref()).await?;
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
@@ -229,6 +241,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
     Ok(RunningServer {
         url,
         state,
+        sole_use: Some(sole_use),
         stop,
         server: Some(server),
     })
@@ -287,6 +300,7 @@ impl RunningServer {
         self.state.gateways.forget_all().await;
         self.state.providers.shutdown().await;
         self.state.store.close().await;
+        self.sole_use.take();
     }
 }
 

@@ -1,11 +1,12 @@
 //! The control plane's durable store.
 //!
-//! SQLite (one WAL file in the data dir) is the embedded default. Migrations are append-only SQL
-//! files embedded in the binary and applied in order at open.
+//! SQLite (one WAL file in the data dir) is the embedded default; PostgreSQL is the other
+//! backend, behind the same [`Store`]. Migrations are append-only SQL files, one set per
+//! backend with the same versions, embedded in the binary and applied in order at open.
 
 mod migrate;
 mod records;
 mod store;
 
 pub use records::{InstanceRecord, ToolHostRecord};
-pub use store::{Idempotency, Store, StoreError};
+pub use store::{Idempotency, SoleUse, Store, StoreError};

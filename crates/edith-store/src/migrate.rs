@@ -2,14 +2,22 @@
 //! in order, in a transaction, and a released file that was edited is refused by its checksum.
 //! Never edit a released migration; add a new one.
 
-use sqlx::SqlitePool;
 use sqlx::migrate::{MigrateError, Migrator};
+use sqlx::{PgPool, SqlitePool};
 
-static SQLITE: Migrator = sqlx::migrate!("migrations/sqlite");
+pub(crate) static SQLITE: Migrator = sqlx::migrate!("migrations/sqlite");
+/// The same versions as [`SQLITE`], in PostgreSQL's dialect (a test holds them in step).
+pub(crate) static POSTGRES: Migrator = sqlx::migrate!("migrations/postgres");
 
-pub async fn run(pool: &SqlitePool) -> Result<(), MigrateError> {
+pub async fn run_sqlite(pool: &SqlitePool) -> Result<(), MigrateError> {
     adopt_legacy_record(pool).await?;
     SQLITE.run(pool).await
+}
+
+/// Several control planes may start at once on one database: the migrator takes PostgreSQL's
+/// advisory lock, so one applies what is pending and the others find it done.
+pub async fn run_postgres(pool: &PgPool) -> Result<(), MigrateError> {
+    POSTGRES.run(pool).await
 }
 
 /// Data dirs made before the store used sqlx's migrator recorded applied versions in
@@ -71,11 +79,23 @@ mod tests {
             .unwrap()
     }
 
+    /// Every change to the schema is made for both backends, under the same version and name.
+    #[test]
+    fn both_backends_have_the_same_migrations() {
+        let versions = |migrator: &Migrator| {
+            migrator
+                .iter()
+                .map(|m| (m.version, m.description.to_string()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(versions(&SQLITE), versions(&POSTGRES));
+    }
+
     #[tokio::test]
     async fn migrations_apply_cleanly_and_twice_is_a_no_op() {
         let pool = pool().await;
-        run(&pool).await.unwrap();
-        run(&pool).await.unwrap();
+        run_sqlite(&pool).await.unwrap();
+        run_sqlite(&pool).await.unwrap();
         let versions: Vec<i64> = sqlx::query_scalar("SELECT version FROM _sqlx_migrations")
             .fetch_all(&pool)
             .await
@@ -110,7 +130,9 @@ mod tests {
             .await
             .unwrap();
 
-        run(&pool).await.expect("adopted, then the rest applied");
+        run_sqlite(&pool)
+            .await
+            .expect("adopted, then the rest applied");
         let kept: String = sqlx::query_scalar("SELECT secret FROM tool_hosts WHERE id = 'th_1'")
             .fetch_one(&pool)
             .await

@@ -2,6 +2,7 @@
 
 mod cut_proxy;
 mod fake_openai;
+pub mod postgres;
 mod process;
 
 pub use cut_proxy::CutProxy;

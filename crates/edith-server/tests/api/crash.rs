@@ -78,7 +78,11 @@ impl Moments {
 
 /// Reads a turn's event stream for `for_how_long`; returns the `(id, data)` of each whole
 /// event seen by then.
-async fn events_for(ctx: &Ctx, path: &str, for_how_long: Duration) -> Vec<(String, Value)> {
+pub(crate) async fn events_for(
+    ctx: &Ctx,
+    path: &str,
+    for_how_long: Duration,
+) -> Vec<(String, Value)> {
     let mut seen = Vec::new();
     let Ok(mut response) = ctx.http.get(ctx.url(path)).send().await else {
         return seen;

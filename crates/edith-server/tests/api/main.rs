@@ -8,6 +8,7 @@ mod jobs;
 mod limits;
 mod logs;
 mod metrics;
+mod postgres;
 mod providers;
 mod relay;
 mod resources;
@@ -55,12 +56,24 @@ async fn edith_serve(
     extra: &[&str],
     key: Option<&str>,
 ) -> testkit::ReadyProcess {
+    edith_serve_with_env(dir, listen, extra, key, &[]).await
+}
+
+/// Like `edith_serve`, with the variables `env` set for it.
+async fn edith_serve_with_env(
+    dir: &std::path::Path,
+    listen: &str,
+    extra: &[&str],
+    key: Option<&str>,
+    env: &[(&str, &str)],
+) -> testkit::ReadyProcess {
     let mut command = tokio::process::Command::new(crate::edith_binary());
     command
         .args(["serve", "--listen", listen])
         .args(extra)
         .arg("--data-dir")
-        .arg(dir);
+        .arg(dir)
+        .envs(env.iter().copied());
     match key {
         Some(key) => command.env("EDITH_API_KEY", key),
         None => command.env_remove("EDITH_API_KEY"),
@@ -179,7 +192,13 @@ impl Ctx {
 
     /// Like `serve`, with `extra` flags.
     async fn serve_with(dir: tempfile::TempDir, extra: &[&str]) -> Self {
-        let process = edith_serve(dir.path(), "127.0.0.1:0", extra, Some(ADMIN_KEY)).await;
+        Self::serve_with_env(dir, extra, &[]).await
+    }
+
+    /// Like `serve_with`, with the variables `env` set for `edith serve`.
+    async fn serve_with_env(dir: tempfile::TempDir, extra: &[&str], env: &[(&str, &str)]) -> Self {
+        let process =
+            edith_serve_with_env(dir.path(), "127.0.0.1:0", extra, Some(ADMIN_KEY), env).await;
         let url = process.ready_value("url");
         Self {
             server: Server::Binary {

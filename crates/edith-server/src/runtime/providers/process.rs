@@ -33,6 +33,8 @@ pub const LOG_FILE: &str = "runtime.log";
 /// The file, in the instance's directory, naming the running runtime (`<pid> <start time>`), so
 /// a control plane that died without stopping it can find it when it starts again.
 const PID_FILE: &str = "runtime.pid";
+/// How long a runtime whose stdout closed before its ready line may take to be seen exited.
+const EXIT_AFTER_STDOUT_CLOSED: Duration = Duration::from_secs(2);
 /// The ready line every Hermes-compatible runtime prints.
 const READY_PREFIX: &str = "HERMES_BACKEND_READY port=";
 
@@ -238,7 +240,13 @@ impl ProcessProvider {
         })
         .await;
         let Ok(Some(port)) = ready else {
-            let exited = process_group::leader_exited(group);
+            // Its stdout closes as it exits, a moment before it is seen to have exited.
+            let stdout_closed = matches!(ready, Ok(None));
+            let exited = if stdout_closed {
+                leader_exits_within(group, EXIT_AFTER_STDOUT_CLOSED).await
+            } else {
+                process_group::leader_exited(group)
+            };
             process_group::stop(&mut child, group, Duration::ZERO).await;
             self.forget_pid(id, group).await;
             let what = if exited {
@@ -409,6 +417,18 @@ impl Drop for ProcessProvider {
 }
 
 /// Copies every line of `from` to the log, in the background, until it ends.
+/// Polls until the group's leader has exited, for at most `limit`; returns whether it has.
+async fn leader_exits_within(group: Pid, limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    while !process_group::leader_exited(group) {
+        if Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    true
+}
+
 fn copy_lines<R>(mut from: R, log: Arc<RuntimeLog>)
 where
     R: tokio::io::AsyncBufRead + Unpin + Send + 'static,

@@ -1,0 +1,174 @@
+//! `edith serve` on PostgreSQL (`EDITH_DATABASE_URL`): the same control plane, its data in the
+//! database instead of `<data-dir>/edith.db`; killed and started again, it loses nothing; a
+//! second one on the same database is refused; the URL's password is never written out.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::Ctx;
+use crate::crash::events_for;
+
+/// `url` with a password in it (trust authentication, as tests use, ignores it), and that
+/// password.
+fn with_password(url: &str) -> (String, String) {
+    let password = "pg-password-never-shown-0123".to_owned();
+    let (scheme, rest) = url.split_once("://").expect("a URL");
+    let (user, host) = rest.split_once('@').expect("a user in the URL");
+    match user.split_once(':') {
+        Some((_, given)) => (url.to_owned(), given.to_owned()),
+        None => (format!("{scheme}://{user}:{password}@{host}"), password),
+    }
+}
+
+/// `edith serve` on `dir` with its data in the database `url`.
+async fn serve_on(dir: tempfile::TempDir, url: &str) -> Ctx {
+    Ctx::serve_with_env(dir, &[], &[("EDITH_DATABASE_URL", url)]).await
+}
+
+#[tokio::test]
+async fn on_postgres_a_killed_control_plane_loses_nothing_and_work_goes_on() {
+    let database = testkit::postgres::database().await;
+    let (url, password) = with_password(database.url());
+    let model = testkit::FakeModel::start_with(testkit::FakeModelOptions {
+        piece_delay: Duration::from_millis(8),
+        ..Default::default()
+    })
+    .await;
+    let mut ctx = serve_on(tempfile::tempdir().expect("temp dir"), &url).await;
+    let iid = ctx.ready_instance().await;
+    let profile = ctx
+        .profile_on(&iid, &model, json!({"name": "talker"}))
+        .await;
+    let sessions = format!(
+        "/v1/instances/{iid}/profiles/{}/sessions",
+        profile["id"].as_str().unwrap()
+    );
+    let (_, session) = ctx.post(&sessions, "{}").await;
+    let turns = format!("{sessions}/{}/turns", session["id"].as_str().unwrap());
+    let finished = ctx.turn_on(&turns, "hello").await;
+    assert_eq!(finished["state"], "completed", "{finished}");
+    let mut log = ctx.server_log();
+
+    let long_input = (0..60)
+        .map(|n| format!("word{n}"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let mut cut_mid_stream = 0;
+    for (round, kill_after_ms) in [150u64, 300, 450].into_iter().enumerate() {
+        let body = json!({"input": long_input}).to_string();
+        let (status, turn) = ctx.post(&turns, &body).await;
+        assert_eq!(status, 202, "{turn}");
+        let events_path = format!("{turns}/{}/events", turn["id"].as_str().unwrap());
+        let seen = events_for(&ctx, &events_path, Duration::from_millis(kill_after_ms)).await;
+
+        let dir = ctx.crash().await;
+        ctx = serve_on(dir, &url).await;
+
+        let after = events_for(&ctx, &events_path, Duration::from_secs(60)).await;
+        assert!(
+            after.len() >= seen.len() && after[..seen.len()] == seen[..],
+            "round {round}: what was served before the kill is served again unchanged\n\
+             before: {seen:?}\nafter: {after:?}"
+        );
+        let last = &after.last().expect("a final event").1;
+        assert!(
+            last["state"] == "completed" || last["state"] == "interrupted",
+            "round {round}: the turn has an end: {last}"
+        );
+        cut_mid_stream += usize::from(!seen.is_empty() && last["state"] == "interrupted");
+        let again = ctx.turn_on(&turns, "still there").await;
+        assert_eq!(again["state"], "completed", "round {round}: {again}");
+        log.extend(ctx.server_log());
+    }
+    // Half a second of streaming, killed 150 to 450 ms into it.
+    assert!(cut_mid_stream >= 1, "the kills missed the streams");
+    let (_, listed) = ctx.get(&format!("{turns}?limit=100")).await;
+    assert_eq!(
+        listed["items"].as_array().unwrap().len(),
+        7,
+        "every turn is kept: {listed}"
+    );
+
+    let dir = ctx.stop().await;
+    assert!(
+        !dir.path().join("edith.db").exists(),
+        "nothing went to a SQLite file"
+    );
+    assert!(
+        log.iter().all(|line| !line.contains(&password)),
+        "the database password is never logged"
+    );
+}
+
+#[tokio::test]
+async fn a_second_control_plane_on_the_same_postgres_database_is_refused() {
+    let database = testkit::postgres::database().await;
+    let ctx = serve_on(tempfile::tempdir().expect("temp dir"), database.url()).await;
+    let iid = ctx.ready_instance().await;
+
+    let other = tempfile::tempdir().expect("temp dir");
+    let mut second = tokio::process::Command::new(crate::edith_binary());
+    second
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(other.path())
+        .env("EDITH_DATABASE_URL", database.url())
+        .env("EDITH_API_KEY", crate::ADMIN_KEY)
+        .kill_on_drop(true);
+    let output = tokio::time::timeout(Duration::from_secs(30), second.output())
+        .await
+        .expect("the second control plane gives up at once")
+        .expect("it runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("another edith serve is using this database"),
+        "{stderr}"
+    );
+    // The first goes on serving what it holds.
+    let (status, _) = ctx.get(&format!("/v1/instances/{iid}")).await;
+    assert_eq!(status, 200);
+
+    // Once the first stops, the database can be taken again, with everything in it.
+    let dir = ctx.stop().await;
+    let ctx = serve_on(dir, database.url()).await;
+    let (status, instance) = ctx.get(&format!("/v1/instances/{iid}")).await;
+    assert_eq!(status, 200, "{instance}");
+    ctx.stop().await;
+}
+
+#[tokio::test]
+async fn a_database_that_cannot_be_reached_is_said_at_start() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    // Nothing listens on port 1; the password must not be echoed in the error.
+    let output = tokio::time::timeout(
+        Duration::from_secs(30),
+        tokio::process::Command::new(crate::edith_binary())
+            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+            .arg(dir.path())
+            .env(
+                "EDITH_DATABASE_URL",
+                "postgres://edith:unreachable-secret@127.0.0.1:1/edith",
+            )
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("an unreachable database is reported, not waited on")
+    .expect("it runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(stderr.contains("cannot open the store"), "{stderr}");
+    assert!(!stderr.contains("unreachable-secret"), "{stderr}");
+
+    let output = tokio::process::Command::new(crate::edith_binary())
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(dir.path())
+        .env("EDITH_DATABASE_URL", "mysql://root@127.0.0.1/edith")
+        .output()
+        .await
+        .expect("it runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(stderr.contains("must start with postgres://"), "{stderr}");
+}

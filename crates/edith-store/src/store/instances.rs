@@ -1,0 +1,168 @@
+//! Instances: the resource, its state, and the credentials of its runtime links.
+
+use edith_types::{Instance, InstanceId, InstanceState, Job, Page};
+use sqlx::{AssertSqlSafe, Row};
+
+use super::{Result, Store, from_body, is_postgres, one_more, page, to_json};
+use crate::records::InstanceRecord;
+
+impl Store {
+    /// Records a new instance together with the job that provisions it.
+    pub async fn insert_instance(&self, record: &InstanceRecord, job: &Job) -> Result<()> {
+        on_db!(self, pool => {
+            let mut tx = pool.begin().await?;
+            sqlx::query(
+                "INSERT INTO instances (id, state, body, runtime_token, mcp_token) \
+                 VALUES ($1, $2, $3, $4, $5)",
+            )
+            .bind(record.instance.id.as_str())
+            .bind(record.instance.state.as_str())
+            .bind(to_json(&record.instance))
+            .bind(&record.runtime_token)
+            .bind(&record.mcp_token)
+            .execute(&mut *tx)
+            .await?;
+            insert_job!(job).execute(&mut *tx).await?;
+            tx.commit().await?;
+            Ok(())
+        })
+    }
+
+    pub async fn instance(&self, id: &InstanceId) -> Result<Option<InstanceRecord>> {
+        on_db!(self, pool => {
+            let row =
+                sqlx::query("SELECT body, runtime_token, mcp_token FROM instances WHERE id = $1")
+                    .bind(id.as_str())
+                    .fetch_optional(pool)
+                    .await?;
+            row.map(|row| {
+                Ok(InstanceRecord {
+                    instance: from_body(&row)?,
+                    runtime_token: row.try_get("runtime_token")?,
+                    mcp_token: row.try_get("mcp_token")?,
+                })
+            })
+            .transpose()
+        })
+    }
+
+    /// A page of instances, only those in `state` and with the label `key` = `value` when
+    /// given.
+    pub async fn list_instances(
+        &self,
+        cursor: Option<&InstanceId>,
+        limit: usize,
+        state: Option<InstanceState>,
+        label: Option<(&str, &str)>,
+    ) -> Result<Page<Instance>> {
+        on_db!(self, pool => {
+            let label_of = if is_postgres(pool) {
+                "(body::jsonb -> 'labels' ->> $4)"
+            } else {
+                "json_extract(body, '$.labels.\"' || $4 || '\"')"
+            };
+            let sql = format!(
+                "SELECT body FROM instances WHERE state != 'deleted' \
+                 AND ($2 IS NULL OR rowid > (SELECT rowid FROM instances WHERE id = $2)) \
+                 AND ($3 IS NULL OR state = $3) \
+                 AND ($4 IS NULL OR {label_of} = $5) \
+                 ORDER BY rowid LIMIT $1"
+            );
+            // Only constant text is spliced into `sql`.
+            let rows = sqlx::query(AssertSqlSafe(sql))
+                .bind(one_more(limit))
+                .bind(cursor.map(|c| c.as_str()))
+                .bind(state.map(|s| s.as_str()))
+                .bind(label.map(|(key, _)| key))
+                .bind(label.map(|(_, value)| value))
+                .fetch_all(pool)
+                .await?;
+            let items = rows.iter().map(from_body).collect::<Result<Vec<_>>>()?;
+            Ok(page(items, limit, |i: &Instance| i.id.to_string()))
+        })
+    }
+
+    /// How many instances there are (deleted ones aside) by provider and state.
+    pub async fn count_instances(&self) -> Result<Vec<(String, String, u64)>> {
+        on_db!(self, pool => {
+            let provider = if is_postgres(pool) {
+                "body::jsonb ->> 'provider'"
+            } else {
+                "json_extract(body, '$.provider')"
+            };
+            let sql = format!(
+                "SELECT {provider} AS provider, state, COUNT(*) AS n \
+                 FROM instances WHERE state != 'deleted' GROUP BY 1, 2"
+            );
+            // Only constant text is spliced into `sql`.
+            let rows = sqlx::query(AssertSqlSafe(sql)).fetch_all(pool).await?;
+            rows.iter()
+                .map(|row| {
+                    let count: i64 = row.try_get("n")?;
+                    Ok((
+                        row.try_get("provider")?,
+                        row.try_get("state")?,
+                        count.max(0) as u64,
+                    ))
+                })
+                .collect()
+        })
+    }
+
+    /// Every instance in `state`.
+    pub async fn instances_in_state(&self, state: InstanceState) -> Result<Vec<Instance>> {
+        on_db!(self, pool => {
+            let rows = sqlx::query("SELECT body FROM instances WHERE state = $1 ORDER BY rowid")
+                .bind(state.as_str())
+                .fetch_all(pool)
+                .await?;
+            rows.iter().map(from_body).collect()
+        })
+    }
+
+    /// Writes the instance's new state (the whole resource is rewritten).
+    pub async fn update_instance(&self, instance: &Instance) -> Result<()> {
+        on_db!(self, pool => {
+            sqlx::query("UPDATE instances SET state = $1, body = $2 WHERE id = $3")
+                .bind(instance.state.as_str())
+                .bind(to_json(instance))
+                .bind(instance.id.as_str())
+                .execute(pool)
+                .await?;
+            Ok(())
+        })
+    }
+
+    /// Writes the instance's new state only if its recorded state is still `from` (nobody moved
+    /// it meanwhile); returns whether it was written.
+    pub async fn update_instance_from(
+        &self,
+        instance: &Instance,
+        from: InstanceState,
+    ) -> Result<bool> {
+        on_db!(self, pool => {
+            let done = sqlx::query(
+                "UPDATE instances SET state = $1, body = $2 WHERE id = $3 AND state = $4",
+            )
+            .bind(instance.state.as_str())
+            .bind(to_json(instance))
+            .bind(instance.id.as_str())
+            .bind(from.as_str())
+            .execute(pool)
+            .await?;
+            Ok(done.rows_affected() == 1)
+        })
+    }
+
+    /// Removes the instance and, by cascade, its profiles, sessions, turns and their events.
+    /// Its jobs stay, so their history can still be read.
+    pub async fn purge_instance(&self, id: &InstanceId) -> Result<()> {
+        on_db!(self, pool => {
+            sqlx::query("DELETE FROM instances WHERE id = $1")
+                .bind(id.as_str())
+                .execute(pool)
+                .await?;
+            Ok(())
+        })
+    }
+}

@@ -1,0 +1,74 @@
+//! API keys, kept by the hash of their secret.
+
+use edith_types::{ApiKey, ApiKeyId, Page};
+
+use super::{Result, Store, duplicate_or_db, from_body, one_more, page, to_json};
+
+impl Store {
+    /// Stores a key by the hash of its secret (never the secret).
+    pub async fn insert_api_key(&self, key: &ApiKey, hash: &[u8]) -> Result<()> {
+        on_db!(self, pool => {
+            sqlx::query("INSERT INTO api_keys (id, hash, body) VALUES ($1, $2, $3)")
+                .bind(key.id.as_str())
+                .bind(hash)
+                .bind(to_json(key))
+                .execute(pool)
+                .await
+                .map_err(|e| duplicate_or_db(e, "a key with this secret".to_owned()))?;
+            Ok(())
+        })
+    }
+
+    /// The key whose secret hashes to `hash`.
+    pub async fn api_key_by_hash(&self, hash: &[u8]) -> Result<Option<ApiKey>> {
+        on_db!(self, pool => {
+            let row = sqlx::query("SELECT body FROM api_keys WHERE hash = $1")
+                .bind(hash)
+                .fetch_optional(pool)
+                .await?;
+            row.map(|row| from_body(&row)).transpose()
+        })
+    }
+
+    pub async fn api_key(&self, id: &ApiKeyId) -> Result<Option<ApiKey>> {
+        on_db!(self, pool => {
+            let row = sqlx::query("SELECT body FROM api_keys WHERE id = $1")
+                .bind(id.as_str())
+                .fetch_optional(pool)
+                .await?;
+            row.map(|row| from_body(&row)).transpose()
+        })
+    }
+
+    pub async fn list_api_keys(
+        &self,
+        cursor: Option<&ApiKeyId>,
+        limit: usize,
+    ) -> Result<Page<ApiKey>> {
+        on_db!(self, pool => {
+            let rows = sqlx::query(
+                "SELECT body FROM api_keys \
+                 WHERE ($2 IS NULL OR rowid > (SELECT rowid FROM api_keys WHERE id = $2)) \
+                 ORDER BY rowid LIMIT $1",
+            )
+            .bind(one_more(limit))
+            .bind(cursor.map(|c| c.as_str()))
+            .fetch_all(pool)
+            .await?;
+            let items = rows.iter().map(from_body).collect::<Result<Vec<_>>>()?;
+            Ok(page(items, limit, |k: &ApiKey| k.id.to_string()))
+        })
+    }
+
+    /// Rewrites a key's visible record (revocation, last use).
+    pub async fn update_api_key(&self, key: &ApiKey) -> Result<()> {
+        on_db!(self, pool => {
+            sqlx::query("UPDATE api_keys SET body = $1 WHERE id = $2")
+                .bind(to_json(key))
+                .bind(key.id.as_str())
+                .execute(pool)
+                .await?;
+            Ok(())
+        })
+    }
+}

@@ -1,0 +1,314 @@
+//! Queries. Every method is one short transaction; callers never see SQL.
+//!
+//! One store, two backends: SQLite (one WAL file, the embedded default) and PostgreSQL. Each
+//! query is written once, in SQL both accept (`$1`-style placeholders, `ON CONFLICT DO NOTHING`,
+//! `RETURNING`), and compiled for each backend's own driver by [`on_db!`]; the few statements
+//! whose dialects differ (reading inside a JSON body) say so with [`is_postgres`].
+
+use std::path::Path;
+use std::str::FromStr;
+use std::time::Duration;
+
+use edith_types::Page;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+};
+
+/// Runs `$body` with `$pool` bound to the store's pool: the same text compiles once for SQLite
+/// and once for PostgreSQL, so a query and the code reading its rows exist once.
+macro_rules! on_db {
+    ($store:expr, $pool:ident => $body:expr) => {
+        match &$store.db {
+            $crate::store::Db::Sqlite($pool) => $body,
+            $crate::store::Db::Postgres($pool) => $body,
+        }
+    };
+}
+
+/// The statement that records a new job, for callers that insert one inside their own
+/// transaction.
+macro_rules! insert_job {
+    ($job:expr) => {{
+        let job: &edith_types::Job = $job;
+        sqlx::query("INSERT INTO jobs (id, instance_id, state, body) VALUES ($1, $2, $3, $4)")
+            .bind(job.id.as_str())
+            .bind(job.instance_id.as_str())
+            .bind(job.state.as_str())
+            .bind($crate::store::to_json(job))
+    }};
+}
+
+/// Appends an event to a log (`turn_events` or `job_events`, keyed by `turn_id` or `job_id`),
+/// numbered after the last one, on `$executor`; evaluates to its `seq`. Appends to one log must
+/// not run side by side (see [`lock_log!`]).
+macro_rules! append_event {
+    ($executor:expr, $table:literal, $key:literal, $id:expr, $at:expr, $body:expr) => {
+        sqlx::query_scalar::<_, i64>(concat!(
+            "INSERT INTO ",
+            $table,
+            " (",
+            $key,
+            ", seq, at, body) \
+             SELECT $1, COALESCE(MAX(seq), 0) + 1, $2, $3 FROM ",
+            $table,
+            " WHERE ",
+            $key,
+            " = $1 RETURNING seq"
+        ))
+        .bind($id)
+        .bind($at)
+        .bind($body)
+        .fetch_one($executor)
+        .await
+    };
+}
+
+/// On PostgreSQL, takes a lock on the log `$id` until the end of the transaction `$tx`, so
+/// appends to one log run one after the other and each sees the number before it (statements
+/// running side by side would both take the same one). SQLite runs one writer at a time.
+macro_rules! lock_log {
+    ($tx:expr, $pool:expr, $id:expr) => {
+        if $crate::store::is_postgres($pool) {
+            sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
+                .bind($id)
+                .execute(&mut *$tx)
+                .await?;
+        }
+    };
+}
+
+/// Appends an event to a log on its own, as [`append_event!`] does: in one statement on
+/// SQLite, in a transaction holding the log's lock ([`lock_log!`]) on PostgreSQL.
+macro_rules! append_alone {
+    ($pool:expr, $table:literal, $key:literal, $id:expr, $at:expr, $body:expr) => {
+        if $crate::store::is_postgres($pool) {
+            let mut tx = $pool.begin().await?;
+            lock_log!(tx, $pool, $id);
+            let seq = append_event!(&mut *tx, $table, $key, $id, $at, $body)?;
+            tx.commit().await?;
+            seq
+        } else {
+            append_event!($pool, $table, $key, $id, $at, $body)?
+        }
+    };
+}
+
+mod idempotency;
+mod instances;
+mod jobs;
+mod keys;
+mod profiles;
+mod sessions;
+mod tools;
+mod turns;
+
+pub use idempotency::Idempotency;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("database error: {0}")]
+    Db(#[from] sqlx::Error),
+    #[error("cannot migrate the database: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    #[error("stored record is corrupt: {0}")]
+    Corrupt(#[from] serde_json::Error),
+    /// A uniqueness rule was broken (e.g. a second profile with the same name).
+    #[error("already exists: {0}")]
+    Duplicate(String),
+    /// The database URL is not one this store opens.
+    #[error("{0}")]
+    Url(String),
+    /// Another control plane holds the database (see [`Store::claim_sole_use`]).
+    #[error(
+        "another edith serve is using this database; several replicas on one database are not \
+         supported yet, so stop the other one or give this one its own database"
+    )]
+    InUse,
+}
+
+type Result<T> = std::result::Result<T, StoreError>;
+
+/// The database behind a store.
+#[derive(Debug, Clone)]
+enum Db {
+    Sqlite(SqlitePool),
+    Postgres(PgPool),
+}
+
+/// Which backend a pool in an [`on_db!`] arm belongs to, for the statements whose dialects
+/// differ.
+trait Backend {
+    const POSTGRES: bool;
+}
+
+impl Backend for SqlitePool {
+    const POSTGRES: bool = false;
+}
+
+impl Backend for PgPool {
+    const POSTGRES: bool = true;
+}
+
+fn is_postgres<P: Backend>(_pool: &P) -> bool {
+    P::POSTGRES
+}
+
+/// Handle to the database; cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Store {
+    db: Db,
+}
+
+/// A key held for as long as this process uses a PostgreSQL database alone; dropping it (or the
+/// process dying, which closes its connection) lets another take the database.
+#[derive(Debug)]
+pub struct SoleUse {
+    _connection: Option<sqlx::PgConnection>,
+}
+
+/// The advisory lock that says "a control plane uses this database" (an arbitrary constant:
+/// `edith` in ASCII).
+const SOLE_USE_LOCK: i64 = 0x65_64_69_74_68;
+
+impl Store {
+    /// Opens the store `url` names: `postgres://…` (or `postgresql://…`) for PostgreSQL,
+    /// `sqlite://PATH` or a plain path for a SQLite file. Pending migrations are applied.
+    pub async fn open(url: &str) -> Result<Self> {
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            Self::open_postgres(url).await
+        } else if let Some(path) = url.strip_prefix("sqlite://") {
+            Self::open_sqlite(Path::new(path)).await
+        } else if url.contains("://") {
+            Err(StoreError::Url(
+                "the database URL must start with postgres://, postgresql:// or sqlite://"
+                    .to_owned(),
+            ))
+        } else {
+            Self::open_sqlite(Path::new(url)).await
+        }
+    }
+
+    /// Opens (creating) the SQLite database at `path` and applies pending migrations.
+    pub async fn open_sqlite(path: &Path) -> Result<Self> {
+        let options = SqliteConnectOptions::from_str(&format!("sqlite://{}", path.display()))?
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            // With WAL, NORMAL never corrupts the database; a power cut may drop the last
+            // commits, a crash of this process loses nothing.
+            .synchronous(SqliteSynchronous::Normal)
+            .foreign_keys(true)
+            .busy_timeout(Duration::from_secs(10));
+        let pool = SqlitePoolOptions::new()
+            .max_connections(8)
+            .connect_with(options)
+            .await?;
+        crate::migrate::run_sqlite(&pool).await?;
+        Ok(Self {
+            db: Db::Sqlite(pool),
+        })
+    }
+
+    /// Connects to the PostgreSQL database `url` names and applies pending migrations. The
+    /// database must exist; the store makes its own tables in it.
+    pub async fn open_postgres(url: &str) -> Result<Self> {
+        let options = PgConnectOptions::from_str(url)
+            .map_err(|e| StoreError::Url(format!("the PostgreSQL URL is not valid: {e}")))?
+            .application_name("edith");
+        let pool = PgPoolOptions::new()
+            .max_connections(16)
+            // A database that does not answer is reported, never waited on for ever.
+            .acquire_timeout(Duration::from_secs(10))
+            .connect_with(options)
+            .await?;
+        crate::migrate::run_postgres(&pool).await?;
+        Ok(Self {
+            db: Db::Postgres(pool),
+        })
+    }
+
+    /// Which backend this is, for logs: `sqlite` or `postgres`.
+    pub fn backend(&self) -> &'static str {
+        match self.db {
+            Db::Sqlite(_) => "sqlite",
+            Db::Postgres(_) => "postgres",
+        }
+    }
+
+    /// Claims the database for this process alone: a second control plane on the same
+    /// PostgreSQL database is refused with [`StoreError::InUse`] until the first stops (or
+    /// dies), as several replicas do not yet share the work. A SQLite file is this process's
+    /// own already.
+    pub async fn claim_sole_use(&self) -> Result<SoleUse> {
+        let Db::Postgres(pool) = &self.db else {
+            return Ok(SoleUse { _connection: None });
+        };
+        let mut connection = pool.acquire().await?.detach();
+        let taken: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock($1)")
+            .bind(SOLE_USE_LOCK)
+            .fetch_one(&mut connection)
+            .await?;
+        if !taken {
+            return Err(StoreError::InUse);
+        }
+        Ok(SoleUse {
+            _connection: Some(connection),
+        })
+    }
+
+    pub async fn close(&self) {
+        on_db!(self, pool => pool.close().await)
+    }
+}
+
+fn to_json<T: Serialize>(value: &T) -> String {
+    serde_json::to_string(value).expect("wire types always serialize")
+}
+
+/// The resource stored in a row's `body` column.
+fn from_body<T, R>(row: &R) -> Result<T>
+where
+    T: DeserializeOwned,
+    R: sqlx::Row,
+    for<'r> &'r str: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    &'static str: sqlx::ColumnIndex<R>,
+{
+    Ok(serde_json::from_str(row.try_get::<&str, _>("body")?)?)
+}
+
+fn is_unique_violation(e: &sqlx::Error) -> bool {
+    matches!(e, sqlx::Error::Database(db) if db.is_unique_violation())
+}
+
+fn duplicate_or_db(e: sqlx::Error, what: impl Into<String>) -> StoreError {
+    if is_unique_violation(&e) {
+        StoreError::Duplicate(what.into())
+    } else {
+        StoreError::Db(e)
+    }
+}
+
+/// Cuts a page from `limit + 1` rows (the extra row only tells that a next page exists). List
+/// queries select the rows after the cursor's row: `rowid > (SELECT rowid … WHERE id = cursor)`
+/// (SQLite's own rowid; on PostgreSQL an identity column of that name).
+fn page<T>(mut items: Vec<T>, limit: usize, id_of: impl Fn(&T) -> String) -> Page<T> {
+    let next_cursor = if items.len() > limit {
+        items.truncate(limit);
+        items.last().map(id_of)
+    } else {
+        None
+    };
+    Page { items, next_cursor }
+}
+
+/// `limit + 1`, as the list queries bind it.
+fn one_more(limit: usize) -> i64 {
+    i64::try_from(limit).unwrap_or(i64::MAX - 1) + 1
+}
+
+/// A sequence number as the database keeps it (numbers past `i64::MAX` are past every log).
+fn seq_bound(after: u64) -> i64 {
+    i64::try_from(after).unwrap_or(i64::MAX)
+}

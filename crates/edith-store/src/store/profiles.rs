@@ -1,0 +1,204 @@
+//! Profiles and the tools attached to them.
+
+use edith_types::{InstanceId, Page, Profile, ProfileId, Tool, ToolHost, ToolId};
+use sqlx::Row;
+
+use super::{Result, Store, duplicate_or_db, from_body, one_more, page, to_json};
+use crate::records::ToolHostRecord;
+
+/// Attaching twice is a no-op.
+const ATTACH: &str =
+    "INSERT INTO profile_tools (profile_id, tool_id) VALUES ($1, $2) ON CONFLICT DO NOTHING";
+
+impl Store {
+    pub async fn insert_profile(&self, profile: &Profile) -> Result<()> {
+        on_db!(self, pool => {
+            let mut tx = pool.begin().await?;
+            sqlx::query(
+                "INSERT INTO profiles (id, instance_id, native_name, body) VALUES ($1, $2, $3, $4)",
+            )
+            .bind(profile.id.as_str())
+            .bind(profile.instance_id.as_str())
+            .bind(&profile.native_name)
+            .bind(to_json(profile))
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| {
+                duplicate_or_db(
+                    e,
+                    format!("a profile named `{}` in this instance", profile.native_name),
+                )
+            })?;
+            for tool in &profile.tools {
+                sqlx::query(ATTACH)
+                    .bind(profile.id.as_str())
+                    .bind(tool.as_str())
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            tx.commit().await?;
+            Ok(())
+        })
+    }
+
+    /// Removes a profile and, by cascade, its tool attachments, sessions and turns.
+    pub async fn delete_profile(&self, id: &ProfileId) -> Result<()> {
+        on_db!(self, pool => {
+            sqlx::query("DELETE FROM profiles WHERE id = $1")
+                .bind(id.as_str())
+                .execute(pool)
+                .await?;
+            Ok(())
+        })
+    }
+
+    /// Rewrites the profile's resource (its tool attachments live apart).
+    pub async fn update_profile(&self, profile: &Profile) -> Result<()> {
+        on_db!(self, pool => {
+            sqlx::query("UPDATE profiles SET body = $1 WHERE id = $2")
+                .bind(to_json(profile))
+                .bind(profile.id.as_str())
+                .execute(pool)
+                .await?;
+            Ok(())
+        })
+    }
+
+    /// Whether a turn of the profile's sessions is still queued, running or waiting.
+    pub async fn profile_has_unfinished_turns(&self, profile: &ProfileId) -> Result<bool> {
+        on_db!(self, pool => {
+            let found: bool = sqlx::query_scalar(
+                "SELECT EXISTS (SELECT 1 FROM turns JOIN sessions ON sessions.id = turns.session_id \
+                 WHERE sessions.profile_id = $1 \
+                 AND turns.state IN ('queued', 'running', 'requires_action'))",
+            )
+            .bind(profile.as_str())
+            .fetch_one(pool)
+            .await?;
+            Ok(found)
+        })
+    }
+
+    pub async fn profile(&self, instance: &InstanceId, id: &ProfileId) -> Result<Option<Profile>> {
+        let row = on_db!(self, pool => {
+            let row = sqlx::query("SELECT body FROM profiles WHERE id = $1 AND instance_id = $2")
+                .bind(id.as_str())
+                .bind(instance.as_str())
+                .fetch_optional(pool)
+                .await?;
+            row.map(|row| from_body::<Profile, _>(&row)).transpose()?
+        });
+        match row {
+            Some(mut profile) => {
+                profile.tools = self.profile_tool_ids(id).await?;
+                Ok(Some(profile))
+            }
+            None => Ok(None),
+        }
+    }
+
+    pub async fn list_profiles(
+        &self,
+        instance: &InstanceId,
+        cursor: Option<&ProfileId>,
+        limit: usize,
+    ) -> Result<Page<Profile>> {
+        let profiles: Vec<Profile> = on_db!(self, pool => {
+            let rows = sqlx::query(
+                "SELECT body FROM profiles WHERE instance_id = $3 \
+                 AND ($2 IS NULL OR rowid > (SELECT rowid FROM profiles WHERE id = $2)) \
+                 ORDER BY rowid LIMIT $1",
+            )
+            .bind(one_more(limit))
+            .bind(cursor.map(|c| c.as_str()))
+            .bind(instance.as_str())
+            .fetch_all(pool)
+            .await?;
+            rows.iter().map(from_body).collect::<Result<_>>()?
+        });
+        let mut items = Vec::with_capacity(profiles.len());
+        for mut profile in profiles {
+            profile.tools = self.profile_tool_ids(&profile.id).await?;
+            items.push(profile);
+        }
+        Ok(page(items, limit, |p: &Profile| p.id.to_string()))
+    }
+
+    async fn profile_tool_ids(&self, profile: &ProfileId) -> Result<Vec<ToolId>> {
+        let ids: Vec<String> = on_db!(self, pool => {
+            sqlx::query_scalar(
+                "SELECT tool_id FROM profile_tools WHERE profile_id = $1 ORDER BY rowid",
+            )
+            .bind(profile.as_str())
+            .fetch_all(pool)
+            .await?
+        });
+        Ok(ids.iter().filter_map(|id| id.parse().ok()).collect())
+    }
+
+    /// Attaches a tool; attaching twice is a no-op.
+    pub async fn attach_tool(&self, profile: &ProfileId, tool: &ToolId) -> Result<()> {
+        on_db!(self, pool => {
+            sqlx::query(ATTACH)
+                .bind(profile.as_str())
+                .bind(tool.as_str())
+                .execute(pool)
+                .await?;
+            Ok(())
+        })
+    }
+
+    /// Detaches a tool; returns whether it was attached.
+    pub async fn detach_tool(&self, profile: &ProfileId, tool: &ToolId) -> Result<bool> {
+        on_db!(self, pool => {
+            let done =
+                sqlx::query("DELETE FROM profile_tools WHERE profile_id = $1 AND tool_id = $2")
+                    .bind(profile.as_str())
+                    .bind(tool.as_str())
+                    .execute(pool)
+                    .await?;
+            Ok(done.rows_affected() > 0)
+        })
+    }
+
+    /// The profiles a tool is attached to.
+    pub async fn profiles_using_tool(&self, tool: &ToolId) -> Result<Vec<ProfileId>> {
+        let ids: Vec<String> = on_db!(self, pool => {
+            sqlx::query_scalar(
+                "SELECT profile_id FROM profile_tools WHERE tool_id = $1 ORDER BY rowid",
+            )
+            .bind(tool.as_str())
+            .fetch_all(pool)
+            .await?
+        });
+        Ok(ids.iter().filter_map(|id| id.parse().ok()).collect())
+    }
+
+    /// The tools attached to a profile, each with the host that serves it.
+    pub async fn profile_tools(&self, profile: &ProfileId) -> Result<Vec<(Tool, ToolHostRecord)>> {
+        on_db!(self, pool => {
+            let rows = sqlx::query(
+                "SELECT t.body AS body, h.body AS host_body, h.secret AS secret \
+                 FROM profile_tools pt JOIN tools t ON t.id = pt.tool_id \
+                 JOIN tool_hosts h ON h.id = t.host_id WHERE pt.profile_id = $1 \
+                 ORDER BY pt.rowid",
+            )
+            .bind(profile.as_str())
+            .fetch_all(pool)
+            .await?;
+            rows.iter()
+                .map(|row| {
+                    let host: ToolHost =
+                        serde_json::from_str(row.try_get::<&str, _>("host_body")?)?;
+                    Ok((
+                        from_body(row)?,
+                        ToolHostRecord {
+                            host,
+                            secret: row.try_get("secret")?,
+                        },
+                    ))
+                })
+                .collect()
+        })
+    }
+}

@@ -1,0 +1,78 @@
+//! Sessions of a profile.
+
+use edith_types::{Page, ProfileId, Session, SessionId};
+
+use super::{Result, Store, from_body, one_more, page, to_json};
+
+impl Store {
+    pub async fn insert_session(&self, session: &Session) -> Result<()> {
+        on_db!(self, pool => {
+            sqlx::query("INSERT INTO sessions (id, profile_id, body) VALUES ($1, $2, $3)")
+                .bind(session.id.as_str())
+                .bind(session.profile_id.as_str())
+                .bind(to_json(session))
+                .execute(pool)
+                .await?;
+            Ok(())
+        })
+    }
+
+    pub async fn session(&self, profile: &ProfileId, id: &SessionId) -> Result<Option<Session>> {
+        on_db!(self, pool => {
+            let row = sqlx::query("SELECT body FROM sessions WHERE id = $1 AND profile_id = $2")
+                .bind(id.as_str())
+                .bind(profile.as_str())
+                .fetch_optional(pool)
+                .await?;
+            row.map(|row| from_body(&row)).transpose()
+        })
+    }
+
+    pub async fn list_sessions(
+        &self,
+        profile: &ProfileId,
+        cursor: Option<&SessionId>,
+        limit: usize,
+    ) -> Result<Page<Session>> {
+        on_db!(self, pool => {
+            let rows = sqlx::query(
+                "SELECT body FROM sessions WHERE profile_id = $3 \
+                 AND ($2 IS NULL OR rowid > (SELECT rowid FROM sessions WHERE id = $2)) \
+                 ORDER BY rowid LIMIT $1",
+            )
+            .bind(one_more(limit))
+            .bind(cursor.map(|c| c.as_str()))
+            .bind(profile.as_str())
+            .fetch_all(pool)
+            .await?;
+            let items = rows.iter().map(from_body).collect::<Result<Vec<_>>>()?;
+            Ok(page(items, limit, |s: &Session| s.id.to_string()))
+        })
+    }
+
+    /// Removes the session and, by cascade, its turns and their events — unless one of its
+    /// turns has not finished (checked in the same statement); returns whether it was removed.
+    pub async fn delete_idle_session(&self, id: &SessionId) -> Result<bool> {
+        on_db!(self, pool => {
+            let done = sqlx::query(
+                "DELETE FROM sessions WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM turns \
+                 WHERE session_id = $1 AND state IN ('queued', 'running', 'requires_action'))",
+            )
+            .bind(id.as_str())
+            .execute(pool)
+            .await?;
+            Ok(done.rows_affected() == 1)
+        })
+    }
+
+    pub async fn update_session(&self, session: &Session) -> Result<()> {
+        on_db!(self, pool => {
+            sqlx::query("UPDATE sessions SET body = $1 WHERE id = $2")
+                .bind(to_json(session))
+                .bind(session.id.as_str())
+                .execute(pool)
+                .await?;
+            Ok(())
+        })
+    }
+}

@@ -1,0 +1,137 @@
+//! Callback tools and the hosts that serve them.
+
+use edith_types::{Page, Tool, ToolHost, ToolHostId, ToolId};
+
+use super::{Result, Store, duplicate_or_db, from_body, one_more, page, to_json};
+use crate::records::ToolHostRecord;
+
+impl Store {
+    pub async fn insert_tool_host(&self, record: &ToolHostRecord) -> Result<()> {
+        on_db!(self, pool => {
+            sqlx::query("INSERT INTO tool_hosts (id, body, secret) VALUES ($1, $2, $3)")
+                .bind(record.host.id.as_str())
+                .bind(to_json(&record.host))
+                .bind(&record.secret)
+                .execute(pool)
+                .await?;
+            Ok(())
+        })
+    }
+
+    /// Rewrites a tool host: its resource, and its secret when `secret` is given.
+    pub async fn update_tool_host(&self, host: &ToolHost, secret: Option<&str>) -> Result<()> {
+        on_db!(self, pool => {
+            sqlx::query(
+                "UPDATE tool_hosts SET body = $1, secret = COALESCE($2, secret) WHERE id = $3",
+            )
+            .bind(to_json(host))
+            .bind(secret)
+            .bind(host.id.as_str())
+            .execute(pool)
+            .await?;
+            Ok(())
+        })
+    }
+
+    pub async fn tool_host(&self, id: &ToolHostId) -> Result<Option<ToolHost>> {
+        on_db!(self, pool => {
+            let row = sqlx::query("SELECT body FROM tool_hosts WHERE id = $1")
+                .bind(id.as_str())
+                .fetch_optional(pool)
+                .await?;
+            row.map(|row| from_body(&row)).transpose()
+        })
+    }
+
+    /// The tools a host serves.
+    pub async fn tools_of_host(&self, host: &ToolHostId) -> Result<Vec<ToolId>> {
+        let ids: Vec<String> = on_db!(self, pool => {
+            sqlx::query_scalar("SELECT id FROM tools WHERE host_id = $1 ORDER BY rowid")
+                .bind(host.as_str())
+                .fetch_all(pool)
+                .await?
+        });
+        Ok(ids.iter().filter_map(|id| id.parse().ok()).collect())
+    }
+
+    /// Deletes a tool host unless a tool uses it, in one statement; returns whether it was.
+    pub async fn delete_unused_tool_host(&self, host: &ToolHostId) -> Result<bool> {
+        on_db!(self, pool => {
+            let done = sqlx::query(
+                "DELETE FROM tool_hosts WHERE id = $1 \
+                 AND NOT EXISTS (SELECT 1 FROM tools WHERE host_id = $1)",
+            )
+            .bind(host.as_str())
+            .execute(pool)
+            .await?;
+            Ok(done.rows_affected() > 0)
+        })
+    }
+
+    pub async fn insert_tool(&self, tool: &Tool) -> Result<()> {
+        on_db!(self, pool => {
+            sqlx::query("INSERT INTO tools (id, name, host_id, body) VALUES ($1, $2, $3, $4)")
+                .bind(tool.id.as_str())
+                .bind(&tool.name)
+                .bind(tool.host_id.as_str())
+                .bind(to_json(tool))
+                .execute(pool)
+                .await
+                .map_err(|e| duplicate_or_db(e, format!("a tool named `{}`", tool.name)))?;
+            Ok(())
+        })
+    }
+
+    /// Rewrites a tool's resource (its name and host stay).
+    pub async fn update_tool(&self, tool: &Tool) -> Result<()> {
+        on_db!(self, pool => {
+            sqlx::query("UPDATE tools SET body = $1 WHERE id = $2")
+                .bind(to_json(tool))
+                .bind(tool.id.as_str())
+                .execute(pool)
+                .await?;
+            Ok(())
+        })
+    }
+
+    pub async fn tool(&self, id: &ToolId) -> Result<Option<Tool>> {
+        on_db!(self, pool => {
+            let row = sqlx::query("SELECT body FROM tools WHERE id = $1")
+                .bind(id.as_str())
+                .fetch_optional(pool)
+                .await?;
+            row.map(|row| from_body(&row)).transpose()
+        })
+    }
+
+    pub async fn list_tools(&self, cursor: Option<&ToolId>, limit: usize) -> Result<Page<Tool>> {
+        on_db!(self, pool => {
+            let rows = sqlx::query(
+                "SELECT body FROM tools \
+                 WHERE ($2 IS NULL OR rowid > (SELECT rowid FROM tools WHERE id = $2)) \
+                 ORDER BY rowid LIMIT $1",
+            )
+            .bind(one_more(limit))
+            .bind(cursor.map(|c| c.as_str()))
+            .fetch_all(pool)
+            .await?;
+            let items = rows.iter().map(from_body).collect::<Result<Vec<_>>>()?;
+            Ok(page(items, limit, |t: &Tool| t.id.to_string()))
+        })
+    }
+
+    /// Deletes a tool unless a profile uses it, in one statement (no attachment can slip in
+    /// between a check and the delete); returns whether it was deleted.
+    pub async fn delete_unused_tool(&self, tool: &ToolId) -> Result<bool> {
+        on_db!(self, pool => {
+            let done = sqlx::query(
+                "DELETE FROM tools WHERE id = $1 \
+                 AND NOT EXISTS (SELECT 1 FROM profile_tools WHERE tool_id = $1)",
+            )
+            .bind(tool.as_str())
+            .execute(pool)
+            .await?;
+            Ok(done.rows_affected() > 0)
+        })
+    }
+}

@@ -1,0 +1,217 @@
+//! Turns of a session and their event logs.
+
+use edith_types::{
+    InstanceId, Page, SessionId, Timestamp, Turn, TurnEvent, TurnEventKind, TurnId, TurnState,
+};
+use sqlx::Row;
+
+use super::{
+    Result, Store, from_body, is_postgres, is_unique_violation, one_more, page, seq_bound, to_json,
+};
+
+/// Rewrites a turn's state and resource.
+const UPDATE_TURN: &str = "UPDATE turns SET state = $1, body = $2 WHERE id = $3";
+
+impl Store {
+    /// Inserts a turn unless the session already has one that has not finished; returns the
+    /// unfinished one in that case. The check is part of the insert, and a unique index on a
+    /// session's unfinished turn stops the one of two racing inserts that a concurrent
+    /// database (PostgreSQL) would otherwise let through.
+    pub async fn insert_turn_if_idle(&self, turn: &Turn) -> Result<Option<TurnId>> {
+        let busy: Option<String> = on_db!(self, pool => {
+            let inserted = sqlx::query(
+                "INSERT INTO turns (id, session_id, state, body) SELECT $1, $2, $3, $4 \
+                 WHERE NOT EXISTS (SELECT 1 FROM turns WHERE session_id = $2 \
+                 AND state IN ('queued', 'running', 'requires_action'))",
+            )
+            .bind(turn.id.as_str())
+            .bind(turn.session_id.as_str())
+            .bind(turn.state.as_str())
+            .bind(to_json(turn))
+            .execute(pool)
+            .await;
+            match inserted {
+                Ok(done) if done.rows_affected() == 1 => return Ok(None),
+                Ok(_) => {}
+                Err(e) if is_unique_violation(&e) => {}
+                Err(e) => return Err(e.into()),
+            }
+            sqlx::query_scalar(
+                "SELECT id FROM turns WHERE session_id = $1 \
+                 AND state IN ('queued', 'running', 'requires_action') LIMIT 1",
+            )
+            .bind(turn.session_id.as_str())
+            .fetch_optional(pool)
+            .await?
+        });
+        Ok(busy.and_then(|id| id.parse().ok()))
+    }
+
+    /// A page of the session's turns, oldest first (only those in `state`, if given).
+    pub async fn list_turns(
+        &self,
+        session: &SessionId,
+        cursor: Option<&TurnId>,
+        limit: usize,
+        state: Option<TurnState>,
+    ) -> Result<Page<Turn>> {
+        on_db!(self, pool => {
+            let rows = sqlx::query(
+                "SELECT body FROM turns WHERE session_id = $3 \
+                 AND ($2 IS NULL OR rowid > (SELECT rowid FROM turns WHERE id = $2)) \
+                 AND ($4 IS NULL OR state = $4) ORDER BY rowid LIMIT $1",
+            )
+            .bind(one_more(limit))
+            .bind(cursor.map(|c| c.as_str()))
+            .bind(session.as_str())
+            .bind(state.map(|s| s.as_str()))
+            .fetch_all(pool)
+            .await?;
+            let items = rows.iter().map(from_body).collect::<Result<Vec<_>>>()?;
+            Ok(page(items, limit, |t: &Turn| t.id.to_string()))
+        })
+    }
+
+    pub async fn turn(&self, session: &SessionId, id: &TurnId) -> Result<Option<Turn>> {
+        on_db!(self, pool => {
+            let row = sqlx::query("SELECT body FROM turns WHERE id = $1 AND session_id = $2")
+                .bind(id.as_str())
+                .bind(session.as_str())
+                .fetch_optional(pool)
+                .await?;
+            row.map(|row| from_body(&row)).transpose()
+        })
+    }
+
+    pub async fn update_turn(&self, turn: &Turn) -> Result<()> {
+        on_db!(self, pool => {
+            sqlx::query(UPDATE_TURN)
+                .bind(turn.state.as_str())
+                .bind(to_json(turn))
+                .bind(turn.id.as_str())
+                .execute(pool)
+                .await?;
+            Ok(())
+        })
+    }
+
+    /// Whether a turn of the instance is still queued, running or waiting for an answer.
+    pub async fn instance_has_unfinished_turns(&self, instance: &InstanceId) -> Result<bool> {
+        on_db!(self, pool => {
+            let found: bool = sqlx::query_scalar(
+                "SELECT EXISTS (SELECT 1 FROM turns \
+                 JOIN sessions ON sessions.id = turns.session_id \
+                 JOIN profiles ON profiles.id = sessions.profile_id \
+                 WHERE profiles.instance_id = $1 \
+                 AND turns.state IN ('queued', 'running', 'requires_action'))",
+            )
+            .bind(instance.as_str())
+            .fetch_one(pool)
+            .await?;
+            Ok(found)
+        })
+    }
+
+    /// Finished turns whose log lacks its final event (written by a version that recorded the
+    /// two apart, and stopped between them).
+    pub async fn finished_turns_without_their_end(&self) -> Result<Vec<Turn>> {
+        on_db!(self, pool => {
+            let sql = if is_postgres(pool) {
+                "SELECT body FROM turns t \
+                 WHERE state NOT IN ('queued', 'running', 'requires_action') \
+                 AND NOT EXISTS (SELECT 1 FROM turn_events e WHERE e.turn_id = t.id \
+                 AND e.body::jsonb ->> 'type' = 'turn.finished')"
+            } else {
+                "SELECT body FROM turns t \
+                 WHERE state NOT IN ('queued', 'running', 'requires_action') \
+                 AND NOT EXISTS (SELECT 1 FROM turn_events e WHERE e.turn_id = t.id \
+                 AND json_extract(e.body, '$.type') = 'turn.finished')"
+            };
+            let rows = sqlx::query(sql).fetch_all(pool).await?;
+            rows.iter().map(from_body).collect()
+        })
+    }
+
+    /// Turns that had not finished when the process stopped.
+    pub async fn unfinished_turns(&self) -> Result<Vec<Turn>> {
+        on_db!(self, pool => {
+            let rows = sqlx::query(
+                "SELECT body FROM turns WHERE state IN ('queued', 'running', 'requires_action')",
+            )
+            .fetch_all(pool)
+            .await?;
+            rows.iter().map(from_body).collect()
+        })
+    }
+
+    /// Appends an event to a turn's log, numbered after the last one.
+    pub async fn append_turn_event(
+        &self,
+        turn: &TurnId,
+        kind: &TurnEventKind,
+    ) -> Result<TurnEvent> {
+        let at = Timestamp::now();
+        let body = to_json(kind);
+        let seq = on_db!(self, pool => {
+            append_alone!(pool, "turn_events", "turn_id", turn.as_str(), at.as_str(), &body)
+        });
+        Ok(turn_event(turn, seq, at, kind.clone()))
+    }
+
+    /// Records a turn's final state and its final event together: a crash leaves both or
+    /// neither (a finished turn whose log lacks its end would keep its readers waiting).
+    pub async fn finish_turn(&self, turn: &Turn, last: &TurnEventKind) -> Result<TurnEvent> {
+        let at = Timestamp::now();
+        let body = to_json(last);
+        let seq = on_db!(self, pool => {
+            let mut tx = pool.begin().await?;
+            lock_log!(tx, pool, turn.id.as_str());
+            sqlx::query(UPDATE_TURN)
+                .bind(turn.state.as_str())
+                .bind(to_json(turn))
+                .bind(turn.id.as_str())
+                .execute(&mut *tx)
+                .await?;
+            let seq = append_event!(
+                &mut *tx,
+                "turn_events",
+                "turn_id",
+                turn.id.as_str(),
+                at.as_str(),
+                &body
+            )?;
+            tx.commit().await?;
+            seq
+        });
+        Ok(turn_event(&turn.id, seq, at, last.clone()))
+    }
+
+    pub async fn turn_events_after(&self, turn: &TurnId, after: u64) -> Result<Vec<TurnEvent>> {
+        on_db!(self, pool => {
+            let rows = sqlx::query(
+                "SELECT seq, at, body FROM turn_events WHERE turn_id = $1 AND seq > $2 \
+                 ORDER BY seq",
+            )
+            .bind(turn.as_str())
+            .bind(seq_bound(after))
+            .fetch_all(pool)
+            .await?;
+            rows.iter()
+                .map(|row| {
+                    let seq: i64 = row.try_get("seq")?;
+                    let at = Timestamp::from_stored(row.try_get("at")?);
+                    Ok(turn_event(turn, seq, at, from_body(row)?))
+                })
+                .collect()
+        })
+    }
+}
+
+fn turn_event(turn: &TurnId, seq: i64, at: Timestamp, kind: TurnEventKind) -> TurnEvent {
+    TurnEvent {
+        seq: seq as u64,
+        turn_id: turn.clone(),
+        at,
+        kind,
+    }
+}

@@ -1,0 +1,997 @@
+//! The store's behaviour, the same on both backends: each check below runs as `<check>::sqlite`
+//! (a SQLite file in a temporary directory) and `<check>::postgres` (a database of its own,
+//! from `testkit::postgres`: the server `EDITH_TEST_DATABASE_URL` names, or a throwaway cluster).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use edith_store::{Idempotency, InstanceRecord, Store, StoreError, ToolHostRecord};
+use edith_types::{
+    ApiKey, ApiKeyId, Instance, InstanceId, InstanceState, Job, JobEventKind, JobId, JobKind,
+    JobState, ModelConfig, Profile, ProfileId, ProviderKind, RestartPolicy, Scope, Session,
+    SessionId, Timestamp, Tool, ToolHost, ToolHostId, ToolId, Turn, TurnEventKind, TurnId,
+    TurnState,
+};
+
+/// Declares each named check (an `async fn(Store)` below) once per backend.
+macro_rules! on_both_backends {
+    ($($check:ident),* $(,)?) => {$(
+        mod $check {
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn sqlite() {
+                let dir = tempfile::tempdir().unwrap();
+                let store = edith_store::Store::open_sqlite(&dir.path().join("edith.db"))
+                    .await
+                    .unwrap();
+                super::$check(store).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn postgres() {
+                let database = testkit::postgres::database().await;
+                let store = edith_store::Store::open(database.url()).await.unwrap();
+                super::$check(store.clone()).await;
+                store.close().await;
+            }
+        }
+    )*};
+}
+
+on_both_backends!(
+    instances_page_filter_and_count,
+    an_instance_changes_state_only_from_the_state_it_was_seen_in,
+    purging_an_instance_removes_what_it_holds_but_keeps_its_jobs,
+    a_job_is_leased_to_one_replica_until_its_lease_runs_out,
+    job_events_are_numbered_in_order,
+    profiles_are_unique_by_name_and_carry_their_tools,
+    tools_and_hosts_in_use_are_not_deleted,
+    keys_are_found_by_hash_and_paged,
+    a_session_runs_one_turn_at_a_time_even_when_inserts_race,
+    concurrent_appends_to_one_log_get_every_number_once,
+    a_finished_turn_has_its_last_event_and_readers_see_the_tail,
+    a_session_with_an_unfinished_turn_is_not_deleted,
+    idempotency_keys_claim_replay_and_release,
+);
+
+fn instance(name: &str, provider: ProviderKind, labels: &[(&str, &str)]) -> Instance {
+    Instance {
+        id: InstanceId::generate(),
+        name: name.to_owned(),
+        provider,
+        runtime: None,
+        url: None,
+        state: InstanceState::Provisioning,
+        state_reason: None,
+        restart_policy: RestartPolicy::Never,
+        max_restarts: None,
+        sim: None,
+        labels: labels
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect::<BTreeMap<_, _>>(),
+        restarts: 0,
+        created_at: Timestamp::now(),
+        updated_at: Timestamp::now(),
+    }
+}
+
+fn job_for(instance: &InstanceId) -> Job {
+    let now = Timestamp::now();
+    Job {
+        id: JobId::generate(),
+        instance_id: instance.clone(),
+        kind: JobKind::InstanceProvision,
+        state: JobState::Queued,
+        steps: Vec::new(),
+        error: None,
+        created_at: now.clone(),
+        updated_at: now,
+    }
+}
+
+/// Inserts an instance with its provisioning job; returns both.
+async fn add_instance(store: &Store, instance: Instance) -> (Instance, Job) {
+    let job = job_for(&instance.id);
+    let record = InstanceRecord {
+        instance: instance.clone(),
+        runtime_token: "runtime-secret".to_owned(),
+        mcp_token: "mcp-secret".to_owned(),
+    };
+    store.insert_instance(&record, &job).await.unwrap();
+    (instance, job)
+}
+
+async fn add_profile(store: &Store, instance: &InstanceId, name: &str) -> Profile {
+    let profile = Profile {
+        id: ProfileId::generate(),
+        instance_id: instance.clone(),
+        name: name.to_owned(),
+        native_name: name.to_owned(),
+        model: ModelConfig::Scripted,
+        tools: Vec::new(),
+        created_at: Timestamp::now(),
+    };
+    store.insert_profile(&profile).await.unwrap();
+    profile
+}
+
+async fn add_session(store: &Store, profile: &Profile) -> Session {
+    let session = Session {
+        id: SessionId::generate(),
+        profile_id: profile.id.clone(),
+        instance_id: profile.instance_id.clone(),
+        native_session_id: None,
+        title: None,
+        created_at: Timestamp::now(),
+    };
+    store.insert_session(&session).await.unwrap();
+    session
+}
+
+fn turn_in(session: &SessionId) -> Turn {
+    let now = Timestamp::now();
+    Turn {
+        id: TurnId::generate(),
+        session_id: session.clone(),
+        state: TurnState::Queued,
+        input: "hello".to_owned(),
+        output: None,
+        error: None,
+        usage: None,
+        created_at: now.clone(),
+        updated_at: now,
+    }
+}
+
+/// An instance with a profile and a session in it.
+async fn a_session(store: &Store) -> (Instance, Profile, Session) {
+    let (instance, _) = add_instance(store, instance("i", ProviderKind::Embedded, &[])).await;
+    let profile = add_profile(store, &instance.id, "default").await;
+    let session = add_session(store, &profile).await;
+    (instance, profile, session)
+}
+
+async fn add_tool(store: &Store, name: &str) -> (Tool, ToolHostRecord) {
+    let host = ToolHostRecord {
+        host: ToolHost {
+            id: ToolHostId::generate(),
+            url: "http://127.0.0.1:9/mcp".to_owned(),
+            created_at: Timestamp::now(),
+        },
+        secret: "host-secret".to_owned(),
+    };
+    store.insert_tool_host(&host).await.unwrap();
+    let tool = Tool {
+        id: ToolId::generate(),
+        name: name.to_owned(),
+        description: "a tool".to_owned(),
+        input_schema: serde_json::json!({"type": "object"}),
+        host_id: host.host.id.clone(),
+        created_at: Timestamp::now(),
+    };
+    store.insert_tool(&tool).await.unwrap();
+    (tool, host)
+}
+
+fn ids<T>(items: &[T], id: impl Fn(&T) -> String) -> Vec<String> {
+    items.iter().map(id).collect()
+}
+
+async fn instances_page_filter_and_count(store: Store) {
+    let mut made = Vec::new();
+    for (n, provider, labels) in [
+        (0, ProviderKind::Embedded, vec![("team", "a")]),
+        (1, ProviderKind::Process, vec![("team", "b")]),
+        (
+            2,
+            ProviderKind::Embedded,
+            vec![("team", "a"), ("tier", "gold")],
+        ),
+    ] {
+        let (instance, _) =
+            add_instance(&store, instance(&format!("i{n}"), provider, &labels)).await;
+        made.push(instance);
+    }
+    let all: Vec<String> = ids(&made, |i| i.id.to_string());
+
+    let first = store.list_instances(None, 2, None, None).await.unwrap();
+    assert_eq!(ids(&first.items, |i| i.id.to_string()), all[..2]);
+    let cursor: InstanceId = first.next_cursor.expect("a next page").parse().unwrap();
+    let rest = store
+        .list_instances(Some(&cursor), 2, None, None)
+        .await
+        .unwrap();
+    assert_eq!(ids(&rest.items, |i| i.id.to_string()), all[2..]);
+    assert_eq!(rest.next_cursor, None);
+
+    let team_a = store
+        .list_instances(None, 10, None, Some(("team", "a")))
+        .await
+        .unwrap();
+    assert_eq!(
+        ids(&team_a.items, |i| i.id.to_string()),
+        [all[0].clone(), all[2].clone()]
+    );
+    let gold = store
+        .list_instances(None, 10, None, Some(("tier", "gold")))
+        .await
+        .unwrap();
+    assert_eq!(ids(&gold.items, |i| i.id.to_string()), [all[2].clone()]);
+    let none = store
+        .list_instances(None, 10, None, Some(("team", "c")))
+        .await
+        .unwrap();
+    assert!(none.items.is_empty());
+
+    let mut ready = made[1].clone();
+    ready.state = InstanceState::Ready;
+    store.update_instance(&ready).await.unwrap();
+    let in_ready = store
+        .list_instances(None, 10, Some(InstanceState::Ready), None)
+        .await
+        .unwrap();
+    assert_eq!(ids(&in_ready.items, |i| i.id.to_string()), [all[1].clone()]);
+    assert_eq!(
+        ids(
+            &store
+                .instances_in_state(InstanceState::Provisioning)
+                .await
+                .unwrap(),
+            |i| i.id.to_string()
+        ),
+        [all[0].clone(), all[2].clone()]
+    );
+
+    let mut deleted = made[0].clone();
+    deleted.state = InstanceState::Deleted;
+    store.update_instance(&deleted).await.unwrap();
+    let listed = store.list_instances(None, 10, None, None).await.unwrap();
+    assert_eq!(
+        ids(&listed.items, |i| i.id.to_string()),
+        all[1..],
+        "deleted instances are not listed"
+    );
+
+    let mut counts = store.count_instances().await.unwrap();
+    counts.sort();
+    assert_eq!(
+        counts,
+        [
+            ("embedded".to_owned(), "provisioning".to_owned(), 1),
+            ("process".to_owned(), "ready".to_owned(), 1),
+        ]
+    );
+
+    let record = store.instance(&made[1].id).await.unwrap().unwrap();
+    assert_eq!(record.instance, ready);
+    assert_eq!(record.runtime_token, "runtime-secret");
+    assert_eq!(record.mcp_token, "mcp-secret");
+    assert!(
+        store
+            .instance(&InstanceId::generate())
+            .await
+            .unwrap()
+            .is_none()
+    );
+}
+
+async fn an_instance_changes_state_only_from_the_state_it_was_seen_in(store: Store) {
+    let (seen, _) = add_instance(&store, instance("i", ProviderKind::Embedded, &[])).await;
+    let mut ready = seen.clone();
+    ready.state = InstanceState::Ready;
+    assert!(
+        store
+            .update_instance_from(&ready, InstanceState::Provisioning)
+            .await
+            .unwrap()
+    );
+    let mut lost = seen.clone();
+    lost.state = InstanceState::Lost;
+    assert!(
+        !store
+            .update_instance_from(&lost, InstanceState::Provisioning)
+            .await
+            .unwrap(),
+        "someone moved it meanwhile"
+    );
+    let stored = store.instance(&seen.id).await.unwrap().unwrap();
+    assert_eq!(stored.instance.state, InstanceState::Ready);
+}
+
+async fn purging_an_instance_removes_what_it_holds_but_keeps_its_jobs(store: Store) {
+    let (instance, profile, session) = a_session(&store).await;
+    let job = job_for(&instance.id);
+    store.insert_job(&job).await.unwrap();
+    let turn = turn_in(&session.id);
+    assert_eq!(store.insert_turn_if_idle(&turn).await.unwrap(), None);
+    store
+        .append_turn_event(&turn.id, &TurnEventKind::TurnStarted)
+        .await
+        .unwrap();
+
+    store.purge_instance(&instance.id).await.unwrap();
+    assert!(store.instance(&instance.id).await.unwrap().is_none());
+    assert!(
+        store
+            .profile(&instance.id, &profile.id)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        store
+            .session(&profile.id, &session.id)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(store.turn(&session.id, &turn.id).await.unwrap().is_none());
+    assert!(
+        store
+            .turn_events_after(&turn.id, 0)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(store.job(&job.id).await.unwrap(), Some(job), "jobs stay");
+}
+
+async fn a_job_is_leased_to_one_replica_until_its_lease_runs_out(store: Store) {
+    let (_, job) = add_instance(&store, instance("i", ProviderKind::Embedded, &[])).await;
+    let taken = |owner: &'static str, now: i64| {
+        let store = store.clone();
+        async move {
+            let jobs = store.jobs_to_take(owner, now).await.unwrap();
+            jobs.iter().map(|j| j.id.clone()).collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(
+        taken("a", 0).await,
+        std::slice::from_ref(&job.id),
+        "not leased: anyone's"
+    );
+    assert!(store.lease_job(&job.id, "a", 0, 100).await.unwrap());
+    assert!(!store.lease_job(&job.id, "b", 50, 150).await.unwrap());
+    assert!(
+        taken("b", 50).await.is_empty(),
+        "a live lease keeps others off"
+    );
+    assert_eq!(
+        taken("a", 50).await,
+        std::slice::from_ref(&job.id),
+        "its owner, restarted, takes it"
+    );
+    assert!(
+        store.lease_job(&job.id, "a", 90, 200).await.unwrap(),
+        "renewed"
+    );
+    assert!(!store.lease_job(&job.id, "b", 150, 250).await.unwrap());
+    assert!(
+        store.lease_job(&job.id, "b", 201, 300).await.unwrap(),
+        "ran out: taken over"
+    );
+    assert!(
+        !store.lease_job(&job.id, "a", 210, 310).await.unwrap(),
+        "a lost it"
+    );
+
+    store.release_job(&job.id, "a").await.unwrap();
+    assert!(
+        !store.lease_job(&job.id, "a", 220, 320).await.unwrap(),
+        "only b releases"
+    );
+    assert!(store.holds_job_lease(&job.id, "b").await.unwrap());
+    assert!(!store.holds_job_lease(&job.id, "a").await.unwrap());
+    let mut finished = job.clone();
+    finished.state = JobState::Succeeded;
+    assert!(
+        !store.update_leased_job(&finished, "a").await.unwrap(),
+        "a lost it"
+    );
+    assert!(store.update_leased_job(&finished, "b").await.unwrap());
+    store.release_job(&job.id, "b").await.unwrap();
+    assert!(
+        !store.lease_job(&job.id, "a", 230, 330).await.unwrap(),
+        "finished"
+    );
+    assert!(taken("a", 230).await.is_empty());
+    assert_eq!(store.job(&job.id).await.unwrap(), Some(finished));
+}
+
+async fn job_events_are_numbered_in_order(store: Store) {
+    let (_, job) = add_instance(&store, instance("i", ProviderKind::Embedded, &[])).await;
+    for index in 0..3 {
+        let event = store
+            .append_job_event(
+                &job.id,
+                &JobEventKind::StepStarted {
+                    step: format!("step{index}"),
+                    index,
+                    of: 3,
+                },
+            )
+            .await
+            .unwrap();
+        assert_eq!(event.seq, u64::from(index) + 1);
+    }
+    let tail = store.job_events_after(&job.id, 1).await.unwrap();
+    assert_eq!(tail.iter().map(|e| e.seq).collect::<Vec<_>>(), [2, 3]);
+    assert_eq!(
+        tail[1].kind,
+        JobEventKind::StepStarted {
+            step: "step2".to_owned(),
+            index: 2,
+            of: 3
+        }
+    );
+    assert!(
+        store
+            .job_events_after(&job.id, u64::MAX)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+async fn profiles_are_unique_by_name_and_carry_their_tools(store: Store) {
+    let (instance, _) = add_instance(&store, instance("i", ProviderKind::Embedded, &[])).await;
+    let (tool, host) = add_tool(&store, "lookup").await;
+    let (other_tool, _) = add_tool(&store, "other").await;
+    let mut profile = Profile {
+        id: ProfileId::generate(),
+        instance_id: instance.id.clone(),
+        name: "Support".to_owned(),
+        native_name: "support".to_owned(),
+        model: ModelConfig::Scripted,
+        tools: vec![tool.id.clone()],
+        created_at: Timestamp::now(),
+    };
+    store.insert_profile(&profile).await.unwrap();
+    let twin = Profile {
+        id: ProfileId::generate(),
+        ..profile.clone()
+    };
+    match store.insert_profile(&twin).await {
+        Err(StoreError::Duplicate(what)) => assert!(what.contains("support"), "{what}"),
+        other => panic!("a second `support` profile: {other:?}"),
+    }
+    assert!(
+        store
+            .profile(&instance.id, &twin.id)
+            .await
+            .unwrap()
+            .is_none(),
+        "nothing of the refused profile stays"
+    );
+
+    store
+        .attach_tool(&profile.id, &other_tool.id)
+        .await
+        .unwrap();
+    store
+        .attach_tool(&profile.id, &other_tool.id)
+        .await
+        .unwrap();
+    profile.tools.push(other_tool.id.clone());
+    assert_eq!(
+        store.profile(&instance.id, &profile.id).await.unwrap(),
+        Some(profile.clone()),
+        "attaching twice is a no-op; tools in the order attached"
+    );
+    let attached = store.profile_tools(&profile.id).await.unwrap();
+    assert_eq!(attached.len(), 2);
+    assert_eq!(attached[0].0, tool);
+    assert_eq!(attached[0].1.host, host.host);
+    assert_eq!(attached[0].1.secret, "host-secret");
+    assert_eq!(
+        store.profiles_using_tool(&tool.id).await.unwrap(),
+        [profile.id.clone()]
+    );
+
+    assert!(store.detach_tool(&profile.id, &tool.id).await.unwrap());
+    assert!(!store.detach_tool(&profile.id, &tool.id).await.unwrap());
+    let second = add_profile(&store, &instance.id, "second").await;
+    let page = store.list_profiles(&instance.id, None, 1).await.unwrap();
+    assert_eq!(page.items[0].tools, std::slice::from_ref(&other_tool.id));
+    let cursor: ProfileId = page.next_cursor.unwrap().parse().unwrap();
+    let rest = store
+        .list_profiles(&instance.id, Some(&cursor), 1)
+        .await
+        .unwrap();
+    assert_eq!(rest.items, std::slice::from_ref(&second));
+    assert_eq!(rest.next_cursor, None);
+
+    assert!(
+        !store
+            .profile_has_unfinished_turns(&second.id)
+            .await
+            .unwrap()
+    );
+    let session = add_session(&store, &second).await;
+    store
+        .insert_turn_if_idle(&turn_in(&session.id))
+        .await
+        .unwrap();
+    assert!(
+        store
+            .profile_has_unfinished_turns(&second.id)
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .instance_has_unfinished_turns(&instance.id)
+            .await
+            .unwrap()
+    );
+
+    store.delete_profile(&second.id).await.unwrap();
+    assert!(
+        store
+            .session(&second.id, &session.id)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        !store
+            .instance_has_unfinished_turns(&instance.id)
+            .await
+            .unwrap()
+    );
+}
+
+async fn tools_and_hosts_in_use_are_not_deleted(store: Store) {
+    let (instance, _) = add_instance(&store, instance("i", ProviderKind::Embedded, &[])).await;
+    let profile = add_profile(&store, &instance.id, "default").await;
+    let (tool, host) = add_tool(&store, "lookup").await;
+    match store
+        .insert_tool(&Tool {
+            id: ToolId::generate(),
+            ..tool.clone()
+        })
+        .await
+    {
+        Err(StoreError::Duplicate(what)) => assert!(what.contains("lookup"), "{what}"),
+        other => panic!("a second `lookup` tool: {other:?}"),
+    }
+    store.attach_tool(&profile.id, &tool.id).await.unwrap();
+    assert!(
+        !store.delete_unused_tool(&tool.id).await.unwrap(),
+        "attached"
+    );
+    assert!(
+        !store.delete_unused_tool_host(&host.host.id).await.unwrap(),
+        "serves a tool"
+    );
+    assert_eq!(
+        store.tools_of_host(&host.host.id).await.unwrap(),
+        std::slice::from_ref(&tool.id)
+    );
+
+    let mut described = tool.clone();
+    described.description = "looks things up".to_owned();
+    store.update_tool(&described).await.unwrap();
+    assert_eq!(store.tool(&tool.id).await.unwrap(), Some(described));
+    let moved = ToolHost {
+        url: "http://127.0.0.1:10/mcp".to_owned(),
+        ..host.host.clone()
+    };
+    store.update_tool_host(&moved, None).await.unwrap();
+    store
+        .update_tool_host(&moved, Some("new-secret"))
+        .await
+        .unwrap();
+    assert_eq!(store.tool_host(&host.host.id).await.unwrap(), Some(moved));
+    assert_eq!(
+        store.profile_tools(&profile.id).await.unwrap()[0].1.secret,
+        "new-secret"
+    );
+
+    assert!(store.detach_tool(&profile.id, &tool.id).await.unwrap());
+    assert!(store.delete_unused_tool(&tool.id).await.unwrap());
+    assert!(store.delete_unused_tool_host(&host.host.id).await.unwrap());
+    assert!(store.tool(&tool.id).await.unwrap().is_none());
+    assert!(store.list_tools(None, 10).await.unwrap().items.is_empty());
+}
+
+async fn keys_are_found_by_hash_and_paged(store: Store) {
+    let mut keys = Vec::new();
+    for n in 0u8..3 {
+        let key = ApiKey {
+            id: ApiKeyId::generate(),
+            name: format!("key {n}"),
+            prefix: "edk_abcd".to_owned(),
+            scope: Scope::Write,
+            instances: None,
+            created_at: Timestamp::now(),
+            last_used_at: None,
+            revoked_at: None,
+        };
+        store.insert_api_key(&key, &[n; 32]).await.unwrap();
+        keys.push(key);
+    }
+    let reused = ApiKey {
+        id: ApiKeyId::generate(),
+        ..keys[0].clone()
+    };
+    assert!(matches!(
+        store.insert_api_key(&reused, &[0; 32]).await,
+        Err(StoreError::Duplicate(_))
+    ));
+    assert_eq!(
+        store.api_key_by_hash(&[1; 32]).await.unwrap(),
+        Some(keys[1].clone())
+    );
+    assert_eq!(store.api_key_by_hash(&[9; 32]).await.unwrap(), None);
+
+    let mut revoked = keys[2].clone();
+    revoked.revoked_at = Some(Timestamp::now());
+    store.update_api_key(&revoked).await.unwrap();
+    assert_eq!(
+        store.api_key(&revoked.id).await.unwrap(),
+        Some(revoked.clone())
+    );
+
+    let first = store.list_api_keys(None, 2).await.unwrap();
+    assert_eq!(first.items, keys[..2]);
+    let cursor: ApiKeyId = first.next_cursor.unwrap().parse().unwrap();
+    let rest = store.list_api_keys(Some(&cursor), 2).await.unwrap();
+    assert_eq!(rest.items, [revoked]);
+}
+
+async fn a_session_runs_one_turn_at_a_time_even_when_inserts_race(store: Store) {
+    let (_, _, session) = a_session(&store).await;
+    let racing: Vec<Turn> = (0..8).map(|_| turn_in(&session.id)).collect();
+    let mut tasks = Vec::new();
+    for turn in racing.clone() {
+        let store = store.clone();
+        tasks.push(tokio::spawn(async move {
+            store.insert_turn_if_idle(&turn).await.unwrap()
+        }));
+    }
+    let mut busy = Vec::new();
+    for task in tasks {
+        busy.push(task.await.unwrap());
+    }
+    let winners: Vec<&Turn> = racing
+        .iter()
+        .zip(&busy)
+        .filter(|(_, busy)| busy.is_none())
+        .map(|(turn, _)| turn)
+        .collect();
+    assert_eq!(winners.len(), 1, "exactly one insert wins: {busy:?}");
+    let winner = winners[0];
+    for other in busy.iter().flatten() {
+        assert_eq!(other, &winner.id, "the losers are told which turn runs");
+    }
+    let listed = store.list_turns(&session.id, None, 10, None).await.unwrap();
+    assert_eq!(listed.items, std::slice::from_ref(winner));
+
+    let mut done = winner.clone();
+    done.state = TurnState::Completed;
+    store.update_turn(&done).await.unwrap();
+    let next = turn_in(&session.id);
+    assert_eq!(store.insert_turn_if_idle(&next).await.unwrap(), None);
+    let queued = store
+        .list_turns(&session.id, None, 10, Some(TurnState::Queued))
+        .await
+        .unwrap();
+    assert_eq!(queued.items, std::slice::from_ref(&next));
+    assert_eq!(store.unfinished_turns().await.unwrap(), [next]);
+}
+
+async fn concurrent_appends_to_one_log_get_every_number_once(store: Store) {
+    let (_, _, session) = a_session(&store).await;
+    let turn = turn_in(&session.id);
+    store.insert_turn_if_idle(&turn).await.unwrap();
+    let turn_id = Arc::new(turn.id.clone());
+    let mut tasks = Vec::new();
+    for n in 0..24 {
+        let store = store.clone();
+        let turn_id = turn_id.clone();
+        tasks.push(tokio::spawn(async move {
+            let kind = TurnEventKind::MessageDelta {
+                text: format!("{n}"),
+            };
+            store.append_turn_event(&turn_id, &kind).await.unwrap().seq
+        }));
+    }
+    let mut seqs = Vec::new();
+    for task in tasks {
+        seqs.push(task.await.unwrap());
+    }
+    seqs.sort_unstable();
+    assert_eq!(seqs, (1..=24).collect::<Vec<u64>>());
+    let logged = store.turn_events_after(&turn.id, 0).await.unwrap();
+    assert_eq!(
+        logged.iter().map(|e| e.seq).collect::<Vec<_>>(),
+        (1..=24).collect::<Vec<u64>>()
+    );
+}
+
+async fn a_finished_turn_has_its_last_event_and_readers_see_the_tail(store: Store) {
+    let (_, _, session) = a_session(&store).await;
+    let turn = turn_in(&session.id);
+    store.insert_turn_if_idle(&turn).await.unwrap();
+    let started = store
+        .append_turn_event(&turn.id, &TurnEventKind::TurnStarted)
+        .await
+        .unwrap();
+    assert_eq!(started.seq, 1);
+    let delta = TurnEventKind::MessageDelta {
+        text: "héllo ✓".to_owned(),
+    };
+    store.append_turn_event(&turn.id, &delta).await.unwrap();
+
+    let mut finished = turn.clone();
+    finished.state = TurnState::Completed;
+    finished.output = Some("héllo ✓".to_owned());
+    let last = TurnEventKind::TurnFinished {
+        state: TurnState::Completed,
+        output: finished.output.clone(),
+        error: None,
+    };
+    let event = store.finish_turn(&finished, &last).await.unwrap();
+    assert_eq!(event.seq, 3);
+    assert_eq!(
+        store.turn(&session.id, &turn.id).await.unwrap(),
+        Some(finished.clone())
+    );
+    let tail = store.turn_events_after(&turn.id, 1).await.unwrap();
+    assert_eq!(
+        tail.iter().map(|e| e.kind.clone()).collect::<Vec<_>>(),
+        [delta, last]
+    );
+    assert!(
+        store
+            .finished_turns_without_their_end()
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    // A finished turn whose log lacks its end (as an older version could leave one) is found.
+    let next = turn_in(&session.id);
+    store.insert_turn_if_idle(&next).await.unwrap();
+    let mut failed = next.clone();
+    failed.state = TurnState::Failed;
+    store.update_turn(&failed).await.unwrap();
+    assert_eq!(
+        store.finished_turns_without_their_end().await.unwrap(),
+        [failed]
+    );
+}
+
+async fn a_session_with_an_unfinished_turn_is_not_deleted(store: Store) {
+    let (_, profile, session) = a_session(&store).await;
+    let turn = turn_in(&session.id);
+    store.insert_turn_if_idle(&turn).await.unwrap();
+    assert!(!store.delete_idle_session(&session.id).await.unwrap());
+    let mut titled = session.clone();
+    titled.title = Some("kept".to_owned());
+    store.update_session(&titled).await.unwrap();
+    assert_eq!(
+        store.session(&profile.id, &session.id).await.unwrap(),
+        Some(titled.clone())
+    );
+
+    let mut done = turn.clone();
+    done.state = TurnState::Cancelled;
+    store.update_turn(&done).await.unwrap();
+    let other = add_session(&store, &profile).await;
+    let page = store.list_sessions(&profile.id, None, 1).await.unwrap();
+    assert_eq!(page.items, [titled]);
+    let cursor: SessionId = page.next_cursor.unwrap().parse().unwrap();
+    assert_eq!(
+        store
+            .list_sessions(&profile.id, Some(&cursor), 1)
+            .await
+            .unwrap()
+            .items,
+        [other]
+    );
+    assert!(store.delete_idle_session(&session.id).await.unwrap());
+    assert!(store.turn(&session.id, &turn.id).await.unwrap().is_none());
+}
+
+async fn idempotency_keys_claim_replay_and_release(store: Store) {
+    let claim = |key: &'static str, body: &'static [u8]| {
+        let store = store.clone();
+        async move {
+            store
+                .claim_idempotent(key, "POST", "/v1/instances", body)
+                .await
+                .unwrap()
+        }
+    };
+    assert_eq!(claim("k1", b"{}").await, Idempotency::New);
+    assert_eq!(claim("k1", b"{}").await, Idempotency::InProgress);
+    assert_eq!(claim("k1", b"{\"a\":1}").await, Idempotency::Mismatch);
+    store
+        .finish_idempotent("k1", 201, b"{\"id\":1}", Some("application/json"))
+        .await
+        .unwrap();
+    assert_eq!(
+        claim("k1", b"{}").await,
+        Idempotency::Replay {
+            status: 201,
+            body: b"{\"id\":1}".to_vec(),
+            content_type: Some("application/json".to_owned()),
+        }
+    );
+    store.release_idempotent("k1").await.unwrap();
+    assert!(
+        matches!(claim("k1", b"{}").await, Idempotency::Replay { .. }),
+        "a finished reply is not released"
+    );
+
+    assert_eq!(claim("k2", b"").await, Idempotency::New);
+    store.release_idempotent("k2").await.unwrap();
+    assert_eq!(
+        claim("k2", b"").await,
+        Idempotency::New,
+        "released: runs again"
+    );
+}
+
+/// Stores something, closes the store, opens the database again by `url` and finds it there.
+async fn what_is_stored_is_there_after_reopening(url: &str) {
+    let store = Store::open(url).await.unwrap();
+    let (instance, _, session) = a_session(&store).await;
+    let turn = turn_in(&session.id);
+    store.insert_turn_if_idle(&turn).await.unwrap();
+    store
+        .append_turn_event(&turn.id, &TurnEventKind::TurnStarted)
+        .await
+        .unwrap();
+    store.close().await;
+
+    let again = Store::open(url).await.unwrap();
+    assert!(again.instance(&instance.id).await.unwrap().is_some());
+    let events = again.turn_events_after(&turn.id, 0).await.unwrap();
+    assert_eq!(events.len(), 1);
+    let next = again
+        .append_turn_event(&turn.id, &TurnEventKind::MessageStarted)
+        .await
+        .unwrap();
+    assert_eq!(next.seq, 2, "numbering goes on where it stopped");
+    again.close().await;
+}
+
+mod reopening {
+    #[tokio::test]
+    async fn sqlite() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("edith.db").display());
+        super::what_is_stored_is_there_after_reopening(&url).await;
+        // A plain path names the same file.
+        let path = dir.path().join("edith.db");
+        let store = super::Store::open(path.to_str().unwrap()).await.unwrap();
+        assert_eq!(
+            store
+                .list_instances(None, 10, None, None)
+                .await
+                .unwrap()
+                .items
+                .len(),
+            1
+        );
+    }
+
+    #[tokio::test]
+    async fn postgres() {
+        let database = testkit::postgres::database().await;
+        super::what_is_stored_is_there_after_reopening(database.url()).await;
+    }
+}
+
+#[tokio::test]
+async fn a_url_of_another_kind_is_refused_saying_which_kinds_are_known() {
+    match Store::open("mysql://root@127.0.0.1/edith").await {
+        Err(StoreError::Url(message)) => {
+            assert!(message.contains("postgres://"), "{message}");
+            assert!(message.contains("sqlite://"), "{message}");
+        }
+        other => panic!("a MySQL URL: {other:?}"),
+    }
+    match Store::open("postgres://[::1").await {
+        Err(StoreError::Url(message)) => assert!(message.contains("not valid"), "{message}"),
+        other => panic!("a broken URL: {other:?}"),
+    }
+}
+
+/// Until replicas share the work, one control plane uses a PostgreSQL database at a time; the
+/// claim goes with the process that held it.
+#[tokio::test]
+async fn a_second_control_plane_on_one_postgres_database_is_refused_until_the_first_goes() {
+    let database = testkit::postgres::database().await;
+    let first = Store::open(database.url()).await.unwrap();
+    let second = Store::open(database.url()).await.unwrap();
+    let held = first.claim_sole_use().await.unwrap();
+    assert!(matches!(
+        second.claim_sole_use().await,
+        Err(StoreError::InUse)
+    ));
+    drop(held);
+    // The claim's connection is closed in the background: the second gets it within a bound.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        match second.claim_sole_use().await {
+            Ok(_) => break,
+            Err(StoreError::InUse) if std::time::Instant::now() < deadline => {
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+            other => panic!("the second claim after the first went: {other:?}"),
+        }
+    }
+    first.close().await;
+    second.close().await;
+}
+
+#[tokio::test]
+async fn a_sqlite_store_is_its_own_claim() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_sqlite(&dir.path().join("edith.db"))
+        .await
+        .unwrap();
+    let _one = store.claim_sole_use().await.unwrap();
+    let _two = store.claim_sole_use().await.unwrap();
+}
+
+/// The two migration sets make the same tables with the same columns (PostgreSQL's `rowid`
+/// stands in for SQLite's implicit one).
+#[tokio::test]
+async fn both_backends_make_the_same_schema() {
+    use sqlx::Connection;
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("edith.db");
+    Store::open_sqlite(&path).await.unwrap().close().await;
+    let mut sqlite = sqlx::SqliteConnection::connect(&format!("sqlite://{}", path.display()))
+        .await
+        .unwrap();
+    let sqlite_columns: Vec<(String, String)> = sqlx::query_as(
+        "SELECT m.name, p.name FROM sqlite_master m, pragma_table_info(m.name) p \
+         WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite_%' AND m.name != '_sqlx_migrations' \
+         ORDER BY 1, 2",
+    )
+    .fetch_all(&mut sqlite)
+    .await
+    .unwrap();
+    let sqlite_indexes: Vec<String> = sqlx::query_scalar(
+        "SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL ORDER BY 1",
+    )
+    .fetch_all(&mut sqlite)
+    .await
+    .unwrap();
+
+    let database = testkit::postgres::database().await;
+    Store::open(database.url()).await.unwrap().close().await;
+    let mut postgres = sqlx::PgConnection::connect(database.url()).await.unwrap();
+    let postgres_columns: Vec<(String, String)> = sqlx::query_as(
+        "SELECT table_name::text, column_name::text FROM information_schema.columns \
+         WHERE table_schema = 'public' AND table_name != '_sqlx_migrations' \
+         AND column_name != 'rowid' ORDER BY 1, 2",
+    )
+    .fetch_all(&mut postgres)
+    .await
+    .unwrap();
+    let postgres_indexes: Vec<String> = sqlx::query_scalar(
+        "SELECT indexname::text FROM pg_indexes WHERE schemaname = 'public' \
+         AND indexdef NOT LIKE 'CREATE UNIQUE INDEX %_pkey %' \
+         AND indexdef NOT LIKE 'CREATE UNIQUE INDEX %_key %' ORDER BY 1",
+    )
+    .fetch_all(&mut postgres)
+    .await
+    .unwrap();
+    postgres.close().await.unwrap();
+
+    let mut sorted_sqlite = sqlite_columns.clone();
+    sorted_sqlite.sort();
+    let mut sorted_postgres = postgres_columns.clone();
+    sorted_postgres.sort();
+    assert_eq!(sorted_sqlite, sorted_postgres);
+    assert!(sorted_sqlite.len() > 30, "{sorted_sqlite:?}");
+    assert_eq!(sqlite_indexes, postgres_indexes, "indexes made by name");
+}
