@@ -52,6 +52,13 @@ pub struct Serve {
     /// Requests one API key may make at once after a quiet spell (default 200).
     #[arg(long, value_name = "N", value_parser = positive)]
     burst: Option<f64>,
+    /// Event streams one API key may hold open at once (default 64); more are answered 429.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    streams_per_key: Option<u32>,
+    /// Connections served at once (default 4096); more wait to be accepted. Each takes a file
+    /// descriptor: raise the process's limit (`ulimit -n`) to match.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    max_connections: Option<u32>,
     /// How the log (on stderr) is written: lines for people, or one JSON object a line for a
     /// log collector. Either way each line names the ids of what it is about.
     #[arg(long, value_enum, default_value_t = LogFormat::Text, env = "EDITH_LOG_FORMAT")]
@@ -101,12 +108,20 @@ fn runtime_arg(raw: &str) -> Result<(String, RuntimeCommand), String> {
     Ok((name.to_owned(), command))
 }
 
-/// The default limits, with the operator's rate where given.
-fn limits(requests_per_second: Option<f64>, burst: Option<f64>) -> edith_server::Limits {
+/// The default limits, with the operator's where given.
+fn limits(serve: &Serve) -> edith_server::Limits {
     let defaults = edith_server::Limits::default();
     edith_server::Limits {
-        requests_per_second: requests_per_second.unwrap_or(defaults.requests_per_second),
-        burst: burst.unwrap_or(defaults.burst),
+        requests_per_second: serve
+            .requests_per_second
+            .unwrap_or(defaults.requests_per_second),
+        burst: serve.burst.unwrap_or(defaults.burst),
+        streams_per_key: serve
+            .streams_per_key
+            .map_or(defaults.streams_per_key, |n| n as usize),
+        max_connections: serve
+            .max_connections
+            .map_or(defaults.max_connections, |n| n as usize),
         ..defaults
     }
 }
@@ -119,6 +134,7 @@ fn listen_addr(raw: &str) -> Result<SocketAddr, String> {
 /// Serves until SIGTERM or Ctrl-C. Prints `EDITH_READY url=http://<addr>` once it accepts
 /// requests.
 pub async fn run(serve: Serve) -> ExitCode {
+    let limits = limits(&serve);
     let config = ServerConfig {
         listen: serve.listen,
         data_dir: serve.data_dir,
@@ -132,7 +148,7 @@ pub async fn run(serve: Serve) -> ExitCode {
             .into_iter()
             .chain(serve.runtimes)
             .collect(),
-        limits: limits(serve.requests_per_second, serve.burst),
+        limits,
         sim_provider: serve.sim_provider,
         external_hosts: (!serve.external_hosts.is_empty()).then_some(serve.external_hosts),
     };

@@ -119,6 +119,61 @@ async fn a_key_holds_a_bounded_number_of_open_streams() {
     ctx.post(&cancel, "").await;
 }
 
+/// `edith serve --streams-per-key` sets the limit it names.
+#[tokio::test]
+async fn the_operator_sets_the_streams_a_key_may_hold() {
+    let flags = ["--streams-per-key", "1"];
+    let ctx = Ctx::serve_with(tempfile::tempdir().expect("temp dir"), &flags).await;
+    let iid = ctx.ready_instance().await;
+    let turns = ctx.turns_path(&iid).await;
+    let (status, turn) = ctx
+        .post(
+            &turns,
+            r#"{"input": "terminal {\"command\": \"rm -rf /tmp/edith-flags-nothing\"}"}"#,
+        )
+        .await;
+    assert_eq!(status, 202, "{turn}");
+    let events = ctx.url(&format!("{turns}/{}/events", turn["id"].as_str().unwrap()));
+    let reader = client_with_key(&ctx.key_with("read").await);
+    let first = reader.get(&events).send().await.unwrap();
+    assert_eq!(first.status(), 200);
+    let second = reader.get(&events).send().await.unwrap();
+    assert_eq!(second.status(), 429, "one stream per key");
+    drop((first, second));
+    let cancel = format!("{turns}/{}/cancel", turn["id"].as_str().unwrap());
+    ctx.post(&cancel, "").await;
+    ctx.stop().await;
+}
+
+/// `edith serve --max-connections` sets the limit it names: a connection beyond it waits to be
+/// served until one of the others ends.
+#[tokio::test]
+async fn the_operator_sets_the_connections_served_at_once() {
+    use std::time::Duration;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let flags = ["--max-connections", "2"];
+    let ctx = Ctx::serve_with(tempfile::tempdir().expect("temp dir"), &flags).await;
+    let addr = ctx.url("").trim_start_matches("http://").to_owned();
+    let first = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let _second = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let mut third = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    third
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let mut reply = Vec::new();
+    let early = tokio::time::timeout(Duration::from_millis(500), third.read_to_end(&mut reply));
+    assert!(early.await.is_err(), "not served while two others are open");
+    drop(first);
+    tokio::time::timeout(Duration::from_secs(10), third.read_to_end(&mut reply))
+        .await
+        .expect("served once one of the others ended")
+        .unwrap();
+    let reply = String::from_utf8_lossy(&reply);
+    assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
+    ctx.stop().await;
+}
+
 #[tokio::test]
 async fn slow_and_idle_clients_are_disconnected_and_others_are_served() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
