@@ -1,0 +1,399 @@
+//! Benchmark: one `edith serve` (embedded runtime, scripted model) under many sessions at once.
+//! Prints, side by side: turns per second and the control plane's CPU per turn when every
+//! session sends one turn at once (a session's first turn, then its next), resident memory per
+//! idle session, and how many event streams it serves at once without an error. Asserts
+//! nothing. Run with `scripts/bench-scale [SESSIONS] [STREAMS]`.
+//!
+//! Usage: scale <edith binary> [sessions = 2000] [streams = 10000]
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use testkit::ReadyProcess;
+use tokio::sync::Semaphore;
+
+const KEY: &str = "edk_bench_admin_key_0123456789abcdef";
+/// Requests in flight while sessions are set up (the measured rounds send all at once).
+const SETUP_IN_FLIGHT: usize = 128;
+/// Bounds every wait of the benchmark.
+const LIMIT: Duration = Duration::from_secs(600);
+/// A command the runtime asks approval for: a turn with it waits, its stream open.
+const WAITING_INPUT: &str = r#"terminal {"command": "rm -rf /tmp/edith-scale-nothing"}"#;
+
+/// What `/proc` says of a process.
+struct Usage {
+    /// User + system CPU time so far.
+    cpu: Duration,
+    /// Resident memory, in KiB.
+    rss_kib: u64,
+}
+
+fn usage_of(pid: u32) -> Usage {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("the server runs");
+    // Fields after the command name (in parentheses): state is the first, utime the 12th.
+    let fields: Vec<&str> = stat[stat.rfind(')').expect("a stat line") + 2..]
+        .split(' ')
+        .collect();
+    let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
+    let per_second = rustix::param::clock_ticks_per_second();
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let rss_kib = status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmRSS");
+    Usage {
+        cpu: Duration::from_secs_f64(ticks as f64 / per_second as f64),
+        rss_kib,
+    }
+}
+
+#[derive(Clone)]
+struct ControlPlane {
+    http: reqwest::Client,
+    url: Arc<str>,
+}
+
+impl ControlPlane {
+    async fn post(&self, path: &str, body: Value) -> Result<Value, String> {
+        let response = self
+            .http
+            .post(format!("{}{path}", self.url))
+            .bearer_auth(KEY)
+            .json(&body)
+            .send()
+            .await
+            .map_err(|e| format!("{path}: {e}"))?;
+        let status = response.status();
+        let body: Value = response.json().await.map_err(|e| format!("{path}: {e}"))?;
+        if !status.is_success() {
+            return Err(format!("{path}: {status} {body}"));
+        }
+        Ok(body)
+    }
+
+    /// Opens an event stream.
+    async fn stream(&self, path: &str) -> Result<reqwest::Response, String> {
+        let response = self
+            .http
+            .get(format!("{}{path}", self.url))
+            .bearer_auth(KEY)
+            .send()
+            .await
+            .map_err(|e| format!("{path}: {e}"))?;
+        if !response.status().is_success() {
+            return Err(format!("{path}: {}", response.status()));
+        }
+        Ok(response)
+    }
+
+    /// Reads an event stream to its end; returns what it said.
+    async fn read_stream(&self, path: &str) -> Result<String, String> {
+        let response = self.stream(path).await?;
+        match tokio::time::timeout(LIMIT, response.text()).await {
+            Ok(Ok(text)) => Ok(text),
+            Ok(Err(e)) => Err(format!("{path}: {e}")),
+            Err(_) => Err(format!("{path}: still open after {LIMIT:?}")),
+        }
+    }
+
+    /// A ready embedded instance; its profiles path.
+    async fn instance(&self) -> String {
+        let created = self
+            .post("/v1/instances", json!({"name": "scale"}))
+            .await
+            .unwrap();
+        let iid = created["instance"]["id"].as_str().unwrap().to_owned();
+        let job = created["job"]["id"].as_str().unwrap();
+        self.read_stream(&format!("/v1/jobs/{job}/events"))
+            .await
+            .unwrap();
+        format!("/v1/instances/{iid}/profiles")
+    }
+
+    /// `count` new sessions of a new profile; the turns path of each.
+    async fn sessions(&self, profiles: &str, name: &str, count: usize) -> Vec<String> {
+        let profile = self.post(profiles, json!({"name": name})).await.unwrap();
+        let sessions = format!("{profiles}/{}/sessions", profile["id"].as_str().unwrap());
+        let made = bounded(count, |_| {
+            let cp = self.clone();
+            let sessions = sessions.clone();
+            async move {
+                let session = cp.post(&sessions, json!({})).await?;
+                Ok(format!(
+                    "{sessions}/{}/turns",
+                    session["id"].as_str().unwrap()
+                ))
+            }
+        })
+        .await;
+        made.into_iter().map(Result::unwrap).collect()
+    }
+
+    /// One turn: POST it, read its stream to the end; whether it completed.
+    async fn turn(&self, turns: &str, input: &str) -> Result<(), String> {
+        let turn = self.post(turns, json!({"input": input})).await?;
+        let id = turn["id"].as_str().unwrap();
+        let events = self.read_stream(&format!("{turns}/{id}/events")).await?;
+        if events.contains("\"state\":\"completed\"") {
+            Ok(())
+        } else {
+            Err(format!("{turns}/{id}: {events}"))
+        }
+    }
+}
+
+/// Runs `work(i)` for `0..count`, [`SETUP_IN_FLIGHT`] at a time; the results in order.
+async fn bounded<F, Fut, T>(count: usize, work: F) -> Vec<Result<T, String>>
+where
+    F: Fn(usize) -> Fut,
+    Fut: Future<Output = Result<T, String>> + Send + 'static,
+    T: Send + 'static,
+{
+    let permits = Arc::new(Semaphore::new(SETUP_IN_FLIGHT));
+    let mut tasks = Vec::with_capacity(count);
+    for i in 0..count {
+        let permit = permits.clone().acquire_owned().await.unwrap();
+        let job = work(i);
+        tasks.push(tokio::spawn(async move {
+            let done = job.await;
+            drop(permit);
+            done
+        }));
+    }
+    let mut results = Vec::with_capacity(count);
+    for task in tasks {
+        results.push(task.await.unwrap_or_else(|e| Err(e.to_string())));
+    }
+    results
+}
+
+/// What one round of turns (one per session, all sent at once) measured.
+struct Round {
+    wall: Duration,
+    cpu: Duration,
+    turns: usize,
+    errors: Vec<String>,
+}
+
+impl Round {
+    fn turns_per_second(&self) -> f64 {
+        self.turns as f64 / self.wall.as_secs_f64()
+    }
+
+    fn cpu_per_turn_ms(&self) -> f64 {
+        self.cpu.as_secs_f64() * 1000.0 / self.turns as f64
+    }
+}
+
+/// Every session sends one turn at once; waits for all of them to end.
+async fn round(cp: &ControlPlane, pid: u32, sessions: &[String]) -> Round {
+    let before = usage_of(pid).cpu;
+    let started = Instant::now();
+    let tasks: Vec<_> = sessions
+        .iter()
+        .map(|turns| {
+            let cp = cp.clone();
+            let turns = turns.clone();
+            tokio::spawn(async move { cp.turn(&turns, "hello").await })
+        })
+        .collect();
+    let mut errors = Vec::new();
+    for task in tasks {
+        if let Err(e) = task.await.unwrap_or_else(|e| Err(e.to_string())) {
+            errors.push(e);
+        }
+    }
+    Round {
+        wall: started.elapsed(),
+        cpu: usage_of(pid).cpu - before,
+        turns: sessions.len(),
+        errors,
+    }
+}
+
+/// What holding one open stream per session measured.
+struct Streams {
+    open: usize,
+    errors: Vec<String>,
+    kib_per_session: f64,
+    ended_after_cancel: usize,
+}
+
+/// `count` sessions each with a turn that waits for an approval and one open event stream on
+/// it; every stream must show the request. Then every turn is cancelled and every stream must
+/// end.
+async fn streams(cp: &ControlPlane, pid: u32, profiles: &str, count: usize) -> Streams {
+    let before = usage_of(pid).rss_kib;
+    let sessions = cp.sessions(profiles, "streams", count).await;
+    let waiting = bounded(count, |i| {
+        let cp = cp.clone();
+        let turns = sessions[i].clone();
+        async move {
+            let turn = cp.post(&turns, json!({"input": WAITING_INPUT})).await?;
+            Ok(format!("{turns}/{}", turn["id"].as_str().unwrap()))
+        }
+    })
+    .await;
+    let mut errors: Vec<String> = Vec::new();
+    let turns: Vec<String> = waiting
+        .into_iter()
+        .filter_map(|t| t.map_err(|e| errors.push(e)).ok())
+        .collect();
+    // All streams open at once, each read until it shows the approval request.
+    let opened: Vec<_> = turns
+        .iter()
+        .map(|turn| {
+            let cp = cp.clone();
+            let path = format!("{turn}/events");
+            tokio::spawn(async move {
+                let mut response = cp.stream(&path).await?;
+                let mut seen = String::new();
+                let asked = tokio::time::timeout(LIMIT, async {
+                    while let Ok(Some(chunk)) = response.chunk().await {
+                        seen.push_str(&String::from_utf8_lossy(&chunk));
+                        if seen.contains("approval.requested") {
+                            return true;
+                        }
+                    }
+                    false
+                })
+                .await;
+                match asked {
+                    Ok(true) => Ok(response),
+                    _ => Err(format!("{path}: no approval request in {seen:?}")),
+                }
+            })
+        })
+        .collect();
+    let mut open = Vec::new();
+    for task in opened {
+        match task.await.unwrap_or_else(|e| Err(e.to_string())) {
+            Ok(response) => open.push(response),
+            Err(e) => errors.push(e),
+        }
+    }
+    let kib_per_session = (usage_of(pid).rss_kib - before) as f64 / count as f64;
+    let held = open.len();
+
+    let cancels = bounded(turns.len(), |i| {
+        let cp = cp.clone();
+        let turn = turns[i].clone();
+        async move {
+            cp.post(&format!("{turn}/cancel"), json!({}))
+                .await
+                .map(drop)
+        }
+    })
+    .await;
+    errors.extend(cancels.into_iter().filter_map(Result::err));
+    let ends: Vec<_> = open
+        .into_iter()
+        .map(|response| {
+            tokio::spawn(async move {
+                matches!(
+                    tokio::time::timeout(LIMIT, response.text()).await,
+                    Ok(Ok(text)) if text.contains("turn.finished")
+                )
+            })
+        })
+        .collect();
+    let mut ended_after_cancel = 0;
+    for end in ends {
+        ended_after_cancel += usize::from(end.await.unwrap_or(false));
+    }
+    Streams {
+        open: held,
+        errors,
+        kib_per_session,
+        ended_after_cancel,
+    }
+}
+
+/// Lets this process hold as many sockets as its hard limit allows.
+fn raise_open_files() {
+    use rustix::process::{Resource, getrlimit, setrlimit};
+    let mut limit = getrlimit(Resource::Nofile);
+    limit.current = limit.maximum;
+    let _ = setrlimit(Resource::Nofile, limit);
+}
+
+fn report_errors(what: &str, errors: &[String]) {
+    if let Some(first) = errors.first() {
+        println!("  {what}: {} errors, the first: {first}", errors.len());
+    }
+}
+
+#[tokio::main]
+async fn main() {
+    let mut args = std::env::args().skip(1);
+    let edith = PathBuf::from(
+        args.next()
+            .expect("usage: scale <edith> [sessions] [streams]"),
+    );
+    let sessions: usize = args.next().map_or(2000, |n| n.parse().expect("a count"));
+    let stream_count: usize = args.next().map_or(10_000, |n| n.parse().expect("a count"));
+    raise_open_files();
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut command = tokio::process::Command::new(&edith);
+    command
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(dir.path())
+        .args([
+            "--requests-per-second",
+            "1000000000",
+            "--burst",
+            "1000000000",
+        ])
+        .args([
+            "--streams-per-key",
+            "1000000",
+            "--max-connections",
+            "1000000",
+        ])
+        .env("EDITH_API_KEY", KEY);
+    let server = ReadyProcess::spawn(command, "EDITH_READY url=", Duration::from_secs(60)).await;
+    let pid = server.pid();
+    let cp = ControlPlane {
+        http: reqwest::Client::new(),
+        url: server.ready_value("url").into(),
+    };
+    let profiles = cp.instance().await;
+    let turns = cp.sessions(&profiles, "turns", sessions).await;
+    let idle_before = usage_of(pid).rss_kib;
+    let first = round(&cp, pid, &turns).await;
+    let next = round(&cp, pid, &turns).await;
+    let idle_after = usage_of(pid).rss_kib;
+    let held = streams(&cp, pid, &profiles, stream_count).await;
+
+    println!("one edith serve, embedded runtime, scripted model; {sessions} sessions");
+    println!("| every session sends a turn at once | turns/s | CPU per turn | errors |");
+    println!("|---|---:|---:|---:|");
+    for (name, round) in [("its first turn", &first), ("its next turn", &next)] {
+        println!(
+            "| {name} | {:.0} | {:.2} ms | {} |",
+            round.turns_per_second(),
+            round.cpu_per_turn_ms(),
+            round.errors.len()
+        );
+    }
+    println!(
+        "resident memory per idle session (after its two turns): {:.1} KiB",
+        (idle_after.saturating_sub(idle_before)) as f64 / sessions as f64
+    );
+    println!(
+        "{stream_count} sessions, each with a waiting turn and its stream open: {} streams \
+         served, {:.1} KiB per such session, {} errors, {} streams ended after the cancel",
+        held.open,
+        held.kib_per_session,
+        held.errors.len(),
+        held.ended_after_cancel
+    );
+    report_errors("first turns", &first.errors);
+    report_errors("next turns", &next.errors);
+    report_errors("streams", &held.errors);
+    server.stop(Duration::from_secs(30)).await;
+}
