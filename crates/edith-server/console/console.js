@@ -149,8 +149,14 @@ function errorLine(error) {
 }
 
 /** A form of labelled text fields and a submit button; `onsubmit` gets the values. */
+/** A one-line form: each field `[name, label]` is a text field, `[name, label, choices]` a
+ * choice among `[value, text]` pairs (the first chosen at first). */
 function inlineForm(fields, submit, onsubmit) {
-  const inputs = fields.map(([name, label]) => h("input", { name, id: `field-${name}`, required: true }));
+  const inputs = fields.map(([name, , choices]) =>
+    choices
+      ? h("select", { name, id: `field-${name}` }, choices.map(([value, text]) => h("option", { value }, text)))
+      : h("input", { name, id: `field-${name}`, required: true }),
+  );
   const form = h(
     "form",
     { class: "inline" },
@@ -243,8 +249,13 @@ async function instances() {
     );
     return settling;
   };
-  const create = inlineForm([["name", "Name"]], "Create instance", async ({ name }) => {
-    const created = await api("POST", "/v1/instances", { name });
+  // Runtimes the operator configured; the embedded one needs none.
+  const runtimes = await api("GET", "/v1/runtimes").catch(() => []);
+  const choices = [["", "embedded"], ...runtimes.map((runtime) => [runtime.name, `process: ${runtime.name}`])];
+  const fields = [["name", "Name"], ["runtime", "Runtime", choices]];
+  const create = inlineForm(fields, "Create instance", async ({ name, runtime }) => {
+    const body = runtime ? { name, provider: "process", runtime } : { name };
+    const created = await api("POST", "/v1/instances", body);
     await refresh();
     const steps = h("ol", { class: "steps" });
     const outcome = h("p", {});

@@ -154,9 +154,47 @@ async fn send(client: &Client, text: &str) {
 
 const TURNS_ENDED: &str = "document.querySelectorAll('.turn-end').length";
 
+/// The id (or, without one, the text) of the element with the focus.
+async fn focused(client: &Client) -> String {
+    let found = client
+        .execute(
+            "const e = document.activeElement; return e.id || e.textContent;",
+            vec![],
+        )
+        .await
+        .unwrap();
+    found.as_str().unwrap_or_default().to_owned()
+}
+
+/// Presses Tab on the element with the focus.
+async fn tab(client: &Client) {
+    client
+        .active_element()
+        .await
+        .unwrap()
+        .send_keys("\u{E004}")
+        .await
+        .unwrap();
+}
+
+/// A `process` runtime named `slow`: our runtime, started after a pause (as the real Hermes
+/// takes a second or more), so a provisioning step is seen while it runs. Its script lives in
+/// `dir`.
+fn slow_runtime(dir: &std::path::Path) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let runtime = crate::edith_binary().with_file_name("hermes-runtime");
+    let script = dir.join("slow-runtime");
+    let text = format!("#!/bin/sh\nsleep 2\nexec {} \"$@\"\n", runtime.display());
+    std::fs::write(&script, text).unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    format!("slow={}", script.display())
+}
+
 #[tokio::test]
 async fn the_console_in_a_browser_signs_in_provisions_chats_and_approves() {
-    let ctx = Ctx::serve(tempfile::tempdir().unwrap()).await;
+    let scripts = tempfile::tempdir().unwrap();
+    let slow = slow_runtime(scripts.path());
+    let ctx = Ctx::serve_with(tempfile::tempdir().unwrap(), &["--runtime", &slow]).await;
     let (driver, client) = browser().await;
     // The browser reaches the server through a proxy whose connections the test can cut.
     let server = ctx.url("").trim_start_matches("http://").parse().unwrap();
@@ -168,11 +206,18 @@ async fn the_console_in_a_browser_signs_in_provisions_chats_and_approves() {
     client.goto(&console).await.unwrap();
     let key = wait_for(&client, "#api-key").await;
     every_control_is_labelled(&client).await;
-    let focused = client
-        .execute("return document.activeElement.id;", vec![])
+    assert_eq!(focused(&client).await, "api-key");
+    // Tab goes from the key to its button, and back with Shift+Tab.
+    tab(&client).await;
+    assert_eq!(focused(&client).await, "Sign in");
+    client
+        .active_element()
+        .await
+        .unwrap()
+        .send_keys("\u{E008}\u{E004}")
         .await
         .unwrap();
-    assert_eq!(focused, "api-key");
+    assert_eq!(focused(&client).await, "api-key");
     key.send_keys("edk_not_a_key\u{E007}").await.unwrap();
     let refused = wait_for(&client, "[role=alert]")
         .await
@@ -215,6 +260,39 @@ async fn the_console_in_a_browser_signs_in_provisions_chats_and_approves() {
     assert!(steps.iter().all(|step| step.ends_with("done")), "{steps:?}");
     text_is_readable(&client).await;
     screenshot(&client, "02-instance-ready").await;
+
+    // Another on the operator's `slow` runtime, chosen from the keyboard (Tab from the name to
+    // the runtime, then to the button): its start is seen running, then done.
+    let name = client.find(Locator::Css("#field-name")).await.unwrap();
+    name.send_keys("slow-one").await.unwrap();
+    tab(&client).await;
+    assert_eq!(focused(&client).await, "field-runtime");
+    let runtime = client.find(Locator::Css("#field-runtime")).await.unwrap();
+    runtime.select_by_value("slow").await.unwrap();
+    tab(&client).await;
+    assert_eq!(focused(&client).await, "Create instance");
+    client
+        .active_element()
+        .await
+        .unwrap()
+        .send_keys("\u{E007}")
+        .await
+        .unwrap();
+    wait_for(&client, "#step-start_runtime .state-running").await;
+    screenshot(&client, "02b-instance-starting").await;
+    wait_for(&client, "#step-start_runtime .state-done").await;
+    wait_for(&client, "section .state-ready").await;
+    let listed = client
+        .execute(
+            "return [...document.querySelectorAll('tbody tr')].map(tr => tr.textContent);",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert!(
+        listed.to_string().contains("slow-oneprocessready"),
+        "the list shows it on its provider: {listed}"
+    );
 
     // A profile, then a session. The profile is given a callback tool through the API; its
     // page names it.
