@@ -97,8 +97,10 @@ async fn main() -> ExitCode {
         Command::Serve(serve) => serve.log_format(),
         _ => serve::LogFormat::Text,
     };
+    // Colours only for a person at a terminal, never in a file or a log collector's pipe.
     let logs = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(false);
     match log_format {
         serve::LogFormat::Text => logs.init(),

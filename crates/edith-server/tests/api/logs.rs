@@ -1,5 +1,5 @@
-//! The log of `edith serve --log-format json`: one JSON object a line, each naming the ids of
-//! what it is about.
+//! The log of `edith serve`: with `--log-format json`, one JSON object a line, each naming the
+//! ids of what it is about; as text, without colour codes unless it goes to a terminal.
 
 use std::time::Duration;
 
@@ -61,4 +61,27 @@ async fn json_log_lines_name_the_instance_session_and_turn() {
     assert_eq!(ids["turn"], tid);
     assert_eq!(ids["session"], turn["session_id"].as_str().unwrap());
     assert!(ids["profile"].starts_with("prof_"), "{ids:?}");
+}
+
+/// The text log carries no terminal colours when it goes to a file or a pipe (as here).
+#[tokio::test]
+async fn a_text_log_that_is_not_on_a_terminal_has_no_colour_codes() {
+    let ctx = Ctx::serve(tempfile::tempdir().unwrap()).await;
+    ctx.ready_instance().await;
+    let mut lines = ctx.server_log();
+    for _ in 0..100 {
+        if lines.iter().any(|line| line.contains("job finished")) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        lines = ctx.server_log();
+    }
+    assert!(
+        lines.iter().any(|line| line.contains("job finished")),
+        "{lines:?}"
+    );
+    assert!(
+        lines.iter().all(|line| !line.contains('\u{1b}')),
+        "{lines:?}"
+    );
 }
