@@ -22,7 +22,7 @@ pub struct Serve {
     #[arg(
         long,
         value_name = "URL",
-        env = "EDITH_DATABASE_URL",
+        env = edith_server::DATABASE_URL_VARIABLE,
         hide_env_values = true
     )]
     database_url: Option<String>,

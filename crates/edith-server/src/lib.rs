@@ -23,7 +23,7 @@ pub use auth::ADMIN_KEY_FILE;
 pub use error::AppError;
 pub use http::limits::Limits;
 pub use http::{openapi, unlisted_routes};
-pub use runtime::{ADMIN_KEY_VARIABLE, RuntimeCommand};
+pub use runtime::{ADMIN_KEY_VARIABLE, DATABASE_URL_VARIABLE, RuntimeCommand};
 
 use state::{AppState, Inner};
 
@@ -154,11 +154,11 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
             path: data_dir.display().to_string(),
             source,
         })?;
-    let store = match &config.database_url {
-        Some(url) => Store::open(url).await?,
-        None => Store::open_sqlite(&data_dir.join("edith.db")).await?,
+    let url = match &config.database_url {
+        Some(url) => url.clone(),
+        None => format!("sqlite:{}", data_dir.join("edith.db").display()),
     };
-    let sole_use = store.claim_sole_use().await?;
+    let (store, sole_use) = Store::open_claimed(&url).await?;
     tracing::info!(backend = store.backend(), "store opened");
     auth::bootstrap(&store, data_dir, config.admin_key.as_deref()).await?;
     let listener = tokio::net::TcpListener::bind(config.listen)

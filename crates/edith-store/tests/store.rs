@@ -835,6 +835,67 @@ async fn idempotency_keys_claim_replay_and_release(store: Store) {
     );
 }
 
+/// On PostgreSQL a delete that checks that nothing refers to a row could miss an insert in
+/// flight, and its cascade then remove what that insert committed. Here an attachment and an
+/// unfinished turn are inserted by another connection's open transaction; the delete that
+/// starts meanwhile waits for it, then sees them and keeps everything. (SQLite runs one writer
+/// at a time.)
+#[tokio::test]
+async fn on_postgres_a_delete_waits_for_an_insert_in_flight_and_keeps_what_it_made() {
+    use sqlx::Connection;
+    let database = testkit::postgres::database().await;
+    let store = Store::open(database.url()).await.unwrap();
+    let (instance, _) = add_instance(&store, instance("i", ProviderKind::Embedded, &[])).await;
+    let profile = add_profile(&store, &instance.id, "default").await;
+    let (tool, _) = add_tool(&store, "lookup").await;
+    let session = add_session(&store, &profile).await;
+    let turn = turn_in(&session.id);
+    let mut other = sqlx::PgConnection::connect(database.url()).await.unwrap();
+
+    let mut in_flight = other.begin().await.unwrap();
+    sqlx::query("INSERT INTO profile_tools (profile_id, tool_id) VALUES ($1, $2)")
+        .bind(profile.id.as_str())
+        .bind(tool.id.as_str())
+        .execute(&mut *in_flight)
+        .await
+        .unwrap();
+    sqlx::query("INSERT INTO turns (id, session_id, state, body) VALUES ($1, $2, 'queued', $3)")
+        .bind(turn.id.as_str())
+        .bind(session.id.as_str())
+        .bind(serde_json::to_string(&turn).unwrap())
+        .execute(&mut *in_flight)
+        .await
+        .unwrap();
+    let deleting_tool = {
+        let (store, tool) = (store.clone(), tool.id.clone());
+        tokio::spawn(async move { store.delete_unused_tool(&tool).await.unwrap() })
+    };
+    let deleting_session = {
+        let (store, session) = (store.clone(), session.id.clone());
+        tokio::spawn(async move { store.delete_idle_session(&session).await.unwrap() })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert!(
+        !deleting_tool.is_finished() && !deleting_session.is_finished(),
+        "they wait"
+    );
+    in_flight.commit().await.unwrap();
+
+    assert!(!deleting_tool.await.unwrap(), "the tool is in use");
+    assert!(
+        !deleting_session.await.unwrap(),
+        "the session has an unfinished turn"
+    );
+    let attached = store.profile_tools(&profile.id).await.unwrap();
+    assert_eq!(attached.len(), 1, "the attachment is kept");
+    assert!(
+        store.turn(&session.id, &turn.id).await.unwrap().is_some(),
+        "the turn is kept"
+    );
+    other.close().await.unwrap();
+    store.close().await;
+}
+
 /// Stores something, closes the store, opens the database again by `url` and finds it there.
 async fn what_is_stored_is_there_after_reopening(url: &str) {
     let store = Store::open(url).await.unwrap();
@@ -865,9 +926,9 @@ mod reopening {
         let dir = tempfile::tempdir().unwrap();
         let url = format!("sqlite://{}", dir.path().join("edith.db").display());
         super::what_is_stored_is_there_after_reopening(&url).await;
-        // A plain path names the same file.
-        let path = dir.path().join("edith.db");
-        let store = super::Store::open(path.to_str().unwrap()).await.unwrap();
+        // `sqlite:PATH` names the same file.
+        let url = format!("sqlite:{}", dir.path().join("edith.db").display());
+        let store = super::Store::open(&url).await.unwrap();
         assert_eq!(
             store
                 .list_instances(None, 10, None, None)
@@ -891,10 +952,16 @@ async fn a_url_of_another_kind_is_refused_saying_which_kinds_are_known() {
     match Store::open("mysql://root@127.0.0.1/edith").await {
         Err(StoreError::Url(message)) => {
             assert!(message.contains("postgres://"), "{message}");
-            assert!(message.contains("sqlite://"), "{message}");
+            assert!(message.contains("sqlite:"), "{message}");
         }
         other => panic!("a MySQL URL: {other:?}"),
     }
+    // A libpq `key=value` string (or any text without a scheme) is not taken for a file name.
+    assert!(matches!(
+        Store::open("host=localhost dbname=edith password=s3cret").await,
+        Err(StoreError::Url(_))
+    ));
+    assert!(!std::path::Path::new("host=localhost dbname=edith password=s3cret").exists());
     match Store::open("postgres://[::1").await {
         Err(StoreError::Url(message)) => assert!(message.contains("not valid"), "{message}"),
         other => panic!("a broken URL: {other:?}"),

@@ -17,7 +17,9 @@ use hermes_native::config::HermesConfig;
 #[cfg(feature = "embedded")]
 pub use embedded::EmbeddedProvider;
 pub use external::{ExternalProvider, gateway_url};
-pub use process::{ADMIN_KEY_VARIABLE, Exited, ProcessProvider, RuntimeCommand};
+pub use process::{
+    ADMIN_KEY_VARIABLE, DATABASE_URL_VARIABLE, Exited, ProcessProvider, RuntimeCommand,
+};
 #[cfg(feature = "embedded")]
 pub use sim::SimProvider;
 

@@ -172,3 +172,23 @@ async fn a_database_that_cannot_be_reached_is_said_at_start() {
     assert!(!output.status.success(), "{stderr}");
     assert!(stderr.contains("must start with postgres://"), "{stderr}");
 }
+
+/// The runtimes a control plane starts run agents and the commands they choose: they never get
+/// the database URL or its password from its environment.
+#[tokio::test]
+async fn a_runtime_never_sees_the_database_url() {
+    let database = testkit::postgres::database().await;
+    let (url, password) = with_password(database.url());
+    let ctx = serve_on(tempfile::tempdir().expect("temp dir"), &url).await;
+    let iid = ctx.process_instance("hermes-runtime").await;
+    let pid = ctx.runtime_pid(&iid).await.expect("a runtime pid");
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).expect("its environment");
+    let environ = String::from_utf8_lossy(&environ);
+    assert!(environ.contains("HERMES_HOME="), "the environment was read");
+    assert!(!environ.contains(edith_server::DATABASE_URL_VARIABLE));
+    assert!(
+        !environ.contains(&password),
+        "the password reached the runtime"
+    );
+    ctx.stop().await;
+}

@@ -80,6 +80,26 @@ macro_rules! lock_log {
     };
 }
 
+/// On PostgreSQL, locks the row `$id` of `$table` until the end of the transaction `$tx`, so a
+/// delete that first checks that nothing refers to the row sees every reference committed
+/// before it, and an insert that refers to the row waits for the delete (and then fails on its
+/// foreign key). Without it the check could miss an insert in flight, and the cascade remove
+/// what that insert had just committed. SQLite runs one writer at a time.
+macro_rules! lock_row {
+    ($tx:expr, $pool:expr, $table:literal, $id:expr) => {
+        if $crate::store::is_postgres($pool) {
+            sqlx::query(concat!(
+                "SELECT 1 FROM ",
+                $table,
+                " WHERE id = $1 FOR UPDATE"
+            ))
+            .bind($id)
+            .execute(&mut *$tx)
+            .await?;
+        }
+    };
+}
+
 /// Appends an event to a log on its own, as [`append_event!`] does: in one statement on
 /// SQLite, in a transaction holding the log's lock ([`lock_log!`]) on PostgreSQL.
 macro_rules! append_alone {
@@ -162,8 +182,9 @@ pub struct Store {
     db: Db,
 }
 
-/// A key held for as long as this process uses a PostgreSQL database alone; dropping it (or the
-/// process dying, which closes its connection) lets another take the database.
+/// A claim held for as long as this process uses a PostgreSQL database alone: a session-level
+/// advisory lock on a connection of its own. Dropping it (or the process dying, which closes
+/// the connection) lets another take the database.
 #[derive(Debug)]
 pub struct SoleUse {
     _connection: Option<sqlx::PgConnection>,
@@ -173,26 +194,60 @@ pub struct SoleUse {
 /// `edith` in ASCII).
 const SOLE_USE_LOCK: i64 = 0x65_64_69_74_68;
 
+/// The schemes [`Store::open`] takes.
+const URL_SCHEMES: &str = "postgres://, postgresql:// or sqlite:";
+
 impl Store {
     /// Opens the store `url` names: `postgres://…` (or `postgresql://…`) for PostgreSQL,
-    /// `sqlite://PATH` or a plain path for a SQLite file. Pending migrations are applied.
+    /// `sqlite:PATH` (or `sqlite://PATH`) for a SQLite file. Pending migrations are applied.
     pub async fn open(url: &str) -> Result<Self> {
-        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-            Self::open_postgres(url).await
-        } else if let Some(path) = url.strip_prefix("sqlite://") {
-            Self::open_sqlite(Path::new(path)).await
-        } else if url.contains("://") {
-            Err(StoreError::Url(
-                "the database URL must start with postgres://, postgresql:// or sqlite://"
-                    .to_owned(),
-            ))
-        } else {
-            Self::open_sqlite(Path::new(url)).await
-        }
+        let store = Self::connect(url).await?;
+        store.migrate().await?;
+        Ok(store)
+    }
+
+    /// Opens the store `url` names for this process alone: claims the database (see
+    /// [`Store::claim_sole_use`]) before anything else, migrations included, so a second control
+    /// plane never changes the schema under a running one.
+    pub async fn open_claimed(url: &str) -> Result<(Self, SoleUse)> {
+        let store = Self::connect(url).await?;
+        let claim = store.claim_sole_use().await?;
+        store.migrate().await?;
+        Ok((store, claim))
     }
 
     /// Opens (creating) the SQLite database at `path` and applies pending migrations.
     pub async fn open_sqlite(path: &Path) -> Result<Self> {
+        let store = Self::connect_sqlite(path).await?;
+        store.migrate().await?;
+        Ok(store)
+    }
+
+    /// Connects to the PostgreSQL database `url` names and applies pending migrations. The
+    /// database must exist; the store makes its own tables in it.
+    pub async fn open_postgres(url: &str) -> Result<Self> {
+        let store = Self::connect_postgres(url).await?;
+        store.migrate().await?;
+        Ok(store)
+    }
+
+    async fn connect(url: &str) -> Result<Self> {
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            return Self::connect_postgres(url).await;
+        }
+        match url.strip_prefix("sqlite:") {
+            Some(path) => {
+                let path = path.strip_prefix("//").unwrap_or(path);
+                Self::connect_sqlite(Path::new(path)).await
+            }
+            // Not taken for a file name: a libpq `key=value` string would become one.
+            None => Err(StoreError::Url(format!(
+                "the database URL must start with {URL_SCHEMES}"
+            ))),
+        }
+    }
+
+    async fn connect_sqlite(path: &Path) -> Result<Self> {
         let options = SqliteConnectOptions::from_str(&format!("sqlite://{}", path.display()))?
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
@@ -205,15 +260,12 @@ impl Store {
             .max_connections(8)
             .connect_with(options)
             .await?;
-        crate::migrate::run_sqlite(&pool).await?;
         Ok(Self {
             db: Db::Sqlite(pool),
         })
     }
 
-    /// Connects to the PostgreSQL database `url` names and applies pending migrations. The
-    /// database must exist; the store makes its own tables in it.
-    pub async fn open_postgres(url: &str) -> Result<Self> {
+    async fn connect_postgres(url: &str) -> Result<Self> {
         let options = PgConnectOptions::from_str(url)
             .map_err(|e| StoreError::Url(format!("the PostgreSQL URL is not valid: {e}")))?
             .application_name("edith");
@@ -223,10 +275,17 @@ impl Store {
             .acquire_timeout(Duration::from_secs(10))
             .connect_with(options)
             .await?;
-        crate::migrate::run_postgres(&pool).await?;
         Ok(Self {
             db: Db::Postgres(pool),
         })
+    }
+
+    async fn migrate(&self) -> Result<()> {
+        match &self.db {
+            Db::Sqlite(pool) => crate::migrate::run_sqlite(pool).await?,
+            Db::Postgres(pool) => crate::migrate::run_postgres(pool).await?,
+        }
+        Ok(())
     }
 
     /// Which backend this is, for logs: `sqlite` or `postgres`.

@@ -51,16 +51,20 @@ impl Store {
     }
 
     /// Removes the session and, by cascade, its turns and their events — unless one of its
-    /// turns has not finished (checked in the same statement); returns whether it was removed.
+    /// turns has not finished (no turn can slip in between the check and the delete); returns
+    /// whether it was removed.
     pub async fn delete_idle_session(&self, id: &SessionId) -> Result<bool> {
         on_db!(self, pool => {
+            let mut tx = pool.begin().await?;
+            lock_row!(tx, pool, "sessions", id.as_str());
             let done = sqlx::query(
                 "DELETE FROM sessions WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM turns \
                  WHERE session_id = $1 AND state IN ('queued', 'running', 'requires_action'))",
             )
             .bind(id.as_str())
-            .execute(pool)
+            .execute(&mut *tx)
             .await?;
+            tx.commit().await?;
             Ok(done.rows_affected() == 1)
         })
     }

@@ -54,16 +54,19 @@ impl Store {
         Ok(ids.iter().filter_map(|id| id.parse().ok()).collect())
     }
 
-    /// Deletes a tool host unless a tool uses it, in one statement; returns whether it was.
+    /// Deletes a tool host unless a tool uses it; returns whether it was.
     pub async fn delete_unused_tool_host(&self, host: &ToolHostId) -> Result<bool> {
         on_db!(self, pool => {
+            let mut tx = pool.begin().await?;
+            lock_row!(tx, pool, "tool_hosts", host.as_str());
             let done = sqlx::query(
                 "DELETE FROM tool_hosts WHERE id = $1 \
                  AND NOT EXISTS (SELECT 1 FROM tools WHERE host_id = $1)",
             )
             .bind(host.as_str())
-            .execute(pool)
+            .execute(&mut *tx)
             .await?;
+            tx.commit().await?;
             Ok(done.rows_affected() > 0)
         })
     }
@@ -120,17 +123,20 @@ impl Store {
         })
     }
 
-    /// Deletes a tool unless a profile uses it, in one statement (no attachment can slip in
-    /// between a check and the delete); returns whether it was deleted.
+    /// Deletes a tool unless a profile uses it (no attachment can slip in between the check and
+    /// the delete); returns whether it was deleted.
     pub async fn delete_unused_tool(&self, tool: &ToolId) -> Result<bool> {
         on_db!(self, pool => {
+            let mut tx = pool.begin().await?;
+            lock_row!(tx, pool, "tools", tool.as_str());
             let done = sqlx::query(
                 "DELETE FROM tools WHERE id = $1 \
                  AND NOT EXISTS (SELECT 1 FROM profile_tools WHERE tool_id = $1)",
             )
             .bind(tool.as_str())
-            .execute(pool)
+            .execute(&mut *tx)
             .await?;
+            tx.commit().await?;
             Ok(done.rows_affected() > 0)
         })
     }

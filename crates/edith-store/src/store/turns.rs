@@ -6,8 +6,12 @@ use edith_types::{
 use sqlx::Row;
 
 use super::{
-    Result, Store, from_body, is_postgres, is_unique_violation, one_more, page, seq_bound, to_json,
+    Result, Store, StoreError, from_body, is_postgres, is_unique_violation, one_more, page,
+    seq_bound, to_json,
 };
+
+/// How many times a turn is tried when other turns of its session keep starting and ending.
+const INSERT_ATTEMPTS: usize = 8;
 
 /// Rewrites a turn's state and resource.
 const UPDATE_TURN: &str = "UPDATE turns SET state = $1, body = $2 WHERE id = $3";
@@ -18,33 +22,41 @@ impl Store {
     /// session's unfinished turn stops the one of two racing inserts that a concurrent
     /// database (PostgreSQL) would otherwise let through.
     pub async fn insert_turn_if_idle(&self, turn: &Turn) -> Result<Option<TurnId>> {
-        let busy: Option<String> = on_db!(self, pool => {
-            let inserted = sqlx::query(
-                "INSERT INTO turns (id, session_id, state, body) SELECT $1, $2, $3, $4 \
-                 WHERE NOT EXISTS (SELECT 1 FROM turns WHERE session_id = $2 \
-                 AND state IN ('queued', 'running', 'requires_action'))",
-            )
-            .bind(turn.id.as_str())
-            .bind(turn.session_id.as_str())
-            .bind(turn.state.as_str())
-            .bind(to_json(turn))
-            .execute(pool)
-            .await;
-            match inserted {
-                Ok(done) if done.rows_affected() == 1 => return Ok(None),
-                Ok(_) => {}
-                Err(e) if is_unique_violation(&e) => {}
-                Err(e) => return Err(e.into()),
+        // The turn that kept this one out may finish before it is looked up: then try again.
+        for _ in 0..INSERT_ATTEMPTS {
+            let busy: Option<String> = on_db!(self, pool => {
+                let inserted = sqlx::query(
+                    "INSERT INTO turns (id, session_id, state, body) SELECT $1, $2, $3, $4 \
+                     WHERE NOT EXISTS (SELECT 1 FROM turns WHERE session_id = $2 \
+                     AND state IN ('queued', 'running', 'requires_action'))",
+                )
+                .bind(turn.id.as_str())
+                .bind(turn.session_id.as_str())
+                .bind(turn.state.as_str())
+                .bind(to_json(turn))
+                .execute(pool)
+                .await;
+                match inserted {
+                    Ok(done) if done.rows_affected() == 1 => return Ok(None),
+                    Ok(_) => {}
+                    Err(e) if is_unique_violation(&e) => {}
+                    Err(e) => return Err(e.into()),
+                }
+                sqlx::query_scalar(
+                    "SELECT id FROM turns WHERE session_id = $1 \
+                     AND state IN ('queued', 'running', 'requires_action') LIMIT 1",
+                )
+                .bind(turn.session_id.as_str())
+                .fetch_optional(pool)
+                .await?
+            });
+            if let Some(busy) = busy.and_then(|id| id.parse().ok()) {
+                return Ok(Some(busy));
             }
-            sqlx::query_scalar(
-                "SELECT id FROM turns WHERE session_id = $1 \
-                 AND state IN ('queued', 'running', 'requires_action') LIMIT 1",
-            )
-            .bind(turn.session_id.as_str())
-            .fetch_optional(pool)
-            .await?
-        });
-        Ok(busy.and_then(|id| id.parse().ok()))
+        }
+        Err(StoreError::Duplicate(
+            "an unfinished turn in this session (turns kept starting and ending)".to_owned(),
+        ))
     }
 
     /// A page of the session's turns, oldest first (only those in `state`, if given).

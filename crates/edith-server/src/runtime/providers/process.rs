@@ -47,16 +47,31 @@ pub struct RuntimeCommand {
 }
 
 impl RuntimeCommand {
-    /// The command, ready for arguments; it never inherits the control plane's admin key.
+    /// The command, ready for arguments; it never inherits the control plane's credentials.
     pub fn command(&self) -> Command {
         let mut command = Command::new(&self.program);
-        command.args(&self.args).env_remove(ADMIN_KEY_VARIABLE);
+        command.args(&self.args);
+        for variable in NOT_INHERITED {
+            command.env_remove(variable);
+        }
         command
     }
 }
 
 /// The environment variable the control plane's first admin key may come from.
 pub const ADMIN_KEY_VARIABLE: &str = "EDITH_API_KEY";
+/// The environment variable the control plane's database URL (with its password) may come from.
+pub const DATABASE_URL_VARIABLE: &str = "EDITH_DATABASE_URL";
+
+/// Variables of the control plane's environment that a runtime never inherits: credentials.
+/// A runtime runs agents and the commands they choose, which could read its environment.
+const NOT_INHERITED: &[&str] = &[
+    ADMIN_KEY_VARIABLE,
+    DATABASE_URL_VARIABLE,
+    // libpq's own, should an operator have set them for the database.
+    "PGPASSWORD",
+    "PGPASSFILE",
+];
 
 type Slot = Arc<Mutex<Option<Running>>>;
 
