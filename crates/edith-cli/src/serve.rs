@@ -164,9 +164,22 @@ pub async fn run(serve: Serve) -> ExitCode {
         }
     };
     println!("EDITH_READY url={}", server.url());
-    wait_for_signal().await;
+    let taken = tokio::select! {
+        _ = wait_for_signal() => false,
+        _ = server.database_taken() => true,
+    };
+    if taken {
+        eprintln!(
+            "edith: another edith serve took this database while this one had lost its \
+             connection to it; stopping"
+        );
+    }
     server.shutdown().await;
-    ExitCode::SUCCESS
+    if taken {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
 }
 
 async fn wait_for_signal() {

@@ -290,6 +290,16 @@ impl RunningServer {
         self.state.providers.running_count().await
     }
 
+    /// Returns once another control plane has taken this one's database (possible only after
+    /// this one lost its connection to it, and never on SQLite): it must stop, as two would
+    /// undo each other's work.
+    pub async fn database_taken(&self) {
+        match &self.sole_use {
+            Some(claim) => claim.lost().await,
+            None => std::future::pending().await,
+        }
+    }
+
     /// Stops serving, ends open streams, stops the embedded runtimes and closes the store.
     pub async fn shutdown(mut self) {
         let _ = self.stop.send(true);

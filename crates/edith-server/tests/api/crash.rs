@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use crate::Ctx;
 
 /// Whether the process `pid` still runs (a zombie does not).
-fn alive(pid: &str) -> bool {
+pub(crate) fn alive(pid: &str) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .ok()
         .and_then(|stat| {

@@ -210,6 +210,14 @@ impl Ctx {
         }
     }
 
+    /// The pid of `edith serve`.
+    fn pid(&self) -> u32 {
+        match &self.server {
+            Server::Binary { process, .. } => process.pid(),
+            _ => panic!("only a control plane of its own has a pid of its own"),
+        }
+    }
+
     /// What `edith serve` wrote to stderr so far (its log).
     fn server_log(&self) -> Vec<String> {
         match &self.server {

@@ -192,3 +192,87 @@ async fn a_runtime_never_sees_the_database_url() {
     );
     ctx.stop().await;
 }
+
+/// The backend (pid) holding a control plane's claim on the database `admin` is connected to.
+async fn claim_holder(admin: &mut sqlx::PgConnection) -> Option<i32> {
+    sqlx::query_scalar(
+        "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted \
+         AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+    )
+    .fetch_optional(admin)
+    .await
+    .unwrap()
+}
+
+/// A control plane whose claim's connection is ended takes the claim again and goes on; one
+/// that finds the claim taken by another meanwhile stops, saying why.
+#[tokio::test]
+async fn a_control_plane_that_loses_its_database_to_another_stops() {
+    use sqlx::Connection;
+    let database = testkit::postgres::database().await;
+    let ctx = serve_on(tempfile::tempdir().expect("temp dir"), database.url()).await;
+    let iid = ctx.ready_instance().await;
+    let mut admin = sqlx::PgConnection::connect(database.url()).await.unwrap();
+    let first = claim_holder(&mut admin)
+        .await
+        .expect("edith holds its claim");
+
+    // Its session ended (as a restart of the database would): the claim is taken again.
+    sqlx::query("SELECT pg_terminate_backend($1)")
+        .bind(first)
+        .execute(&mut admin)
+        .await
+        .unwrap();
+    let mut again = None;
+    for _ in 0..100 {
+        again = claim_holder(&mut admin).await.filter(|pid| *pid != first);
+        if again.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let again = again.expect("the claim taken again within 10 s");
+    let (status, _) = ctx.get(&format!("/v1/instances/{iid}")).await;
+    assert_eq!(status, 200, "it goes on serving");
+
+    // Ended again, and taken by another before it could: it stops. (Should it take the claim
+    // back first, its session is ended once more.)
+    let mut holder = Some(again);
+    let mut taken = false;
+    for _ in 0..100 {
+        if let Some(pid) = holder {
+            sqlx::query("SELECT pg_terminate_backend($1)")
+                .bind(pid)
+                .execute(&mut admin)
+                .await
+                .unwrap();
+        }
+        taken = sqlx::query_scalar("SELECT pg_try_advisory_lock($1)")
+            .bind(edith_store::SOLE_USE_LOCK)
+            .fetch_one(&mut admin)
+            .await
+            .unwrap();
+        if taken {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        holder = claim_holder(&mut admin).await;
+    }
+    assert!(taken, "the test took the claim");
+    let pid = ctx.pid();
+    let mut stopped = false;
+    for _ in 0..150 {
+        if !crate::crash::alive(&pid.to_string()) {
+            stopped = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let log = ctx.server_log().join("\n");
+    assert!(stopped, "edith serve stops within 15 s: {log}");
+    assert!(
+        log.contains("another edith serve took this database"),
+        "{log}"
+    );
+    admin.close().await.unwrap();
+}

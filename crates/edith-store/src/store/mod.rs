@@ -116,6 +116,7 @@ macro_rules! append_alone {
     };
 }
 
+mod claim;
 mod idempotency;
 mod instances;
 mod jobs;
@@ -125,6 +126,7 @@ mod sessions;
 mod tools;
 mod turns;
 
+pub use claim::{SOLE_USE_LOCK, SoleUse};
 pub use idempotency::Idempotency;
 
 #[derive(Debug, thiserror::Error)]
@@ -181,18 +183,6 @@ fn is_postgres<P: Backend>(_pool: &P) -> bool {
 pub struct Store {
     db: Db,
 }
-
-/// A claim held for as long as this process uses a PostgreSQL database alone: a session-level
-/// advisory lock on a connection of its own. Dropping it (or the process dying, which closes
-/// the connection) lets another take the database.
-#[derive(Debug)]
-pub struct SoleUse {
-    _connection: Option<sqlx::PgConnection>,
-}
-
-/// The advisory lock that says "a control plane uses this database" (an arbitrary constant:
-/// `edith` in ASCII).
-const SOLE_USE_LOCK: i64 = 0x65_64_69_74_68;
 
 /// The schemes [`Store::open`] takes.
 const URL_SCHEMES: &str = "postgres://, postgresql:// or sqlite:";
@@ -301,20 +291,10 @@ impl Store {
     /// dies), as several replicas do not yet share the work. A SQLite file is this process's
     /// own already.
     pub async fn claim_sole_use(&self) -> Result<SoleUse> {
-        let Db::Postgres(pool) = &self.db else {
-            return Ok(SoleUse { _connection: None });
-        };
-        let mut connection = pool.acquire().await?.detach();
-        let taken: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock($1)")
-            .bind(SOLE_USE_LOCK)
-            .fetch_one(&mut connection)
-            .await?;
-        if !taken {
-            return Err(StoreError::InUse);
+        match &self.db {
+            Db::Sqlite(_) => Ok(SoleUse::not_needed()),
+            Db::Postgres(pool) => SoleUse::claim(pool).await,
         }
-        Ok(SoleUse {
-            _connection: Some(connection),
-        })
     }
 
     pub async fn close(&self) {
