@@ -326,6 +326,26 @@ async fn the_console_in_a_browser_signs_in_provisions_chats_and_approves() {
     click_text(&client, "New session").await;
     wait_for(&client, "#message").await;
     every_control_is_labelled(&client).await;
+    screenshot(&client, "02c-session-started").await;
+    // The profile's page lists the new session, and its link leads back to it.
+    let session_hash = client
+        .execute("return location.hash;", vec![])
+        .await
+        .unwrap();
+    let session_hash = session_hash.as_str().unwrap().to_owned();
+    let sid = session_hash.rsplit('/').next().unwrap().to_owned();
+    client
+        .execute(&format!("location.hash = '#{profile_path}';"), vec![])
+        .await
+        .unwrap();
+    wait_until(
+        &client,
+        &format!("[...document.querySelectorAll('li a')].some(a => a.textContent === '{sid}')"),
+    )
+    .await;
+    click_text(&client, &sid).await;
+    wait_until(&client, &format!("location.hash === '{session_hash}'")).await;
+    wait_for(&client, "#message").await;
 
     // A message, and its answer, made of the streamed pieces.
     send(&client, "hello console").await;
