@@ -97,10 +97,12 @@ async fn main() -> ExitCode {
         Command::Serve(serve) => serve.log_format(),
         _ => serve::LogFormat::Text,
     };
-    // Colours only for a person at a terminal, never in a file or a log collector's pipe.
+    // Colours only for a person at a terminal who did not ask for none (`NO_COLOR`), never in
+    // a file or a log collector's pipe.
+    let no_color = std::env::var_os("NO_COLOR").is_some_and(|value| !value.is_empty());
     let logs = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()) && !no_color)
         .with_target(false);
     match log_format {
         serve::LogFormat::Text => logs.init(),

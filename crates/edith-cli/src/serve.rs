@@ -169,9 +169,9 @@ pub async fn run(serve: Serve) -> ExitCode {
         _ = server.database_taken() => true,
     };
     if taken {
-        eprintln!(
-            "edith: another edith serve took this database while this one had lost its \
-             connection to it; stopping"
+        tracing::error!(
+            "another edith serve took this database while this one had lost its connection \
+             to it; stopping"
         );
     }
     server.shutdown().await;

@@ -148,8 +148,8 @@ function errorLine(error) {
   return h("p", { class: "error", role: "alert" }, error.message);
 }
 
-/** A form of labelled text fields and a submit button; `onsubmit` gets the values. */
-/** A one-line form: each field `[name, label]` is a text field, `[name, label, choices]` a
+/** A one-line form of labelled fields and a submit button; `onsubmit` gets the values. Each
+ * field `[name, label]` is a text field, `[name, label, choices]` a
  * choice among `[value, text]` pairs (the first chosen at first). */
 function inlineForm(fields, submit, onsubmit) {
   const inputs = fields.map(([name, , choices]) =>

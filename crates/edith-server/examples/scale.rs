@@ -275,7 +275,7 @@ async fn streams(cp: &ControlPlane, pid: u32, profiles: &str, count: usize) -> S
             Err(e) => errors.push(e),
         }
     }
-    let kib_per_session = (usage_of(pid).rss_kib - before) as f64 / count as f64;
+    let kib_per_session = usage_of(pid).rss_kib.saturating_sub(before) as f64 / count as f64;
     let held = open.len();
 
     let cancels = bounded(turns.len(), |i| {
@@ -358,7 +358,8 @@ async fn main() {
     let server = ReadyProcess::spawn(command, "EDITH_READY url=", Duration::from_secs(60)).await;
     let pid = server.pid();
     let cp = ControlPlane {
-        http: reqwest::Client::new(),
+        // Every request, streams included, ends within the benchmark's bound.
+        http: reqwest::Client::builder().timeout(LIMIT).build().unwrap(),
         url: server.ready_value("url").into(),
     };
     let profiles = cp.instance().await;

@@ -658,8 +658,8 @@ pub struct Turn {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateTurn {
-    /// The user's text (not empty).
-    #[schemars(length(min = 1))]
+    /// The user's text (not all blank).
+    #[schemars(length(min = 1), pattern(rules::NOT_BLANK))]
     pub input: String,
 }
 

@@ -184,7 +184,7 @@ fn slow_runtime(dir: &std::path::Path) -> String {
     use std::os::unix::fs::PermissionsExt;
     let runtime = crate::edith_binary().with_file_name("hermes-runtime");
     let script = dir.join("slow-runtime");
-    let text = format!("#!/bin/sh\nsleep 2\nexec {} \"$@\"\n", runtime.display());
+    let text = format!("#!/bin/sh\nsleep 2\nexec '{}' \"$@\"\n", runtime.display());
     std::fs::write(&script, text).unwrap();
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
     format!("slow={}", script.display())
@@ -282,17 +282,12 @@ async fn the_console_in_a_browser_signs_in_provisions_chats_and_approves() {
     screenshot(&client, "02b-instance-starting").await;
     wait_for(&client, "#step-start_runtime .state-done").await;
     wait_for(&client, "section .state-ready").await;
-    let listed = client
-        .execute(
-            "return [...document.querySelectorAll('tbody tr')].map(tr => tr.textContent);",
-            vec![],
-        )
-        .await
-        .unwrap();
-    assert!(
-        listed.to_string().contains("slow-oneprocessready"),
-        "the list shows it on its provider: {listed}"
-    );
+    // The list shows it on its provider (once it is read again after the job).
+    wait_until(
+        &client,
+        "[...document.querySelectorAll('tbody tr')].some(tr => tr.textContent === 'slow-oneprocessready')",
+    )
+    .await;
 
     // A profile, then a session. The profile is given a callback tool through the API; its
     // page names it.

@@ -248,6 +248,16 @@ impl Ctx {
         self.take_dir()
     }
 
+    /// How `edith serve`, which has exited by itself, ended.
+    async fn exit_status(mut self) -> std::process::ExitStatus {
+        let Server::Binary { process, .. } = std::mem::replace(&mut self.server, Server::Gone)
+        else {
+            panic!("only a control plane of its own has an exit status");
+        };
+        // Nothing is left to kill: this reaps it.
+        process.kill().await
+    }
+
     fn take_dir(mut self) -> tempfile::TempDir {
         std::mem::replace(&mut self.dir, tempfile::tempdir().expect("temp dir"))
     }

@@ -193,12 +193,16 @@ async fn a_runtime_never_sees_the_database_url() {
     ctx.stop().await;
 }
 
-/// The backend (pid) holding a control plane's claim on the database `admin` is connected to.
+/// The backend (pid) holding a control plane's claim on the database `admin` is connected to
+/// (the lock `edith_store::SOLE_USE_LOCK`, kept as its high and low halves).
 async fn claim_holder(admin: &mut sqlx::PgConnection) -> Option<i32> {
     sqlx::query_scalar(
         "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted \
-         AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+         AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) \
+         AND classid::bigint = $1 AND objid::bigint = $2 AND objsubid = 1",
     )
+    .bind(edith_store::SOLE_USE_LOCK >> 32)
+    .bind(edith_store::SOLE_USE_LOCK & 0xffff_ffff)
     .fetch_optional(admin)
     .await
     .unwrap()
@@ -274,5 +278,7 @@ async fn a_control_plane_that_loses_its_database_to_another_stops() {
         log.contains("another edith serve took this database"),
         "{log}"
     );
+    let status = ctx.exit_status().await;
+    assert!(!status.success(), "it says it failed: {status}");
     admin.close().await.unwrap();
 }

@@ -45,9 +45,9 @@ impl SoleUse {
     }
 
     pub(super) async fn claim(pool: &PgPool) -> Result<Self> {
-        let connection = take(pool).await?.ok_or(StoreError::InUse)?;
+        let held = take(pool).await?.ok_or(StoreError::InUse)?;
         let (lost, seen) = watch::channel(false);
-        let keeper = tokio::spawn(keep(pool.clone(), Some(connection), lost));
+        let keeper = tokio::spawn(keep(pool.clone(), Some(held), lost));
         Ok(Self {
             keeper: Some(keeper),
             lost: seen,
@@ -64,37 +64,105 @@ impl SoleUse {
     }
 }
 
-/// A new connection holding the lock, or `None` when another process holds it.
-async fn take(pool: &PgPool) -> Result<Option<sqlx::PgConnection>> {
+/// The claim's connection, and its server process (whose lock it is).
+struct Held {
+    connection: sqlx::PgConnection,
+    backend: i32,
+}
+
+/// A new connection holding the lock, or `None` when another holds it.
+async fn take(pool: &PgPool) -> Result<Option<Held>> {
     let mut connection = pool.acquire().await?.detach();
-    let taken: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock($1)")
-        .bind(SOLE_USE_LOCK)
-        .fetch_one(&mut connection)
-        .await?;
-    Ok(taken.then_some(connection))
+    // The server notices a vanished client within half a minute (its lock goes with it),
+    // rather than at the operating system's keepalive of hours.
+    sqlx::raw_sql(
+        "SET tcp_keepalives_idle = 10; SET tcp_keepalives_interval = 5; \
+         SET tcp_keepalives_count = 3",
+    )
+    .execute(&mut connection)
+    .await?;
+    let (taken, backend): (bool, i32) =
+        sqlx::query_as("SELECT pg_try_advisory_lock($1), pg_backend_pid()")
+            .bind(SOLE_USE_LOCK)
+            .fetch_one(&mut connection)
+            .await?;
+    Ok(taken.then_some(Held {
+        connection,
+        backend,
+    }))
+}
+
+/// The server process holding the lock now, if any.
+async fn holder(pool: &PgPool) -> Result<Option<i32>> {
+    // A bigint advisory key is kept as its high and low halves, `objsubid` 1.
+    let holder = sqlx::query_scalar(
+        "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted \
+         AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) \
+         AND classid::bigint = $1 AND objid::bigint = $2 AND objsubid = 1",
+    )
+    .bind(SOLE_USE_LOCK >> 32)
+    .bind(SOLE_USE_LOCK & 0xffff_ffff)
+    .fetch_optional(pool)
+    .await?;
+    Ok(holder)
 }
 
 /// Checks the claim's connection every [`CHECK_EVERY`]; takes the claim again on a new one when
-/// it went, and reports the claim lost when another process has it.
-async fn keep(pool: PgPool, mut held: Option<sqlx::PgConnection>, lost: watch::Sender<bool>) {
+/// it went, and reports the claim lost when another process has it. A connection that stopped
+/// answering may still hold the lock on the server: that one is ended, as it is this
+/// process's own.
+async fn keep(pool: PgPool, held: Option<Held>, lost: watch::Sender<bool>) {
+    let mut backend = held.as_ref().map(|held| held.backend);
+    let mut held = held;
     loop {
         tokio::time::sleep(CHECK_EVERY).await;
-        if let Some(connection) = held.as_mut() {
-            let check = sqlx::query("SELECT 1").execute(&mut *connection);
+        if let Some(claim) = held.as_mut() {
+            let check = sqlx::query("SELECT 1").execute(&mut claim.connection);
             if matches!(tokio::time::timeout(CHECK_LIMIT, check).await, Ok(Ok(_))) {
                 continue;
             }
-            // Its lock went with it.
             held = None;
         }
-        match tokio::time::timeout(CHECK_LIMIT, take(&pool)).await {
-            Ok(Ok(Some(connection))) => held = Some(connection),
-            Ok(Ok(None)) => {
+        match tokio::time::timeout(CHECK_LIMIT, retake(&pool, backend)).await {
+            Ok(Ok(Retaken::Held(claim))) => {
+                backend = Some(claim.backend);
+                held = Some(claim);
+            }
+            Ok(Ok(Retaken::ByAnother)) => {
                 let _ = lost.send(true);
                 return;
             }
-            // The database cannot be reached now: try again at the next check.
-            Ok(Err(_)) | Err(_) => {}
+            // Try again at the next check.
+            Ok(Ok(Retaken::NotYet)) | Ok(Err(_)) | Err(_) => {}
         }
+    }
+}
+
+/// What trying to take the claim again found.
+enum Retaken {
+    Held(Held),
+    /// Another process holds it.
+    ByAnother,
+    /// Not now: the database is unreachable, or the lock is still on its way out.
+    NotYet,
+}
+
+/// Takes the claim again. When the one holding it is `ours` (the server side of the connection
+/// that stopped answering), that is ended, and the next check takes the claim.
+async fn retake(pool: &PgPool, ours: Option<i32>) -> Result<Retaken> {
+    if let Some(claim) = take(pool).await? {
+        return Ok(Retaken::Held(claim));
+    }
+    match holder(pool).await? {
+        // Let go in between.
+        None => Ok(Retaken::NotYet),
+        Some(pid) if Some(pid) == ours => {
+            sqlx::query("SELECT pg_terminate_backend($1)")
+                .bind(pid)
+                .execute(pool)
+                .await?;
+            Ok(Retaken::NotYet)
+        }
+        Some(_) => Ok(Retaken::ByAnother),
     }
 }

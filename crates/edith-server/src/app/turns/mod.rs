@@ -30,7 +30,7 @@ pub async fn start(
     body: CreateTurn,
 ) -> AppResult<Turn> {
     if body.input.trim().is_empty() {
-        return Err(AppError::invalid("`input` must not be empty"));
+        return Err(AppError::invalid("`input` must not be empty or all blank"));
     }
     let most = state.gate.limits().max_input_chars;
     if body.input.chars().count() > most {
