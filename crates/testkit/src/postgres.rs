@@ -159,7 +159,7 @@ fn unique_name() -> String {
 }
 
 /// `url` with its database (the path) replaced by `name`; its query string is kept.
-pub fn with_database(url: &str, name: &str) -> String {
+fn with_database(url: &str, name: &str) -> String {
     let (base, query) = match url.split_once('?') {
         Some((base, query)) => (base, Some(query)),
         None => (url, None),

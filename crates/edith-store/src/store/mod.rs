@@ -213,14 +213,6 @@ impl Store {
         Ok(store)
     }
 
-    /// Connects to the PostgreSQL database `url` names and applies pending migrations. The
-    /// database must exist; the store makes its own tables in it.
-    pub async fn open_postgres(url: &str) -> Result<Self> {
-        let store = Self::connect_postgres(url).await?;
-        store.migrate().await?;
-        Ok(store)
-    }
-
     async fn connect(url: &str) -> Result<Self> {
         if url.starts_with("postgres://") || url.starts_with("postgresql://") {
             return Self::connect_postgres(url).await;
@@ -255,6 +247,7 @@ impl Store {
         })
     }
 
+    /// The PostgreSQL database must exist; the store makes its own tables in it.
     async fn connect_postgres(url: &str) -> Result<Self> {
         let options = PgConnectOptions::from_str(url)
             .map_err(|e| StoreError::Url(format!("the PostgreSQL URL is not valid: {e}")))?
