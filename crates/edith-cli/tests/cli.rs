@@ -1243,3 +1243,156 @@ fn every_command_and_argument_has_a_help_text() {
         unexplained.join("\n")
     );
 }
+
+/// The rows of a table `edith` printed, each cell read from under its header (counted in
+/// characters, as a terminal shows them): the columns must line up, so a cell that does not
+/// start where its header does is read wrongly and fails.
+fn table_rows(shown: &str, headers: &[&str]) -> Vec<Vec<String>> {
+    let mut lines = shown.lines();
+    let header_line: Vec<char> = lines.next().unwrap_or_default().chars().collect();
+    let header_text: String = header_line.iter().collect();
+    assert_eq!(
+        header_text.split("  ").filter(|h| !h.is_empty()).count(),
+        headers.len(),
+        "only these headers: {header_text:?}"
+    );
+    let mut starts = Vec::new();
+    for header in headers {
+        let wanted: Vec<char> = header.chars().collect();
+        let from = starts.last().map_or(0, |&at: &usize| at + 1);
+        let at = (from..header_line.len())
+            .find(|&at| header_line[at..].starts_with(&wanted))
+            .unwrap_or_else(|| panic!("no header {header} in {header_text:?}"));
+        starts.push(at);
+    }
+    lines
+        .map(|line| {
+            let line: Vec<char> = line.chars().collect();
+            let text: String = line.iter().collect();
+            starts
+                .iter()
+                .enumerate()
+                .map(|(i, &start)| {
+                    let end = starts.get(i + 1).copied().unwrap_or(line.len());
+                    let end = end.min(line.len());
+                    assert!(
+                        start == 0 || line.get(start - 1) == Some(&' '),
+                        "column {} starts under its header: {text:?}",
+                        headers[i]
+                    );
+                    let cell: String = line[start.min(end)..end].iter().collect();
+                    cell.trim().to_owned()
+                })
+                .collect()
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn every_resource_is_listed_as_an_aligned_table_for_people() {
+    let plane = plane().await;
+    let hermes = hermes::Hermes::remote(plane.server.url(), Some(KEY));
+    let iid = plane.json(&["instances", "create", "tables"]).await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let pid = plane
+        .json(&["profiles", "create", "--instance", &iid, "helper"])
+        .await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let tid = tool_on_an_unreachable_host(&hermes, "noop", "Does nothing at all").await;
+    hermes
+        .instance(&iid.parse().unwrap())
+        .profile(&pid.parse().unwrap())
+        .attach_tool(&tid.parse().unwrap())
+        .await
+        .unwrap();
+    let sid = plane
+        .json(&[
+            "sessions",
+            "create",
+            "--instance",
+            &iid,
+            "--profile",
+            &pid,
+            "--title",
+            "Notes",
+        ])
+        .await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let key = plane
+        .json(&["keys", "create", "reader", "--scope", "read"])
+        .await;
+    let kid = key["key"]["id"].as_str().unwrap().to_owned();
+    let prefix = key["key"]["prefix"].as_str().unwrap().to_owned();
+
+    let table = |args: &'static [&'static str], extra: Vec<String>| {
+        let plane = &plane;
+        async move {
+            let mut all: Vec<&str> = args.to_vec();
+            all.extend(extra.iter().map(String::as_str));
+            let output = plane.run(&all).await;
+            assert!(output.status.success(), "{}", text(&output));
+            String::from_utf8(output.stdout).unwrap()
+        }
+    };
+    let profiles = table(&["profiles", "list", "--instance"], vec![iid.clone()]).await;
+    let rows = table_rows(&profiles, &["ID", "NAME", "TOOLS", "CREATED"]);
+    assert_eq!(rows.len(), 1, "{profiles}");
+    assert_eq!(rows[0][..3], [pid.as_str(), "helper", "1"], "{profiles}");
+    assert!(rows[0][3].starts_with("20"), "a time: {profiles}");
+
+    let sessions = table(
+        &["sessions", "list", "--instance"],
+        vec![iid.clone(), "--profile".into(), pid.clone()],
+    )
+    .await;
+    let rows = table_rows(&sessions, &["ID", "TITLE", "NATIVE SESSION", "CREATED"]);
+    assert_eq!(rows.len(), 1, "{sessions}");
+    // No turn has run yet, so it has no native session: a dash says so.
+    assert_eq!(rows[0][..3], [sid.as_str(), "Notes", "-"], "{sessions}");
+
+    let tools = table(&["tools", "list"], vec![]).await;
+    let rows = table_rows(&tools, &["ID", "NAME", "HOST", "DESCRIPTION"]);
+    assert_eq!(rows.len(), 1, "{tools}");
+    assert_eq!(rows[0][..2], [tid.as_str(), "noop"], "{tools}");
+    assert!(rows[0][2].starts_with("th_"), "{tools}");
+    assert_eq!(rows[0][3], "Does nothing at all", "{tools}");
+
+    let runtimes = table(&["runtimes"], vec![]).await;
+    let rows = table_rows(&runtimes, &["NAME", "VERSION", "PROGRAM"]);
+    let ours = rows
+        .iter()
+        .find(|row| row[0] == "hermes-runtime")
+        .unwrap_or_else(|| panic!("{runtimes}"));
+    // The version is what the program itself says (`--version`), spaces and all.
+    assert!(ours[1].starts_with("hermes-runtime 0."), "{runtimes}");
+    assert!(ours[2].ends_with("hermes-runtime"), "{runtimes}");
+
+    plane.json(&["keys", "revoke", &kid]).await;
+    let keys = table(&["keys", "list"], vec![]).await;
+    let rows = table_rows(
+        &keys,
+        &["ID", "NAME", "PREFIX", "SCOPE", "LAST USED", "REVOKED"],
+    );
+    let reader = rows
+        .iter()
+        .find(|row| row[0] == kid)
+        .unwrap_or_else(|| panic!("{keys}"));
+    assert_eq!(
+        reader[1..5],
+        ["reader", prefix.as_str(), "read", "-"],
+        "{keys}"
+    );
+    assert!(reader[5].starts_with("20"), "revoked at a time: {keys}");
+    assert!(
+        rows.iter()
+            .any(|row| row[3] == "admin" && row[4].starts_with("20")),
+        "the admin key, used: {keys}"
+    );
+    hermes.close().await.unwrap();
+}

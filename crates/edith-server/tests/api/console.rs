@@ -1,7 +1,8 @@
 //! The web console, driven in a real headless Chromium (Debian's `chromium` and
 //! `chromium-driver`, which `scripts/test` installs): sign in, create an instance and see it
-//! become ready, start a session, send a message and see the streamed answer, approve a
-//! command. A screenshot of each step goes to `target/console-screenshots/`.
+//! become ready, start a session, send a message and see the streamed answer (also while it
+//! is still arriving), approve a command from the keyboard, read an earlier turn's events. A
+//! screenshot of each step goes to `target/console-screenshots/`.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -177,6 +178,47 @@ async fn tab(client: &Client) {
         .unwrap();
 }
 
+/// Presses Shift+Tab on the element with the focus.
+async fn back_tab(client: &Client) {
+    client
+        .active_element()
+        .await
+        .unwrap()
+        .send_keys("\u{E008}\u{E004}")
+        .await
+        .unwrap();
+}
+
+/// Presses Enter on the element with the focus.
+async fn enter(client: &Client) {
+    client
+        .active_element()
+        .await
+        .unwrap()
+        .send_keys("\u{E007}")
+        .await
+        .unwrap();
+}
+
+/// The events a turn's panel shows, one JSON object a line.
+async fn panel_events(client: &Client, panel: usize) -> Vec<serde_json::Value> {
+    let lines = client
+        .execute(
+            &format!(
+                "return document.querySelectorAll('.conversation details')[{panel}]\
+                   .querySelector('pre').textContent.split('\\n').filter(l => l);"
+            ),
+            vec![],
+        )
+        .await
+        .unwrap();
+    let lines: Vec<String> = serde_json::from_value(lines).unwrap();
+    lines
+        .iter()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
 /// A `process` runtime named `slow`: our runtime, started after a pause (as the real Hermes
 /// takes a second or more), so a provisioning step is seen while it runs. Its script lives in
 /// `dir`.
@@ -210,13 +252,7 @@ async fn the_console_in_a_browser_signs_in_provisions_chats_and_approves() {
     // Tab goes from the key to its button, and back with Shift+Tab.
     tab(&client).await;
     assert_eq!(focused(&client).await, "Sign in");
-    client
-        .active_element()
-        .await
-        .unwrap()
-        .send_keys("\u{E008}\u{E004}")
-        .await
-        .unwrap();
+    back_tab(&client).await;
     assert_eq!(focused(&client).await, "api-key");
     key.send_keys("edk_not_a_key\u{E007}").await.unwrap();
     let refused = wait_for(&client, "[role=alert]")
@@ -271,13 +307,7 @@ async fn the_console_in_a_browser_signs_in_provisions_chats_and_approves() {
     runtime.select_by_value("slow").await.unwrap();
     tab(&client).await;
     assert_eq!(focused(&client).await, "Create instance");
-    client
-        .active_element()
-        .await
-        .unwrap()
-        .send_keys("\u{E007}")
-        .await
-        .unwrap();
+    enter(&client).await;
     wait_for(&client, "#step-start_runtime .state-running").await;
     screenshot(&client, "02b-instance-starting").await;
     wait_for(&client, "#step-start_runtime .state-done").await;
@@ -395,14 +425,21 @@ async fn the_console_in_a_browser_signs_in_provisions_chats_and_approves() {
     client.refresh().await.unwrap();
     wait_for(&client, ".ask").await;
     every_control_is_labelled(&client).await;
-    // Answered from the keyboard: the button takes the focus and Enter presses it.
-    let approve = client
-        .find(Locator::XPath(
-            "//button[normalize-space()='Approve (once)']",
-        ))
-        .await
-        .unwrap();
-    approve.send_keys("\u{E007}").await.unwrap();
+    // Answered from the keyboard: the message field has the focus, Shift+Tab goes back
+    // through the question's buttons to "Approve (once)", and Enter presses it.
+    assert_eq!(focused(&client).await, "message");
+    let mut path: Vec<String> = Vec::new();
+    while path.last().map(String::as_str) != Some("Approve (once)") {
+        assert!(path.len() < 6, "Shift+Tab never reached Approve: {path:?}");
+        back_tab(&client).await;
+        path.push(focused(&client).await);
+    }
+    assert!(
+        path.iter()
+            .all(|p| p.starts_with("Approve (") || p == "Deny"),
+        "only the question's buttons on the way: {path:?}"
+    );
+    enter(&client).await;
     wait_until(&client, &format!("{TURNS_ENDED} === 3")).await;
     screenshot(&client, "05-approved").await;
     let raw = client
@@ -415,6 +452,51 @@ async fn the_console_in_a_browser_signs_in_provisions_chats_and_approves() {
     assert!(raw.as_str().unwrap().contains("action.answered"), "{raw}");
     let last_end = "document.querySelectorAll('.turn-end')[2].textContent";
     wait_until(&client, &format!("{last_end}.includes('completed')")).await;
+
+    // Earlier turns, shown again after a reload, each with its own panel of events, read
+    // when it is opened: the first turn's streamed answer and the approval turn's answer,
+    // each turn's events once, in order, up to its end.
+    client.refresh().await.unwrap();
+    wait_until(&client, &format!("{TURNS_ENDED} === 3")).await;
+    let panels = client
+        .find_all(Locator::Css(".conversation details summary"))
+        .await
+        .unwrap();
+    assert_eq!(panels.len(), 3, "a panel for each earlier turn");
+    for panel in [0, 2] {
+        panels[panel].click().await.unwrap();
+        wait_until(
+            &client,
+            &format!(
+                "document.querySelectorAll('.conversation details')[{panel}]\
+                   .querySelector('pre').textContent.includes('turn.finished')"
+            ),
+        )
+        .await;
+        let events = panel_events(&client, panel).await;
+        let seqs: Vec<u64> = events.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
+        let expected: Vec<u64> = (1..=seqs.len() as u64).collect();
+        assert_eq!(seqs, expected, "panel {panel}: each event once, in order");
+        assert_eq!(events[0]["type"], "turn.started", "panel {panel}");
+        assert_eq!(
+            events.last().unwrap()["type"],
+            "turn.finished",
+            "panel {panel}"
+        );
+    }
+    let first = panel_events(&client, 0).await;
+    let streamed: String = first
+        .iter()
+        .filter(|e| e["type"] == "message.delta")
+        .map(|e| e["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(streamed, "You said: hello console");
+    let approved = panel_events(&client, 2).await;
+    assert!(
+        approved.iter().any(|e| e["type"] == "action.answered"),
+        "{approved:?}"
+    );
+    screenshot(&client, "05b-earlier-turns-events").await;
 
     // A question, answered with one of its choices.
     send(
@@ -482,13 +564,61 @@ async fn the_console_in_a_browser_signs_in_provisions_chats_and_approves() {
         r#"terminal {"command": "rm -rf /tmp/edith-console-nothing"}"#,
     )
     .await;
-    wait_until(&client, "document.querySelectorAll('.ask').length === 4").await;
+    wait_until(
+        &client,
+        "[...document.querySelectorAll('.ask')].at(-1).textContent.includes('Approve running')",
+    )
+    .await;
     click_text(&client, "Cancel turn").await;
     wait_until(&client, &format!("{TURNS_ENDED} === 6")).await;
     let sixth_end = "document.querySelectorAll('.turn-end')[5].textContent";
     wait_until(&client, &format!("{sixth_end}.includes('cancelled')")).await;
     text_is_readable(&client).await;
     screenshot(&client, "07-cancelled").await;
+
+    // A slow answer shows piece by piece while its turn runs: part of it on the page and no
+    // end of the turn yet, seen in one look. Cancelled, it ends so.
+    let model = testkit::FakeModel::start().await;
+    let iid = profile_path.split('/').nth(2).unwrap();
+    let body = json!({
+        "name": "slow-talker",
+        "model": {"provider": "openai_compatible", "base_url": model.base_url(), "model": "fake-model"},
+    });
+    let (status, talker) = ctx
+        .post(&format!("/v1/instances/{iid}/profiles"), &body.to_string())
+        .await;
+    assert_eq!(status, 201, "{talker}");
+    let talker = format!(
+        "/instances/{iid}/profiles/{}",
+        talker["id"].as_str().unwrap()
+    );
+    let (status, session) = ctx.post(&format!("/v1{talker}/sessions"), "{}").await;
+    assert_eq!(status, 201, "{session}");
+    let slow_session = format!("{talker}/sessions/{}", session["id"].as_str().unwrap());
+    client
+        .execute(&format!("location.hash = '#{slow_session}';"), vec![])
+        .await
+        .unwrap();
+    // The new session's page: it names its profile.
+    wait_until(
+        &client,
+        "document.querySelector('#message') \
+           && [...document.querySelectorAll('a')].some(a => a.textContent === 'slow-talker')",
+    )
+    .await;
+    send(&client, "SLOW please").await;
+    wait_until(
+        &client,
+        "(() => { const a = document.querySelector('.message.assistant'); \
+           return a && a.textContent.startsWith('tick tick') && a.textContent.length < 300 \
+             && document.querySelectorAll('.turn-end').length === 0; })()",
+    )
+    .await;
+    screenshot(&client, "08-streaming").await;
+    click_text(&client, "Cancel turn").await;
+    wait_until(&client, &format!("{TURNS_ENDED} === 1")).await;
+    let end = "document.querySelector('.turn-end').textContent";
+    wait_until(&client, &format!("{end}.includes('cancelled')")).await;
 
     // Signing out forgets the key and asks for one again.
     click_text(&client, "Sign out").await;
