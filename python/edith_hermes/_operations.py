@@ -77,6 +77,13 @@ class Operations:
         """
         return await self._client.call("GET", f"/v1/instances/{_segment(instance_id)}", [], None)
 
+    async def instance_jobs(self, instance_id: str) -> Any:
+        """The instance's jobs (its provisioning, its deletion), oldest first: follow an unfinished one's events to watch its steps.
+
+        ``GET /v1/instances/{instance_id}/jobs`` (scope: read).
+        """
+        return await self._client.call("GET", f"/v1/instances/{_segment(instance_id)}/jobs", [], None)
+
     async def instance_list(self, *, cursor: str | None = None, limit: int | None = None, state: str | None = None, label: str | None = None) -> Any:
         """List instances, optionally only those in a state or with a label.
 

@@ -3,8 +3,9 @@
 use clap::Subcommand;
 use edith_types::{
     ApiKeyId, ApprovalChoice, CreateApiKey, CreateInstance, CreateSession, InstanceFilter,
-    InstanceId, InstanceState, JobEventKind, JobId, ProfileId, ProviderKind, RegisterTool, Scope,
-    SessionId, ToolHostId, ToolId, TurnAction, TurnEventKind, TurnFilter, TurnId, TurnState,
+    InstanceId, InstanceState, JobEventKind, JobId, ProfileId, ProviderKind, RegisterTool,
+    RegisterToolHost, Scope, SessionId, ToolHostId, ToolId, TurnAction, TurnEventKind, TurnFilter,
+    TurnId, TurnState, UpdateToolHost,
 };
 use futures_util::StreamExt;
 use hermes::{Hermes, PageRequest, ProfileSpec, Result};
@@ -140,9 +141,13 @@ pub async fn instances(hermes: &Hermes, command: Instances, out: Output) -> Done
             output::one(&creation.handle().get().await?, out);
         }
         Instances::Delete { id } => {
-            hermes.instance(&id).delete().await?;
-            if out == Output::Table {
-                println!("deleted {id}");
+            let handle = hermes.instance(&id);
+            let mut instance = handle.get().await?;
+            handle.delete().await?;
+            instance.state = InstanceState::Deleted;
+            match out {
+                Output::Table => println!("deleted {id}"),
+                Output::Json => output::json(&instance),
             }
         }
     }
@@ -245,6 +250,26 @@ pub enum Profiles {
         /// The profile's id (`prof_…`).
         id: ProfileId,
     },
+    /// Give a profile a callback tool (its next sessions are offered it).
+    AttachTool {
+        /// The instance (its id, `inst_…`).
+        #[arg(long)]
+        instance: InstanceId,
+        /// The profile's id (`prof_…`).
+        id: ProfileId,
+        /// The tool's id (`tool_…`).
+        tool: ToolId,
+    },
+    /// Take a callback tool from a profile.
+    DetachTool {
+        /// The instance (its id, `inst_…`).
+        #[arg(long)]
+        instance: InstanceId,
+        /// The profile's id (`prof_…`).
+        id: ProfileId,
+        /// The tool's id (`tool_…`).
+        tool: ToolId,
+    },
 }
 
 pub async fn profiles(hermes: &Hermes, command: Profiles, out: Output) -> Done {
@@ -276,6 +301,14 @@ pub async fn profiles(hermes: &Hermes, command: Profiles, out: Output) -> Done {
         Profiles::Delete { instance, id } => {
             let deleted = hermes.instance(&instance).profile(&id).delete().await?;
             output::one(&deleted, out);
+        }
+        Profiles::AttachTool { instance, id, tool } => {
+            let profile = hermes.instance(&instance).profile(&id);
+            output::one(&profile.attach_tool(&tool).await?, out);
+        }
+        Profiles::DetachTool { instance, id, tool } => {
+            let profile = hermes.instance(&instance).profile(&id);
+            output::one(&profile.detach_tool(&tool).await?, out);
         }
     }
     Ok(())
@@ -409,6 +442,12 @@ pub enum Turns {
         #[command(flatten)]
         turn: TurnRef,
     },
+    /// Print a turn's event log, a line per event (JSON with `--output json`); a turn still
+    /// running is followed to its end (Ctrl-C stops).
+    Events {
+        #[command(flatten)]
+        turn: TurnRef,
+    },
     /// Cancel a running turn (it ends `cancelled`).
     Cancel {
         #[command(flatten)]
@@ -493,9 +532,31 @@ async fn turn_command(hermes: &Hermes, command: Turns, out: Output) -> Done {
             };
             sdk.turn_action(&i, &p, &s, &t, &action).await?
         }
+        Turns::Events { turn } => {
+            let (i, p, s, t) = at(&turn);
+            return turn_events(sdk, (&i, &p, &s, &t), out).await;
+        }
         Turns::List { .. } | Turns::Send { .. } => unreachable!("handled by `turns`"),
     };
     output::one(&turn, out);
+    Ok(())
+}
+
+/// Prints a turn's events from the first: a line each for people, JSON for scripts. A turn
+/// still running is followed to its end, like `jobs get --follow`.
+async fn turn_events(
+    sdk: &hermes::EdithHermes,
+    (instance, profile, session, turn): (&InstanceId, &ProfileId, &SessionId, &TurnId),
+    out: Output,
+) -> Done {
+    let mut events = sdk.turn_events(instance, profile, session, turn, 0);
+    while let Some(event) = events.next().await {
+        let event = event?;
+        match out {
+            Output::Json => println!("{}", serde_json::to_string(&event).expect("JSON")),
+            Output::Table => println!("{}", output::event_line(&event)),
+        }
+    }
     Ok(())
 }
 
@@ -572,6 +633,12 @@ pub async fn turns(hermes: &Hermes, command: Turns, out: Output) -> Done {
 
 #[derive(Subcommand)]
 pub enum Jobs {
+    /// List an instance's jobs (its provisioning, its deletion), oldest first.
+    List {
+        /// The instance (its id, `inst_…`).
+        #[arg(long)]
+        instance: InstanceId,
+    },
     /// Show a job; with `--follow`, follow its steps to its end first.
     Get {
         /// The job's id (`job_…`).
@@ -583,11 +650,15 @@ pub enum Jobs {
 }
 
 pub async fn jobs(hermes: &Hermes, command: Jobs, out: Output) -> Done {
-    let Jobs::Get { id, follow } = command;
-    if follow {
-        follow_job(hermes, &id, out).await?;
+    match command {
+        Jobs::List { instance } => output::list(&hermes.instance(&instance).jobs().await?, out),
+        Jobs::Get { id, follow } => {
+            if follow {
+                follow_job(hermes, &id, out).await?;
+            }
+            output::one(&hermes.sdk().job_get(&id).await?, out);
+        }
     }
-    output::one(&hermes.sdk().job_get(&id).await?, out);
     Ok(())
 }
 
@@ -697,6 +768,92 @@ pub async fn tools(hermes: &Hermes, command: Tools, out: Output) -> Done {
         }
         Tools::Delete { id } => output::one(&sdk.tool_delete(&id).await?, out),
     }
+    Ok(())
+}
+
+#[derive(Subcommand)]
+pub enum ToolHosts {
+    /// Register the MCP endpoint of a tool host (an SDK `ToolHost` served on its own). Its
+    /// secret, which the control plane sends it on every call, comes from
+    /// `EDITH_TOOL_HOST_SECRET` or, without it, from the first line of standard input; never
+    /// from an argument, which other users of the machine can see.
+    Register {
+        /// Its `http://` MCP endpoint, reachable from the control plane.
+        endpoint: String,
+    },
+    /// Show one tool host (never its secret).
+    Get {
+        /// The tool host's id (`th_…`).
+        id: ToolHostId,
+    },
+    /// Change a tool host's endpoint, or its secret (`--new-secret`: read as `register` reads
+    /// it).
+    Update {
+        /// The tool host's id (`th_…`).
+        id: ToolHostId,
+        /// Its new `http://` MCP endpoint (`--url` is the control plane's).
+        #[arg(long)]
+        endpoint: Option<String>,
+        /// Give it a new secret.
+        #[arg(long)]
+        new_secret: bool,
+    },
+    /// Delete a tool host no tool uses.
+    Delete {
+        /// The tool host's id (`th_…`).
+        id: ToolHostId,
+    },
+}
+
+/// The variable a tool host's secret is read from.
+const TOOL_HOST_SECRET: &str = "EDITH_TOOL_HOST_SECRET";
+
+/// A tool host's secret: from `EDITH_TOOL_HOST_SECRET`, else the first line of standard input.
+fn tool_host_secret() -> std::result::Result<String, Failure> {
+    if let Ok(secret) = std::env::var(TOOL_HOST_SECRET) {
+        return Ok(secret);
+    }
+    let mut line = String::new();
+    std::io::stdin().read_line(&mut line).map_err(|e| {
+        Failure::Said(format!(
+            "could not read the secret from standard input: {e}"
+        ))
+    })?;
+    let secret = line.trim_end_matches(['\r', '\n']).to_owned();
+    if secret.is_empty() {
+        return Err(Failure::Said(format!(
+            "no secret: set {TOOL_HOST_SECRET} or give it on standard input"
+        )));
+    }
+    Ok(secret)
+}
+
+pub async fn tool_hosts(hermes: &Hermes, command: ToolHosts, out: Output) -> Done {
+    let sdk = hermes.sdk();
+    let host = match command {
+        ToolHosts::Register { endpoint } => {
+            let body = RegisterToolHost {
+                url: endpoint,
+                secret: tool_host_secret()?,
+            };
+            sdk.tool_host_register(&body).await?
+        }
+        ToolHosts::Get { id } => sdk.tool_host_get(&id).await?,
+        ToolHosts::Update {
+            id,
+            endpoint,
+            new_secret,
+        } => {
+            let secret = new_secret.then(tool_host_secret).transpose()?;
+            let body = UpdateToolHost {
+                url: endpoint,
+                secret,
+            };
+            sdk.tool_host_update(&id, &body).await?
+        }
+        ToolHosts::Delete { id } => sdk.tool_host_delete(&id).await?,
+    };
+    output::one(&host, out);
     Ok(())
 }
 

@@ -54,16 +54,16 @@ enum Command {
     /// Runtime instances: list, get, create (waits until ready), delete.
     #[command(subcommand)]
     Instances(client::Instances),
-    /// Profiles of an instance: list, get, create, delete.
+    /// Profiles of an instance: list, get, create, delete, attach and detach tools.
     #[command(subcommand)]
     Profiles(client::Profiles),
     /// Sessions of a profile: list, get, create, delete.
     #[command(subcommand)]
     Sessions(client::Sessions),
-    /// Turns: list, get, send one and follow it to its end, cancel, approve, answer.
+    /// Turns: list, get, send one and follow it to its end, events, cancel, approve, answer.
     #[command(subcommand)]
     Turns(client::Turns),
-    /// Provisioning jobs: get one, or follow it.
+    /// Provisioning and deletion jobs: an instance's list, get one, or follow it.
     #[command(subcommand)]
     Jobs(client::Jobs),
     /// API keys (admin): list, get, create, revoke.
@@ -72,6 +72,9 @@ enum Command {
     /// Callback tools: list, get, create, delete.
     #[command(subcommand)]
     Tools(client::Tools),
+    /// Tool hosts, which serve callback tools: register, get, update, delete.
+    #[command(subcommand)]
+    ToolHosts(client::ToolHosts),
     /// The runtimes `process` instances may run, with their versions (`list`, or nothing).
     Runtimes {
         #[command(subcommand)]
@@ -139,6 +142,7 @@ async fn main() -> ExitCode {
         Command::Jobs(command) => client::jobs(&client(), command, out).await,
         Command::Keys(command) => client::keys(&client(), command, out).await,
         Command::Tools(command) => client::tools(&client(), command, out).await,
+        Command::ToolHosts(command) => client::tool_hosts(&client(), command, out).await,
         // `list` is all there is to do with runtimes; `edith runtimes` alone does it too.
         Command::Runtimes { command: _ } => client::runtimes(&client(), out).await,
         Command::Chat(chat) => chat::run(&client(), chat).await,

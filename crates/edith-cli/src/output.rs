@@ -1,7 +1,10 @@
 //! How the client commands answer: aligned tables for people, JSON for scripts; and errors that
 //! say what to do next.
 
-use edith_types::{ApiKey, ErrorCode, Instance, Job, Profile, RuntimeInfo, Session, Tool, Turn};
+use edith_types::{
+    ApiKey, ErrorCode, Instance, Job, Profile, RuntimeInfo, Session, Tool, ToolHost, Turn,
+    TurnEvent,
+};
 use hermes::Error;
 use serde::Serialize;
 
@@ -122,6 +125,33 @@ impl Row for RuntimeInfo {
     }
 }
 
+impl Row for ToolHost {
+    const HEADERS: &'static [&'static str] = &["ID", "URL", "CREATED"];
+    fn cells(&self) -> Vec<String> {
+        vec![
+            self.id.to_string(),
+            self.url.clone(),
+            self.created_at.to_string(),
+        ]
+    }
+}
+
+/// A turn's event as a line for people: its number, its type, and what it carries.
+pub fn event_line(event: &TurnEvent) -> String {
+    let mut fields = match serde_json::to_value(&event.kind).expect("events serialise") {
+        serde_json::Value::Object(fields) => fields,
+        _ => unreachable!("an event is an object with its `type`"),
+    };
+    let kind = fields.remove("type").unwrap_or_default();
+    let kind = kind.as_str().unwrap_or_default();
+    let seq = event.seq;
+    if fields.is_empty() {
+        format!("{seq:>4}  {kind}")
+    } else {
+        format!("{seq:>4}  {kind}  {}", serde_json::Value::Object(fields))
+    }
+}
+
 /// Prints `items` as a table, or as a JSON array.
 pub fn list<T: Row + Serialize>(items: &[T], out: Output) {
     match out {
@@ -204,6 +234,25 @@ pub fn explain(failure: &Failure) -> String {
             detail,
             ..
         } => format!("{detail}. Use a key with that scope (`edith keys create`, as admin)"),
+        Error::Api {
+            code: ErrorCode::NotFound,
+            detail,
+            ..
+        } => format!("{detail}. The `list` commands show what there is (`edith instances list`)"),
+        // The server's words for a session busy with a turn (`turns::start`).
+        Error::Api {
+            code: ErrorCode::Conflict,
+            detail,
+            ..
+        } if detail.contains("in progress") => format!(
+            "{detail}. Send once it has ended: follow it with `edith turns events`, or end it \
+             with `edith turns cancel`"
+        ),
+        Error::Api {
+            code: ErrorCode::InstanceNotReady,
+            detail,
+            ..
+        } => format!("{detail}. `edith instances get <id>` shows its state and why"),
         Error::Transport(e) if e.connect => format!(
             "cannot reach the control plane ({e}). Is `edith serve` running? Point --url or \
              EDITH_URL at it"

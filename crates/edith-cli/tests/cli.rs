@@ -1396,3 +1396,205 @@ async fn every_resource_is_listed_as_an_aligned_table_for_people() {
     );
     hermes.close().await.unwrap();
 }
+
+#[tokio::test]
+async fn tool_hosts_attachments_jobs_and_a_turns_events_from_the_terminal() {
+    let plane = plane().await;
+    let json_lines = |output: &Output| -> Vec<Value> {
+        String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect()
+    };
+
+    // A tool host: its secret from standard input, never an argument, and never shown.
+    let secret = "a-tool-host-secret-0123456789";
+    let register = ["--output", "json", "tool-hosts", "register"];
+    let url = "http://127.0.0.1:9/mcp";
+    let output = plane
+        .run_with(
+            KEY,
+            &[&register[..], &[url]].concat(),
+            &format!("{secret}\n"),
+        )
+        .await;
+    assert!(output.status.success(), "{}", text(&output));
+    let host: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let hid = host["id"].as_str().unwrap().to_owned();
+    assert!(hid.starts_with("th_") && host["url"] == url, "{host}");
+    assert!(!text(&output).contains(secret), "the secret is not shown");
+    let none = plane
+        .run_with(KEY, &[&register[..], &[url]].concat(), "")
+        .await;
+    assert!(!none.status.success());
+    assert!(
+        String::from_utf8_lossy(&none.stderr).contains("EDITH_TOOL_HOST_SECRET"),
+        "{}",
+        text(&none)
+    );
+    let short = plane
+        .run_with(KEY, &[&register[..], &[url]].concat(), "short\n")
+        .await;
+    assert!(!short.status.success(), "{}", text(&short));
+    let moved = plane
+        .json(&[
+            "tool-hosts",
+            "update",
+            &hid,
+            "--endpoint",
+            "http://127.0.0.1:10/mcp",
+        ])
+        .await;
+    assert_eq!(moved["url"], "http://127.0.0.1:10/mcp");
+    let shown = plane.run(&["tool-hosts", "get", &hid]).await;
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    let rows = table_rows(&shown, &["ID", "URL", "CREATED"]);
+    assert_eq!(
+        rows[0][..2],
+        [hid.as_str(), "http://127.0.0.1:10/mcp"],
+        "{shown}"
+    );
+
+    // A tool it serves, attached to a profile and detached again.
+    let tool = plane
+        .json(&[
+            "tools",
+            "create",
+            "noop",
+            "--description",
+            "Nothing",
+            "--host",
+            &hid,
+        ])
+        .await;
+    let tid = tool["id"].as_str().unwrap().to_owned();
+    let iid = plane.json(&["instances", "create", "attach"]).await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let pid = plane
+        .json(&["profiles", "create", "--instance", &iid, "helper"])
+        .await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let attached = plane
+        .json(&["profiles", "attach-tool", "--instance", &iid, &pid, &tid])
+        .await;
+    assert_eq!(attached["tools"], serde_json::json!([tid]), "{attached}");
+    // In use: the host cannot go, and says what uses it.
+    let in_use = plane.run(&["tool-hosts", "delete", &hid]).await;
+    assert!(!in_use.status.success());
+    assert!(
+        String::from_utf8_lossy(&in_use.stderr).contains(&tid),
+        "{}",
+        text(&in_use)
+    );
+    let detached = plane
+        .json(&["profiles", "detach-tool", "--instance", &iid, &pid, &tid])
+        .await;
+    assert_eq!(detached["tools"], serde_json::json!([]), "{detached}");
+    plane.json(&["tools", "delete", &tid]).await;
+    assert_eq!(
+        plane.json(&["tool-hosts", "delete", &hid]).await["id"],
+        hid.as_str()
+    );
+
+    // The instance's jobs: its provisioning, done.
+    let jobs = plane.json(&["jobs", "list", "--instance", &iid]).await;
+    assert_eq!(jobs.as_array().unwrap().len(), 1, "{jobs}");
+    assert_eq!(jobs[0]["kind"], "instance.provision", "{jobs}");
+    let table = plane.run(&["jobs", "list", "--instance", &iid]).await;
+    let table = String::from_utf8_lossy(&table.stdout);
+    let rows = table_rows(&table, &["ID", "KIND", "STATE", "STEPS", "ERROR"]);
+    assert_eq!(
+        rows[0][1..4],
+        ["instance.provision", "succeeded", "3/3"],
+        "{table}"
+    );
+
+    // A turn's events, printed after it ended: a line each for people, JSON for scripts.
+    let sid = plane
+        .json(&["sessions", "create", "--instance", &iid, "--profile", &pid])
+        .await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let at = ["--instance", &iid, "--profile", &pid, "--session", &sid];
+    let sent = plane
+        .run(
+            &[
+                &["--output", "json", "turns", "send"][..],
+                &at,
+                &["hello events"],
+            ]
+            .concat(),
+        )
+        .await;
+    let sent = json_lines(&sent);
+    let turn = sent[0]["turn_id"].as_str().unwrap().to_owned();
+    let logged = plane
+        .run(&[&["--output", "json", "turns", "events"][..], &at, &[&turn]].concat())
+        .await;
+    assert!(logged.status.success(), "{}", text(&logged));
+    assert_eq!(
+        json_lines(&logged),
+        sent,
+        "the log is what the turn streamed"
+    );
+    let lines = plane
+        .run(&[&["turns", "events"][..], &at, &[&turn]].concat())
+        .await;
+    let lines = String::from_utf8_lossy(&lines.stdout).into_owned();
+    let lines: Vec<&str> = lines.lines().collect();
+    assert_eq!(lines.len(), sent.len(), "{lines:?}");
+    assert_eq!(lines[0], "   1  turn.started");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains(r#"message.delta  {"text":"#)),
+        "{lines:?}"
+    );
+    assert!(
+        lines.last().unwrap().contains("turn.finished  {"),
+        "{lines:?}"
+    );
+
+    // A session busy with a turn: the next one is refused, and the refusal says what to do.
+    let victim = tempfile::tempdir().unwrap();
+    let waiting = format!(
+        "terminal {}",
+        serde_json::json!({"command": format!("rm -rf {}", victim.path().display())})
+    );
+    let left = plane
+        .run(&[&["--output", "json", "turns", "send"][..], &at, &[&waiting]].concat())
+        .await;
+    let left = json_lines(&left)[0]["turn_id"].as_str().unwrap().to_owned();
+    let busy = plane
+        .run(&[&["turns", "send"][..], &at, &["and another"]].concat())
+        .await;
+    assert!(!busy.status.success());
+    let said = String::from_utf8_lossy(&busy.stderr);
+    assert!(
+        said.contains("turns cancel") && said.contains(&left),
+        "{said}"
+    );
+    plane
+        .json(&[&["turns", "cancel"][..], &at, &[&left]].concat())
+        .await;
+
+    // Deleted, the instance is printed as such for scripts; asked for again, it is not found
+    // and the error says where to look.
+    let deleted = plane.json(&["instances", "delete", &iid]).await;
+    assert_eq!(
+        (deleted["id"].as_str(), deleted["state"].as_str()),
+        (Some(iid.as_str()), Some("deleted"))
+    );
+    let gone = plane.run(&["jobs", "list", "--instance", &iid]).await;
+    let said = String::from_utf8_lossy(&gone.stderr);
+    assert!(
+        said.contains("not found") && said.contains("edith instances list"),
+        "{said}"
+    );
+    assert!(victim.path().exists(), "the cancelled command never ran");
+}

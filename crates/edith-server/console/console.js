@@ -257,27 +257,30 @@ async function instances() {
     const body = runtime ? { name, provider: "process", runtime } : { name };
     const created = await api("POST", "/v1/instances", body);
     await refresh();
-    const steps = h("ol", { class: "steps" });
-    const outcome = h("p", {});
-    progress.replaceChildren(h("h2", {}, `Provisioning ${created.instance.name}`), steps, outcome);
-    await follow(`/v1/jobs/${created.job.id}/events`, (event) => {
-      if (event.type === "step.started") {
-        steps.append(h("li", { id: `step-${event.step}` }, `${event.step} … `, stateBadge("running")));
-      } else if (event.type === "step.completed") {
-        document.getElementById(`step-${event.step}`)?.replaceChildren(`${event.step} `, stateBadge("done"));
-      } else if (event.type === "job.finished") {
-        outcome.replaceChildren(
-          `${created.instance.name} is `,
-          stateBadge(event.instance_state),
-          event.error ? ` — ${event.error}` : "",
-        );
-      }
-    });
+    await followJob(progress, created.job, created.instance.name);
     await refresh();
   });
   show("Instances", create, progress, table);
   // Instances others create or delete settle here too.
   if (await refresh()) whileSettling(refresh);
+}
+
+const JOB_NAMES = { "instance.provision": "Provisioning", "instance.delete": "Deleting" };
+
+/** Shows `job`'s steps in `into` as they run, and how it ended; returns when it has. */
+async function followJob(into, job, name) {
+  const steps = h("ol", { class: "steps" });
+  const outcome = h("p", {});
+  into.replaceChildren(h("h2", {}, `${JOB_NAMES[job.kind] || job.kind} ${name}`), steps, outcome);
+  await follow(`/v1/jobs/${job.id}/events`, (event) => {
+    if (event.type === "step.started") {
+      steps.append(h("li", { id: `step-${event.step}` }, `${event.step} … `, stateBadge("running")));
+    } else if (event.type === "step.completed") {
+      document.getElementById(`step-${event.step}`)?.replaceChildren(`${event.step} `, stateBadge("done"));
+    } else if (event.type === "job.finished") {
+      outcome.replaceChildren(`${name} is `, stateBadge(event.instance_state), event.error ? ` — ${event.error}` : "");
+    }
+  });
 }
 
 /** Tools by name: `ids` (a profile's tools) as the names models see, from the tool list. */
@@ -317,9 +320,18 @@ async function instance(iid) {
     await refresh();
   });
   const state = h("span", {}, stateBadge(found.state));
-  show(found.name, h("p", {}, "State: ", state), h("h2", {}, "Profiles"), create, table);
+  const progress = h("section", { "aria-label": "Job" });
+  show(found.name, h("p", {}, "State: ", state), progress, h("h2", {}, "Profiles"), create, table);
   await refresh();
   if (SETTLING.has(found.state)) {
+    // Whoever started it (another tab, the CLI, an application), its job's steps show here.
+    const jobs = await api("GET", `/v1/instances/${iid}/jobs`).catch(() => []);
+    const running = jobs.filter((job) => job.state === "queued" || job.state === "running").pop();
+    if (running) {
+      await followJob(progress, running, found.name).catch((error) => progress.append(errorLine(error)));
+      const now = await api("GET", `/v1/instances/${iid}`).catch(() => null);
+      if (now) state.replaceChildren(stateBadge(now.state));
+    }
     whileSettling(async () => {
       const now = await api("GET", `/v1/instances/${iid}`);
       state.replaceChildren(stateBadge(now.state));

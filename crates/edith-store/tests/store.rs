@@ -302,6 +302,15 @@ async fn purging_an_instance_removes_what_it_holds_but_keeps_its_jobs(store: Sto
     let (instance, profile, session) = a_session(&store).await;
     let job = job_for(&instance.id);
     store.insert_job(&job).await.unwrap();
+    let later = job_for(&instance.id);
+    store.insert_job(&later).await.unwrap();
+    let someone_else = self::instance("other", ProviderKind::Embedded, &[]);
+    let (other, _) = add_instance(&store, someone_else).await;
+    // Its own (the one that made it, then these two), oldest first; not another's.
+    let theirs = store.jobs_of_instance(&instance.id).await.unwrap();
+    assert_eq!(theirs.len(), 3, "{theirs:?}");
+    assert_eq!(theirs[1..], [job.clone(), later.clone()]);
+    assert_eq!(store.jobs_of_instance(&other.id).await.unwrap().len(), 1);
     let turn = turn_in(&session.id);
     assert_eq!(store.insert_turn_if_idle(&turn).await.unwrap(), None);
     store

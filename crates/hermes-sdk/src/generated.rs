@@ -17,6 +17,7 @@ pub const OPERATIONS: &[&str] = &[
     "instance_create",
     "instance_delete",
     "instance_get",
+    "instance_jobs",
     "instance_list",
     "instance_log",
     "job_events",
@@ -99,6 +100,13 @@ impl EdithHermes {
     /// `GET /v1/instances/{instance_id}`
     pub async fn instance_get(&self, instance_id: &InstanceId) -> Result<Instance> {
         self.call::<(), _>(Method::GET, &format!("/v1/instances/{instance_id}"), Vec::new(), None).await
+    }
+
+    /// The instance's jobs (its provisioning, its deletion), oldest first: follow an unfinished one's events to watch its steps.
+    ///
+    /// `GET /v1/instances/{instance_id}/jobs`
+    pub async fn instance_jobs(&self, instance_id: &InstanceId) -> Result<Vec<Job>> {
+        self.call::<(), _>(Method::GET, &format!("/v1/instances/{instance_id}/jobs"), Vec::new(), None).await
     }
 
     /// List instances, optionally only those in a state or with a label.

@@ -135,6 +135,12 @@ impl InstanceHandle {
         self.hermes.sdk().instance_capabilities(&self.id).await
     }
 
+    /// Its jobs (its provisioning, its deletion), oldest first; follow an unfinished one's
+    /// steps with [`EdithHermes::job_events`](crate::EdithHermes::job_events).
+    pub async fn jobs(&self) -> Result<Vec<edith_types::Job>> {
+        self.hermes.sdk().instance_jobs(&self.id).await
+    }
+
     /// The instance's profiles: create and list.
     pub fn profiles(&self) -> Profiles {
         Profiles {
@@ -286,6 +292,15 @@ impl ProfileHandle {
             .hermes
             .sdk()
             .profile_tool_attach(&self.instance.id, &self.id, tool)
+            .await
+    }
+
+    /// Detaches a callback tool: the profile's next sessions are no longer offered it.
+    pub async fn detach_tool(&self, tool: &ToolId) -> Result<Profile> {
+        self.instance
+            .hermes
+            .sdk()
+            .profile_tool_detach(&self.instance.id, &self.id, tool)
             .await
     }
 

@@ -67,6 +67,10 @@ pub fn routes(api: &mut Api) {
         .summary("Get a provisioning job.")
         .returns::<Job>(api, 200, "The job.");
     api.add(job, get(get_job));
+    let op = Op::get("/v1/instances/{instance_id}/jobs", "instance_jobs")
+        .summary("The instance's jobs (its provisioning, its deletion), oldest first: follow an unfinished one's events to watch its steps.")
+        .returns::<Vec<Job>>(api, 200, "The jobs.");
+    api.add(op, get(instance_jobs));
     let events = Op::get("/v1/jobs/{job_id}/events", "job_events")
         .summary("Stream a job's events (SSE), from the start or after a sequence number.")
         .streams::<JobEvent>(
@@ -161,6 +165,13 @@ async fn list_runtimes(State(state): State<AppState>) -> Json<Vec<RuntimeInfo>> 
 
 async fn get_job(State(state): State<AppState>, ids: Ids) -> AppResult<Json<Job>> {
     Ok(Json(jobs::load(&state, &ids.get("job_id")?).await?))
+}
+
+async fn instance_jobs(State(state): State<AppState>, ids: Ids) -> AppResult<Json<Vec<Job>>> {
+    let record = instances::load(&state, &ids.get("instance_id")?).await?;
+    Ok(Json(
+        state.store.jobs_of_instance(&record.instance.id).await?,
+    ))
 }
 
 async fn job_events(

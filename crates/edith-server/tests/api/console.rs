@@ -319,6 +319,42 @@ async fn the_console_in_a_browser_signs_in_provisions_chats_and_approves() {
     )
     .await;
 
+    // One made elsewhere (through the API, as the CLI or an application would): its page
+    // shows its provisioning steps live too, then its state once ready.
+    let (status, made) = ctx
+        .post(
+            "/v1/instances",
+            r#"{"name": "made-elsewhere", "provider": "process", "runtime": "slow"}"#,
+        )
+        .await;
+    assert_eq!(status, 202, "{made}");
+    let elsewhere = made["instance"]["id"].as_str().unwrap();
+    client
+        .execute(
+            &format!("location.hash = '#/instances/{elsewhere}';"),
+            vec![],
+        )
+        .await
+        .unwrap();
+    wait_for(&client, "#step-start_runtime .state-running").await;
+    screenshot(&client, "02c-provisioning-seen-on-its-page").await;
+    wait_for(&client, "#step-start_runtime .state-done").await;
+    wait_until(
+        &client,
+        "document.body.textContent.includes('made-elsewhere is ready')",
+    )
+    .await;
+    wait_for(&client, "p .state-ready").await;
+    client
+        .execute("location.hash = '#/instances';", vec![])
+        .await
+        .unwrap();
+    wait_until(
+        &client,
+        "[...document.querySelectorAll('tbody tr')].some(tr => tr.textContent === 'made-elsewhereprocessready')",
+    )
+    .await;
+
     // A profile, then a session. The profile is given a callback tool through the API; its
     // page names it.
     let tool = ctx.echo_tool().await;
@@ -351,7 +387,7 @@ async fn the_console_in_a_browser_signs_in_provisions_chats_and_approves() {
     click_text(&client, "New session").await;
     wait_for(&client, "#message").await;
     every_control_is_labelled(&client).await;
-    screenshot(&client, "02c-session-started").await;
+    screenshot(&client, "02d-session-started").await;
     // The profile's page lists the new session, and its link leads back to it.
     let session_hash = client
         .execute("return location.hash;", vec![])
@@ -414,12 +450,14 @@ async fn the_console_in_a_browser_signs_in_provisions_chats_and_approves() {
     );
 
     // A command that needs an approval: the question shows while the turn runs; after a
-    // reload the page follows the turn again and still offers it; the button answers it.
-    send(
-        &client,
-        r#"terminal {"command": "rm -rf /tmp/edith-console-nothing"}"#,
-    )
-    .await;
+    // reload the page follows the turn again and still offers it; the button answers it, and
+    // the command runs (it removes a directory that is there).
+    let victim = tempfile::tempdir().unwrap();
+    let remove = format!(
+        "terminal {}",
+        json!({"command": format!("rm -rf {}", victim.path().display())})
+    );
+    send(&client, &remove).await;
     wait_for(&client, ".ask").await;
     screenshot(&client, "04-approval-asked").await;
     client.refresh().await.unwrap();
@@ -452,6 +490,7 @@ async fn the_console_in_a_browser_signs_in_provisions_chats_and_approves() {
     assert!(raw.as_str().unwrap().contains("action.answered"), "{raw}");
     let last_end = "document.querySelectorAll('.turn-end')[2].textContent";
     wait_until(&client, &format!("{last_end}.includes('completed')")).await;
+    assert!(!victim.path().exists(), "approved, so the command ran");
 
     // Earlier turns, shown again after a reload, each with its own panel of events, read
     // when it is opened: the first turn's streamed answer and the approval turn's answer,
@@ -558,12 +597,13 @@ async fn the_console_in_a_browser_signs_in_provisions_chats_and_approves() {
     let expected: Vec<u64> = (1..=seqs.len() as u64).collect();
     assert_eq!(seqs, expected, "each event once, in order");
 
-    // A turn waiting for an approval, cancelled.
-    send(
-        &client,
-        r#"terminal {"command": "rm -rf /tmp/edith-console-nothing"}"#,
-    )
-    .await;
+    // A turn waiting for an approval, cancelled: its command never runs.
+    let spared = tempfile::tempdir().unwrap();
+    let remove = format!(
+        "terminal {}",
+        json!({"command": format!("rm -rf {}", spared.path().display())})
+    );
+    send(&client, &remove).await;
     wait_until(
         &client,
         "[...document.querySelectorAll('.ask')].at(-1).textContent.includes('Approve running')",
@@ -573,6 +613,10 @@ async fn the_console_in_a_browser_signs_in_provisions_chats_and_approves() {
     wait_until(&client, &format!("{TURNS_ENDED} === 6")).await;
     let sixth_end = "document.querySelectorAll('.turn-end')[5].textContent";
     wait_until(&client, &format!("{sixth_end}.includes('cancelled')")).await;
+    assert!(
+        spared.path().exists(),
+        "cancelled, so the command never ran"
+    );
     text_is_readable(&client).await;
     screenshot(&client, "07-cancelled").await;
 

@@ -1,6 +1,6 @@
 //! Provisioning jobs: the resource, its lease, and its event log.
 
-use edith_types::{Job, JobEvent, JobEventKind, JobId, Timestamp};
+use edith_types::{InstanceId, Job, JobEvent, JobEventKind, JobId, Timestamp};
 use sqlx::Row;
 
 use super::{Result, Store, from_body, seq_bound, to_json};
@@ -20,6 +20,17 @@ impl Store {
                 .fetch_optional(pool)
                 .await?;
             row.map(|row| from_body(&row)).transpose()
+        })
+    }
+
+    /// The jobs of an instance (its provisioning, its deletion), oldest first.
+    pub async fn jobs_of_instance(&self, instance: &InstanceId) -> Result<Vec<Job>> {
+        on_db!(self, pool => {
+            let rows = sqlx::query("SELECT body FROM jobs WHERE instance_id = $1 ORDER BY rowid")
+                .bind(instance.as_str())
+                .fetch_all(pool)
+                .await?;
+            rows.iter().map(from_body).collect()
         })
     }
 
