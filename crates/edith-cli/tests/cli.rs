@@ -948,6 +948,17 @@ async fn at_a_terminal_provisioning_shows_each_step_and_a_failure_names_its_step
             args: Vec::new(),
         },
     );
+    // Our runtime, started after a pause: its step is seen running.
+    let runtime =
+        std::path::Path::new(env!("CARGO_BIN_EXE_edith")).with_file_name("hermes-runtime");
+    let slow = format!("sleep 1; exec '{}' \"$@\"", runtime.display());
+    config.runtimes.insert(
+        "slow".to_owned(),
+        edith_server::RuntimeCommand {
+            program: "/bin/sh".into(),
+            args: vec!["-c".to_owned(), slow, "slow".to_owned()],
+        },
+    );
     let server = edith_server::start(config).await.expect("control plane");
     let (mut child, _keys, seen) =
         at_a_terminal(server.url(), &["instances", "create", "good", "--wait"]);
@@ -962,6 +973,25 @@ async fn at_a_terminal_provisioning_shows_each_step_and_a_failure_names_its_step
         assert!(shown.contains(step), "{step}: {shown}");
     }
     assert!(shown.contains("instance ready"), "{shown}");
+
+    // While a step runs, its spinner turns (indicatif's frames) beside its name.
+    let args = ["instances", "create", "slow", "--provider", "process"];
+    let (mut child, _keys, seen) =
+        at_a_terminal(server.url(), &[&args[..], &["--runtime", "slow"]].concat());
+    let status = exit_status(&mut child).await;
+    let shown = seen.lock().unwrap().clone();
+    assert!(status.success(), "{shown}");
+    let frames: Vec<char> = "⠁⠂⠄⡀⢀⠠⠐⠈".chars().collect();
+    let spun: std::collections::BTreeSet<char> = shown
+        .match_indices(" [2/3] start_runtime")
+        .filter_map(|(at, _)| shown[..at].chars().last())
+        .filter(|c| frames.contains(c))
+        .collect();
+    assert!(
+        spun.len() >= 2,
+        "the spinner turned while it ran: {spun:?} in {shown}"
+    );
+    assert!(shown.contains("✓ [2/3] start_runtime"), "{shown}");
 
     let args = [
         "instances",
@@ -1355,6 +1385,37 @@ async fn every_resource_is_listed_as_an_aligned_table_for_people() {
     assert_eq!(rows.len(), 1, "{sessions}");
     // No turn has run yet, so it has no native session: a dash says so.
     assert_eq!(rows[0][..3], [sid.as_str(), "Notes", "-"], "{sessions}");
+
+    let instances = table(&["instances", "list"], vec![]).await;
+    let rows = table_rows(&instances, &["ID", "NAME", "PROVIDER", "STATE", "REASON"]);
+    assert_eq!(
+        rows,
+        [[iid.as_str(), "tables", "embedded", "ready", "-"]],
+        "{instances}"
+    );
+
+    let at = vec![
+        iid.clone(),
+        "--profile".into(),
+        pid.clone(),
+        "--session".into(),
+        sid.clone(),
+    ];
+    let sent = table(
+        &["turns", "send", "--instance"],
+        [&at[..], &["in a table".into()]].concat(),
+    )
+    .await;
+    assert!(sent.contains("You said: in a table"), "{sent}");
+    let turns = table(&["turns", "list", "--instance"], at).await;
+    let rows = table_rows(&turns, &["ID", "STATE", "OUTPUT", "ERROR"]);
+    assert_eq!(rows.len(), 1, "{turns}");
+    assert!(rows[0][0].starts_with("turn_"), "{turns}");
+    assert_eq!(
+        rows[0][1..],
+        ["completed", "You said: in a table", "-"],
+        "{turns}"
+    );
 
     let tools = table(&["tools", "list"], vec![]).await;
     let rows = table_rows(&tools, &["ID", "NAME", "HOST", "DESCRIPTION"]);
