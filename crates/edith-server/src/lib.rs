@@ -186,6 +186,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         jobs_running: Default::default(),
         cancels: Default::default(),
         last_use: Default::default(),
+        known_keys: Default::default(),
         gate: http::limits::Gate::new(config.limits.clone(), metrics.streams_open()),
         metrics,
         reconciling: Default::default(),

@@ -34,6 +34,8 @@ pub struct Inner {
     pub metrics: crate::metrics::Metrics,
     /// When each API key's last use was last written.
     pub last_use: crate::auth::LastUse,
+    /// API keys found by their secret's hash, kept for a while.
+    pub known_keys: crate::auth::KnownKeys,
     /// Turns a client asked to cancel; their driver ends them `cancelled`.
     pub cancels: std::sync::Mutex<std::collections::HashSet<edith_types::TurnId>>,
     /// This replica's name in job leases (kept in the data dir, so a restart knows its own).

@@ -8,5 +8,5 @@ mod migrate;
 mod records;
 mod store;
 
-pub use records::{InstanceRecord, ToolHostRecord};
+pub use records::{InstanceRecord, SessionPath, ToolHostRecord};
 pub use store::{Idempotency, SOLE_USE_LOCK, SoleUse, Store, StoreError};

@@ -1,6 +1,7 @@
-//! Stored forms that carry more than the wire resource: the secrets beside it.
+//! Stored forms that carry more than the wire resource (the secrets beside it), and what a
+//! request's path names, read at once.
 
-use edith_types::{Instance, ToolHost};
+use edith_types::{Instance, Profile, Session, ToolHost};
 
 /// An instance with the credentials of its runtime links.
 #[derive(Clone)]
@@ -33,4 +34,13 @@ impl std::fmt::Debug for ToolHostRecord {
             .field("host", &self.host)
             .finish_non_exhaustive()
     }
+}
+
+/// An instance and as much of a path under it as exists: its profile, that profile's session
+/// (never a session without its profile).
+#[derive(Debug, Clone)]
+pub struct SessionPath {
+    pub instance: InstanceRecord,
+    pub profile: Option<Profile>,
+    pub session: Option<Session>,
 }

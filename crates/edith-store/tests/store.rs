@@ -51,6 +51,7 @@ on_both_backends!(
     a_finished_turn_has_its_last_event_and_readers_see_the_tail,
     a_session_with_an_unfinished_turn_is_not_deleted,
     idempotency_keys_claim_replay_and_release,
+    a_requests_path_is_read_at_once_as_far_as_it_exists,
 );
 
 fn instance(name: &str, provider: ProviderKind, labels: &[(&str, &str)]) -> Instance {
@@ -641,6 +642,15 @@ async fn keys_are_found_by_hash_and_paged(store: Store) {
         store.api_key(&revoked.id).await.unwrap(),
         Some(revoked.clone())
     );
+    // A use recorded after (or racing) the revocation writes its time and nothing else: the
+    // key stays revoked.
+    let used = Timestamp::now();
+    store.record_api_key_use(&revoked.id, &used).await.unwrap();
+    revoked.last_used_at = Some(used);
+    assert_eq!(
+        store.api_key(&revoked.id).await.unwrap(),
+        Some(revoked.clone())
+    );
 
     let first = store.list_api_keys(None, 2).await.unwrap();
     assert_eq!(first.items, keys[..2]);
@@ -1070,4 +1080,65 @@ async fn both_backends_make_the_same_schema() {
     assert_eq!(sorted_sqlite, sorted_postgres);
     assert!(sorted_sqlite.len() > 30, "{sorted_sqlite:?}");
     assert_eq!(sqlite_indexes, postgres_indexes, "indexes made by name");
+}
+
+async fn a_requests_path_is_read_at_once_as_far_as_it_exists(store: Store) {
+    let (instance, profile, session) = a_session(&store).await;
+    let (first, _) = add_tool(&store, "first").await;
+    let (second, _) = add_tool(&store, "second").await;
+    store.attach_tool(&profile.id, &second.id).await.unwrap();
+    store.attach_tool(&profile.id, &first.id).await.unwrap();
+    let other = add_profile(&store, &instance.id, "other").await;
+
+    let whole = store
+        .session_path(&instance.id, &profile.id, Some(&session.id))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(whole.instance.instance.id, instance.id);
+    assert_eq!(whole.instance.runtime_token, "runtime-secret");
+    let read = whole.profile.unwrap();
+    assert_eq!(
+        read.tools,
+        [second.id.clone(), first.id.clone()],
+        "in the order attached"
+    );
+    assert_eq!(
+        read,
+        store
+            .profile(&instance.id, &profile.id)
+            .await
+            .unwrap()
+            .unwrap()
+    );
+    assert_eq!(whole.session, Some(session.clone()));
+
+    // Without a session asked for, or with one that is not this profile's: no session.
+    let no_session = store
+        .session_path(&instance.id, &profile.id, None)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(no_session.profile.is_some() && no_session.session.is_none());
+    let elsewhere = store
+        .session_path(&instance.id, &other.id, Some(&session.id))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(elsewhere.profile.unwrap().tools, []);
+    assert!(elsewhere.session.is_none(), "a session of another profile");
+    // A profile that is not there, or an instance that is not.
+    let unknown = store
+        .session_path(&instance.id, &ProfileId::generate(), Some(&session.id))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(unknown.profile.is_none() && unknown.session.is_none());
+    assert!(
+        store
+            .session_path(&InstanceId::generate(), &profile.id, None)
+            .await
+            .unwrap()
+            .is_none()
+    );
 }

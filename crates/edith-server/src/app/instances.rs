@@ -241,7 +241,11 @@ pub async fn load(state: &AppState, id: &InstanceId) -> AppResult<InstanceRecord
 
 /// An instance that is `ready`; any other state is 409 `instance_not_ready`.
 pub async fn load_ready(state: &AppState, id: &InstanceId) -> AppResult<InstanceRecord> {
-    let record = load(state, id).await?;
+    ready(load(state, id).await?)
+}
+
+/// The instance if it is `ready`; any other state is 409 `instance_not_ready`.
+pub fn ready(record: InstanceRecord) -> AppResult<InstanceRecord> {
     let instance = &record.instance;
     if instance.state != InstanceState::Ready {
         return Err(AppError::new(

@@ -54,6 +54,7 @@ pub async fn revoke(state: &AppState, id: &ApiKeyId) -> AppResult<ApiKey> {
     if key.revoked_at.is_none() {
         key.revoked_at = Some(Timestamp::now());
         state.store.update_api_key(&key).await?;
+        state.known_keys.forget(&key.id);
         state.gate.forget(&key.id);
         state.last_use.forget(&key.id);
         state.relays.end_for_key(&key.id);

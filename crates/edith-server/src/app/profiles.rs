@@ -3,9 +3,10 @@
 
 use std::collections::BTreeMap;
 
+use edith_store::InstanceRecord;
 use edith_types::{
     CreateProfile, ErrorCode, InstanceId, ModelConfig, ModelSpec, Profile, ProfileId, ProviderKind,
-    Timestamp, ToolId, UpdateProfile,
+    Session, SessionId, Timestamp, ToolId, UpdateProfile,
 };
 use hermes_native::config::{HermesConfig, McpServer, ModelSection, SCRIPTED, Seconds};
 use hermes_native::profile::{DEFAULT_PROFILE, PROFILE_NAME_RULE, valid_profile_name};
@@ -16,12 +17,26 @@ use crate::state::AppState;
 use crate::tools::{MCP_SERVER_NAME, mcp_endpoint};
 
 pub async fn load(state: &AppState, instance: &InstanceId, id: &ProfileId) -> AppResult<Profile> {
-    instances::load(state, instance).await?;
-    state
+    Ok(load_path(state, instance, id, None).await?.1)
+}
+
+/// The instance, its profile `id` and, when `session` is given, what the store has of that
+/// session, in one read; an instance or profile that is not there is 404.
+pub async fn load_path(
+    state: &AppState,
+    instance: &InstanceId,
+    id: &ProfileId,
+    session: Option<&SessionId>,
+) -> AppResult<(InstanceRecord, Profile, Option<Session>)> {
+    let found = state
         .store
-        .profile(instance, id)
+        .session_path(instance, id, session)
         .await?
-        .ok_or_else(|| AppError::not_found(format!("profile `{id}` of instance `{instance}`")))
+        .ok_or_else(|| AppError::not_found(format!("instance `{instance}`")))?;
+    let profile = found
+        .profile
+        .ok_or_else(|| AppError::not_found(format!("profile `{id}` of instance `{instance}`")))?;
+    Ok((found.instance, profile, found.session))
 }
 
 /// Records the profile and configures its native home on the runtime; if the runtime cannot be

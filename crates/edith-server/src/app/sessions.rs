@@ -1,5 +1,6 @@
 //! Sessions: a conversation on a profile, optionally continuing a stored native session.
 
+use edith_store::InstanceRecord;
 use edith_types::{
     CreateSession, ErrorCode, InstanceId, Profile, ProfileId, Session, SessionId, Timestamp,
     UpdateSession, control_plane_kind,
@@ -17,11 +18,23 @@ pub async fn load(
     profile: &ProfileId,
     id: &SessionId,
 ) -> AppResult<(Profile, Session)> {
-    let profile = profiles::load(state, instance, profile).await?;
-    let session = state.store.session(&profile.id, id).await?.ok_or_else(|| {
+    let (_, profile, session) = load_all(state, instance, profile, id).await?;
+    Ok((profile, session))
+}
+
+/// A session with its profile and instance, in one read.
+pub async fn load_all(
+    state: &AppState,
+    instance: &InstanceId,
+    profile: &ProfileId,
+    id: &SessionId,
+) -> AppResult<(InstanceRecord, Profile, Session)> {
+    let (record, profile, session) =
+        profiles::load_path(state, instance, profile, Some(id)).await?;
+    let session = session.ok_or_else(|| {
         AppError::not_found(format!("session `{id}` of profile `{}`", profile.id))
     })?;
-    Ok((profile, session))
+    Ok((record, profile, session))
 }
 
 pub async fn create(

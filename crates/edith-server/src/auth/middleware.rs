@@ -65,15 +65,23 @@ async fn principal(state: &AppState, bearer: Option<&str>) -> AppResult<Principa
     })?;
     // Found by its hash: how long the lookup takes depends on the hash, never on how much of
     // the secret a guess got right, so timing reveals nothing of it.
-    let Some(mut key) = state.store.api_key_by_hash(&hash(secret)).await? else {
-        return Err(unauthorized("the API key is not known"));
+    let hashed = hash(secret);
+    let key = match state.known_keys.get(&hashed) {
+        Ok(key) => key,
+        Err(seen) => {
+            let Some(key) = state.store.api_key_by_hash(&hashed).await? else {
+                return Err(unauthorized("the API key is not known"));
+            };
+            state.known_keys.keep(hashed, &key, seen);
+            key
+        }
     };
     if key.revoked_at.is_some() {
         return Err(unauthorized("the API key was revoked"));
     }
     if state.last_use.due(&key.id) {
-        key.last_used_at = Some(Timestamp::now());
-        if let Err(e) = state.store.update_api_key(&key).await {
+        let now = Timestamp::now();
+        if let Err(e) = state.store.record_api_key_use(&key.id, &now).await {
             tracing::warn!(key = %key.id, error = %e, "could not record a key's last use");
         }
     }

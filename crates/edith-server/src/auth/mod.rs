@@ -79,6 +79,52 @@ pub fn shown_prefix(secret: &str) -> String {
     format!("{visible}…")
 }
 
+/// How long a key found by its secret is trusted without reading it again.
+const KEY_KEPT_FOR: Duration = Duration::from_secs(10);
+
+/// Keys found by the hash of their secret, so that a request need not read its key from the
+/// database each time. Only known, unrevoked keys are kept: an unknown secret never is, so
+/// guesses cannot fill it. A revocation (which goes through this process: the database has one
+/// server, see `SoleUse`) drops the key at once; any entry is read again after
+/// [`KEY_KEPT_FOR`].
+#[derive(Default)]
+pub struct KnownKeys(Mutex<Known>);
+
+#[derive(Default)]
+struct Known {
+    by_hash: HashMap<Vec<u8>, (ApiKey, Instant)>,
+    /// Counts revocations, so that a read that raced one is not kept.
+    revocations: u64,
+}
+
+impl KnownKeys {
+    /// The key kept for `hash`, or (when none is) the revocation count to hand to
+    /// [`KnownKeys::keep`] after reading the database.
+    fn get(&self, hash: &[u8]) -> Result<ApiKey, u64> {
+        let known = self.0.lock().expect("not poisoned");
+        match known.by_hash.get(hash) {
+            Some((key, at)) if at.elapsed() < KEY_KEPT_FOR => Ok(key.clone()),
+            _ => Err(known.revocations),
+        }
+    }
+
+    /// Keeps `key`, read from the database when the revocation count was `seen`, unless a key
+    /// was revoked since (the read may predate it).
+    fn keep(&self, hash: Vec<u8>, key: &ApiKey, seen: u64) {
+        let mut known = self.0.lock().expect("not poisoned");
+        if known.revocations == seen && key.revoked_at.is_none() {
+            known.by_hash.insert(hash, (key.clone(), Instant::now()));
+        }
+    }
+
+    /// Drops a revoked key; reads under way when it was revoked are not kept either.
+    pub fn forget(&self, id: &ApiKeyId) {
+        let mut known = self.0.lock().expect("not poisoned");
+        known.revocations += 1;
+        known.by_hash.retain(|_, (key, _)| key.id != *id);
+    }
+}
+
 /// When each key's `last_used_at` was last written by this process.
 #[derive(Default)]
 pub struct LastUse(Mutex<HashMap<ApiKeyId, Instant>>);

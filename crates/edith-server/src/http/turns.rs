@@ -13,7 +13,7 @@ use super::extract::{AfterParams, ApiJson, ApiQuery, Ids, PageParams};
 use super::resources::load_session;
 use super::spec::{Api, Op};
 use super::sse;
-use crate::app::turns;
+use crate::app::{sessions, turns};
 use crate::auth::Principal;
 use crate::error::AppResult;
 use crate::state::AppState;
@@ -72,8 +72,10 @@ async fn create_turn(
     ids: Ids,
     ApiJson(body): ApiJson<CreateTurn>,
 ) -> AppResult<impl IntoResponse> {
-    let (profile, session) = load_session(&state, &ids).await?;
-    let turn = turns::start(&state, profile, session, body).await?;
+    let (instance, profile) = (ids.get("instance_id")?, ids.get("profile_id")?);
+    let (record, profile, session) =
+        sessions::load_all(&state, &instance, &profile, &ids.get("session_id")?).await?;
+    let turn = turns::start(&state, record, profile, session, body).await?;
     Ok((StatusCode::ACCEPTED, Json(turn)))
 }
 

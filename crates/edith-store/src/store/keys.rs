@@ -1,8 +1,8 @@
 //! API keys, kept by the hash of their secret.
 
-use edith_types::{ApiKey, ApiKeyId, Page};
+use edith_types::{ApiKey, ApiKeyId, Page, Timestamp};
 
-use super::{Result, Store, duplicate_or_db, from_body, one_more, page, to_json};
+use super::{Result, Store, duplicate_or_db, from_body, is_postgres, one_more, page, to_json};
 
 impl Store {
     /// Stores a key by the hash of its secret (never the secret).
@@ -61,6 +61,25 @@ impl Store {
     }
 
     /// Rewrites a key's visible record (revocation, last use).
+    /// Writes only a key's `last_used_at`, in one statement, so that it never writes back
+    /// anything else a concurrent change (a revocation) has just written.
+    pub async fn record_api_key_use(&self, id: &ApiKeyId, at: &Timestamp) -> Result<()> {
+        on_db!(self, pool => {
+            let sql = if is_postgres(pool) {
+                "UPDATE api_keys SET body = jsonb_set(body::jsonb, '{last_used_at}', \
+                 to_jsonb($1::text))::text WHERE id = $2"
+            } else {
+                "UPDATE api_keys SET body = json_set(body, '$.last_used_at', $1) WHERE id = $2"
+            };
+            sqlx::query(sql)
+                .bind(at.as_str())
+                .bind(id.as_str())
+                .execute(pool)
+                .await?;
+            Ok(())
+        })
+    }
+
     pub async fn update_api_key(&self, key: &ApiKey) -> Result<()> {
         on_db!(self, pool => {
             sqlx::query("UPDATE api_keys SET body = $1 WHERE id = $2")

@@ -121,6 +121,7 @@ mod idempotency;
 mod instances;
 mod jobs;
 mod keys;
+mod paths;
 mod profiles;
 mod sessions;
 mod tools;

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use edith_store::InstanceRecord;
 use edith_types::{
     ErrorCode, NativeSessionId, Profile, Session, Timestamp, Turn, TurnEventKind, TurnState, Usage,
 };
@@ -19,7 +20,14 @@ use crate::runtime::Link;
 use crate::state::AppState;
 use crate::tools::MCP_SERVER_NAME;
 
-pub fn spawn(state: AppState, turn: Turn, session: Session, profile: Profile) {
+/// Drives `turn` on `instance`'s runtime, in a task of its own.
+pub fn spawn(
+    state: AppState,
+    instance: InstanceRecord,
+    turn: Turn,
+    session: Session,
+    profile: Profile,
+) {
     // Every line logged while the turn is driven names what it is about.
     let span = tracing::info_span!(
         "turn",
@@ -30,7 +38,7 @@ pub fn spawn(state: AppState, turn: Turn, session: Session, profile: Profile) {
     );
     let driven = async move {
         let id = turn.id.clone();
-        if let Err(e) = drive(&state, turn, session, profile).await {
+        if let Err(e) = drive(&state, &instance, turn, session, profile).await {
             tracing::error!(detail = %e.detail, "turn could not record its outcome");
         }
         state.cancels.lock().expect("not poisoned").remove(&id);
@@ -75,12 +83,13 @@ impl Outcome {
 
 async fn drive(
     state: &AppState,
+    instance: &InstanceRecord,
     mut turn: Turn,
     session: Session,
     profile: Profile,
 ) -> AppResult<()> {
     let started = std::time::Instant::now();
-    let outcome = match run(state, &mut turn, session, &profile).await {
+    let outcome = match run(state, instance, &mut turn, session, &profile).await {
         Ok(outcome) => outcome,
         Err(e) => Outcome::failed(e.detail),
     };
@@ -127,16 +136,12 @@ async fn finish(
 
 async fn run(
     state: &AppState,
+    instance: &InstanceRecord,
     turn: &mut Turn,
     mut session: Session,
     profile: &Profile,
 ) -> AppResult<Outcome> {
-    let record = state
-        .store
-        .instance(&profile.instance_id)
-        .await?
-        .ok_or_else(|| AppError::not_found("instance"))?;
-    let link = state.gateway(&record).await?;
+    let link = state.gateway(instance).await?;
     if cancel_requested(state, turn) {
         return Ok(Outcome {
             state: TurnState::Cancelled,

@@ -4,6 +4,7 @@ mod driver;
 
 use std::sync::Arc;
 
+use edith_store::InstanceRecord;
 use edith_types::{
     CreateTurn, ErrorCode, Profile, Session, Timestamp, Turn, TurnAction, TurnEventKind, TurnId,
     TurnState,
@@ -25,6 +26,7 @@ use crate::state::AppState;
 /// Queues a turn on an idle session and starts driving it; one turn runs at a time per session.
 pub async fn start(
     state: &AppState,
+    instance: InstanceRecord,
     profile: Profile,
     session: Session,
     body: CreateTurn,
@@ -38,7 +40,7 @@ pub async fn start(
             "`input` must be at most {most} characters"
         )));
     }
-    instances::load_ready(state, &profile.instance_id).await?;
+    let instance = instances::ready(instance)?;
     let now = Timestamp::now();
     let turn = Turn {
         id: TurnId::generate(),
@@ -60,7 +62,7 @@ pub async fn start(
             ),
         ));
     }
-    driver::spawn(state.clone(), turn.clone(), session, profile);
+    driver::spawn(state.clone(), instance, turn.clone(), session, profile);
     Ok(turn)
 }
 

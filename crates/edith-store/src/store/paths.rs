@@ -1,0 +1,65 @@
+//! What a request's path names — an instance, a profile of it, a session of that — read in one
+//! query, since nearly every request starts by loading them.
+
+use edith_types::{InstanceId, Profile, ProfileId, Session, SessionId, ToolId};
+use sqlx::Row;
+
+use super::{Result, Store, is_postgres};
+use crate::records::{InstanceRecord, SessionPath};
+
+impl Store {
+    /// Instance `instance`, its profile `profile` and, when `session` is given, that profile's
+    /// session: as much of the path as exists (`None` when the instance does not).
+    pub async fn session_path(
+        &self,
+        instance: &InstanceId,
+        profile: &ProfileId,
+        session: Option<&SessionId>,
+    ) -> Result<Option<SessionPath>> {
+        on_db!(self, pool => {
+            let tools = if is_postgres(pool) {
+                "(SELECT COALESCE(json_agg(tool_id ORDER BY rowid), '[]')::text \
+                 FROM profile_tools WHERE profile_id = p.id)"
+            } else {
+                "(SELECT json_group_array(tool_id) FROM \
+                 (SELECT tool_id FROM profile_tools WHERE profile_id = p.id ORDER BY rowid))"
+            };
+            let sql = format!(
+                "SELECT i.body AS instance, i.runtime_token, i.mcp_token, \
+                 p.body AS profile, {tools} AS tools, s.body AS session \
+                 FROM instances i \
+                 LEFT JOIN profiles p ON p.id = $2 AND p.instance_id = i.id \
+                 LEFT JOIN sessions s ON s.id = $3 AND s.profile_id = p.id \
+                 WHERE i.id = $1"
+            );
+            // Only constant text is spliced into `sql`.
+            let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+                .bind(instance.as_str())
+                .bind(profile.as_str())
+                .bind(session.map(SessionId::as_str))
+                .fetch_optional(pool)
+                .await?;
+            let Some(row) = row else { return Ok(None) };
+            let instance = InstanceRecord {
+                instance: serde_json::from_str(row.try_get::<&str, _>("instance")?)?,
+                runtime_token: row.try_get("runtime_token")?,
+                mcp_token: row.try_get("mcp_token")?,
+            };
+            let profile = match row.try_get::<Option<&str>, _>("profile")? {
+                Some(body) => {
+                    let mut profile: Profile = serde_json::from_str(body)?;
+                    let tools: Vec<String> =
+                        serde_json::from_str(row.try_get::<Option<&str>, _>("tools")?.unwrap_or("[]"))?;
+                    profile.tools = tools.iter().filter_map(|id| id.parse::<ToolId>().ok()).collect();
+                    Some(profile)
+                }
+                None => None,
+            };
+            let session = row
+                .try_get::<Option<&str>, _>("session")?
+                .map(serde_json::from_str::<Session>)
+                .transpose()?;
+            Ok(Some(SessionPath { instance, profile, session }))
+        })
+    }
+}
