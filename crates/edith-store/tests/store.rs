@@ -52,6 +52,7 @@ on_both_backends!(
     a_session_with_an_unfinished_turn_is_not_deleted,
     idempotency_keys_claim_replay_and_release,
     a_requests_path_is_read_at_once_as_far_as_it_exists,
+    events_appended_together_are_numbered_together,
 );
 
 fn instance(name: &str, provider: ProviderKind, labels: &[(&str, &str)]) -> Instance {
@@ -1141,4 +1142,66 @@ async fn a_requests_path_is_read_at_once_as_far_as_it_exists(store: Store) {
             .unwrap()
             .is_none()
     );
+}
+
+async fn events_appended_together_are_numbered_together(store: Store) {
+    let (_, _, session) = a_session(&store).await;
+    let turn = turn_in(&session.id);
+    store.insert_turn_if_idle(&turn).await.unwrap();
+    let delta = |text: &str| TurnEventKind::MessageDelta {
+        text: text.to_owned(),
+    };
+    store
+        .append_turn_event(&turn.id, &TurnEventKind::TurnStarted)
+        .await
+        .unwrap();
+    assert!(
+        store
+            .append_turn_events(&turn.id, &[])
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let batch = [TurnEventKind::MessageStarted, delta("a"), delta("b")];
+    let appended = store.append_turn_events(&turn.id, &batch).await.unwrap();
+    let numbered: Vec<(u64, TurnEventKind)> =
+        appended.iter().map(|e| (e.seq, e.kind.clone())).collect();
+    assert_eq!(
+        numbered,
+        [
+            (2, batch[0].clone()),
+            (3, batch[1].clone()),
+            (4, batch[2].clone())
+        ]
+    );
+    store
+        .append_turn_event(&turn.id, &delta("c"))
+        .await
+        .unwrap();
+    let logged = store.turn_events_after(&turn.id, 0).await.unwrap();
+    assert_eq!(logged[1..4], appended[..]);
+    assert_eq!(logged[4].seq, 5);
+
+    // Batches racing each other: every number once, each batch's events side by side.
+    let mut tasks = Vec::new();
+    for n in 0..8 {
+        let (store, id) = (store.clone(), turn.id.clone());
+        let batch: Vec<TurnEventKind> = (0..3).map(|i| delta(&format!("{n}.{i}"))).collect();
+        tasks.push(tokio::spawn(async move {
+            store.append_turn_events(&id, &batch).await.unwrap()
+        }));
+    }
+    for task in tasks {
+        let batch = task.await.unwrap();
+        let seqs: Vec<u64> = batch.iter().map(|e| e.seq).collect();
+        assert_eq!(seqs, [seqs[0], seqs[0] + 1, seqs[0] + 2], "{batch:?}");
+    }
+    let seqs: Vec<u64> = store
+        .turn_events_after(&turn.id, 0)
+        .await
+        .unwrap()
+        .iter()
+        .map(|e| e.seq)
+        .collect();
+    assert_eq!(seqs, (1..=29).collect::<Vec<u64>>());
 }

@@ -241,6 +241,9 @@ impl Store {
             .busy_timeout(Duration::from_secs(10));
         let pool = SqlitePoolOptions::new()
             .max_connections(8)
+            // A connection to a local file does not go stale: checking it before each use (a
+            // round trip to its worker thread) only costs time.
+            .test_before_acquire(false)
             .connect_with(options)
             .await?;
         Ok(Self {

@@ -170,6 +170,53 @@ impl Store {
         Ok(turn_event(turn, seq, at, kind.clone()))
     }
 
+    /// Appends `kinds` to the turn's log, in order, as one write (the events that arrived while
+    /// the last write was under way, say): numbered after the last one, all or none.
+    pub async fn append_turn_events(
+        &self,
+        turn: &TurnId,
+        kinds: &[TurnEventKind],
+    ) -> Result<Vec<TurnEvent>> {
+        if kinds.is_empty() {
+            return Ok(Vec::new());
+        }
+        let at = Timestamp::now();
+        let bodies: Vec<String> = kinds.iter().map(to_json).collect();
+        // Each event's number is the log's last one plus its place in `kinds`.
+        let values: Vec<String> = (0..kinds.len())
+            .map(|i| format!("({}, ${}, ${})", i + 1, 2 * i + 2, 2 * i + 3))
+            .collect();
+        let sql = format!(
+            "INSERT INTO turn_events (turn_id, seq, at, body) \
+             SELECT $1, last.seq + added.column1, added.column2, added.column3 \
+             FROM (SELECT COALESCE(MAX(seq), 0) AS seq FROM turn_events WHERE turn_id = $1) AS last, \
+             (VALUES {}) AS added RETURNING seq",
+            values.join(", ")
+        );
+        let mut seqs: Vec<i64> = on_db!(self, pool => {
+            // Only constant text and numbers are spliced into `sql`.
+            let mut query = sqlx::query_scalar(sqlx::AssertSqlSafe(sql)).bind(turn.as_str());
+            for body in &bodies {
+                query = query.bind(at.as_str()).bind(body.as_str());
+            }
+            if is_postgres(pool) {
+                let mut tx = pool.begin().await?;
+                lock_log!(tx, pool, turn.as_str());
+                let seqs = query.fetch_all(&mut *tx).await?;
+                tx.commit().await?;
+                seqs
+            } else {
+                query.fetch_all(pool).await?
+            }
+        });
+        seqs.sort_unstable();
+        Ok(seqs
+            .into_iter()
+            .zip(kinds)
+            .map(|(seq, kind)| turn_event(turn, seq, at.clone(), kind.clone()))
+            .collect())
+    }
+
     /// Records a turn's final state and its final event together: a crash leaves both or
     /// neither (a finished turn whose log lacks its end would keep its readers waiting).
     pub async fn finish_turn(&self, turn: &Turn, last: &TurnEventKind) -> Result<TurnEvent> {

@@ -55,10 +55,17 @@ fn cancel_requested(state: &AppState, turn: &Turn) -> bool {
         .contains(&turn.id)
 }
 
-async fn append(state: &AppState, turn: &Turn, kind: TurnEventKind) -> AppResult<()> {
-    let event = state.store.append_turn_event(&turn.id, &kind).await?;
-    state.metrics.turn_event_appended();
-    state.turn_events.publish(turn.id.as_str(), event);
+/// At most this many events are written to the log in one go.
+const MOST_AT_ONCE: usize = 64;
+
+/// Writes `kinds` to the turn's log in one go, then publishes them: nobody is shown an event
+/// the log does not hold.
+async fn log(state: &AppState, turn: &Turn, kinds: &mut Vec<TurnEventKind>) -> AppResult<()> {
+    for event in state.store.append_turn_events(&turn.id, kinds).await? {
+        state.metrics.turn_event_appended();
+        state.turn_events.publish(turn.id.as_str(), event);
+    }
+    kinds.clear();
     Ok(())
 }
 
@@ -180,7 +187,7 @@ async fn run(
     turn.state = TurnState::Running;
     turn.updated_at = Timestamp::now();
     state.store.update_turn(turn).await?;
-    append(state, turn, TurnEventKind::TurnStarted).await?;
+    log(state, turn, &mut vec![TurnEventKind::TurnStarted]).await?;
 
     let outcome = loop {
         let event = match tokio::time::timeout(IDLE_LIMIT, events.recv()).await {
@@ -193,7 +200,28 @@ async fn run(
                 ));
             }
         };
-        if let Some(outcome) = translate(state, turn, event).await? {
+        // The events that arrived while the last ones were written go to the log together
+        // (a streamed answer's pieces, say), up to a change of the turn's state.
+        let mut pending = Vec::new();
+        let mut next = Some(event);
+        let mut ended = None;
+        while let Some(event) = next.take() {
+            let step = translate(turn, event);
+            if let Some(to) = step.state.filter(|to| *to != turn.state) {
+                log(state, turn, &mut pending).await?;
+                set_state(state, turn, to).await?;
+            }
+            pending.extend(step.log);
+            if step.outcome.is_some() {
+                ended = step.outcome;
+                break;
+            }
+            if pending.len() < MOST_AT_ONCE {
+                next = events.try_recv().ok();
+            }
+        }
+        log(state, turn, &mut pending).await?;
+        if let Some(outcome) = ended {
             break outcome;
         }
     };
@@ -213,30 +241,41 @@ async fn lost_connection(state: &AppState, instance: &edith_types::InstanceId) -
     }
 }
 
-/// Moves the turn to `to` (if it is not there), before the event that explains it is logged,
-/// so a client that reacts to the event finds the state already changed.
+/// Moves the turn to `to`, before the event that explains it is logged, so a client that
+/// reacts to the event finds the state already changed.
 async fn set_state(state: &AppState, turn: &mut Turn, to: TurnState) -> AppResult<()> {
-    if turn.state != to {
-        turn.state = to;
-        turn.updated_at = Timestamp::now();
-        state.store.update_turn(turn).await?;
-    }
+    turn.state = to;
+    turn.updated_at = Timestamp::now();
+    state.store.update_turn(turn).await?;
     Ok(())
 }
 
-/// Records one runtime event; returns the outcome when it ends the turn.
-async fn translate(
-    state: &AppState,
-    turn: &mut Turn,
-    event: NativeEvent,
-) -> AppResult<Option<Outcome>> {
-    if event.waits_for_user() {
-        set_state(state, turn, TurnState::RequiresAction).await?;
+/// What one runtime event means for the turn.
+struct Step {
+    /// The state the turn is in once the event is logged.
+    state: Option<TurnState>,
+    /// What goes to the turn's log.
+    log: Option<TurnEventKind>,
+    /// How the turn ended, when the event ends it.
+    outcome: Option<Outcome>,
+}
+
+/// Reads one runtime event as a step of `turn`.
+fn translate(turn: &Turn, event: NativeEvent) -> Step {
+    let state = if event.waits_for_user() {
+        Some(TurnState::RequiresAction)
     } else if turn.state == TurnState::RequiresAction
         && !matches!(event, NativeEvent::SessionInfo(_))
     {
-        set_state(state, turn, TurnState::Running).await?;
-    }
+        Some(TurnState::Running)
+    } else {
+        None
+    };
+    let logged = |kind| Step {
+        state,
+        log: Some(kind),
+        outcome: None,
+    };
     let kind = match event {
         NativeEvent::ApprovalRequest(request) => TurnEventKind::ApprovalRequested {
             command: request.command,
@@ -273,15 +312,10 @@ async fn translate(
                 output_tokens: complete.usage.output,
                 calls: complete.usage.calls,
             };
-            append(
-                state,
-                turn,
-                TurnEventKind::MessageCompleted {
-                    text: complete.text.clone(),
-                    usage: Some(usage.clone()),
-                },
-            )
-            .await?;
+            let completed = TurnEventKind::MessageCompleted {
+                text: complete.text.clone(),
+                usage: Some(usage.clone()),
+            };
             let outcome = match complete.status {
                 CompletionStatus::Interrupted => Outcome {
                     state: TurnState::Interrupted,
@@ -304,23 +338,33 @@ async fn translate(
                     usage: Some(usage),
                 },
             };
-            return Ok(Some(outcome));
+            return Step {
+                outcome: Some(outcome),
+                ..logged(completed)
+            };
         }
         // A completion whose payload could not be read still ends the turn.
         other if other.ends_turn() => {
             tracing::warn!(turn = %turn.id, "unreadable turn completion");
-            return Ok(Some(Outcome::failed(
-                "the runtime ended the turn with a completion that could not be read",
-            )));
+            return Step {
+                state,
+                log: None,
+                outcome: Some(Outcome::failed(
+                    "the runtime ended the turn with a completion that could not be read",
+                )),
+            };
         }
         // session.info, status.update, thinking…: not part of the log
         other => {
             tracing::debug!(turn = %turn.id, kind = %other.kind(), "runtime event not logged");
-            return Ok(None);
+            return Step {
+                state,
+                log: None,
+                outcome: None,
+            };
         }
     };
-    append(state, turn, kind).await?;
-    Ok(None)
+    logged(kind)
 }
 
 /// Callback tools reach the runtime as `mcp__edith__<name>`; the turn log uses `<name>`.
