@@ -17,8 +17,8 @@ use testkit::{FakeModel, ReadyProcess};
 
 const TOKEN: &str = "bench-token-0123456789";
 const KEY: &str = "edk_bench_admin_key_0123456789abcdef";
-const WARMUP: usize = 3;
-const TURNS: usize = 30;
+const WARMUP: usize = 10;
+const TURNS: usize = 100;
 
 fn median(mut samples: Vec<Duration>) -> Duration {
     samples.sort();
@@ -202,6 +202,12 @@ async fn main() {
     let config = ServerConfig {
         admin_key: Some(KEY.to_owned()),
         runtimes,
+        // Turns one after the other, two requests each: more than the default rate allows.
+        limits: edith_server::Limits {
+            requests_per_second: 10_000.0,
+            burst: 10_000.0,
+            ..Default::default()
+        },
         ..ServerConfig::local(dir.path().to_path_buf())
     };
     let server = edith_server::start(config).await.expect("control plane");
