@@ -148,3 +148,46 @@ impl LastUse {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use edith_types::Timestamp;
+
+    fn key() -> ApiKey {
+        ApiKey {
+            id: ApiKeyId::generate(),
+            name: "k".to_owned(),
+            prefix: "edk_…".to_owned(),
+            scope: Scope::Read,
+            instances: None,
+            created_at: Timestamp::now(),
+            last_used_at: None,
+            revoked_at: None,
+        }
+    }
+
+    #[test]
+    fn a_kept_key_is_dropped_on_revocation_and_a_read_racing_one_is_not_kept() {
+        let known = KnownKeys::default();
+        let (a, b) = (key(), key());
+        let seen = known.get(b"a").unwrap_err();
+        known.keep(b"a".to_vec(), &a, seen);
+        assert_eq!(known.get(b"a").unwrap().id, a.id, "kept");
+
+        // `b` was read from the database before `a` was revoked, and kept after: not kept,
+        // since the read may predate a revocation of `b` itself.
+        let seen = known.get(b"b").unwrap_err();
+        known.forget(&a.id);
+        known.keep(b"b".to_vec(), &b, seen);
+        assert!(known.get(b"a").is_err(), "a revoked key is read again");
+        assert!(known.get(b"b").is_err(), "a read that raced a revocation");
+
+        // A key the database says is revoked is never kept.
+        let mut revoked = key();
+        revoked.revoked_at = Some(Timestamp::now());
+        let seen = known.get(b"c").unwrap_err();
+        known.keep(b"c".to_vec(), &revoked, seen);
+        assert!(known.get(b"c").is_err());
+    }
+}
