@@ -808,18 +808,29 @@ pub enum ToolHosts {
 /// The variable a tool host's secret is read from.
 const TOOL_HOST_SECRET: &str = "EDITH_TOOL_HOST_SECRET";
 
-/// A tool host's secret: from `EDITH_TOOL_HOST_SECRET`, else the first line of standard input.
+/// A tool host's secret: from `EDITH_TOOL_HOST_SECRET`, else the first line of standard input
+/// (typed at a terminal, it is not echoed).
 fn tool_host_secret() -> std::result::Result<String, Failure> {
-    if let Ok(secret) = std::env::var(TOOL_HOST_SECRET) {
-        return Ok(secret);
-    }
-    let mut line = String::new();
-    std::io::stdin().read_line(&mut line).map_err(|e| {
-        Failure::Said(format!(
-            "could not read the secret from standard input: {e}"
-        ))
-    })?;
-    let secret = line.trim_end_matches(['\r', '\n']).to_owned();
+    use std::io::IsTerminal;
+    let secret = match std::env::var(TOOL_HOST_SECRET) {
+        Ok(secret) => secret,
+        Err(_) if std::io::stdin().is_terminal() => {
+            let term = console::Term::stderr();
+            let _ = term.write_str("Tool host secret (not shown): ");
+            term.read_secure_line().map_err(|e| {
+                Failure::Said(format!("could not read the secret at the terminal: {e}"))
+            })?
+        }
+        Err(_) => {
+            let mut line = String::new();
+            std::io::stdin().read_line(&mut line).map_err(|e| {
+                Failure::Said(format!(
+                    "could not read the secret from standard input: {e}"
+                ))
+            })?;
+            line.trim_end_matches(['\r', '\n']).to_owned()
+        }
+    };
     if secret.is_empty() {
         return Err(Failure::Said(format!(
             "no secret: set {TOOL_HOST_SECRET} or give it on standard input"

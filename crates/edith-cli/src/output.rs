@@ -260,3 +260,37 @@ pub fn explain(failure: &Failure) -> String {
         other => other.to_string(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refused(code: ErrorCode, detail: &str) -> Failure {
+        Failure::Sdk(Error::Api {
+            status: code.status(),
+            code,
+            detail: detail.to_owned(),
+            retryable: false,
+            native_code: None,
+        })
+    }
+
+    #[test]
+    fn refusals_say_what_to_do_next() {
+        let not_ready = refused(
+            ErrorCode::InstanceNotReady,
+            "instance `i` is provisioning, not ready",
+        );
+        assert!(explain(&not_ready).contains("`edith instances get <id>`"));
+        let busy = refused(
+            ErrorCode::Conflict,
+            "session `s` already has turn `t` in progress",
+        );
+        assert!(explain(&busy).contains("`edith turns cancel`"));
+        // Other conflicts (something in use) are said as the server says them.
+        let in_use = refused(ErrorCode::Conflict, "tool `t` is used by profile `p`");
+        assert_eq!(explain(&in_use), "409 conflict: tool `t` is used by profile `p`");
+        let missing = refused(ErrorCode::NotFound, "instance `i`");
+        assert!(explain(&missing).contains("`edith instances list`"));
+    }
+}

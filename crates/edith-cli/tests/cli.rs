@@ -1640,9 +1640,20 @@ async fn tool_hosts_attachments_jobs_and_a_turns_events_from_the_terminal() {
         said.contains("turns cancel") && said.contains(&left),
         "{said}"
     );
-    plane
-        .json(&[&["turns", "cancel"][..], &at, &[&left]].concat())
-        .await;
+    // `turns events` on the waiting turn follows it until it ends, here by a cancel.
+    let events = [&["turns", "events"][..], &at, &[&left]].concat();
+    let cancel = [&["turns", "cancel"][..], &at, &[&left]].concat();
+    let (followed, _) = tokio::join!(plane.run(&events), async {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        plane.json(&cancel).await
+    });
+    let followed = String::from_utf8_lossy(&followed.stdout).into_owned();
+    assert!(followed.contains("approval.requested"), "{followed}");
+    let last = followed.lines().last().unwrap_or_default();
+    assert!(
+        last.contains("turn.finished") && last.contains("cancelled"),
+        "{followed}"
+    );
 
     // Deleted, the instance is printed as such for scripts; asked for again, it is not found
     // and the error says where to look.
@@ -1658,4 +1669,46 @@ async fn tool_hosts_attachments_jobs_and_a_turns_events_from_the_terminal() {
         "{said}"
     );
     assert!(victim.path().exists(), "the cancelled command never ran");
+}
+
+#[tokio::test]
+async fn at_a_terminal_a_tool_hosts_secret_is_typed_unseen_and_an_empty_one_is_refused() {
+    use tokio::io::AsyncWriteExt;
+    let plane = plane().await;
+    let secret = "typed-at-the-terminal-0123456789";
+    let args = [
+        "--output",
+        "json",
+        "tool-hosts",
+        "register",
+        "http://127.0.0.1:9/mcp",
+    ];
+    let (mut child, mut keys, seen) = at_a_terminal(plane.server.url(), &args);
+    until_seen(&seen, "Tool host secret (not shown):", 1).await;
+    keys.write_all(format!("{secret}\r").as_bytes())
+        .await
+        .unwrap();
+    let status = exit_status(&mut child).await;
+    let shown = seen.lock().unwrap().clone();
+    assert!(status.success(), "{shown}");
+    assert!(shown.contains("\"th_"), "registered: {shown}");
+    assert!(!shown.contains(secret), "the secret was echoed: {shown}");
+
+    let empty = tokio::process::Command::new(env!("CARGO_BIN_EXE_edith"))
+        .args(&args[2..])
+        .env("EDITH_URL", plane.server.url())
+        .env("EDITH_API_KEY", KEY)
+        .env("EDITH_TOOL_HOST_SECRET", "")
+        .stdin(std::process::Stdio::null())
+        .output();
+    let empty = tokio::time::timeout(Duration::from_secs(60), empty)
+        .await
+        .expect("edith ends within 60 s")
+        .unwrap();
+    assert!(!empty.status.success(), "{}", text(&empty));
+    assert!(
+        String::from_utf8_lossy(&empty.stderr).contains("no secret"),
+        "{}",
+        text(&empty)
+    );
 }

@@ -638,13 +638,16 @@ async fn keys_are_found_by_hash_and_paged(store: Store) {
 
     let mut revoked = keys[2].clone();
     revoked.revoked_at = Some(Timestamp::now());
-    store.update_api_key(&revoked).await.unwrap();
+    store
+        .revoke_api_key(&revoked.id, revoked.revoked_at.as_ref().unwrap())
+        .await
+        .unwrap();
     assert_eq!(
         store.api_key(&revoked.id).await.unwrap(),
         Some(revoked.clone())
     );
     // A use recorded after (or racing) the revocation writes its time and nothing else: the
-    // key stays revoked.
+    // key stays revoked, and its other fields stay as they were.
     let used = Timestamp::now();
     store.record_api_key_use(&revoked.id, &used).await.unwrap();
     revoked.last_used_at = Some(used);

@@ -52,8 +52,9 @@ pub async fn load(state: &AppState, id: &ApiKeyId) -> AppResult<ApiKey> {
 pub async fn revoke(state: &AppState, id: &ApiKeyId) -> AppResult<ApiKey> {
     let mut key = load(state, id).await?;
     if key.revoked_at.is_none() {
-        key.revoked_at = Some(Timestamp::now());
-        state.store.update_api_key(&key).await?;
+        let now = Timestamp::now();
+        state.store.revoke_api_key(&key.id, &now).await?;
+        key.revoked_at = Some(now);
         state.known_keys.forget(&key.id);
         state.gate.forget(&key.id);
         state.last_use.forget(&key.id);

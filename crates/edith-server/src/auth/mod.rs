@@ -53,6 +53,18 @@ impl Principal {
         }
     }
 
+    /// Refuses (403) unless the key may act on `instance`: for resources whose path does not
+    /// name their instance (jobs).
+    pub fn require_reach(&self, instance: &edith_types::InstanceId) -> AppResult<()> {
+        if self.reaches(instance.as_str()) {
+            return Ok(());
+        }
+        Err(AppError::new(
+            ErrorCode::Forbidden,
+            format!("this key does not reach instance `{instance}`"),
+        ))
+    }
+
     /// Whether the key is limited to some instances.
     pub fn is_limited(&self) -> bool {
         self.0.instances.is_some()

@@ -163,8 +163,14 @@ async fn list_runtimes(State(state): State<AppState>) -> Json<Vec<RuntimeInfo>> 
     Json(instances::runtimes(&state).await)
 }
 
-async fn get_job(State(state): State<AppState>, ids: Ids) -> AppResult<Json<Job>> {
-    Ok(Json(jobs::load(&state, &ids.get("job_id")?).await?))
+async fn get_job(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Principal>,
+    ids: Ids,
+) -> AppResult<Json<Job>> {
+    let job = jobs::load(&state, &ids.get("job_id")?).await?;
+    caller.require_reach(&job.instance_id)?;
+    Ok(Json(job))
 }
 
 async fn instance_jobs(State(state): State<AppState>, ids: Ids) -> AppResult<Json<Vec<Job>>> {
@@ -182,6 +188,7 @@ async fn job_events(
     ApiQuery(params): ApiQuery<AfterParams>,
 ) -> AppResult<impl IntoResponse> {
     let job = jobs::load(&state, &ids.get("job_id")?).await?;
+    caller.require_reach(&job.instance_id)?;
     let live = state.job_events.subscribe(job.id.as_str());
     let store = state.store.clone();
     let id = job.id.clone();

@@ -269,6 +269,40 @@ async fn a_key_limited_to_an_instance_reaches_only_that_instance() {
         403,
         "forbidden",
     );
+    // Its instance's jobs are listed, shown and followed; another's are not.
+    let (status, jobs) = get(format!("/v1/instances/{mine}/jobs")).await;
+    assert_eq!(status, 200, "{jobs}");
+    assert_eq!(jobs[0]["kind"], "instance.provision", "{jobs}");
+    let job = jobs[0]["id"].as_str().unwrap();
+    assert_eq!(get(format!("/v1/jobs/{job}")).await.0, 200);
+    let (status, events) = get(format!("/v1/jobs/{job}/events")).await;
+    assert_eq!(status, 200);
+    assert!(events.to_string().contains("job.finished"), "{events}");
+    assert_problem(
+        &get(format!("/v1/instances/{other}/jobs")).await,
+        403,
+        "forbidden",
+    );
+    let (_, theirs) = ctx.get(&format!("/v1/instances/{other}/jobs")).await;
+    let theirs = theirs[0]["id"].as_str().unwrap();
+    assert_problem(&get(format!("/v1/jobs/{theirs}")).await, 403, "forbidden");
+    assert_problem(
+        &get(format!("/v1/jobs/{theirs}/events")).await,
+        403,
+        "forbidden",
+    );
+    assert_problem(
+        &get("/v1/instances/inst_00000000000000000000000000000000/jobs".to_owned()).await,
+        403,
+        "forbidden",
+    );
+    let (status, _) = ctx
+        .get("/v1/instances/inst_00000000000000000000000000000000/jobs")
+        .await;
+    assert_eq!(
+        status, 404,
+        "an unknown instance, to a key that reaches all"
+    );
     // Routes not about one instance are beyond a limited key.
     assert_problem(&get("/v1/instances".to_owned()).await, 403, "forbidden");
     assert_problem(&get("/v1/tools".to_owned()).await, 403, "forbidden");

@@ -226,7 +226,7 @@ fn slow_runtime(dir: &std::path::Path) -> String {
     use std::os::unix::fs::PermissionsExt;
     let runtime = crate::edith_binary().with_file_name("hermes-runtime");
     let script = dir.join("slow-runtime");
-    let text = format!("#!/bin/sh\nsleep 2\nexec '{}' \"$@\"\n", runtime.display());
+    let text = format!("#!/bin/sh\nsleep 3\nexec '{}' \"$@\"\n", runtime.display());
     std::fs::write(&script, text).unwrap();
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
     format!("slow={}", script.display())

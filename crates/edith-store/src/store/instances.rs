@@ -35,14 +35,7 @@ impl Store {
                     .bind(id.as_str())
                     .fetch_optional(pool)
                     .await?;
-            row.map(|row| {
-                Ok(InstanceRecord {
-                    instance: from_body(&row)?,
-                    runtime_token: row.try_get("runtime_token")?,
-                    mcp_token: row.try_get("mcp_token")?,
-                })
-            })
-            .transpose()
+            row.map(|row| instance_record(&row)).transpose()
         })
     }
 
@@ -165,4 +158,19 @@ impl Store {
             Ok(())
         })
     }
+}
+
+/// An instance record from a row with its `body`, `runtime_token` and `mcp_token`.
+pub(super) fn instance_record<R>(row: &R) -> Result<InstanceRecord>
+where
+    R: sqlx::Row,
+    for<'r> &'r str: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    for<'r> String: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    &'static str: sqlx::ColumnIndex<R>,
+{
+    Ok(InstanceRecord {
+        instance: from_body(row)?,
+        runtime_token: row.try_get("runtime_token")?,
+        mcp_token: row.try_get("mcp_token")?,
+    })
 }

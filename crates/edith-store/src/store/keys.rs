@@ -60,31 +60,32 @@ impl Store {
         })
     }
 
-    /// Rewrites a key's visible record (revocation, last use).
-    /// Writes only a key's `last_used_at`, in one statement, so that it never writes back
-    /// anything else a concurrent change (a revocation) has just written.
+    /// Writes a key's `last_used_at`, and nothing else.
     pub async fn record_api_key_use(&self, id: &ApiKeyId, at: &Timestamp) -> Result<()> {
-        on_db!(self, pool => {
-            let sql = if is_postgres(pool) {
-                "UPDATE api_keys SET body = jsonb_set(body::jsonb, '{last_used_at}', \
-                 to_jsonb($1::text))::text WHERE id = $2"
-            } else {
-                "UPDATE api_keys SET body = json_set(body, '$.last_used_at', $1) WHERE id = $2"
-            };
-            sqlx::query(sql)
-                .bind(at.as_str())
-                .bind(id.as_str())
-                .execute(pool)
-                .await?;
-            Ok(())
-        })
+        self.set_key_time(id, "last_used_at", at).await
     }
 
-    pub async fn update_api_key(&self, key: &ApiKey) -> Result<()> {
+    /// Writes a key's `revoked_at`, and nothing else.
+    pub async fn revoke_api_key(&self, id: &ApiKeyId, at: &Timestamp) -> Result<()> {
+        self.set_key_time(id, "revoked_at", at).await
+    }
+
+    /// Sets one time of a key in one statement, so that a change to another (a use recorded
+    /// while a revocation is written) is never written over.
+    async fn set_key_time(&self, id: &ApiKeyId, field: &'static str, at: &Timestamp) -> Result<()> {
         on_db!(self, pool => {
-            sqlx::query("UPDATE api_keys SET body = $1 WHERE id = $2")
-                .bind(to_json(key))
-                .bind(key.id.as_str())
+            let sql = if is_postgres(pool) {
+                format!(
+                    "UPDATE api_keys SET body = jsonb_set(body::jsonb, '{{{field}}}', \
+                     to_jsonb($1::text))::text WHERE id = $2"
+                )
+            } else {
+                format!("UPDATE api_keys SET body = json_set(body, '$.{field}', $1) WHERE id = $2")
+            };
+            // Only the constant names above are spliced into `sql`.
+            sqlx::query(sqlx::AssertSqlSafe(sql))
+                .bind(at.as_str())
+                .bind(id.as_str())
                 .execute(pool)
                 .await?;
             Ok(())

@@ -1,11 +1,13 @@
 //! What a request's path names — an instance, a profile of it, a session of that — read in one
 //! query, since nearly every request starts by loading them.
 
-use edith_types::{InstanceId, Profile, ProfileId, Session, SessionId, ToolId};
+use edith_types::{InstanceId, Profile, ProfileId, Session, SessionId};
 use sqlx::Row;
 
+use super::instances::instance_record;
+use super::profiles::tool_ids;
 use super::{Result, Store, is_postgres};
-use crate::records::{InstanceRecord, SessionPath};
+use crate::records::SessionPath;
 
 impl Store {
     /// Instance `instance`, its profile `profile` and, when `session` is given, that profile's
@@ -25,7 +27,7 @@ impl Store {
                  (SELECT tool_id FROM profile_tools WHERE profile_id = p.id ORDER BY rowid))"
             };
             let sql = format!(
-                "SELECT i.body AS instance, i.runtime_token, i.mcp_token, \
+                "SELECT i.body, i.runtime_token, i.mcp_token, \
                  p.body AS profile, {tools} AS tools, s.body AS session \
                  FROM instances i \
                  LEFT JOIN profiles p ON p.id = $2 AND p.instance_id = i.id \
@@ -40,17 +42,13 @@ impl Store {
                 .fetch_optional(pool)
                 .await?;
             let Some(row) = row else { return Ok(None) };
-            let instance = InstanceRecord {
-                instance: serde_json::from_str(row.try_get::<&str, _>("instance")?)?,
-                runtime_token: row.try_get("runtime_token")?,
-                mcp_token: row.try_get("mcp_token")?,
-            };
+            let instance = instance_record(&row)?;
             let profile = match row.try_get::<Option<&str>, _>("profile")? {
                 Some(body) => {
                     let mut profile: Profile = serde_json::from_str(body)?;
                     let tools: Vec<String> =
                         serde_json::from_str(row.try_get::<Option<&str>, _>("tools")?.unwrap_or("[]"))?;
-                    profile.tools = tools.iter().filter_map(|id| id.parse::<ToolId>().ok()).collect();
+                    profile.tools = tool_ids(&tools);
                     Some(profile)
                 }
                 None => None,

@@ -133,7 +133,7 @@ impl Store {
             .fetch_all(pool)
             .await?
         });
-        Ok(ids.iter().filter_map(|id| id.parse().ok()).collect())
+        Ok(tool_ids(&ids))
     }
 
     /// Attaches a tool; attaching twice is a no-op.
@@ -201,4 +201,9 @@ impl Store {
                 .collect()
         })
     }
+}
+
+/// Tool ids as stored (every stored one is well formed).
+pub(super) fn tool_ids(stored: &[String]) -> Vec<ToolId> {
+    stored.iter().filter_map(|id| id.parse().ok()).collect()
 }

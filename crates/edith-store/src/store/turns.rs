@@ -162,12 +162,10 @@ impl Store {
         turn: &TurnId,
         kind: &TurnEventKind,
     ) -> Result<TurnEvent> {
-        let at = Timestamp::now();
-        let body = to_json(kind);
-        let seq = on_db!(self, pool => {
-            append_alone!(pool, "turn_events", "turn_id", turn.as_str(), at.as_str(), &body)
-        });
-        Ok(turn_event(turn, seq, at, kind.clone()))
+        let mut appended = self
+            .append_turn_events(turn, std::slice::from_ref(kind))
+            .await?;
+        Ok(appended.pop().expect("the one event was appended"))
     }
 
     /// Appends `kinds` to the turn's log, in order, as one write (the events that arrived while
