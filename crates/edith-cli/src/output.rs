@@ -289,7 +289,10 @@ mod tests {
         assert!(explain(&busy).contains("`edith turns cancel`"));
         // Other conflicts (something in use) are said as the server says them.
         let in_use = refused(ErrorCode::Conflict, "tool `t` is used by profile `p`");
-        assert_eq!(explain(&in_use), "409 conflict: tool `t` is used by profile `p`");
+        assert_eq!(
+            explain(&in_use),
+            "409 conflict: tool `t` is used by profile `p`"
+        );
         let missing = refused(ErrorCode::NotFound, "instance `i`");
         assert!(explain(&missing).contains("`edith instances list`"));
     }

@@ -66,6 +66,15 @@ impl Plane {
         self.run_with(KEY, args, "").await
     }
 
+    /// The `id` of what `edith --output json <args>` made.
+    async fn id(&self, args: &[&str]) -> String {
+        let made = self.json(args).await;
+        made["id"]
+            .as_str()
+            .unwrap_or_else(|| panic!("an id: {made}"))
+            .to_owned()
+    }
+
     /// `edith --output json <args>`, which must succeed; its JSON.
     async fn json(&self, args: &[&str]) -> Value {
         let mut all = vec!["--output", "json"];
@@ -1322,16 +1331,10 @@ fn table_rows(shown: &str, headers: &[&str]) -> Vec<Vec<String>> {
 async fn every_resource_is_listed_as_an_aligned_table_for_people() {
     let plane = plane().await;
     let hermes = hermes::Hermes::remote(plane.server.url(), Some(KEY));
-    let iid = plane.json(&["instances", "create", "tables"]).await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let iid = plane.id(&["instances", "create", "tables"]).await;
     let pid = plane
-        .json(&["profiles", "create", "--instance", &iid, "helper"])
-        .await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+        .id(&["profiles", "create", "--instance", &iid, "helper"])
+        .await;
     let tid = tool_on_an_unreachable_host(&hermes, "noop", "Does nothing at all").await;
     hermes
         .instance(&iid.parse().unwrap())
@@ -1340,7 +1343,7 @@ async fn every_resource_is_listed_as_an_aligned_table_for_people() {
         .await
         .unwrap();
     let sid = plane
-        .json(&[
+        .id(&[
             "sessions",
             "create",
             "--instance",
@@ -1350,10 +1353,7 @@ async fn every_resource_is_listed_as_an_aligned_table_for_people() {
             "--title",
             "Notes",
         ])
-        .await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+        .await;
     let key = plane
         .json(&["keys", "create", "reader", "--scope", "read"])
         .await;
@@ -1529,16 +1529,10 @@ async fn tool_hosts_attachments_jobs_and_a_turns_events_from_the_terminal() {
         ])
         .await;
     let tid = tool["id"].as_str().unwrap().to_owned();
-    let iid = plane.json(&["instances", "create", "attach"]).await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let iid = plane.id(&["instances", "create", "attach"]).await;
     let pid = plane
-        .json(&["profiles", "create", "--instance", &iid, "helper"])
-        .await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+        .id(&["profiles", "create", "--instance", &iid, "helper"])
+        .await;
     let attached = plane
         .json(&["profiles", "attach-tool", "--instance", &iid, &pid, &tid])
         .await;
@@ -1576,11 +1570,8 @@ async fn tool_hosts_attachments_jobs_and_a_turns_events_from_the_terminal() {
 
     // A turn's events, printed after it ended: a line each for people, JSON for scripts.
     let sid = plane
-        .json(&["sessions", "create", "--instance", &iid, "--profile", &pid])
-        .await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+        .id(&["sessions", "create", "--instance", &iid, "--profile", &pid])
+        .await;
     let at = ["--instance", &iid, "--profile", &pid, "--session", &sid];
     let sent = plane
         .run(
