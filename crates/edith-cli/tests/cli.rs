@@ -110,6 +110,15 @@ async fn profile_on_fake_model(
     (instance, profile)
 }
 
+/// What the scripted model takes for a `terminal` call that removes `dir` (it needs an
+/// approval).
+fn removing(dir: &std::path::Path) -> String {
+    format!(
+        "terminal {}",
+        serde_json::json!({"command": format!("rm -rf {}", dir.display())})
+    )
+}
+
 fn text(output: &Output) -> String {
     format!(
         "status {}\nstdout:\n{}\nstderr:\n{}",
@@ -728,10 +737,7 @@ async fn the_rest_of_the_verbs_answer() {
 
     // A turn left waiting for an approval: shown, then approved from the command line.
     let victim = tempfile::tempdir().unwrap();
-    let waiting = format!(
-        "terminal {}",
-        serde_json::json!({"command": format!("rm -rf {}", victim.path().display())})
-    );
+    let waiting = removing(victim.path());
     let sent = plane
         .run(&[&["--output", "json", "turns", "send"][..], &at, &[&waiting]].concat())
         .await;
@@ -1614,10 +1620,7 @@ async fn tool_hosts_attachments_jobs_and_a_turns_events_from_the_terminal() {
 
     // A session busy with a turn: the next one is refused, and the refusal says what to do.
     let victim = tempfile::tempdir().unwrap();
-    let waiting = format!(
-        "terminal {}",
-        serde_json::json!({"command": format!("rm -rf {}", victim.path().display())})
-    );
+    let waiting = removing(victim.path());
     let left = plane
         .run(&[&["--output", "json", "turns", "send"][..], &at, &[&waiting]].concat())
         .await;

@@ -68,6 +68,15 @@ async fn screenshot(client: &Client, name: &str) {
     std::fs::write(dir.join(format!("{name}.png")), png).unwrap();
 }
 
+/// What the scripted model takes for a `terminal` call that removes `dir` (it needs an
+/// approval).
+fn removing(dir: &std::path::Path) -> String {
+    format!(
+        "terminal {}",
+        json!({"command": format!("rm -rf {}", dir.display())})
+    )
+}
+
 async fn wait_for(client: &Client, css: &str) -> fantoccini::elements::Element {
     client
         .wait()
@@ -453,10 +462,7 @@ async fn the_console_in_a_browser_signs_in_provisions_chats_and_approves() {
     // reload the page follows the turn again and still offers it; the button answers it, and
     // the command runs (it removes a directory that is there).
     let victim = tempfile::tempdir().unwrap();
-    let remove = format!(
-        "terminal {}",
-        json!({"command": format!("rm -rf {}", victim.path().display())})
-    );
+    let remove = removing(victim.path());
     send(&client, &remove).await;
     wait_for(&client, ".ask").await;
     screenshot(&client, "04-approval-asked").await;
@@ -599,10 +605,7 @@ async fn the_console_in_a_browser_signs_in_provisions_chats_and_approves() {
 
     // A turn waiting for an approval, cancelled: its command never runs.
     let spared = tempfile::tempdir().unwrap();
-    let remove = format!(
-        "terminal {}",
-        json!({"command": format!("rm -rf {}", spared.path().display())})
-    );
+    let remove = removing(spared.path());
     send(&client, &remove).await;
     wait_until(
         &client,

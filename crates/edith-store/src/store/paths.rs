@@ -9,6 +9,21 @@ use super::profiles::tool_ids;
 use super::{Result, Store, is_postgres};
 use crate::records::SessionPath;
 
+/// The path query, with `$tools` (a profile's tool ids as a JSON array, in the backend's
+/// dialect) spliced in at compile time.
+macro_rules! session_path_sql {
+    ($tools:literal) => {
+        concat!(
+            "SELECT i.body, i.runtime_token, i.mcp_token, p.body AS profile, ",
+            $tools,
+            " AS tools, s.body AS session FROM instances i \
+             LEFT JOIN profiles p ON p.id = $2 AND p.instance_id = i.id \
+             LEFT JOIN sessions s ON s.id = $3 AND s.profile_id = p.id \
+             WHERE i.id = $1"
+        )
+    };
+}
+
 impl Store {
     /// Instance `instance`, its profile `profile` and, when `session` is given, that profile's
     /// session: as much of the path as exists (`None` when the instance does not).
@@ -19,23 +34,18 @@ impl Store {
         session: Option<&SessionId>,
     ) -> Result<Option<SessionPath>> {
         on_db!(self, pool => {
-            let tools = if is_postgres(pool) {
-                "(SELECT COALESCE(json_agg(tool_id ORDER BY rowid), '[]')::text \
-                 FROM profile_tools WHERE profile_id = p.id)"
+            let sql = if is_postgres(pool) {
+                session_path_sql!(
+                    "(SELECT COALESCE(json_agg(tool_id ORDER BY rowid), '[]')::text \
+                     FROM profile_tools WHERE profile_id = p.id)"
+                )
             } else {
-                "(SELECT json_group_array(tool_id) FROM \
-                 (SELECT tool_id FROM profile_tools WHERE profile_id = p.id ORDER BY rowid))"
+                session_path_sql!(
+                    "(SELECT json_group_array(tool_id) FROM \
+                     (SELECT tool_id FROM profile_tools WHERE profile_id = p.id ORDER BY rowid))"
+                )
             };
-            let sql = format!(
-                "SELECT i.body, i.runtime_token, i.mcp_token, \
-                 p.body AS profile, {tools} AS tools, s.body AS session \
-                 FROM instances i \
-                 LEFT JOIN profiles p ON p.id = $2 AND p.instance_id = i.id \
-                 LEFT JOIN sessions s ON s.id = $3 AND s.profile_id = p.id \
-                 WHERE i.id = $1"
-            );
-            // Only constant text is spliced into `sql`.
-            let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+            let row = sqlx::query(sql)
                 .bind(instance.as_str())
                 .bind(profile.as_str())
                 .bind(session.map(SessionId::as_str))
