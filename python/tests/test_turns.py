@@ -45,7 +45,8 @@ async def test_a_turn_streams_its_events_and_the_runtime_calls_a_python_tool(her
     assert completed["result"] == 5
     assert seen == ["hello from the Hermes runtime"]
     text = "".join(e["text"] for e in events if e["type"] == "message.delta")
-    assert text == "word_count returned 5."
+    # Like Hermes, the first text streamed after a tool batch opens a new paragraph.
+    assert text == "\n\nword_count returned 5."
     finished = await turn.get()
     assert finished["state"] == "completed"
     assert finished["output"] == "word_count returned 5."

@@ -97,6 +97,9 @@ async fn run_model_loop(
     }
     let specs = toolbox.specs();
     let ctx = TurnContext { runtime, session };
+    // Like Hermes: after a tool batch, the first streamed text that is not blank gets a
+    // paragraph break in front, in the stream only, so text does not run on across the calls.
+    let mut break_before_text = false;
 
     for _ in 0..MAX_MODEL_CALLS {
         let mut stream = model.stream(&history, &specs);
@@ -117,9 +120,13 @@ async fn run_model_loop(
                 None => break,
                 Some(Err(e)) => return Err(e.to_string()),
                 Some(Ok(ModelEvent::Delta(piece))) => {
-                    session.emit(NativeEvent::MessageDelta(TextPayload {
-                        text: piece.clone(),
-                    }));
+                    let streamed = if break_before_text && !piece.trim().is_empty() {
+                        break_before_text = false;
+                        format!("\n\n{piece}")
+                    } else {
+                        piece.clone()
+                    };
+                    session.emit(NativeEvent::MessageDelta(TextPayload { text: streamed }));
                     reply.content.push_str(&piece);
                 }
                 Some(Ok(ModelEvent::ToolCall(call))) => {
@@ -143,6 +150,7 @@ async fn run_model_loop(
         if tool_calls.is_empty() {
             return Ok((CompletionStatus::Complete, reply_text));
         }
+        break_before_text = true;
         let batch = tool_calls.len();
         for (done, call) in tool_calls.into_iter().enumerate() {
             session.emit(NativeEvent::ToolStart(ToolStart {

@@ -36,6 +36,9 @@ mod transport;
 
 pub use client::{EdithHermes, PageRequest};
 pub use desktop::{DesktopCapabilities, HermesDesktop};
+/// A runtime command for [`LocalBuilder::runtime`].
+#[cfg(feature = "local")]
+pub use edith_server::RuntimeCommand;
 pub use error::{Error, Result};
 /// For the fuzz targets in `fuzz/` only; not part of the API.
 #[doc(hidden)]

@@ -1,11 +1,12 @@
 //! `Hermes::local()`: an embedded control plane (SQLite, our runtime in-process) and a tool
 //! host, both on loopback, owned by the context (feature `local`, on by default).
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
-use edith_server::{RunningServer, ServerConfig};
+use edith_server::{RunningServer, RuntimeCommand, ServerConfig};
 use edith_types::{InstanceId, RegisterTool, RegisterToolHost, ToolHostId};
 
 use crate::client::EdithHermes;
@@ -33,6 +34,8 @@ pub(crate) struct Local {
 pub struct LocalBuilder {
     data_dir: Option<PathBuf>,
     cleanup: bool,
+    /// Runtimes `process` instances may run besides our own `hermes-runtime`.
+    runtimes: BTreeMap<String, RuntimeCommand>,
 }
 
 impl LocalBuilder {
@@ -49,6 +52,15 @@ impl LocalBuilder {
         self
     }
 
+    /// Lets `process` instances of this context run `command` as the runtime `name`, as
+    /// `edith serve --runtime NAME=COMMAND` does (e.g. the real `hermes`; our own
+    /// `hermes-runtime` is always there). It is started as `COMMAND serve --host 127.0.0.1
+    /// --port 0` in each instance's own home.
+    pub fn runtime(mut self, name: &str, command: RuntimeCommand) -> Self {
+        self.runtimes.insert(name.to_owned(), command);
+        self
+    }
+
     /// Starts the embedded control plane (SQLite) and the tool host, both on loopback.
     pub async fn start(self) -> Result<Hermes> {
         let (data_dir, temp_dir) = match self.data_dir {
@@ -61,7 +73,9 @@ impl LocalBuilder {
                 (temp.path().to_path_buf(), Some(temp))
             }
         };
-        let server = edith_server::start(ServerConfig::local(data_dir.clone()))
+        let mut config = ServerConfig::local(data_dir.clone());
+        config.runtimes.extend(self.runtimes);
+        let server = edith_server::start(config)
             .await
             .map_err(|e| Error::Local(e.to_string()))?;
         // The embedded control plane keeps its first admin key in its data dir.
@@ -141,6 +155,7 @@ impl Hermes {
         LocalBuilder {
             data_dir: None,
             cleanup: true,
+            runtimes: BTreeMap::new(),
         }
     }
 

@@ -4,7 +4,9 @@ mod cut_proxy;
 mod fake_openai;
 pub mod postgres;
 mod process;
+mod real_hermes;
 
 pub use cut_proxy::CutProxy;
 pub use fake_openai::{FakeModel, FakeModelOptions};
 pub use process::{ReadyProcess, kill_processes_with_env_under};
+pub use real_hermes::{real_hermes_bin, real_hermes_command};

@@ -204,21 +204,8 @@ async fn process_instances_name_a_runtime_the_operator_configured() {
 
 /// The real Hermes, installed by `scripts/test` into `target/hermes-venv`.
 pub(crate) fn real_hermes() -> RuntimeCommand {
-    let hermes =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/hermes-venv/bin/hermes");
-    assert!(
-        hermes.is_file(),
-        "the real Hermes is not installed at {}: run `scripts/test`",
-        hermes.display()
-    );
-    // Hermes pip-installs missing packages into its own venv at run time; tests share it.
-    RuntimeCommand {
-        program: PathBuf::from("env"),
-        args: vec![
-            "HERMES_DISABLE_LAZY_INSTALLS=1".to_owned(),
-            hermes.display().to_string(),
-        ],
-    }
+    let (program, args) = testkit::real_hermes_command();
+    RuntimeCommand { program, args }
 }
 
 /// The real `hermes serve` 0.19.0 as a `process` instance: a profile with an OpenAI-compatible

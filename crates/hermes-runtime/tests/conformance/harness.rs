@@ -26,23 +26,6 @@ pub enum Target {
     Hermes,
 }
 
-/// Where the real Hermes is: `HERMES_BIN`, else the virtualenv `scripts/test` installs.
-fn hermes_bin() -> PathBuf {
-    if let Some(bin) = std::env::var_os("HERMES_BIN") {
-        return PathBuf::from(bin);
-    }
-    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let bin = workspace.join("target/hermes-venv/bin/hermes");
-    assert!(
-        bin.is_file(),
-        "the real Hermes is not installed at {}: run `scripts/test`, which installs \
-         hermes-agent[mcp]==0.19.0 into target/hermes-venv (needs python3 >= 3.11 with venv \
-         and pip), or set HERMES_BIN",
-        bin.display()
-    );
-    bin
-}
-
 /// What a peer's `config.yaml` holds besides the model.
 #[derive(Default, Clone)]
 pub struct PeerOptions {
@@ -160,7 +143,7 @@ fn write_config(home: &Path, model: &FakeModel, options: &PeerOptions) {
 async fn launch(target: Target, home: &Path, work: &Path) -> ReadyProcess {
     let program = match target {
         Target::Ours => PathBuf::from(env!("CARGO_BIN_EXE_hermes-runtime")),
-        Target::Hermes => hermes_bin(),
+        Target::Hermes => testkit::real_hermes_bin(),
     };
     let mut command = tokio::process::Command::new(program);
     command

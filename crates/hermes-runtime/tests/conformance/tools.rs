@@ -59,6 +59,14 @@ async fn mcp_tool(target: Target) {
     );
     let text = events.last().unwrap()["payload"]["text"].clone();
     assert_eq!(text, r#"Tool result: {"result": "3"}"#);
+    // Text streamed after a tool call starts with a paragraph break, which only the stream
+    // carries (so that a client's text does not run on across the call).
+    let streamed: String = events
+        .iter()
+        .filter(|e| e["type"] == "message.delta")
+        .filter_map(|e| e["payload"]["text"].as_str())
+        .collect();
+    assert_eq!(streamed, format!("\n\n{}", text.as_str().unwrap()));
     // The tool result went back to the model as a tool message for the call.
     let last = last_message_to_model(&peer.model);
     assert_eq!(last["role"], "tool");

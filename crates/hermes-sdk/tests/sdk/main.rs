@@ -1,6 +1,10 @@
 //! End-to-end: the SDK drives an embedded control plane, which drives the project's runtime
 //! through the native gateway; the runtime calls a callback tool back through the control
 //! plane's MCP endpoint and the SDK's tool host. All on loopback, no model key.
+//!
+//! `targets` runs the main journeys on every kind of runtime the control plane drives.
+
+mod targets;
 
 use std::sync::{Arc, Mutex};
 
@@ -87,7 +91,7 @@ async fn a_tool_calling_turn_streams_the_exact_event_sequence() {
                 result: json!(4),
             },
             TurnEventKind::MessageDelta {
-                text: "word_count ".into()
+                text: "\n\nword_count ".into()
             },
             TurnEventKind::MessageDelta {
                 text: "returned ".into()
