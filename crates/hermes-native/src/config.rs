@@ -18,6 +18,9 @@ const PLATFORM_TOOLSETS: &str = "platform_toolsets";
 /// `skills:`, whose `disabled` lists the skills switched off.
 const SKILLS: &str = "skills";
 
+/// Model calls per turn when the config does not say (Hermes's default).
+pub const DEFAULT_MAX_TURNS: u64 = 90;
+
 /// The `model.provider` (and model name) of our runtime's offline, deterministic model.
 pub const SCRIPTED: &str = "scripted";
 
@@ -55,6 +58,18 @@ pub struct ModelSection {
     pub other: BTreeMap<String, serde_yaml::Value>,
 }
 
+impl ModelSection {
+    /// The provider this section names: when absent, an endpoint at `base_url` is `custom`,
+    /// and no endpoint at all is our offline scripted model.
+    pub fn provider_name(&self) -> String {
+        match (&self.provider, &self.base_url) {
+            (Some(provider), _) => provider.clone(),
+            (None, Some(_)) => "custom".to_owned(),
+            (None, None) => SCRIPTED.to_owned(),
+        }
+    }
+}
+
 /// One entry of `mcp_servers:`: a Streamable HTTP endpoint.
 #[derive(Clone, PartialEq, Serialize, Deserialize)]
 pub struct McpServer {
@@ -71,6 +86,29 @@ pub struct McpServer {
     /// Every other key of the entry, as it was.
     #[serde(flatten)]
     pub other: BTreeMap<String, serde_yaml::Value>,
+}
+
+impl McpServer {
+    /// The server's tools the agent may not call (`tools.exclude`).
+    pub fn excluded_tools(&self) -> Vec<String> {
+        self.other
+            .get("tools")
+            .and_then(|tools| tools.get("exclude"))
+            .and_then(|list| serde_yaml::from_value(list.clone()).ok())
+            .unwrap_or_default()
+    }
+
+    /// Sets the tools the agent may not call, keeping the rest of `tools:`.
+    pub fn set_excluded_tools(&mut self, names: Vec<String>) {
+        let section = self
+            .other
+            .entry("tools".to_owned())
+            .or_insert_with(|| serde_yaml::Value::Mapping(Default::default()));
+        if !section.is_mapping() {
+            *section = serde_yaml::Value::Mapping(Default::default());
+        }
+        section["exclude"] = serde_yaml::to_value(names).expect("names serialize");
+    }
 }
 
 /// A timeout in seconds, as config files write them: positive and finite, at most a day. Anything
@@ -241,6 +279,79 @@ impl HermesConfig {
         section["disabled"] = serde_yaml::to_value(names).expect("names serialize");
     }
 
+    /// How many model calls one turn may make: `agent.max_turns`, else a top-level
+    /// `max_turns`, else Hermes's 90.
+    pub fn max_turns(&self) -> u64 {
+        ["agent.max_turns", "max_turns"]
+            .iter()
+            .find_map(|key| self.value_at(key)?.as_u64().filter(|n| *n > 0))
+            .unwrap_or(DEFAULT_MAX_TURNS)
+    }
+
+    /// `approvals.mode` as Hermes reads it: `manual`, `smart` or `off` (YAML's bare `off` is
+    /// `false`, so `false` is `off` and `true` is `manual`); anything else is `manual`.
+    pub fn approval_mode(&self) -> &'static str {
+        match self.value_at("approvals.mode") {
+            Some(serde_yaml::Value::Bool(false)) => "off",
+            Some(serde_yaml::Value::String(mode)) => match mode.trim().to_lowercase().as_str() {
+                "smart" => "smart",
+                "off" => "off",
+                _ => "manual",
+            },
+            _ => "manual",
+        }
+    }
+
+    /// The value at a dotted path (`display.skin`, `approvals.mode`), when the file has one.
+    pub fn value_at(&self, dotted: &str) -> Option<serde_yaml::Value> {
+        let whole = serde_yaml::to_value(self).ok()?;
+        dotted
+            .split('.')
+            .try_fold(whole, |value, key| value.get(key).cloned())
+    }
+
+    /// Sets (or, with `None`, removes) the value at a dotted path, making the sections on the
+    /// way (a section that is not a mapping is replaced by one, as Hermes does). A change that
+    /// would leave the file unreadable (`model: 3`) is refused.
+    pub fn set_value_at(
+        &mut self,
+        dotted: &str,
+        value: Option<serde_yaml::Value>,
+    ) -> Result<(), serde_yaml::Error> {
+        use serde_yaml::Value;
+        let mut whole = serde_yaml::to_value(&*self)?;
+        let mut keys: Vec<&str> = dotted.split('.').collect();
+        let leaf = keys.pop().unwrap_or_default();
+        let mut section = &mut whole;
+        for key in keys {
+            if !section.is_mapping() {
+                *section = Value::Mapping(Default::default());
+            }
+            let map = section.as_mapping_mut().expect("a mapping");
+            let entry = map
+                .entry(Value::from(key))
+                .or_insert_with(|| Value::Mapping(Default::default()));
+            if !entry.is_mapping() {
+                *entry = Value::Mapping(Default::default());
+            }
+            section = entry;
+        }
+        if !section.is_mapping() {
+            *section = Value::Mapping(Default::default());
+        }
+        let map = section.as_mapping_mut().expect("a mapping");
+        match value {
+            Some(value) => {
+                map.insert(Value::from(leaf), value);
+            }
+            None => {
+                map.remove(leaf);
+            }
+        }
+        *self = serde_yaml::from_value(whole)?;
+        Ok(())
+    }
+
     /// The model's context window in tokens (`model.context_length`), when the file says.
     pub fn context_length(&self) -> Option<u64> {
         self.model
@@ -362,6 +473,38 @@ mcp_servers:
       Authorization: Bearer mcp-secret
     connect_timeout: 10
 ";
+
+    #[test]
+    fn values_are_set_and_removed_by_dotted_path_keeping_the_rest() {
+        let mut config = HermesConfig::from_yaml(HERMES_STYLE).unwrap();
+        config
+            .set_value_at("display.sections.tools", Some("expanded".into()))
+            .unwrap();
+        config
+            .set_value_at("approvals.mode", Some("off".into()))
+            .unwrap();
+        assert_eq!(
+            config.value_at("display.sections.tools"),
+            Some("expanded".into())
+        );
+        assert_eq!(config.value_at("approvals.mode"), Some("off".into()));
+        assert_eq!(config.model_name(), "fake-model");
+        config.set_value_at("approvals.mode", None).unwrap();
+        assert_eq!(config.value_at("approvals.mode"), None);
+        assert!(config.value_at("approvals").is_some(), "the section stays");
+        // A text where a section was is replaced by a section.
+        config.set_value_at("approvals", Some("x".into())).unwrap();
+        config
+            .set_value_at("approvals.mode", Some("smart".into()))
+            .unwrap();
+        assert_eq!(config.value_at("approvals.mode"), Some("smart".into()));
+        assert!(config.set_value_at("model", Some(3.into())).is_err());
+        assert_eq!(
+            config.model_name(),
+            "fake-model",
+            "a refused change changes nothing"
+        );
+    }
 
     #[test]
     fn a_hermes_style_config_reads_and_writes_back_unchanged() {

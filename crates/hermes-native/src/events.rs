@@ -49,6 +49,9 @@ pub enum NativeEvent {
     /// land).
     #[serde(rename = "session.info")]
     SessionInfo(SessionInfo),
+    /// The terminal skin was changed (`config.set skin`); sent with an empty session id.
+    #[serde(rename = "skin.changed")]
+    SkinChanged(Skin),
     /// Something failed (the turn still ends with `message.complete`).
     #[serde(rename = "error")]
     Error(ErrorPayload),
@@ -86,6 +89,15 @@ fn tool_map<'de, D: serde::Deserializer<'de>>(
 ) -> Result<BTreeMap<String, Vec<String>>, D::Error> {
     let value = Value::deserialize(deserializer)?;
     Ok(serde_json::from_value(value).unwrap_or_default())
+}
+
+/// A terminal skin: its name (`default` when the one asked for does not exist) and, from
+/// Hermes, its colours and branding.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Skin {
+    pub name: String,
+    #[serde(flatten)]
+    pub other: Map<String, Value>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -530,34 +530,19 @@ impl<T: NativeTransport + ?Sized> ConfigNamespace<'_, T> {
         call_method::<methods::ConfigGet, _>(self.transport, params).await
     }
 
-    /// `config.set` (scope: session; admin; not implemented by hermes-runtime: answers Unsupported there).
+    /// `config.set` (scope: session; admin).
     ///
     /// Result keys: branch, confirm_message, confirm_required, cwd, key, scope, value, warning.
-    pub async fn set(&self, params: &ConfigSetParams) -> Result<Value, NativeError> {
-        call(self.transport, "config.set", params).await
+    pub async fn set(&self, params: &<methods::ConfigSet as Method>::Params) -> Result<<methods::ConfigSet as Method>::Result, NativeError> {
+        call_method::<methods::ConfigSet, _>(self.transport, params).await
     }
 
-    /// `config.show` (scope: instance; not implemented by hermes-runtime: answers Unsupported there).
+    /// `config.show` (scope: instance).
     ///
     /// Result keys: sections.
-    pub async fn show(&self) -> Result<Value, NativeError> {
-        call(self.transport, "config.show", &serde_json::Map::new()).await
+    pub async fn show(&self, params: &<methods::ConfigShow as Method>::Params) -> Result<<methods::ConfigShow as Method>::Result, NativeError> {
+        call_method::<methods::ConfigShow, _>(self.transport, params).await
     }
-}
-
-/// Params of `config.set`; unset fields are not sent.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct ConfigSetParams {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub confirm_expensive_model: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub key: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub scope: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub session_id: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub value: Option<Value>,
 }
 
 /// The `cron.*` methods.
@@ -1594,23 +1579,12 @@ impl<T: NativeTransport + ?Sized> ReloadNamespace<'_, T> {
         call(self.transport, "reload.env", &serde_json::Map::new()).await
     }
 
-    /// `reload.mcp` (scope: session; admin; not implemented by hermes-runtime: answers Unsupported there).
+    /// `reload.mcp` (scope: session; admin).
     ///
     /// Result keys: host_ack, message, status, turn_isolation.
-    pub async fn mcp(&self, params: &ReloadMcpParams) -> Result<Value, NativeError> {
-        call(self.transport, "reload.mcp", params).await
+    pub async fn mcp(&self, params: &<methods::ReloadMcp as Method>::Params) -> Result<<methods::ReloadMcp as Method>::Result, NativeError> {
+        call_method::<methods::ReloadMcp, _>(self.transport, params).await
     }
-}
-
-/// Params of `reload.mcp`; unset fields are not sent.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct ReloadMcpParams {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub always: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub confirm: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub session_id: Option<Value>,
 }
 
 /// The `rollback.*` methods.
@@ -1738,9 +1712,9 @@ impl<T: NativeTransport + ?Sized> SessionNamespace<'_, T> {
         call_method::<methods::SessionCreate, _>(self.transport, params).await
     }
 
-    /// `session.cwd.set` (scope: session; not implemented by hermes-runtime: answers Unsupported there).
-    pub async fn cwd_set(&self, params: &SessionCwdSetParams) -> Result<Value, NativeError> {
-        call(self.transport, "session.cwd.set", params).await
+    /// `session.cwd.set` (scope: session).
+    pub async fn cwd_set(&self, params: &<methods::SessionCwdSet as Method>::Params) -> Result<<methods::SessionCwdSet as Method>::Result, NativeError> {
+        call_method::<methods::SessionCwdSet, _>(self.transport, params).await
     }
 
     /// `session.delete` (scope: session).
@@ -1838,15 +1812,6 @@ pub struct SessionActivateParams {
 pub struct SessionCompressParams {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub focus_topic: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub session_id: Option<Value>,
-}
-
-/// Params of `session.cwd.set`; unset fields are not sent.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct SessionCwdSetParams {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cwd: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_id: Option<Value>,
 }
@@ -2168,11 +2133,11 @@ pub struct ToolsNamespace<'a, T: ?Sized> {
 }
 
 impl<T: NativeTransport + ?Sized> ToolsNamespace<'_, T> {
-    /// `tools.configure` (scope: session; admin; not implemented by hermes-runtime: answers Unsupported there).
+    /// `tools.configure` (scope: session; admin).
     ///
     /// Result keys: changed, enabled_toolsets, info, missing_servers, reset, unknown.
-    pub async fn configure(&self, params: &ToolsConfigureParams) -> Result<Value, NativeError> {
-        call(self.transport, "tools.configure", params).await
+    pub async fn configure(&self, params: &<methods::ToolsConfigure as Method>::Params) -> Result<<methods::ToolsConfigure as Method>::Result, NativeError> {
+        call_method::<methods::ToolsConfigure, _>(self.transport, params).await
     }
 
     /// `tools.list` (scope: session).
@@ -2188,17 +2153,6 @@ impl<T: NativeTransport + ?Sized> ToolsNamespace<'_, T> {
     pub async fn show(&self, params: &<methods::ToolsShow as Method>::Params) -> Result<<methods::ToolsShow as Method>::Result, NativeError> {
         call_method::<methods::ToolsShow, _>(self.transport, params).await
     }
-}
-
-/// Params of `tools.configure`; unset fields are not sent.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct ToolsConfigureParams {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub action: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub names: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub session_id: Option<Value>,
 }
 
 /// The `toolsets.*` methods.

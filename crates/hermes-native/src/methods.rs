@@ -130,6 +130,25 @@ methods! {
     /// A message for the agent while it works: added to the result of the next tool batch,
     /// marked as the user's. Without text 4002; before the session's first prompt 4010.
     SessionSteer = "session.steer" (SessionSteerParams) -> Steered;
+    /// The configuration as `/config` shows it, in titled sections of `[label, value]` rows.
+    ConfigShow = "config.show" (NoParams) -> ConfigShown;
+    /// Sets one setting by `key` (`verbose`, `busy`, `approvals.mode`, `yolo`, `reasoning`,
+    /// `details_mode`, `prompt`, `skin`, `cwd`, …), for the live session when `session_id`
+    /// names one (an unknown id is no session), else in the home's `config.yaml`. The reply's
+    /// shape depends on the key; an unknown key or a value the key does not take is 4002.
+    ConfigSet = "config.set" (ConfigSetParams) -> Value;
+    /// Moves a live session to another working directory (where its commands run), answered
+    /// with the session's info. Busy is 4009, no `cwd` 4016, a directory that does not exist
+    /// 4017.
+    SessionCwdSet = "session.cwd.set" (SessionCwdSetParams) -> Value;
+    /// Switches toolsets, or single tools of MCP servers (`server:tool`), on or off for the
+    /// terminal platform; with a live session its agent is rebuilt on them (the
+    /// conversation stays). An unknown action is 4017, no names 4018.
+    ToolsConfigure = "tools.configure" (ToolsConfigureParams) -> ToolsConfigured;
+    /// Reconnects to the home's MCP servers. Unless `confirm` (or the config's
+    /// `approvals.mcp_reload_confirm` is false) it only answers `confirm_required`; `always`
+    /// sets that key to false.
+    ReloadMcp = "reload.mcp" (ReloadMcpParams) -> StatusReply;
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -170,6 +189,83 @@ pub struct ContextCategory {
     pub id: String,
     pub label: String,
     pub tokens: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ConfigSetParams {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<LiveSessionId>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    /// Text for most keys; Hermes reads any JSON value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<Value>,
+    /// `session` (the default) or `global`, for `yolo` and `reasoning`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+    /// Switch to a model even when it is costly (`model`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirm_expensive_model: Option<bool>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionCwdSetParams {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<LiveSessionId>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+}
+
+/// Reply of `config.show`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ConfigShown {
+    pub sections: Vec<ConfigSection>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ConfigSection {
+    pub title: String,
+    /// `[label, value]` pairs.
+    pub rows: Vec<[String; 2]>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ToolsConfigureParams {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<LiveSessionId>,
+    /// `enable` or `disable`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<String>,
+    /// Toolset names and `server:tool` names; a list (Hermes reads a string as its letters).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub names: Option<Value>,
+}
+
+/// Reply of `tools.configure`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ToolsConfigured {
+    /// The names acted on (every known one, changed or not).
+    pub changed: Vec<String>,
+    /// The toolsets on for the terminal platform now, sorted.
+    pub enabled_toolsets: Vec<String>,
+    /// The live session's info after its agent was rebuilt; `null` without a session.
+    pub info: Option<Value>,
+    /// MCP servers named in `server:tool` names that the config does not have, sorted.
+    pub missing_servers: Vec<String>,
+    /// Whether a live session's agent was rebuilt (and its conversation cleared).
+    pub reset: bool,
+    /// Toolset names that do not exist.
+    pub unknown: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReloadMcpParams {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<LiveSessionId>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirm: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub always: Option<bool>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -39,6 +39,17 @@ pub mod codes {
     pub const INSIGHTS_FAILED: i64 = 5017;
     /// `cron.manage` with an action it does not know.
     pub const UNKNOWN_CRON_ACTION: i64 = 4016;
+    /// `session.cwd.set` without a directory.
+    pub const CWD_REQUIRED: i64 = 4016;
+    /// `session.cwd.set` to a directory that does not exist.
+    pub const NO_SUCH_DIRECTORY: i64 = 4017;
+    /// `tools.configure` with an action other than `enable` and `disable`.
+    pub const UNKNOWN_TOOLS_ACTION: i64 = 4017;
+    /// `tools.configure` without names.
+    pub const NAMES_REQUIRED: i64 = 4018;
+    /// `config.set` could not apply a value (an unknown personality, a model switch that
+    /// failed).
+    pub const SETTING_FAILED: i64 = 5001;
 }
 
 /// One incoming frame, as a client sees it.

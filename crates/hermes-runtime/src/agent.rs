@@ -24,9 +24,6 @@ use crate::session::LiveSession;
 use crate::store::{SessionRow, StateDb};
 use crate::tools::{ToolBox, TurnContext};
 
-/// A turn may not loop through the model more often than this.
-const MAX_MODEL_CALLS: u64 = 16;
-
 /// Runs one turn; returns the `message.complete` event, which the caller emits once the
 /// session is ready for the next prompt (so a prompt sent on seeing it is not taken as busy).
 pub async fn run_turn(
@@ -101,7 +98,7 @@ async fn run_model_loop(
     // paragraph break in front, in the stream only, so text does not run on across the calls.
     let mut break_before_text = false;
 
-    for _ in 0..MAX_MODEL_CALLS {
+    for _ in 0..config.max_turns() {
         let mut stream = model.stream(&history, &specs);
         let mut reply = ChatMessage::plain(Role::Assistant, String::new());
         loop {
@@ -186,7 +183,8 @@ async fn run_model_loop(
         }
     }
     Err(format!(
-        "stopped after {MAX_MODEL_CALLS} model calls in one turn"
+        "stopped after {} model calls in one turn (agent.max_turns)",
+        config.max_turns()
     ))
 }
 

@@ -35,6 +35,9 @@ pub struct Runtime {
     pub config_lock: tokio::sync::Mutex<()>,
     /// Becomes `true` when the runtime stops; connections end on it.
     pub stopping: tokio::sync::watch::Receiver<bool>,
+    /// Dangerous commands run unasked in every session (`config.set yolo` without a session,
+    /// which Hermes keeps in its process environment).
+    pub yolo: std::sync::atomic::AtomicBool,
 }
 
 impl Runtime {
@@ -62,6 +65,7 @@ impl Runtime {
             cron_lock: tokio::sync::Mutex::new(()),
             config_lock: tokio::sync::Mutex::new(()),
             stopping,
+            yolo: Default::default(),
         }
     }
 

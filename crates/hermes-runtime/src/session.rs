@@ -96,6 +96,39 @@ pub struct SessionState {
     pub last_active: f64,
     /// What the user steered the agent with, for the next tool batch's result.
     pub steer: Option<String>,
+    pub settings: SessionSettings,
+}
+
+/// What a client set for one live session (`session.cwd.set`, `config.set` with a session).
+#[derive(Debug, Clone, Default)]
+pub struct SessionSettings {
+    /// Where the agent's commands run.
+    pub cwd: PathBuf,
+    /// Dangerous commands run without asking (`/yolo`).
+    pub yolo: bool,
+    /// The reasoning effort asked of the model for this session (`low`, `none`, …), instead
+    /// of the config's.
+    pub reasoning: Option<String>,
+    /// Whether the session's agent was announced (`session.info` with its tools): replies
+    /// before that carry only what is known without an agent, as in Hermes.
+    pub announced: bool,
+}
+
+impl SessionSettings {
+    /// A new session's: it works in the config's `terminal.cwd` when that is a directory,
+    /// else where the runtime was started.
+    pub fn new(config: &hermes_native::config::HermesConfig) -> Self {
+        let configured = config
+            .value_at("terminal.cwd")
+            .and_then(|v| v.as_str().map(PathBuf::from))
+            .filter(|dir| dir.is_dir());
+        Self {
+            cwd: configured
+                .or_else(|| std::env::current_dir().ok())
+                .unwrap_or_else(|| PathBuf::from("/")),
+            ..Self::default()
+        }
+    }
 }
 
 impl LiveSession {
@@ -103,6 +136,11 @@ impl LiveSession {
     pub fn usage_now(&self) -> NativeUsage {
         let usage = self.state.lock().expect("not poisoned").usage;
         usage.native(&self.model_name, self.context_window)
+    }
+
+    /// What a client set for this session, as it is now.
+    pub fn settings(&self) -> SessionSettings {
+        self.state.lock().expect("not poisoned").settings.clone()
     }
 
     /// Sends an event to whichever connection the session is bound to now.

@@ -253,7 +253,7 @@ async fn the_real_hermes_runs_a_turn_behind_the_control_plane() {
     let (_, caps) = ctx.get(&format!("/v1/instances/{iid}/capabilities")).await;
     assert_eq!(caps["runtime"], "hermes", "{caps}");
     let methods = caps["native_methods"].as_array().unwrap();
-    assert!(methods.iter().any(|m| m == "config.show"), "{caps}");
+    assert!(methods.iter().any(|m| m == "reload.env"), "{caps}");
 }
 
 /// Someone else's runtime: our `hermes-runtime` started by the test, not by the control plane.

@@ -18,7 +18,9 @@ use tokio::sync::{Notify, mpsc};
 use super::jobs;
 use super::schedule::{self, iso, parse_iso};
 use crate::runtime::Runtime;
-use crate::session::{LiveSession, SessionState, SessionUsage, Transport, new_live_id};
+use crate::session::{
+    LiveSession, SessionSettings, SessionState, SessionUsage, Transport, new_live_id,
+};
 use crate::store::unix_now;
 
 /// How long one run may take before it is interrupted.
@@ -140,6 +142,7 @@ async fn run_agent(
             usage: SessionUsage::default(),
             last_active: unix_now(),
             steer: None,
+            settings: SessionSettings::new(&config),
         }),
     });
     let prompt = format!(

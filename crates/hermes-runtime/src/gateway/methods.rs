@@ -8,21 +8,19 @@ use std::sync::{Arc, Mutex};
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 use hermes_native::config::HermesConfig;
-use hermes_native::events::SessionInfo;
 use hermes_native::methods::*;
 use hermes_native::profile::DEFAULT_PROFILE;
-use hermes_native::{LiveSessionId, NativeEvent, StoredSessionId, codes};
+use hermes_native::{LiveSessionId, StoredSessionId, codes};
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::sync::Notify;
 
-use super::{completion, facts, session_work};
+use super::{completion, facts, session_info, session_work, settings};
 use crate::agent;
 use crate::model::{ChatMessage, Role};
 use crate::runtime::Runtime;
-use crate::session::{self, LiveSession, RunningTurn, SessionState, Transport};
+use crate::session::{self, LiveSession, RunningTurn, SessionSettings, SessionState, Transport};
 use crate::store::{SessionRow, unix_now};
-use crate::tools::ToolBox;
 
 #[derive(Debug, Clone)]
 pub struct RpcError {
@@ -128,6 +126,11 @@ methods! { runtime, transport, p;
     SessionBranch => announced(runtime, session_branch(runtime, transport, p).await?),
     SessionContextBreakdown => reply(session_work::context_breakdown(runtime, p).await?),
     SessionSteer => reply(session_work::steer(runtime, p)?),
+    ConfigShow => reply(settings::config_show(runtime, p).await?),
+    ConfigSet => reply(settings::config_set(runtime, transport, p).await?),
+    SessionCwdSet => reply(settings::cwd_set(runtime, p).await?),
+    ToolsConfigure => reply(settings::tools_configure(runtime, p).await?),
+    ReloadMcp => reply(settings::reload_mcp(runtime, p).await?),
 }
 
 async fn cron_manage(runtime: &Runtime, p: CronManageParams) -> Result<Value> {
@@ -181,26 +184,6 @@ fn history(messages: &[ChatMessage]) -> Vec<HistoryMessage> {
         .collect()
 }
 
-/// What a session's agent has. `tools` stays empty in replies: as with Hermes, the agent is
-/// built after the reply, and a `session.info` event then names its tools.
-fn info(session: &LiveSession) -> SessionInfo {
-    let other = json!({
-        "model": session.model_name,
-        "skills": {},
-        "cwd": std::env::current_dir().map(|d| d.display().to_string()).unwrap_or_default(),
-        "lazy": true,
-        "desktop_contract": 4,
-        "profile_name": session.profile.as_deref().unwrap_or(DEFAULT_PROFILE),
-    });
-    SessionInfo {
-        tools: Default::default(),
-        other: match other {
-            Value::Object(map) => map,
-            _ => unreachable!("a JSON object literal"),
-        },
-    }
-}
-
 /// A session that was opened or resumed, replied to first; then its agent's tools (built-ins
 /// and those of the home's MCP servers) are announced in a `session.info` event, as Hermes does
 /// once it has built the agent.
@@ -233,19 +216,7 @@ fn announced<T: Opened>(runtime: &Arc<Runtime>, opened: T) -> Result<Handled> {
     let value = serde_json::to_value(&opened).map_err(handler_error)?;
     let runtime = runtime.clone();
     let announce = async move {
-        let Ok(config) = HermesConfig::load(&session.home).await else {
-            return;
-        };
-        let (toolbox, _) = ToolBox::for_turn(&runtime, &config).await;
-        let mut info = info(&session);
-        info.tools = toolbox.by_toolset();
-        // Once the agent is built, Hermes also says which release it is and how the session's
-        // usage (and context window) stands; its TUI shows both.
-        info.other
-            .insert("version".to_owned(), crate::HERMES_COMPAT_VERSION.into());
-        let usage = serde_json::to_value(session.usage_now()).unwrap_or_default();
-        info.other.insert("usage".to_owned(), usage);
-        session.emit(NativeEvent::SessionInfo(info));
+        session_info::announce(&runtime, &session).await;
     };
     Ok(Handled::ReplyThen(value, announce.boxed()))
 }
@@ -294,6 +265,7 @@ async fn open_live(
             usage: Default::default(),
             last_active: now,
             steer: None,
+            settings: SessionSettings::new(&config),
         }),
     });
     runtime
@@ -329,7 +301,7 @@ async fn session_create(
         stored_session_id: StoredSessionId::new(session.stored_id.clone()),
         message_count: 0,
         messages: Vec::new(),
-        info: info(&session),
+        info: session_info::lazy(&session),
     })
 }
 
@@ -441,7 +413,7 @@ async fn session_resume(
         session_key: stored_id,
         message_count: messages.len() as u64,
         messages,
-        info: info(&session),
+        info: session_info::lazy(&session),
         inflight: Value::Null,
         running,
         status: if running { "streaming" } else { "idle" }.to_owned(),

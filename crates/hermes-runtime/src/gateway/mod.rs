@@ -4,7 +4,9 @@ mod completion;
 mod connection;
 mod facts;
 mod methods;
+mod session_info;
 mod session_work;
+mod settings;
 
 pub use connection::serve_connection;
 pub use methods::IMPLEMENTED as IMPLEMENTED_METHODS;

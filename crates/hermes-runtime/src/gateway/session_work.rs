@@ -3,7 +3,7 @@
 
 use chrono::{Local, TimeZone};
 use hermes_native::codes;
-use hermes_native::config::{HermesConfig, SCRIPTED};
+use hermes_native::config::HermesConfig;
 use hermes_native::methods::{
     ContextBreakdown, ContextCategory, Insights, InsightsParams, LiveSessionParams, SavedFile,
     SessionSteerParams, Steered, TextOutput, Undone,
@@ -118,7 +118,11 @@ pub async fn status(runtime: &Runtime, p: LiveSessionParams) -> Result<TextOutpu
         lines.push(format!("Title: {title}"));
     }
     lines.extend([
-        format!("Model: {} ({})", session.model_name, provider(&config)),
+        format!(
+            "Model: {} ({})",
+            session.model_name,
+            config.model.provider_name()
+        ),
         format!("Created: {}", minutes(session.started_at)),
         format!(
             "Last Activity: {}",
@@ -130,16 +134,6 @@ pub async fn status(runtime: &Runtime, p: LiveSessionParams) -> Result<TextOutpu
     Ok(TextOutput {
         output: lines.join("\n"),
     })
-}
-
-/// The provider a config names: absent, an endpoint at `base_url` is `custom`, and no endpoint
-/// at all is our offline scripted model.
-fn provider(config: &HermesConfig) -> String {
-    match (&config.model.provider, &config.model.base_url) {
-        (Some(provider), _) => provider.clone(),
-        (None, Some(_)) => "custom".to_owned(),
-        (None, None) => SCRIPTED.to_owned(),
-    }
 }
 
 /// A path with the user's home written `~`, as Hermes shows its home.

@@ -1,7 +1,7 @@
 //! The HTTP surface: `/api/ws` (the gateway) and the Desktop REST routes under `/api`, all
 //! behind the session token but the routes the contract marks public.
 
-mod desktop;
+pub(crate) mod desktop;
 mod extract;
 mod reply;
 

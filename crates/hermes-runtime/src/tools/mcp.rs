@@ -47,6 +47,11 @@ impl McpPool {
         Ok(client)
     }
 
+    /// Drops every connection (`reload.mcp`): the next listing connects anew.
+    pub async fn forget_all(&self) {
+        self.clients.lock().await.clear();
+    }
+
     /// Lists the tools of every configured server, with the connection that serves each and its
     /// name there. A server that cannot be reached is left out and reported, so one bad server
     /// does not take the others down.
@@ -64,7 +69,8 @@ impl McpPool {
             };
             match listed {
                 Ok((client, listed)) => {
-                    for tool in listed {
+                    let excluded = server_config.excluded_tools();
+                    for tool in listed.into_iter().filter(|t| !excluded.contains(&t.name)) {
                         let spec = ToolSpec {
                             name: format!("mcp__{server}__{}", tool.name),
                             description: tool.description,

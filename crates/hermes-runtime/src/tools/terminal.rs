@@ -11,6 +11,7 @@ use super::TurnContext;
 use crate::model::ToolSpec;
 use crate::prompts::APPROVAL_TIMEOUT;
 use hermes_native::NativeEvent;
+use hermes_native::config::HermesConfig;
 use hermes_native::events::ApprovalRequest;
 use hermes_native::methods::ApprovalChoice;
 
@@ -104,10 +105,17 @@ pub async fn call(ctx: &TurnContext<'_>, args: &Value) -> Value {
         return json!({"output": "", "exit_code": -1, "error": "`command` is required"});
     };
     let mut approval_note = None;
-    if let Some((pattern, description)) = dangerous(command) {
+    let settings = ctx.session.settings();
+    let yolo = settings.yolo || ctx.runtime.yolo.load(std::sync::atomic::Ordering::Relaxed);
+    if let Some((pattern, description)) = dangerous(command).filter(|_| !yolo) {
         let prompts = &ctx.runtime.prompts;
         let (sid, home) = (&ctx.session.sid, &ctx.session.home);
-        if !prompts.is_allowed(sid, home, pattern) {
+        let mode = HermesConfig::load(home)
+            .await
+            .map_or("manual", |config| config.approval_mode());
+        // `off` runs every command unasked; `smart` (Hermes first asks the model whether the
+        // command is safe) asks the user here, as `manual` does.
+        if mode != "off" && !prompts.is_allowed(sid, home, pattern) {
             let answer = prompts.approval(sid);
             ctx.session
                 .emit(NativeEvent::ApprovalRequest(ApprovalRequest {
@@ -152,17 +160,18 @@ pub async fn call(ctx: &TurnContext<'_>, args: &Value) -> Value {
         .as_u64()
         .map(Duration::from_secs)
         .unwrap_or(DEFAULT_TIMEOUT);
-    let mut result = run(command, timeout).await;
+    let mut result = run(command, &settings.cwd, timeout).await;
     if let Some(note) = approval_note {
         result["approval"] = json!(note);
     }
     result
 }
 
-async fn run(command: &str, timeout: Duration) -> Value {
+async fn run(command: &str, cwd: &std::path::Path, timeout: Duration) -> Value {
     let child = tokio::process::Command::new("sh")
         .arg("-c")
         .arg(command)
+        .current_dir(cwd)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -94,10 +94,10 @@ async fn generated_namespaces(target: Target) {
         .await
         .expect("session.list");
     assert_eq!(listed.sessions, []);
-    let shown = native.config().show().await;
+    let shown = native.reload().env().await;
     match target {
         Target::Ours => assert!(
-            matches!(&shown, Err(NativeError::Unsupported { method }) if method == "config.show"),
+            matches!(&shown, Err(NativeError::Unsupported { method }) if method == "reload.env"),
             "{shown:?}"
         ),
         Target::Hermes => assert!(shown.is_ok(), "{shown:?}"),

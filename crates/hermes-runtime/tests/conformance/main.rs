@@ -17,6 +17,7 @@ mod framing;
 mod runtime_only;
 mod session_work;
 mod sessions;
+mod settings;
 mod tools;
 mod turns;
 

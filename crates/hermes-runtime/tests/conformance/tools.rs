@@ -126,7 +126,11 @@ async fn ask_to_delete(client: &mut Client, live: &Value, dir: &std::path::Path)
 }
 
 /// Prompts `rm -rf <dir>` where the pattern is already approved: it runs without asking.
-async fn delete_without_asking(client: &mut Client, live: &Value, dir: &std::path::Path) {
+pub(crate) async fn delete_without_asking(
+    client: &mut Client,
+    live: &Value,
+    dir: &std::path::Path,
+) {
     std::fs::create_dir_all(dir).unwrap();
     let text = format!(
         "CALL terminal {}",
@@ -139,7 +143,7 @@ async fn delete_without_asking(client: &mut Client, live: &Value, dir: &std::pat
 }
 
 /// After an answer: the tool's result.
-async fn tool_result(client: &mut Client) -> Value {
+pub(crate) async fn tool_result(client: &mut Client) -> Value {
     let events = client.events_until("message.complete").await;
     let complete = events
         .iter()

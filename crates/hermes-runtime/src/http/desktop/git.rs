@@ -43,6 +43,19 @@ async fn git(dir: &Path, ceiling: &Path, args: &[&str]) -> Option<String> {
     }
 }
 
+/// The branch checked out in `dir` (else the short commit, for a detached head), as Hermes
+/// shows a session's; `""` outside a repository.
+pub async fn branch_of(dir: &Path) -> String {
+    let unbounded = Path::new("");
+    let branch = match git(dir, unbounded, &["branch", "--show-current"]).await {
+        Some(branch) if !branch.trim().is_empty() => branch,
+        _ => git(dir, unbounded, &["rev-parse", "--short", "HEAD"])
+            .await
+            .unwrap_or_default(),
+    };
+    branch.trim().to_owned()
+}
+
 /// Where git stops looking for a repository: the workspace's parent.
 fn ceiling(runtime: &Runtime) -> &Path {
     runtime.workspace.parent().unwrap_or(&runtime.workspace)

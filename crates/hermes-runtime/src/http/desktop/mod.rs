@@ -5,7 +5,7 @@
 mod config;
 mod cron;
 mod fs;
-mod git;
+pub(crate) mod git;
 mod profiles;
 mod sessions;
 mod skills;

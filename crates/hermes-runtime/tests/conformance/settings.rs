@@ -1,0 +1,496 @@
+//! How a client changes settings: `config.show`, `config.set` with and without a live
+//! session, a session's working directory, toolsets switched off and on, and MCP servers
+//! reloaded — with Hermes's replies, codes, events and the keys written to `config.yaml`.
+
+use serde_json::{Value, json};
+
+use crate::conformance;
+use crate::harness::{Client, Peer, Target};
+use crate::tools::{delete_without_asking, tool_result};
+
+/// `(code, message)` of a call that must fail.
+async fn refusal(client: &mut Client, method: &str, params: Value) -> (i64, String) {
+    let reply = client.request(method, params).await;
+    let error = &reply["error"];
+    assert!(error.is_object(), "{method} should fail: {reply}");
+    (
+        error["code"].as_i64().unwrap(),
+        error["message"].as_str().unwrap().to_owned(),
+    )
+}
+
+/// The value at a dotted path of the peer's `config.yaml`, as JSON (`null` when absent).
+fn config_value(peer: &Peer, dotted: &str) -> Value {
+    let text = std::fs::read_to_string(peer.home.join("config.yaml")).unwrap();
+    let yaml: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
+    let mut value = serde_json::to_value(yaml).unwrap();
+    for key in dotted.split('.') {
+        value = value.get(key).cloned().unwrap_or(Value::Null);
+    }
+    value
+}
+
+/// A new live session, once its agent is announced (a `session.info` naming its provider).
+async fn built_session(client: &mut Client) -> Value {
+    let sid = client.new_session().await;
+    loop {
+        let info = client.any_event("session.info").await;
+        if info["session_id"] == sid && info["payload"].get("provider").is_some() {
+            return sid;
+        }
+    }
+}
+
+/// The next `session.info` whose payload has `key` at `value` (others, earlier ones, are
+/// skipped; each wait for a frame is bounded).
+async fn info_with(client: &mut Client, key: &str, value: Value) -> Value {
+    info_where(client, |payload| payload[key] == value).await
+}
+
+async fn info_where(client: &mut Client, wanted: impl Fn(&Value) -> bool) -> Value {
+    loop {
+        let info = client.any_event("session.info").await;
+        if wanted(&info["payload"]) {
+            return info;
+        }
+    }
+}
+
+fn set(key: &str, value: impl Into<Value>) -> Value {
+    json!({"key": key, "value": value.into()})
+}
+
+conformance!(
+    the_configuration_is_shown_and_set_without_a_session,
+    config_without_a_session
+);
+
+async fn config_without_a_session(target: Target) {
+    let peer = Peer::start(target).await;
+    let mut client = peer.connect().await;
+
+    let shown = client.call("config.show", json!({})).await;
+    let rows = |title: &str| {
+        shown["sections"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["title"] == title)
+            .unwrap_or_else(|| panic!("no {title} section: {shown}"))["rows"]
+            .clone()
+    };
+    assert_eq!(
+        rows("Model"),
+        json!([
+            ["Model", "fake-model"],
+            ["Base URL", "(default)"],
+            ["API Key", "(not set)"]
+        ])
+    );
+    assert_eq!(
+        rows("Agent"),
+        json!([
+            ["Max Turns", "90"],
+            ["Toolsets", "all"],
+            ["Verbose", "False"]
+        ])
+    );
+    let environment = rows("Environment");
+    let path_of =
+        |row: usize| std::fs::canonicalize(environment[row][1].as_str().unwrap()).unwrap();
+    assert_eq!(path_of(0), std::fs::canonicalize(&peer.work).unwrap());
+    assert_eq!(
+        path_of(1),
+        std::fs::canonicalize(peer.home.join("config.yaml")).unwrap()
+    );
+
+    for (params, code, message) in [
+        (json!({}), 4002, "unknown config key: "),
+        (set("nope", "x"), 4002, "unknown config key: nope"),
+        (set("verbose", "bogus"), 4002, "unknown verbose mode: bogus"),
+        (
+            set("approvals.mode", "weird"),
+            4002,
+            "unknown approval mode: weird; pick one of manual|smart|off",
+        ),
+        (
+            set("reasoning", "bogus"),
+            4002,
+            "unknown reasoning value: bogus",
+        ),
+        (
+            set("indicator", "bad"),
+            4002,
+            "unknown indicator: 'bad'; pick one of ascii|emoji|kaomoji|unicode",
+        ),
+        (
+            set("cwd", "/nonexistent-dir"),
+            4002,
+            "working directory does not exist: /nonexistent-dir",
+        ),
+        (
+            set("fast", "on"),
+            4002,
+            "fast mode is not available for this model",
+        ),
+        (set("busy", "later"), 4002, "unknown busy mode: later"),
+        (
+            set("details_mode.nope", "hidden"),
+            4002,
+            "unknown section: nope",
+        ),
+    ] {
+        let got = refusal(&mut client, "config.set", params.clone()).await;
+        assert_eq!(got, (code, message.to_owned()), "{params}");
+    }
+
+    let cases = [
+        (
+            set("verbose", "new"),
+            set("verbose", "new"),
+            "display.tool_progress",
+            json!("new"),
+        ),
+        (
+            set("verbose", ""),
+            set("verbose", "all"),
+            "display.tool_progress",
+            json!("all"),
+        ),
+        (
+            set("busy", "status"),
+            set("busy", "interrupt"),
+            "display.busy_input_mode",
+            Value::Null,
+        ),
+        (
+            set("busy", "queue"),
+            set("busy", "queue"),
+            "display.busy_input_mode",
+            json!("queue"),
+        ),
+        (
+            set("reasoning", "high"),
+            set("reasoning", "high"),
+            "agent.reasoning_effort",
+            json!("high"),
+        ),
+        (
+            set("reasoning", "show"),
+            set("reasoning", "show"),
+            "display.show_reasoning",
+            json!(true),
+        ),
+        (
+            set("details_mode", "expanded"),
+            set("details_mode", "expanded"),
+            "display.sections.tools",
+            json!("expanded"),
+        ),
+        (
+            set("details_mode.tools", ""),
+            set("details_mode.tools", ""),
+            "display.sections.tools",
+            Value::Null,
+        ),
+        (
+            set("compact", ""),
+            set("compact", "on"),
+            "display.tui_compact",
+            json!(true),
+        ),
+        (
+            set("statusbar", "bottom"),
+            set("statusbar", "bottom"),
+            "display.tui_statusbar",
+            json!("bottom"),
+        ),
+        (
+            set("mouse", "scroll"),
+            set("mouse", "wheel"),
+            "display.mouse_tracking",
+            json!("wheel"),
+        ),
+        (
+            set("indicator", "Emoji"),
+            set("indicator", "emoji"),
+            "display.tui_status_indicator",
+            json!("emoji"),
+        ),
+        (
+            set("prompt", "be brief"),
+            set("prompt", "be brief"),
+            "custom_prompt",
+            json!("be brief"),
+        ),
+        (
+            set("prompt", "clear"),
+            set("prompt", ""),
+            "custom_prompt",
+            Value::Null,
+        ),
+        (
+            set("fast", "status"),
+            set("fast", "normal"),
+            "agent.service_tier",
+            Value::Null,
+        ),
+    ];
+    for (params, reply, dotted, written) in cases {
+        let got = client.call("config.set", params.clone()).await;
+        assert_eq!(got, reply, "{params}");
+        assert_eq!(config_value(&peer, dotted), written, "{params}: {dotted}");
+    }
+    assert_eq!(config_value(&peer, "display.sections.thinking"), "expanded");
+    assert_eq!(
+        config_value(&peer, "model.default"),
+        "fake-model",
+        "the rest is kept"
+    );
+
+    let work = peer.work.display().to_string();
+    let moved = client.call("config.set", set("cwd", work.clone())).await;
+    assert_eq!(
+        moved,
+        json!({"key": "terminal.cwd", "value": work, "cwd": work, "branch": ""})
+    );
+    assert_eq!(config_value(&peer, "terminal.cwd"), json!(work));
+
+    // A skin is written as given; the change is announced to the caller.
+    let skinned = client.call("config.set", set("skin", "default")).await;
+    assert_eq!(skinned, set("skin", "default"));
+    let changed = client.any_event("skin.changed").await;
+    assert_eq!(changed["payload"]["name"], "default");
+    assert_eq!(config_value(&peer, "display.skin"), "default");
+
+    // Without a session, yolo is the process's.
+    let on = client.call("config.set", set("yolo", "")).await;
+    assert_eq!(on, json!({"key": "yolo", "value": "1", "scope": "session"}));
+    let off = client.call("config.set", set("yolo", "off")).await;
+    assert_eq!(
+        off,
+        json!({"key": "yolo", "value": "0", "scope": "session"})
+    );
+    assert_eq!(config_value(&peer, "approvals.mode"), "manual");
+    peer.stop().await;
+}
+
+conformance!(a_session_is_set_up_as_its_user_says, config_of_a_session);
+
+async fn config_of_a_session(target: Target) {
+    let peer = Peer::start(target).await;
+    let mut client = peer.connect().await;
+    let sid = built_session(&mut client).await;
+    let with_session =
+        |key: &str, value: &str| json!({"session_id": sid, "key": key, "value": value});
+
+    // Yolo for this session: dangerous commands run unasked; the config is left alone.
+    let on = client.call("config.set", with_session("yolo", "on")).await;
+    assert_eq!(on, json!({"key": "yolo", "value": "1", "scope": "session"}));
+    info_with(&mut client, "yolo", json!(true)).await;
+    assert_eq!(config_value(&peer, "approvals.mode"), "manual");
+    delete_without_asking(&mut client, &sid, &peer.work.join("victim")).await;
+    let off = client.call("config.set", with_session("yolo", "off")).await;
+    assert_eq!(off["value"], "0");
+    info_with(&mut client, "yolo", json!(false)).await;
+
+    // A reasoning effort for the session only.
+    let low = client
+        .call("config.set", with_session("reasoning", "low"))
+        .await;
+    assert_eq!(low, set("reasoning", "low"));
+    info_with(&mut client, "reasoning_effort", json!("low")).await;
+    assert_eq!(config_value(&peer, "agent.reasoning_effort"), Value::Null);
+
+    // An approval mode is the config's, and every session hears of it.
+    let smart = client
+        .call("config.set", with_session("approval_mode", "Smart"))
+        .await;
+    assert_eq!(smart, set("approvals.mode", "smart"));
+    info_with(&mut client, "approval_mode", json!("smart")).await;
+    assert_eq!(config_value(&peer, "approvals.mode"), "smart");
+
+    // Yolo for good: approvals off in the config.
+    let global = json!({"session_id": sid, "key": "yolo", "value": "", "scope": "global"});
+    let on = client.call("config.set", global).await;
+    assert_eq!(on, json!({"key": "yolo", "value": "1", "scope": "global"}));
+    let info = info_with(&mut client, "approval_mode", json!("off")).await;
+    assert_eq!(info["payload"]["yolo"], true, "{info}");
+    assert_eq!(config_value(&peer, "approvals.mode"), "off");
+
+    // No personality: cleared, and the reply carries the session's info.
+    let plain = client
+        .call("config.set", with_session("personality", "none"))
+        .await;
+    assert_eq!(
+        (&plain["value"], &plain["history_reset"]),
+        (&json!("none"), &json!(false))
+    );
+    assert_eq!(plain["info"]["model"], "fake-model", "{plain}");
+    assert_eq!(config_value(&peer, "display.personality"), "");
+    peer.stop().await;
+}
+
+conformance!(a_session_works_where_it_is_told, working_directory);
+
+async fn working_directory(target: Target) {
+    let peer = Peer::start(target).await;
+    let mut client = peer.connect().await;
+    let unknown = json!({"session_id": "nope", "cwd": "/tmp"});
+    let got = refusal(&mut client, "session.cwd.set", unknown).await;
+    assert_eq!(got, (4001, "session not found".to_owned()));
+    let sid = built_session(&mut client).await;
+    let got = refusal(&mut client, "session.cwd.set", json!({"session_id": sid})).await;
+    assert_eq!(got, (4016, "cwd required".to_owned()));
+    let missing = json!({"session_id": sid, "cwd": "/nonexistent-xyz"});
+    let got = refusal(&mut client, "session.cwd.set", missing).await;
+    assert_eq!(
+        got,
+        (
+            4017,
+            "working directory does not exist: /nonexistent-xyz".to_owned()
+        )
+    );
+
+    let elsewhere = peer.work.join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let shown = elsewhere.display().to_string();
+    let info = client
+        .call("session.cwd.set", json!({"session_id": sid, "cwd": shown}))
+        .await;
+    for (key, value) in [
+        ("cwd", json!(shown)),
+        ("branch", json!("")),
+        ("project", Value::Null),
+        ("model", json!("fake-model")),
+        ("provider", json!("custom")),
+        ("approval_mode", json!("manual")),
+        ("yolo", json!(false)),
+        ("running", json!(false)),
+        ("desktop_contract", json!(4)),
+    ] {
+        assert_eq!(info[key], value, "{key} in {info}");
+    }
+    let event = info_with(&mut client, "cwd", json!(shown)).await;
+    assert_eq!(event["session_id"], sid);
+
+    // The session's commands run there.
+    client
+        .submit(&sid, r#"CALL terminal {"command": "pwd"}"#)
+        .await;
+    let result = tool_result(&mut client).await;
+    assert_eq!(result["output"].as_str().unwrap().trim(), shown, "{result}");
+    peer.stop().await;
+}
+
+conformance!(toolsets_are_switched_off_and_on, tools_configure);
+
+async fn tools_configure(target: Target) {
+    let peer = Peer::start(target).await;
+    let mut client = peer.connect().await;
+    let bad = json!({"action": "x", "names": ["terminal"]});
+    assert_eq!(
+        refusal(&mut client, "tools.configure", bad).await,
+        (4017, "unknown tools action: x".to_owned())
+    );
+    let none = json!({"action": "disable", "names": []});
+    assert_eq!(
+        refusal(&mut client, "tools.configure", none).await,
+        (4018, "names required".to_owned())
+    );
+    let cli_toolsets = |peer: &Peer| -> Vec<String> {
+        serde_json::from_value(config_value(peer, "platform_toolsets.cli")).unwrap()
+    };
+
+    let off = json!({"action": "disable", "names": ["terminal", "bogus", "srv:tool"]});
+    let done = client.call("tools.configure", off).await;
+    assert_eq!(
+        (&done["changed"], &done["unknown"], &done["missing_servers"]),
+        (&json!(["terminal"]), &json!(["bogus"]), &json!(["srv"])),
+        "{done}"
+    );
+    assert_eq!(
+        (&done["reset"], &done["info"]),
+        (&json!(false), &Value::Null)
+    );
+    let enabled: Vec<String> = serde_json::from_value(done["enabled_toolsets"].clone()).unwrap();
+    let mut sorted = enabled.clone();
+    sorted.sort();
+    assert_eq!(enabled, sorted, "sorted");
+    assert!(!enabled.contains(&"terminal".to_owned()), "{enabled:?}");
+    assert!(enabled.contains(&"clarify".to_owned()), "{enabled:?}");
+    assert!(!cli_toolsets(&peer).contains(&"terminal".to_owned()));
+
+    // With a session, its agent is rebuilt on the new toolsets; the conversation stays.
+    let sid = built_session(&mut client).await;
+    client.submit(&sid, "remember me").await;
+    client.events_until("message.complete").await;
+    let on = json!({"session_id": sid, "action": "enable", "names": ["terminal"]});
+    let done = loop {
+        let reply = client.request("tools.configure", on.clone()).await;
+        if reply["error"]["code"] != 4009 {
+            break reply["result"].clone();
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    assert_eq!(done["reset"], true, "{done}");
+    assert_eq!(done["info"]["model"], "fake-model");
+    assert!(
+        done["enabled_toolsets"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("terminal"))
+    );
+    assert!(cli_toolsets(&peer).contains(&"terminal".to_owned()));
+    assert!(done["info"]["tools"].get("terminal").is_some(), "{done}");
+    info_where(&mut client, |payload| {
+        payload["tools"].get("terminal").is_some()
+    })
+    .await;
+    let history = client
+        .call("session.history", json!({"session_id": sid}))
+        .await;
+    assert_eq!(history["count"], 2, "{history}");
+    peer.stop().await;
+}
+
+conformance!(mcp_servers_are_reloaded_once_confirmed, reload_mcp);
+
+async fn reload_mcp(target: Target) {
+    let peer = Peer::start(target).await;
+    let mut client = peer.connect().await;
+    let asked = client.call("reload.mcp", json!({})).await;
+    assert_eq!(asked["status"], "confirm_required");
+    assert!(
+        asked["message"]
+            .as_str()
+            .unwrap()
+            .contains("/reload-mcp invalidates the prompt cache"),
+        "{asked}"
+    );
+    let reloaded = client.call("reload.mcp", json!({"confirm": true})).await;
+    assert_eq!(reloaded, json!({"status": "reloaded"}));
+    assert_eq!(
+        config_value(&peer, "approvals.mcp_reload_confirm"),
+        Value::Null
+    );
+    let always = json!({"confirm": true, "always": true});
+    assert_eq!(
+        client.call("reload.mcp", always).await,
+        json!({"status": "reloaded"})
+    );
+    assert_eq!(config_value(&peer, "approvals.mcp_reload_confirm"), false);
+    assert_eq!(
+        client.call("reload.mcp", json!({})).await,
+        json!({"status": "reloaded"})
+    );
+    // With a session, the session hears its info anew.
+    let sid = built_session(&mut client).await;
+    let with_session = json!({"session_id": sid, "confirm": true});
+    assert_eq!(
+        client.call("reload.mcp", with_session).await,
+        json!({"status": "reloaded"})
+    );
+    assert_eq!(client.any_event("session.info").await["session_id"], sid);
+    peer.stop().await;
+}
