@@ -69,6 +69,12 @@ impl Runtime {
         }
     }
 
+    /// Every live session, in no order.
+    pub fn live_sessions(&self) -> Vec<Arc<LiveSession>> {
+        let sessions = self.sessions.lock().expect("not poisoned");
+        sessions.values().cloned().collect()
+    }
+
     /// The home of `profile` (`None` or `default` is the root). Errors name what is wrong.
     pub fn profile_home(&self, profile: Option<&str>) -> Result<PathBuf, String> {
         match profile {

@@ -462,13 +462,7 @@ async fn session_most_recent(runtime: &Runtime, p: ProfileParams) -> Result<Most
 
 fn session_active_list(runtime: &Runtime, p: SessionActiveListParams) -> ActiveSessions {
     let current = given(&p.current_session_id).unwrap_or_default();
-    let mut sessions: Vec<Arc<LiveSession>> = runtime
-        .sessions
-        .lock()
-        .expect("not poisoned")
-        .values()
-        .cloned()
-        .collect();
+    let mut sessions = runtime.live_sessions();
     sessions.sort_by(|a, b| a.started_at.total_cmp(&b.started_at));
     let sessions = sessions
         .iter()

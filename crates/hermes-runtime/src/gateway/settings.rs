@@ -19,6 +19,7 @@ use serde_json::{Value, json};
 use super::methods::{Result, RpcError, handler_error, live_session};
 use super::session_info;
 use crate::http::desktop::git::branch_of;
+use crate::http::desktop::workspace::expand_home;
 use crate::runtime::Runtime;
 use crate::session::{LiveSession, Transport};
 use crate::tools::{BUILT_IN_TOOLSETS, PLATFORM, enabled_toolsets};
@@ -91,13 +92,7 @@ async fn config_of(home: &Path) -> Result<HermesConfig> {
 
 /// Tells every announced live session its info anew (a runtime-wide setting changed).
 async fn announce_all(runtime: &Runtime) {
-    let sessions: Vec<Arc<LiveSession>> = runtime
-        .sessions
-        .lock()
-        .expect("not poisoned")
-        .values()
-        .cloned()
-        .collect();
+    let sessions = runtime.live_sessions();
     for session in sessions {
         if session.settings().announced {
             session_info::announce(runtime, &session).await;
@@ -187,15 +182,7 @@ pub async fn config_show(runtime: &Runtime, _: NoParams) -> Result<ConfigShown> 
 /// `~` expanded and a relative path made absolute against the runtime's own directory, as
 /// Python's `abspath(expanduser(…))` does.
 fn absolute(raw: &str) -> PathBuf {
-    let expanded = match raw.strip_prefix('~') {
-        Some(rest) if rest.is_empty() || rest.starts_with('/') => {
-            let home = std::env::var_os("HOME")
-                .map(PathBuf::from)
-                .unwrap_or_default();
-            home.join(rest.trim_start_matches('/'))
-        }
-        _ => PathBuf::from(raw),
-    };
+    let expanded = expand_home(raw);
     let joined = std::env::current_dir().unwrap_or_default().join(expanded);
     // Lexically normalised (`..` and `.` taken out), as abspath does.
     let mut out = PathBuf::new();
@@ -245,10 +232,8 @@ pub async fn cwd_set(runtime: &Runtime, p: SessionCwdSetParams) -> Result<Value>
         serde_json::to_value(info).map_err(handler_error)
     } else {
         let info = session_info::lazy_cwd(&session).await;
-        session.emit(NativeEvent::Other {
-            kind: "session.info".to_owned(),
-            payload: info.clone(),
-        });
+        let event = serde_json::from_value(info.clone()).map_err(handler_error)?;
+        session.emit(NativeEvent::SessionInfo(event));
         Ok(info)
     }
 }
@@ -773,7 +758,12 @@ pub async fn tools_configure(
         Some(session) => {
             // A rebuilt agent keeps the conversation, but none of the session's own model
             // settings, as in Hermes.
-            session.state.lock().expect("not poisoned").settings.reasoning = None;
+            session
+                .state
+                .lock()
+                .expect("not poisoned")
+                .settings
+                .reasoning = None;
             let info = session_info::announce(runtime, session).await;
             Some(serde_json::to_value(info).map_err(handler_error)?)
         }

@@ -11,7 +11,7 @@ mod sessions;
 mod skills;
 mod status;
 mod toolsets;
-mod workspace;
+pub(crate) mod workspace;
 
 use std::sync::Arc;
 

@@ -16,6 +16,20 @@ pub enum PathRefusal {
     Outside,
 }
 
+/// `raw` with a leading `~` (alone or before `/`) as the user's home, as Python's
+/// `expanduser` reads it.
+pub fn expand_home(raw: &str) -> PathBuf {
+    match raw.strip_prefix('~') {
+        Some(rest) if rest.is_empty() || rest.starts_with('/') => {
+            let home = std::env::var_os("HOME")
+                .map(PathBuf::from)
+                .unwrap_or_default();
+            home.join(rest.trim_start_matches('/'))
+        }
+        _ => PathBuf::from(raw),
+    }
+}
+
 /// Resolves `raw` against `workspace` (canonical) and checks that it stays inside.
 pub fn resolve(workspace: &Path, raw: &str) -> Result<PathBuf, PathRefusal> {
     let raw = raw.trim();
@@ -29,15 +43,7 @@ pub fn resolve(workspace: &Path, raw: &str) -> Result<PathBuf, PathRefusal> {
         Some(scheme) if scheme.eq_ignore_ascii_case("file:") => from_file_url(&raw[5..])?,
         _ => raw.to_owned(),
     };
-    let path = match raw.strip_prefix('~') {
-        Some(rest) if rest.is_empty() || rest.starts_with('/') => {
-            let home = std::env::var_os("HOME")
-                .map(PathBuf::from)
-                .unwrap_or_default();
-            home.join(rest.trim_start_matches('/'))
-        }
-        _ => PathBuf::from(&raw),
-    };
+    let path = expand_home(&raw);
     let absolute = if path.is_absolute() {
         path
     } else {
