@@ -52,6 +52,9 @@ pub enum NativeEvent {
     /// The terminal skin was changed (`config.set skin`); sent with an empty session id.
     #[serde(rename = "skin.changed")]
     SkinChanged(Skin),
+    /// The answer to a `prompt.background`, on the session that asked.
+    #[serde(rename = "background.complete")]
+    BackgroundComplete(BackgroundComplete),
     /// Something failed (the turn still ends with `message.complete`).
     #[serde(rename = "error")]
     Error(ErrorPayload),
@@ -89,6 +92,13 @@ fn tool_map<'de, D: serde::Deserializer<'de>>(
 ) -> Result<BTreeMap<String, Vec<String>>, D::Error> {
     let value = Value::deserialize(deserializer)?;
     Ok(serde_json::from_value(value).unwrap_or_default())
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct BackgroundComplete {
+    pub task_id: String,
+    /// The prompt's final answer (or why it failed).
+    pub text: Option<String>,
 }
 
 /// A terminal skin: its name (`default` when the one asked for does not exist) and, from

@@ -1246,9 +1246,9 @@ pub struct ProcessNamespace<'a, T: ?Sized> {
 }
 
 impl<T: NativeTransport + ?Sized> ProcessNamespace<'_, T> {
-    /// `process.kill` (scope: session; admin; not implemented by hermes-runtime: answers Unsupported there).
-    pub async fn kill(&self, params: &ProcessKillParams) -> Result<Value, NativeError> {
-        call(self.transport, "process.kill", params).await
+    /// `process.kill` (scope: session; admin).
+    pub async fn kill(&self, params: &<methods::ProcessKill as Method>::Params) -> Result<<methods::ProcessKill as Method>::Result, NativeError> {
+        call_method::<methods::ProcessKill, _>(self.transport, params).await
     }
 
     /// `process.list` (scope: session; admin; may reply out of order).
@@ -1258,21 +1258,12 @@ impl<T: NativeTransport + ?Sized> ProcessNamespace<'_, T> {
         call_method::<methods::ProcessList, _>(self.transport, params).await
     }
 
-    /// `process.stop` (scope: instance; admin; not implemented by hermes-runtime: answers Unsupported there).
+    /// `process.stop` (scope: instance; admin).
     ///
     /// Result keys: killed.
-    pub async fn stop(&self) -> Result<Value, NativeError> {
-        call(self.transport, "process.stop", &serde_json::Map::new()).await
+    pub async fn stop(&self, params: &<methods::ProcessStop as Method>::Params) -> Result<<methods::ProcessStop as Method>::Result, NativeError> {
+        call_method::<methods::ProcessStop, _>(self.transport, params).await
     }
-}
-
-/// Params of `process.kill`; unset fields are not sent.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct ProcessKillParams {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub process_id: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub session_id: Option<Value>,
 }
 
 /// The `project.*` methods.
@@ -1542,11 +1533,11 @@ pub struct PromptNamespace<'a, T: ?Sized> {
 }
 
 impl<T: NativeTransport + ?Sized> PromptNamespace<'_, T> {
-    /// `prompt.background` (scope: session; not implemented by hermes-runtime: answers Unsupported there).
+    /// `prompt.background` (scope: session).
     ///
     /// Result keys: task_id.
-    pub async fn background(&self, params: &PromptBackgroundParams) -> Result<Value, NativeError> {
-        call(self.transport, "prompt.background", params).await
+    pub async fn background(&self, params: &<methods::PromptBackground as Method>::Params) -> Result<<methods::PromptBackground as Method>::Result, NativeError> {
+        call_method::<methods::PromptBackground, _>(self.transport, params).await
     }
 
     /// `prompt.submit` (scope: session).
@@ -1555,15 +1546,6 @@ impl<T: NativeTransport + ?Sized> PromptNamespace<'_, T> {
     pub async fn submit(&self, params: &<methods::PromptSubmit as Method>::Params) -> Result<<methods::PromptSubmit as Method>::Result, NativeError> {
         call_method::<methods::PromptSubmit, _>(self.transport, params).await
     }
-}
-
-/// Params of `prompt.background`; unset fields are not sent.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct PromptBackgroundParams {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub session_id: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub text: Option<Value>,
 }
 
 /// The `reload.*` methods.
@@ -1665,9 +1647,9 @@ pub struct SessionNamespace<'a, T: ?Sized> {
 }
 
 impl<T: NativeTransport + ?Sized> SessionNamespace<'_, T> {
-    /// `session.activate` (scope: session; not implemented by hermes-runtime: answers Unsupported there).
-    pub async fn activate(&self, params: &SessionActivateParams) -> Result<Value, NativeError> {
-        call(self.transport, "session.activate", params).await
+    /// `session.activate` (scope: session).
+    pub async fn activate(&self, params: &<methods::SessionActivate as Method>::Params) -> Result<<methods::SessionActivate as Method>::Result, NativeError> {
+        call_method::<methods::SessionActivate, _>(self.transport, params).await
     }
 
     /// `session.active_list` (scope: instance; may reply out of order).
@@ -1798,13 +1780,6 @@ impl<T: NativeTransport + ?Sized> SessionNamespace<'_, T> {
     pub async fn usage(&self, params: &<methods::SessionUsage as Method>::Params) -> Result<<methods::SessionUsage as Method>::Result, NativeError> {
         call_method::<methods::SessionUsage, _>(self.transport, params).await
     }
-}
-
-/// Params of `session.activate`; unset fields are not sent.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct SessionActivateParams {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub session_id: Option<Value>,
 }
 
 /// Params of `session.compress`; unset fields are not sent.
@@ -1987,19 +1962,12 @@ pub struct SubagentNamespace<'a, T: ?Sized> {
 }
 
 impl<T: NativeTransport + ?Sized> SubagentNamespace<'_, T> {
-    /// `subagent.interrupt` (scope: instance; not implemented by hermes-runtime: answers Unsupported there).
+    /// `subagent.interrupt` (scope: instance).
     ///
     /// Result keys: found, subagent_id.
-    pub async fn interrupt(&self, params: &SubagentInterruptParams) -> Result<Value, NativeError> {
-        call(self.transport, "subagent.interrupt", params).await
+    pub async fn interrupt(&self, params: &<methods::SubagentInterrupt as Method>::Params) -> Result<<methods::SubagentInterrupt as Method>::Result, NativeError> {
+        call_method::<methods::SubagentInterrupt, _>(self.transport, params).await
     }
-}
-
-/// Params of `subagent.interrupt`; unset fields are not sent.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct SubagentInterruptParams {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub subagent_id: Option<Value>,
 }
 
 /// The `subscription.*` methods.

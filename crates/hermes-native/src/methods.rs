@@ -149,6 +149,19 @@ methods! {
     /// `approvals.mcp_reload_confirm` is false) it only answers `confirm_required`; `always`
     /// sets that key to false.
     ReloadMcp = "reload.mcp" (ReloadMcpParams) -> StatusReply;
+    /// Binds a live session to the calling connection (its events come here from now on) and
+    /// says where it stands: its messages, whether a turn runs and what it has streamed.
+    SessionActivate = "session.activate" (LiveSessionParams) -> Value;
+    /// Runs a prompt in a session of its own, with no history and no events; its answer
+    /// comes as one `background.complete` on the asking session. No `text` is 4012.
+    PromptBackground = "prompt.background" (PromptBackgroundParams) -> BackgroundStarted;
+    /// Kills every background process the agent started, in every session.
+    ProcessStop = "process.stop" (NoParams) -> ProcessesKilled;
+    /// Kills one of a live session's background processes. No `process_id` is 4012, one the
+    /// session does not have 4044.
+    ProcessKill = "process.kill" (ProcessKillParams) -> Value;
+    /// Interrupts a running subagent. No `subagent_id` is 4000.
+    SubagentInterrupt = "subagent.interrupt" (SubagentInterruptParams) -> SubagentInterrupted;
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -266,6 +279,49 @@ pub struct ReloadMcpParams {
     pub confirm: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub always: Option<bool>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PromptBackgroundParams {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<LiveSessionId>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+}
+
+/// Reply of `prompt.background`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct BackgroundStarted {
+    /// `bg_` and six hex digits; also the id of the prompt's stored session.
+    pub task_id: String,
+}
+
+/// Reply of `process.stop`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProcessesKilled {
+    pub killed: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProcessKillParams {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<LiveSessionId>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process_id: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SubagentInterruptParams {
+    /// Text; Hermes also reads a number as its digits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subagent_id: Option<Value>,
+}
+
+/// Reply of `subagent.interrupt`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SubagentInterrupted {
+    pub found: bool,
+    pub subagent_id: String,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

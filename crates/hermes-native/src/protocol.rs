@@ -50,6 +50,12 @@ pub mod codes {
     /// `config.set` could not apply a value (an unknown personality, a model switch that
     /// failed).
     pub const SETTING_FAILED: i64 = 5001;
+    /// `prompt.background` without text, `process.kill` without a process id.
+    pub const REQUIRED: i64 = 4012;
+    /// `process.kill` of a process the session does not have.
+    pub const NO_SUCH_PROCESS: i64 = 4044;
+    /// `subagent.interrupt` without a subagent id.
+    pub const SUBAGENT_ID_REQUIRED: i64 = 4000;
 }
 
 /// One incoming frame, as a client sees it.

@@ -123,6 +123,7 @@ async fn run_model_loop(
                     } else {
                         piece.clone()
                     };
+                    session.note_streamed(&streamed);
                     session.emit(NativeEvent::MessageDelta(TextPayload { text: streamed }));
                     reply.content.push_str(&piece);
                 }

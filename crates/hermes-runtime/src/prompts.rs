@@ -101,6 +101,14 @@ impl Prompts {
             .remove(request_id);
     }
 
+    /// Whether the session waits for the user: an approval or a question is pending.
+    pub fn waits(&self, session: &LiveSessionId) -> bool {
+        let approvals = self.approvals.lock().expect("not poisoned");
+        let questions = self.questions.lock().expect("not poisoned");
+        approvals.get(session).is_some_and(|q| !q.is_empty())
+            || questions.values().any(|(owner, _)| owner == session)
+    }
+
     /// Releases everything the session waits on: approvals are denied, questions answered
     /// empty (an interrupt must not leave a tool blocked).
     pub fn release(&self, session: &LiveSessionId) {

@@ -29,6 +29,10 @@ pub struct RunningTurn {
     pub done: tokio::sync::watch::Receiver<()>,
     /// A prompt that arrived while this turn ran; it runs next, on this transport.
     pub queued: Option<(String, Transport)>,
+    /// The prompt this turn answers, and what it has streamed of its answer so far (what a
+    /// client that attaches mid-turn is shown).
+    pub prompt: String,
+    pub streamed: String,
 }
 
 /// Token accounting of a live session, across its turns (as Hermes reports it).
@@ -99,6 +103,17 @@ pub struct SessionState {
     pub settings: SessionSettings,
 }
 
+/// What a detached session is opened with.
+pub struct Detached {
+    pub stored_id: String,
+    pub home: PathBuf,
+    pub profile: Option<String>,
+    pub source: String,
+    pub title: Option<String>,
+    /// The model to use instead of the config's.
+    pub model_name: Option<String>,
+}
+
 /// What a client set for one live session (`session.cwd.set`, `config.set` with a session).
 #[derive(Debug, Clone, Default)]
 pub struct SessionSettings {
@@ -141,6 +156,54 @@ impl LiveSession {
     /// What a client set for this session, as it is now.
     pub fn settings(&self) -> SessionSettings {
         self.state.lock().expect("not poisoned").settings.clone()
+    }
+
+    /// Keeps a piece of the running turn's answer, as it is streamed.
+    pub fn note_streamed(&self, piece: &str) {
+        let mut state = self.state.lock().expect("not poisoned");
+        if let Some(running) = state.running.as_mut() {
+            running.streamed.push_str(piece);
+        }
+    }
+
+    /// A session no client watches (a scheduled run, a background prompt): its events go
+    /// nowhere, and it is not among the runtime's live sessions.
+    pub fn detached(opening: Detached, config: &hermes_native::config::HermesConfig) -> Arc<Self> {
+        let Detached {
+            stored_id,
+            home,
+            profile,
+            source,
+            title,
+            model_name,
+        } = opening;
+        let (frames, _nowhere) = mpsc::unbounded_channel();
+        let now = crate::store::unix_now();
+        Arc::new(Self {
+            sid: new_live_id(),
+            stored_id,
+            home,
+            profile,
+            source,
+            started_at: now,
+            model_name: model_name.unwrap_or_else(|| config.model_name()),
+            context_window: config.context_length(),
+            state: Mutex::new(SessionState {
+                messages: Vec::new(),
+                transport: Transport {
+                    connection: 0,
+                    frames,
+                },
+                running: None,
+                title,
+                persisted: false,
+                close_on_disconnect: true,
+                usage: SessionUsage::default(),
+                last_active: now,
+                steer: None,
+                settings: SessionSettings::new(config),
+            }),
+        })
     }
 
     /// Sends an event to whichever connection the session is bound to now.

@@ -4,7 +4,7 @@
 //! `cron/output/<job>/`.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -13,15 +13,12 @@ use hermes_native::config::HermesConfig;
 use hermes_native::desktop::replies::CronJob;
 use hermes_native::events::CompletionStatus;
 use hermes_native::profile::DEFAULT_PROFILE;
-use tokio::sync::{Notify, mpsc};
+use tokio::sync::Notify;
 
 use super::jobs;
 use super::schedule::{self, iso, parse_iso};
 use crate::runtime::Runtime;
-use crate::session::{
-    LiveSession, SessionSettings, SessionState, SessionUsage, Transport, new_live_id,
-};
-use crate::store::unix_now;
+use crate::session::{Detached, LiveSession};
 
 /// How long one run may take before it is interrupted.
 const RUN_TIMEOUT: Duration = Duration::from_secs(600);
@@ -116,35 +113,17 @@ async fn run_agent(
     started: DateTime<Utc>,
 ) -> Result<String, String> {
     let config = HermesConfig::load(home).await.map_err(|e| e.to_string())?;
-    // Nobody watches a scheduled run: its events go nowhere.
-    let (frames, mut nowhere) = mpsc::unbounded_channel();
-    tokio::spawn(async move { while nowhere.recv().await.is_some() {} });
     let name: String = job.name.chars().take(60).collect();
-    let session = Arc::new(LiveSession {
-        sid: new_live_id(),
+    // Nobody watches a scheduled run: its events go nowhere.
+    let opening = Detached {
         stored_id: format!("cron_{}_{}", job.id, started.format("%Y%m%d_%H%M%S")),
         home: home.to_path_buf(),
         profile: (profile != DEFAULT_PROFILE).then(|| profile.to_owned()),
         source: "cron".to_owned(),
-        started_at: unix_now(),
-        model_name: job.model.clone().unwrap_or_else(|| config.model_name()),
-        context_window: config.context_length(),
-        state: Mutex::new(SessionState {
-            messages: Vec::new(),
-            transport: Transport {
-                connection: 0,
-                frames,
-            },
-            running: None,
-            title: Some(format!("{name} · {}", started.format("%b %d %H:%M"))),
-            persisted: false,
-            close_on_disconnect: true,
-            usage: SessionUsage::default(),
-            last_active: unix_now(),
-            steer: None,
-            settings: SessionSettings::new(&config),
-        }),
-    });
+        title: Some(format!("{name} · {}", started.format("%b %d %H:%M"))),
+        model_name: job.model.clone(),
+    };
+    let session = LiveSession::detached(opening, &config);
     let prompt = format!(
         "[A scheduled run of the job '{}'. Nobody is watching: answer with the result \
          itself.]\n\n{}",

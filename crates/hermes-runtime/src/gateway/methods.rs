@@ -15,7 +15,7 @@ use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::Notify;
 
-use super::{completion, facts, session_info, session_work, settings};
+use super::{background, completion, facts, session_info, session_work, settings};
 use crate::agent;
 use crate::model::{ChatMessage, Role};
 use crate::runtime::Runtime;
@@ -131,6 +131,11 @@ methods! { runtime, transport, p;
     SessionCwdSet => reply(settings::cwd_set(runtime, p).await?),
     ToolsConfigure => reply(settings::tools_configure(runtime, p).await?),
     ReloadMcp => reply(settings::reload_mcp(runtime, p).await?),
+    SessionActivate => reply(session_work::activate(runtime, transport, p).await?),
+    PromptBackground => reply(background::prompt(runtime, p).await?),
+    ProcessStop => reply(background::stop_all(p)),
+    ProcessKill => reply(background::kill(runtime, p)?),
+    SubagentInterrupt => reply(background::interrupt_subagent(p)?),
 }
 
 async fn cron_manage(runtime: &Runtime, p: CronManageParams) -> Result<Value> {
@@ -163,7 +168,7 @@ pub(super) fn handler_error(e: impl std::fmt::Display) -> RpcError {
 }
 
 /// Messages as Hermes shows them: tool rows by name, empty assistant rows left out.
-fn history(messages: &[ChatMessage]) -> Vec<HistoryMessage> {
+pub(super) fn history(messages: &[ChatMessage]) -> Vec<HistoryMessage> {
     messages
         .iter()
         .filter_map(|m| match m.role {
@@ -684,6 +689,8 @@ fn prompt_submit(
             interrupt: interrupt.clone(),
             done: done_rx,
             queued: None,
+            prompt: text.clone(),
+            streamed: String::new(),
         });
     }
     let runtime = runtime.clone();
@@ -701,6 +708,8 @@ fn prompt_submit(
                         // A fresh interrupt: the one that stopped this turn must not stop the
                         // next.
                         running.interrupt = Arc::new(Notify::new());
+                        running.prompt = text.clone();
+                        running.streamed.clear();
                         Some((text, transport, running.interrupt.clone()))
                     }
                     _ => {

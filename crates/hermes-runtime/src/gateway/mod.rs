@@ -1,5 +1,6 @@
 //! The `/api/ws` gateway: one JSON-RPC 2.0 conversation per WebSocket.
 
+mod background;
 mod completion;
 mod connection;
 mod facts;

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use super::methods::{Result, RpcError, handler_error, live_session};
 use crate::model::{ChatMessage, Role};
 use crate::runtime::Runtime;
-use crate::session::SessionState;
+use crate::session::{SessionState, Transport};
 use crate::tools::ToolBox;
 
 /// The most a turn may be steered with, in bytes (its steers together); beyond, the steers
@@ -325,6 +325,52 @@ pub async fn context_breakdown(
         estimated_total,
         model: session.model_name.clone(),
     })
+}
+
+/// `session.activate`: the calling connection takes the session over (its events go there
+/// from now on), and is told where the session stands.
+pub async fn activate(
+    runtime: &Runtime,
+    transport: &Transport,
+    p: LiveSessionParams,
+) -> Result<Value> {
+    let session = live_session(runtime, &p.session_id)?;
+    let settings = session.settings();
+    let info = if settings.announced {
+        serde_json::to_value(super::session_info::full(runtime, &session).await)
+            .map_err(handler_error)?
+    } else {
+        json!({"cwd": settings.cwd.display().to_string(), "project": null, "lazy": true,
+               "model": session.model_name, "skills": {}, "tools": {}})
+    };
+    let waits = runtime.prompts.waits(&session.sid);
+    let mut state = session.state.lock().expect("not poisoned");
+    state.transport = transport.clone();
+    state.last_active = crate::store::unix_now();
+    let messages = super::methods::history(&state.messages);
+    let status = match &state.running {
+        _ if waits => "waiting",
+        Some(_) => "working",
+        None => "idle",
+    };
+    let mut reply = json!({
+        "info": info,
+        "message_count": messages.len(),
+        "messages": messages,
+        "running": state.running.is_some(),
+        "session_id": session.sid,
+        "session_key": session.stored_id,
+        "started_at": session.started_at,
+        "status": status,
+    });
+    if let Some(running) = &state.running {
+        reply["inflight"] = json!({"assistant": running.streamed, "streaming": true,
+                                   "user": running.prompt});
+        if let Some((queued, _)) = &running.queued {
+            reply["queued"] = json!({"user": queued});
+        }
+    }
+    Ok(reply)
 }
 
 #[cfg(test)]

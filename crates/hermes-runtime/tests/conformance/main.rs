@@ -9,6 +9,7 @@
 mod harness;
 
 mod auth;
+mod background;
 mod clients;
 mod desktop;
 mod facts;
