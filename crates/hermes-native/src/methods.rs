@@ -142,8 +142,8 @@ methods! {
     /// 4017.
     SessionCwdSet = "session.cwd.set" (SessionCwdSetParams) -> Value;
     /// Switches toolsets, or single tools of MCP servers (`server:tool`), on or off for the
-    /// terminal platform; with a live session its agent is rebuilt on them (the
-    /// conversation stays). An unknown action is 4017, no names 4018.
+    /// terminal platform; with a live session its agent is rebuilt on them, its context
+    /// empty (the stored conversation stays). An unknown action is 4017, no names 4018.
     ToolsConfigure = "tools.configure" (ToolsConfigureParams) -> ToolsConfigured;
     /// Reconnects to the home's MCP servers. Unless `confirm` (or the config's
     /// `approvals.mcp_reload_confirm` is false) it only answers `confirm_required`; `always`
@@ -265,7 +265,7 @@ pub struct ToolsConfigured {
     pub info: Option<Value>,
     /// MCP servers named in `server:tool` names that the config does not have, sorted.
     pub missing_servers: Vec<String>,
-    /// Whether a live session's agent was rebuilt (and its conversation cleared).
+    /// Whether a live session's agent was rebuilt (its context emptied).
     pub reset: bool,
     /// Toolset names that do not exist.
     pub unknown: Vec<String>,

@@ -56,6 +56,12 @@ pub mod codes {
     pub const NO_SUCH_PROCESS: i64 = 4044;
     /// `subagent.interrupt` without a subagent id.
     pub const SUBAGENT_ID_REQUIRED: i64 = 4000;
+    /// `config.show` could not read the config.
+    pub const CONFIG_SHOW_FAILED: i64 = 5030;
+    /// `tools.configure` could not read or write the config.
+    pub const TOOLS_CONFIGURE_FAILED: i64 = 5035;
+    /// `reload.mcp` (and `reload.env`) failed.
+    pub const RELOAD_FAILED: i64 = 5015;
 }
 
 /// One incoming frame, as a client sees it.

@@ -35,8 +35,9 @@ pub struct Runtime {
     pub config_lock: tokio::sync::Mutex<()>,
     /// Becomes `true` when the runtime stops; connections end on it.
     pub stopping: tokio::sync::watch::Receiver<bool>,
-    /// Dangerous commands run unasked in every session (`config.set yolo` without a session,
-    /// which Hermes keeps in its process environment).
+    /// What `config.set yolo` without a session last set. Hermes keeps it in its process
+    /// environment, which its approval guard reads only at start, so it changes nothing for
+    /// the running runtime's sessions; here too it is only reported back.
     pub yolo: std::sync::atomic::AtomicBool,
 }
 

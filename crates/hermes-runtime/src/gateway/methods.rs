@@ -126,11 +126,11 @@ methods! { runtime, transport, p;
     SessionBranch => announced(runtime, session_branch(runtime, transport, p).await?),
     SessionContextBreakdown => reply(session_work::context_breakdown(runtime, p).await?),
     SessionSteer => reply(session_work::steer(runtime, p)?),
-    ConfigShow => reply(settings::config_show(runtime, p).await?),
-    ConfigSet => reply(settings::config_set(runtime, transport, p).await?),
+    ConfigShow => reply(failing_as(codes::CONFIG_SHOW_FAILED, settings::config_show(runtime, p).await)?),
+    ConfigSet => reply(failing_as(codes::SETTING_FAILED, settings::config_set(runtime, transport, p).await)?),
     SessionCwdSet => reply(settings::cwd_set(runtime, p).await?),
-    ToolsConfigure => reply(settings::tools_configure(runtime, p).await?),
-    ReloadMcp => reply(settings::reload_mcp(runtime, p).await?),
+    ToolsConfigure => reply(failing_as(codes::TOOLS_CONFIGURE_FAILED, settings::tools_configure(runtime, p).await)?),
+    ReloadMcp => reply(failing_as(codes::RELOAD_FAILED, settings::reload_mcp(runtime, p).await)?),
     SessionActivate => reply(session_work::activate(runtime, transport, p).await?),
     PromptBackground => reply(background::prompt(runtime, p).await?),
     ProcessStop => reply(background::stop_all(p)),
@@ -144,6 +144,17 @@ async fn cron_manage(runtime: &Runtime, p: CronManageParams) -> Result<Value> {
             codes::UNKNOWN_CRON_ACTION,
             format!("unknown cron action: {}", unknown.0),
         )
+    })
+}
+
+/// A handler's result with its internal failures (a file that could not be read or written)
+/// under the method's own code, as Hermes numbers them.
+fn failing_as<T>(code: i64, result: Result<T>) -> Result<T> {
+    result.map_err(|mut e| {
+        if e.code == codes::INTERNAL {
+            e.code = code;
+        }
+        e
     })
 }
 
@@ -231,6 +242,8 @@ struct Opening<'p> {
     profile: Option<&'p str>,
     source: Option<&'p str>,
     close_on_disconnect: bool,
+    /// Where the session works, when the client says (a directory; else the default).
+    cwd: Option<std::path::PathBuf>,
 }
 
 /// Registers a new live session bound to `transport`.
@@ -270,7 +283,13 @@ async fn open_live(
             usage: Default::default(),
             last_active: now,
             steer: None,
-            settings: SessionSettings::new(&config),
+            settings: SessionSettings {
+                cwd: opening
+                    .cwd
+                    .filter(|dir| dir.is_dir())
+                    .unwrap_or_else(|| SessionSettings::new(&config).cwd),
+                ..SessionSettings::new(&config)
+            },
         }),
     });
     runtime
@@ -299,6 +318,7 @@ async fn session_create(
         profile: given(&p.profile),
         source: given(&p.source),
         close_on_disconnect: p.close_on_disconnect.unwrap_or(false),
+        cwd: given(&p.cwd).map(crate::http::desktop::workspace::expand_home),
     };
     let session = open_live(runtime, transport, opening, row, Vec::new(), false).await?;
     Ok(SessionCreated {
@@ -356,6 +376,7 @@ async fn session_branch(
         profile: parent.profile.as_deref(),
         source: Some(&parent.source),
         close_on_disconnect: false,
+        cwd: Some(parent.settings().cwd),
     };
     let branch = open_live(runtime, transport, opening, row, messages, true).await?;
     Ok(SessionBranched {
@@ -404,6 +425,7 @@ async fn session_resume(
                 profile: given(&p.profile),
                 source: given(&p.source),
                 close_on_disconnect: p.close_on_disconnect.unwrap_or(false),
+                cwd: None,
             };
             open_live(runtime, transport, opening, row, messages, true).await?
         }

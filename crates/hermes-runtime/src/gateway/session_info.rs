@@ -14,6 +14,9 @@ use crate::runtime::Runtime;
 use crate::session::LiveSession;
 use crate::tools::ToolBox;
 
+/// How long the info waits for the MCP servers' tools.
+const MCP_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
+
 /// Hermes Desktop's backend contract version, which Hermes sends with every session's info.
 const DESKTOP_CONTRACT: u64 = 4;
 
@@ -55,7 +58,13 @@ pub async fn lazy_cwd(session: &LiveSession) -> Value {
 /// approvals and reasoning are set, its tools by toolset, where it works, its MCP servers.
 pub async fn full(runtime: &Runtime, session: &LiveSession) -> SessionInfo {
     let config = HermesConfig::load(&session.home).await.unwrap_or_default();
-    let (toolbox, problems) = ToolBox::for_turn(runtime, &config).await;
+    // A client waits for this (it is the reply of several methods): MCP servers that take
+    // longer to list their tools are shown as still connecting.
+    let (toolbox, problems, connecting) =
+        match tokio::time::timeout(MCP_WAIT, ToolBox::for_turn(runtime, &config)).await {
+            Ok((toolbox, problems)) => (toolbox, problems, false),
+            Err(_) => (ToolBox::built_ins(&config), Vec::new(), true),
+        };
     let settings = session.settings();
     let (running, title) = {
         let state = session.state.lock().expect("not poisoned");
@@ -85,15 +94,17 @@ pub async fn full(runtime: &Runtime, session: &LiveSession) -> SessionInfo {
             let failed = problems
                 .iter()
                 .find(|problem| problem.starts_with(&format!("MCP server `{name}`")));
-            let mut entry = json!({
+            // Why it failed is left out: the error may name the server's URL, with a token
+            // in it, and `session.info` reaches every client of the session.
+            let status = match (connecting, failed) {
+                (true, _) => "connecting",
+                (false, Some(_)) => "failed",
+                (false, None) => "connected",
+            };
+            json!({
                 "name": name, "transport": "http", "tools": tools,
-                "connected": failed.is_none(), "disabled": false,
-                "status": if failed.is_some() { "failed" } else { "connected" },
-            });
-            if let Some(problem) = failed {
-                entry["error"] = json!(problem);
-            }
-            entry
+                "connected": status == "connected", "disabled": false, "status": status,
+            })
         })
         .collect();
     let cwd = settings.cwd.display().to_string();

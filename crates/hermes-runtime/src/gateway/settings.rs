@@ -60,14 +60,15 @@ fn home_for(runtime: &Runtime, session: Option<&Arc<LiveSession>>) -> PathBuf {
     session.map_or_else(|| runtime.root.clone(), |s| s.home.clone())
 }
 
-/// Reads the home's `config.yaml`, applies `change` and writes it back, with no other change
-/// in between.
+/// Reads the home's `config.yaml`, applies `change` and writes it back. The caller holds
+/// `runtime.config_lock` from before it read the values it changes, so that no other change
+/// comes in between (two quick toggles must not both flip the same old value).
 async fn edit_config(
     runtime: &Runtime,
     home: &Path,
     change: impl FnOnce(&mut HermesConfig) -> std::result::Result<(), serde_yaml::Error>,
 ) -> Result<()> {
-    let _writing = runtime.config_lock.lock().await;
+    let _ = runtime;
     let mut config = HermesConfig::load(home).await.map_err(handler_error)?;
     change(&mut config).map_err(handler_error)?;
     let home = home.to_path_buf();
@@ -222,7 +223,11 @@ pub async fn cwd_set(runtime: &Runtime, p: SessionCwdSetParams) -> Result<Value>
         ));
     }
     let announced = {
+        // Checked again with the move: a turn may have started since.
         let mut state = session.state.lock().expect("not poisoned");
+        if state.running.is_some() {
+            return Err(RpcError::new(codes::BUSY, "session busy"));
+        }
         state.settings.cwd = cwd;
         state.settings.announced
     };
@@ -286,6 +291,7 @@ pub async fn config_set(
     let key = p.key.clone().unwrap_or_default();
     let session = session_if_any(runtime, &p.session_id);
     let home = home_for(runtime, session.as_ref());
+    let _writing = runtime.config_lock.lock().await;
     let config = config_of(&home).await?;
     let value = text_or_empty(&p.value);
     let lowered = value.trim().to_lowercase();
@@ -295,6 +301,7 @@ pub async fn config_set(
             .and_then(|v| v.as_str().map(|s| s.trim().to_lowercase()))
     };
     match key.as_str() {
+        "model" if value.is_empty() => Err(refused("model value required")),
         "model" => Err(RpcError::new(
             codes::SETTING_FAILED,
             "switching models from the gateway is not supported by this runtime; set \
@@ -316,7 +323,9 @@ pub async fn config_set(
         "busy" => match lowered.as_str() {
             "" | "status" => Ok(key_value(
                 "busy",
-                display_text("busy_input_mode").unwrap_or_else(|| "interrupt".to_owned()),
+                display_text("busy_input_mode")
+                    .filter(|mode| ["queue", "steer", "interrupt"].contains(&mode.as_str()))
+                    .unwrap_or_else(|| "interrupt".to_owned()),
             )),
             mode @ ("queue" | "steer" | "interrupt") => {
                 write_key(runtime, &home, "display.busy_input_mode", json!(mode)).await?;
@@ -620,10 +629,10 @@ async fn personality(
 ) -> Result<Value> {
     let asked = text_or_empty(value);
     let name = asked.trim().to_lowercase();
-    let known: serde_json::Map<String, Value> = config
+    let known: std::collections::BTreeMap<String, Value> = config
         .value_at("agent.personalities")
         .and_then(|v| serde_json::to_value(v).ok())
-        .and_then(|v| v.as_object().cloned())
+        .and_then(|v| serde_json::from_value(v).ok())
         .unwrap_or_default();
     let (name, prompt) = match name.as_str() {
         "" | "none" | "default" | "neutral" => (String::new(), String::new()),
@@ -631,13 +640,14 @@ async fn personality(
             Some(Value::String(prompt)) => (name, prompt.clone()),
             Some(Value::Object(persona)) => {
                 let part = |key: &str| persona.get(key).and_then(Value::as_str).unwrap_or("");
-                let mut prompt = part("system_prompt").to_owned();
+                let mut lines = vec![part("system_prompt").to_owned()];
                 for (label, key) in [("Tone", "tone"), ("Style", "style")] {
                     if !part(key).is_empty() {
-                        prompt.push_str(&format!("\n{label}: {}", part(key)));
+                        lines.push(format!("{label}: {}", part(key)));
                     }
                 }
-                (name, prompt)
+                lines.retain(|line| !line.is_empty());
+                (name, lines.join("\n"))
             }
             _ => {
                 let available = if known.is_empty() {
@@ -651,7 +661,7 @@ async fn personality(
                 };
                 return Err(RpcError::new(
                     codes::SETTING_FAILED,
-                    format!("Unknown personality: `{name}`.\n\n{available}"),
+                    format!("Unknown personality: `{}`.\n\n{available}", asked.trim()),
                 ));
             }
         },
@@ -690,7 +700,7 @@ fn names_of(names: &Option<Value>) -> Vec<String> {
 
 /// `tools.configure`: built-in toolsets on or off for the terminal platform
 /// (`platform_toolsets.cli`), single MCP tools by `server:tool` (the server's
-/// `tools.exclude`). A live session's agent is rebuilt on them.
+/// `tools.exclude`). A live session's agent is rebuilt on them, with an empty context.
 pub async fn tools_configure(
     runtime: &Runtime,
     p: ToolsConfigureParams,
@@ -720,7 +730,11 @@ pub async fn tools_configure(
     let (mut changed, mut unknown, mut missing) = (Vec::new(), Vec::new(), Vec::new());
     let _writing = runtime.config_lock.lock().await;
     let mut config = config_of(&home).await?;
-    let mut toolsets = enabled_toolsets(&config);
+    // The configured list is kept as it is but for the names acted on: toolsets this
+    // runtime does not have (Hermes's `web`, `file` …) stay for Hermes to read.
+    let mut toolsets = config
+        .platform_toolsets(PLATFORM)
+        .unwrap_or_else(|| enabled_toolsets(&config));
     for name in names {
         if let Some((server, tool)) = name.split_once(':') {
             let Some(entry) = config.mcp_servers.get_mut(server) else {
@@ -756,14 +770,13 @@ pub async fn tools_configure(
     missing.dedup();
     let info = match &session {
         Some(session) => {
-            // A rebuilt agent keeps the conversation, but none of the session's own model
-            // settings, as in Hermes.
-            session
-                .state
-                .lock()
-                .expect("not poisoned")
-                .settings
-                .reasoning = None;
+            // A rebuilt agent starts with an empty context and none of the session's own
+            // model settings, as in Hermes (the stored conversation stays).
+            {
+                let mut state = session.state.lock().expect("not poisoned");
+                state.settings.reasoning = None;
+                state.messages.clear();
+            }
             let info = session_info::announce(runtime, session).await;
             Some(serde_json::to_value(info).map_err(handler_error)?)
         }
@@ -788,6 +801,7 @@ const RELOAD_CONFIRM: &str = "\u{26a0}\u{fe0f}  /reload-mcp invalidates the prom
 pub async fn reload_mcp(runtime: &Runtime, p: ReloadMcpParams) -> Result<StatusReply> {
     let session = session_if_any(runtime, &p.session_id);
     let home = home_for(runtime, session.as_ref());
+    let _writing = runtime.config_lock.lock().await;
     let confirm_first = config_of(&home)
         .await
         .map(|config| {
@@ -808,8 +822,12 @@ pub async fn reload_mcp(runtime: &Runtime, p: ReloadMcpParams) -> Result<StatusR
     if let Some(session) = &session {
         session_info::announce(runtime, session).await;
     }
-    if p.always.unwrap_or(false) {
-        write_key(runtime, &home, "approvals.mcp_reload_confirm", json!(false)).await?;
+    // As in Hermes, a reload that could not silence its prompt for good still happened.
+    if p.always.unwrap_or(false)
+        && let Err(e) =
+            write_key(runtime, &home, "approvals.mcp_reload_confirm", json!(false)).await
+    {
+        tracing::warn!(error = %e.message, "could not write approvals.mcp_reload_confirm");
     }
     Ok(StatusReply::new("reloaded"))
 }

@@ -145,15 +145,7 @@ impl ToolBox {
         runtime: &Runtime,
         config: &hermes_native::config::HermesConfig,
     ) -> (Self, Vec<String>) {
-        let enabled = enabled_toolsets(config);
-        let on = |name: &str| enabled.iter().any(|e| e == name);
-        let mut tools = Vec::new();
-        if on("terminal") {
-            tools.push((terminal::spec(), Handler::Terminal));
-        }
-        if on("clarify") {
-            tools.push((clarify::spec(), Handler::Clarify));
-        }
+        let Self { mut tools } = Self::built_ins(config);
         let (listed, problems) = runtime.mcp.list(config).await;
         for (spec, client, remote_name) in listed {
             tools.push((
@@ -165,6 +157,20 @@ impl ToolBox {
             ));
         }
         (Self { tools }, problems)
+    }
+
+    /// The built-ins the config leaves on, without any MCP server's tools.
+    pub fn built_ins(config: &hermes_native::config::HermesConfig) -> Self {
+        let enabled = enabled_toolsets(config);
+        let on = |name: &str| enabled.iter().any(|e| e == name);
+        let mut tools = Vec::new();
+        if on("terminal") {
+            tools.push((terminal::spec(), Handler::Terminal));
+        }
+        if on("clarify") {
+            tools.push((clarify::spec(), Handler::Clarify));
+        }
+        Self { tools }
     }
 
     /// Tool names by toolset, as `session.info` shows them (MCP tools under `mcp-<server>`).

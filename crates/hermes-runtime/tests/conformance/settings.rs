@@ -317,6 +317,19 @@ async fn config_of_a_session(target: Target) {
     let info = info_with(&mut client, "approval_mode", json!("off")).await;
     assert_eq!(info["payload"]["yolo"], true, "{info}");
     assert_eq!(config_value(&peer, "approvals.mode"), "off");
+    delete_without_asking(&mut client, &sid, &peer.work.join("again")).await;
+    // What is never run is refused even so (the device does not exist, should it run).
+    let format = r#"CALL terminal {"command": "mkfs.ext4 /dev/edith-no-such-device"}"#;
+    client.submit(&sid, format).await;
+    let refused = tool_result(&mut client).await;
+    assert_eq!(refused["exit_code"], -1, "{refused}");
+    assert!(
+        refused["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("BLOCKED (hardline): format filesystem (mkfs)."),
+        "{refused}"
+    );
 
     // No personality: cleared, and the reply carries the session's info.
     let plain = client
@@ -375,12 +388,29 @@ async fn working_directory(target: Target) {
     assert_eq!(event["session_id"], sid);
 
     // The session's commands run there.
-    client
-        .submit(&sid, r#"CALL terminal {"command": "pwd"}"#)
+    assert_eq!(pwd(&mut client, &sid).await, shown);
+
+    // A session opened in a directory works there from its start.
+    let opened = peer.work.join("opened");
+    std::fs::create_dir_all(&opened).unwrap();
+    let created = client
+        .call(
+            "session.create",
+            json!({"cwd": opened.display().to_string()}),
+        )
         .await;
-    let result = tool_result(&mut client).await;
-    assert_eq!(result["output"].as_str().unwrap().trim(), shown, "{result}");
+    let other = created["session_id"].clone();
+    assert_eq!(pwd(&mut client, &other).await, opened.display().to_string());
     peer.stop().await;
+}
+
+/// Where the session's commands run: the output of `pwd` there.
+async fn pwd(client: &mut Client, sid: &Value) -> String {
+    client
+        .submit(sid, r#"CALL terminal {"command": "pwd"}"#)
+        .await;
+    let result = tool_result(client).await;
+    result["output"].as_str().unwrap().trim().to_owned()
 }
 
 conformance!(toolsets_are_switched_off_and_on, tools_configure);
@@ -421,18 +451,31 @@ async fn tools_configure(target: Target) {
     assert!(enabled.contains(&"clarify".to_owned()), "{enabled:?}");
     assert!(!cli_toolsets(&peer).contains(&"terminal".to_owned()));
 
-    // With a session, its agent is rebuilt on the new toolsets; the conversation stays.
+    // Toolsets the list names that this runtime lacks stay in it.
+    let mut config: serde_yaml::Value =
+        serde_yaml::from_str(&std::fs::read_to_string(peer.home.join("config.yaml")).unwrap())
+            .unwrap();
+    config["platform_toolsets"]["cli"] = serde_yaml::to_value(["web", "clarify"]).unwrap();
+    std::fs::write(
+        peer.home.join("config.yaml"),
+        serde_yaml::to_string(&config).unwrap(),
+    )
+    .unwrap();
+    let off = json!({"action": "disable", "names": ["clarify"]});
+    client.call("tools.configure", off).await;
+    let listed = cli_toolsets(&peer);
+    assert!(listed.contains(&"web".to_owned()) && !listed.contains(&"clarify".to_owned()));
+    let on = json!({"action": "enable", "names": ["clarify"]});
+    client.call("tools.configure", on).await;
+    let listed = cli_toolsets(&peer);
+    assert!(listed.contains(&"web".to_owned()) && listed.contains(&"clarify".to_owned()));
+
+    // With a session, its agent is rebuilt on the new toolsets, with an empty context.
     let sid = built_session(&mut client).await;
     client.submit(&sid, "remember me").await;
     client.events_until("message.complete").await;
     let on = json!({"session_id": sid, "action": "enable", "names": ["terminal"]});
-    let done = loop {
-        let reply = client.request("tools.configure", on.clone()).await;
-        if reply["error"]["code"] != 4009 {
-            break reply["result"].clone();
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    };
+    let done = client.call("tools.configure", on).await;
     assert_eq!(done["reset"], true, "{done}");
     assert_eq!(done["info"]["model"], "fake-model");
     assert!(
@@ -447,10 +490,18 @@ async fn tools_configure(target: Target) {
         payload["tools"].get("terminal").is_some()
     })
     .await;
-    let history = client
-        .call("session.history", json!({"session_id": sid}))
-        .await;
-    assert_eq!(history["count"], 2, "{history}");
+    // The rebuilt agent's context is empty: the next prompt goes to the model alone.
+    client.submit(&sid, "anew").await;
+    client.events_until("message.complete").await;
+    let sent = peer.model.streamed_requests().pop().expect("a request");
+    let said: Vec<&Value> = sent["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "user" || m["role"] == "assistant")
+        .collect();
+    assert_eq!(said.len(), 1, "{sent}");
+    assert_eq!(said[0]["content"], "anew");
     peer.stop().await;
 }
 
