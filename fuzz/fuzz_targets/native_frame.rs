@@ -146,6 +146,17 @@ fn server_side(line: &str) {
         SessionBranch,
         SessionContextBreakdown,
         SessionSteer,
+        ConfigShow,
+        ConfigSet,
+        SessionCwdSet,
+        ToolsConfigure,
+        ReloadMcp,
+        SessionActivate,
+        PromptBackground,
+        ProcessStop,
+        ProcessKill,
+        SubagentInterrupt,
+        ModelOptions,
     );
     assert_eq!(
         names,

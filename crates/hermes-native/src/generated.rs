@@ -872,9 +872,9 @@ impl<T: NativeTransport + ?Sized> ModelNamespace<'_, T> {
         call(self.transport, "model.disconnect", params).await
     }
 
-    /// `model.options` (scope: session; may reply out of order; not implemented by hermes-runtime: answers Unsupported there).
-    pub async fn options(&self, params: &ModelOptionsParams) -> Result<Value, NativeError> {
-        call(self.transport, "model.options", params).await
+    /// `model.options` (scope: session; may reply out of order).
+    pub async fn options(&self, params: &<methods::ModelOptions as Method>::Params) -> Result<<methods::ModelOptions as Method>::Result, NativeError> {
+        call_method::<methods::ModelOptions, _>(self.transport, params).await
     }
 
     /// `model.save_key` (scope: session; admin; not implemented by hermes-runtime: answers Unsupported there).
@@ -890,19 +890,6 @@ impl<T: NativeTransport + ?Sized> ModelNamespace<'_, T> {
 pub struct ModelDisconnectParams {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub slug: Option<Value>,
-}
-
-/// Params of `model.options`; unset fields are not sent.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct ModelOptionsParams {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub explicit_only: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub include_unconfigured: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub refresh: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub session_id: Option<Value>,
 }
 
 /// Params of `model.save_key`; unset fields are not sent.

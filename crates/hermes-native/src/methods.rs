@@ -162,6 +162,8 @@ methods! {
     ProcessKill = "process.kill" (ProcessKillParams) -> Value;
     /// Interrupts a running subagent. No `subagent_id` is 4000.
     SubagentInterrupt = "subagent.interrupt" (SubagentInterruptParams) -> SubagentInterrupted;
+    /// The providers and models a client may pick from (`/model`), the current ones marked.
+    ModelOptions = "model.options" (ModelOptionsParams) -> ModelChoices;
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -279,6 +281,47 @@ pub struct ReloadMcpParams {
     pub confirm: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub always: Option<bool>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ModelOptionsParams {
+    /// The session whose model is the current one (else the config's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<LiveSessionId>,
+    /// Only the providers the config sets up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explicit_only: Option<bool>,
+    /// Also the providers that are not set up yet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub include_unconfigured: Option<bool>,
+    /// List the endpoints' models anew.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refresh: Option<bool>,
+}
+
+/// Reply of `model.options`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ModelChoices {
+    pub providers: Vec<ProviderChoice>,
+    /// The current model and provider.
+    pub model: String,
+    pub provider: String,
+}
+
+/// One provider a client may pick, with its models.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProviderChoice {
+    pub slug: String,
+    pub name: String,
+    pub is_current: bool,
+    pub is_user_defined: bool,
+    pub models: Vec<String>,
+    pub total_models: u64,
+    /// Where the entry comes from (`model-config`: the config's `model:` section).
+    pub source: String,
+    /// Everything else Hermes says of it (`api_url`, `authenticated`, `capabilities`, …).
+    #[serde(flatten)]
+    pub other: Extra,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

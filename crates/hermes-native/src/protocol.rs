@@ -62,6 +62,8 @@ pub mod codes {
     pub const TOOLS_CONFIGURE_FAILED: i64 = 5035;
     /// `reload.mcp` (and `reload.env`) failed.
     pub const RELOAD_FAILED: i64 = 5015;
+    /// `model.options` could not list.
+    pub const MODEL_OPTIONS_FAILED: i64 = 5033;
 }
 
 /// One incoming frame, as a client sees it.

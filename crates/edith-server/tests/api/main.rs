@@ -736,7 +736,7 @@ async fn native_calls_are_checked_against_the_pinned_catalog() {
         "invalid_request",
     );
     assert_problem(
-        &ctx.post(&path, r#"{"method": "model.options"}"#).await,
+        &ctx.post(&path, r#"{"method": "delegation.status"}"#).await,
         501,
         "unsupported",
     );

@@ -15,7 +15,7 @@ use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::Notify;
 
-use super::{background, completion, facts, session_info, session_work, settings};
+use super::{background, completion, facts, models, session_info, session_work, settings};
 use crate::agent;
 use crate::model::{ChatMessage, Role};
 use crate::runtime::Runtime;
@@ -136,6 +136,7 @@ methods! { runtime, transport, p;
     ProcessStop => reply(background::stop_all(p)),
     ProcessKill => reply(background::kill(runtime, p)?),
     SubagentInterrupt => reply(background::interrupt_subagent(p)?),
+    ModelOptions => reply(failing_as(codes::MODEL_OPTIONS_FAILED, models::options(runtime, p).await)?),
 }
 
 async fn cron_manage(runtime: &Runtime, p: CronManageParams) -> Result<Value> {

@@ -5,6 +5,7 @@ mod completion;
 mod connection;
 mod facts;
 mod methods;
+mod models;
 mod session_info;
 mod session_work;
 mod settings;

@@ -545,3 +545,33 @@ async fn reload_mcp(target: Target) {
     assert_eq!(client.any_event("session.info").await["session_id"], sid);
     peer.stop().await;
 }
+
+conformance!(the_models_a_client_may_pick_are_listed, model_options);
+
+async fn model_options(target: Target) {
+    let peer = Peer::start(target).await;
+    let mut client = peer.connect().await;
+    let base_url = peer.model.hermes_model_config()["base_url"]
+        .as_str()
+        .unwrap()
+        .trim_end_matches('/')
+        .to_owned();
+    let endpoint = json!({
+        "slug": "custom", "name": "Custom endpoint", "is_current": true,
+        "is_user_defined": true, "models": ["fake-model"], "total_models": 1,
+        "source": "model-config", "api_url": base_url, "authenticated": true,
+        "capabilities": {"fake-model": {"fast": false, "reasoning": true}},
+    });
+    let all = client.call("model.options", json!({})).await;
+    assert_eq!(
+        (&all["model"], &all["provider"]),
+        (&json!("fake-model"), &json!("custom"))
+    );
+    let providers = all["providers"].as_array().unwrap();
+    assert!(providers.contains(&endpoint), "{all}");
+    let configured = client
+        .call("model.options", json!({"explicit_only": true}))
+        .await;
+    assert_eq!(configured["providers"], json!([endpoint]), "{configured}");
+    peer.stop().await;
+}
