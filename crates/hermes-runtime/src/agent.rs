@@ -64,7 +64,7 @@ pub async fn run_turn(
     NativeEvent::MessageComplete(MessageComplete {
         text: final_text,
         status,
-        usage: usage.native(&session.model_name, session.context_window),
+        usage: usage.native(&session.model(), session.context_window),
     })
 }
 
@@ -74,9 +74,12 @@ async fn run_model_loop(
     text: String,
     interrupt: &Notify,
 ) -> Result<(CompletionStatus, String), String> {
-    let config = HermesConfig::load(&session.home)
+    let mut config = HermesConfig::load(&session.home)
         .await
         .map_err(|e| e.to_string())?;
+    if let Some(switched) = session.settings().model {
+        config.model.default = Some(switched);
+    }
     let model = model::from_config(&config, &runtime.http).map_err(|e| e.to_string())?;
     let db = runtime
         .db(&session.home)
@@ -237,7 +240,7 @@ async fn persist(
         db.ensure_session(&SessionRow {
             id: session.stored_id.clone(),
             source: session.source.clone(),
-            model: session.model_name.clone(),
+            model: session.model(),
             started_at: session.started_at,
             title,
             message_count: 0,

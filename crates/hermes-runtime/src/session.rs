@@ -121,6 +121,8 @@ pub struct SessionSettings {
     pub cwd: PathBuf,
     /// Dangerous commands run without asking (`/yolo`).
     pub yolo: bool,
+    /// The model this session was switched to (`config.set model`), instead of the config's.
+    pub model: Option<String>,
     /// The reasoning effort asked of the model for this session (`low`, `none`, …), instead
     /// of the config's.
     pub reasoning: Option<String>,
@@ -150,7 +152,17 @@ impl LiveSession {
     /// The session's usage so far, as the protocol reports it.
     pub fn usage_now(&self) -> NativeUsage {
         let usage = self.state.lock().expect("not poisoned").usage;
-        usage.native(&self.model_name, self.context_window)
+        usage.native(&self.model(), self.context_window)
+    }
+
+    /// The model the session's turns use now.
+    pub fn model(&self) -> String {
+        let state = self.state.lock().expect("not poisoned");
+        state
+            .settings
+            .model
+            .clone()
+            .unwrap_or_else(|| self.model_name.clone())
     }
 
     /// What a client set for this session, as it is now.

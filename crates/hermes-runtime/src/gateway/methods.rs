@@ -364,7 +364,7 @@ async fn session_branch(
     let row = SessionRow {
         id: session::new_stored_id(),
         source: parent.source.clone(),
-        model: parent.model_name.clone(),
+        model: parent.model(),
         started_at: unix_now(),
         title: Some(title.clone()),
         message_count: messages.len() as i64,
@@ -495,6 +495,8 @@ fn session_active_list(runtime: &Runtime, p: SessionActiveListParams) -> ActiveS
     let sessions = sessions
         .iter()
         .map(|s| {
+            // Before the lock: `model()` takes it too.
+            let model = s.model();
             let state = s.state.lock().expect("not poisoned");
             let preview = state
                 .messages
@@ -508,7 +510,7 @@ fn session_active_list(runtime: &Runtime, p: SessionActiveListParams) -> ActiveS
                 id: s.sid.clone(),
                 last_active: state.last_active,
                 message_count: state.messages.len() as u64,
-                model: s.model_name.clone(),
+                model,
                 preview,
                 session_key: s.stored_id.clone(),
                 started_at: s.started_at,
@@ -622,7 +624,7 @@ async fn session_title(runtime: &Runtime, p: SessionTitleParams) -> Result<Sessi
         db.ensure_session(&SessionRow {
             id: session.stored_id.clone(),
             source: session.source.clone(),
-            model: session.model_name.clone(),
+            model: session.model(),
             started_at: session.started_at,
             title: Some(title.clone()),
             message_count: 0,

@@ -16,7 +16,7 @@ const LISTING_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The models an OpenAI-compatible endpoint lists (`GET <base_url>/models`, sent without the
 /// key, as Hermes sends it), in its order; `None` when it does not answer with a list.
-async fn listed_models(runtime: &Runtime, base_url: &str) -> Option<Vec<String>> {
+pub(super) async fn listed_models(runtime: &Runtime, base_url: &str) -> Option<Vec<String>> {
     let url = format!("{}/models", base_url.trim_end_matches('/'));
     let response = runtime
         .http
@@ -34,6 +34,47 @@ async fn listed_models(runtime: &Runtime, base_url: &str) -> Option<Vec<String>>
         .filter_map(|model| model["id"].as_str().map(str::to_owned))
         .collect();
     (!ids.is_empty()).then_some(ids)
+}
+
+/// How alike two names are, as Python's `difflib.SequenceMatcher.ratio` measures it: twice
+/// the characters of the matching blocks (the longest common run, then the same on each
+/// side of it) over both lengths.
+fn similarity(a: &str, b: &str) -> f64 {
+    fn matched(a: &[char], b: &[char]) -> usize {
+        let (mut best, mut at_a, mut at_b) = (0, 0, 0);
+        for i in 0..a.len() {
+            for j in 0..b.len() {
+                let run = a[i..]
+                    .iter()
+                    .zip(&b[j..])
+                    .take_while(|(x, y)| x == y)
+                    .count();
+                if run > best {
+                    (best, at_a, at_b) = (run, i, j);
+                }
+            }
+        }
+        if best == 0 {
+            return 0;
+        }
+        best + matched(&a[..at_a], &b[..at_b]) + matched(&a[at_a + best..], &b[at_b + best..])
+    }
+    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    if a.is_empty() && b.is_empty() {
+        return 1.0;
+    }
+    2.0 * matched(&a, &b) as f64 / (a.len() + b.len()) as f64
+}
+
+/// The listed model a name asked for was most likely meant to be, when it is close enough
+/// (Hermes corrects a name at 0.9 or more of `similarity`).
+pub(super) fn corrected<'m>(name: &str, listed: &'m [String]) -> Option<&'m String> {
+    listed
+        .iter()
+        .map(|model| (similarity(name, model), model))
+        .filter(|(score, _)| *score >= 0.9)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, model)| model)
 }
 
 fn extra(value: Value) -> Extra {
@@ -54,7 +95,7 @@ pub async fn options(runtime: &Runtime, p: ModelOptionsParams) -> Result<ModelCh
     let config = HermesConfig::load(&home).await.map_err(handler_error)?;
     let current = session
         .as_ref()
-        .map_or_else(|| config.model_name(), |s| s.model_name.clone());
+        .map_or_else(|| config.model_name(), |s| s.model());
     let provider = config.model.provider_name();
     let choice = match config.model.base_url.as_deref() {
         Some(base_url) => {
@@ -99,4 +140,20 @@ pub async fn options(runtime: &Runtime, p: ModelOptionsParams) -> Result<ModelCh
         model: current,
         provider,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_compared_as_difflib_compares_them() {
+        // difflib.SequenceMatcher(None, a, b).ratio() for each pair.
+        assert_eq!(similarity("fake-model-2", "fake-model"), 20.0 / 22.0);
+        assert_eq!(similarity("abcd", "bcde"), 0.75);
+        assert_eq!(similarity("other-model", "fake-model"), 14.0 / 21.0);
+        let listed = ["fake-model".to_owned(), "gpt-4o".to_owned()];
+        assert_eq!(corrected("fake-model-2", &listed), Some(&listed[0]));
+        assert_eq!(corrected("other-model", &listed), None);
+    }
 }

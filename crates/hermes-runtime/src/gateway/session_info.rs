@@ -33,7 +33,7 @@ pub fn lazy(session: &LiveSession) -> SessionInfo {
     SessionInfo {
         tools: Default::default(),
         other: object(json!({
-            "model": session.model_name,
+            "model": session.model(),
             "skills": {},
             "cwd": session.settings().cwd.display().to_string(),
             "lazy": true,
@@ -111,7 +111,7 @@ pub async fn full(runtime: &Runtime, session: &LiveSession) -> SessionInfo {
     SessionInfo {
         tools: toolbox.by_toolset(),
         other: object(json!({
-            "model": session.model_name,
+            "model": session.model(),
             "provider": config.model.provider_name(),
             "reasoning_effort": reasoning,
             "service_tier": "",

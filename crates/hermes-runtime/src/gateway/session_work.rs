@@ -120,7 +120,7 @@ pub async fn status(runtime: &Runtime, p: LiveSessionParams) -> Result<TextOutpu
     lines.extend([
         format!(
             "Model: {} ({})",
-            session.model_name,
+            session.model(),
             config.model.provider_name()
         ),
         format!("Created: {}", minutes(session.started_at)),
@@ -184,7 +184,7 @@ pub async fn save(runtime: &Runtime, p: LiveSessionParams) -> Result<SavedFile> 
         state.messages.iter().map(|m| m.to_openai()).collect()
     };
     let content = json!({
-        "model": session.model_name,
+        "model": session.model(),
         "session_id": session.stored_id,
         "session_start": local(session.started_at).naive_local().to_string().replace(' ', "T"),
         // This runtime sends the model no system prompt.
@@ -278,7 +278,7 @@ pub async fn context_breakdown(
     };
     if usage.calls == 0 {
         return Ok(ContextBreakdown {
-            model: session.model_name.clone(),
+            model: session.model(),
             ..Default::default()
         });
     }
@@ -323,7 +323,7 @@ pub async fn context_breakdown(
         context_percent: percent(context_used),
         context_used,
         estimated_total,
-        model: session.model_name.clone(),
+        model: session.model(),
     })
 }
 
@@ -341,7 +341,7 @@ pub async fn activate(
             .map_err(handler_error)?
     } else {
         json!({"cwd": settings.cwd.display().to_string(), "project": null, "lazy": true,
-               "model": session.model_name, "skills": {}, "tools": {}})
+               "model": session.model(), "skills": {}, "tools": {}})
     };
     let waits = runtime.prompts.waits(&session.sid);
     let mut state = session.state.lock().expect("not poisoned");

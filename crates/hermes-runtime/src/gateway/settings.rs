@@ -302,11 +302,7 @@ pub async fn config_set(
     };
     match key.as_str() {
         "model" if value.is_empty() => Err(refused("model value required")),
-        "model" => Err(RpcError::new(
-            codes::SETTING_FAILED,
-            "switching models from the gateway is not supported by this runtime; set \
-             model.default in config.yaml",
-        )),
+        "model" => switch_model(runtime, &home, &config, session.as_ref(), &value).await,
         "fast" => match lowered.as_str() {
             // No model here has a fast tier, so there is only `normal`.
             "status" | "normal" | "off" => {
@@ -524,6 +520,114 @@ pub async fn config_set(
         }
         _ => Err(refused(format!("unknown config key: {key}"))),
     }
+}
+
+/// `config.set model`: the session's turns use another model of the same provider from now
+/// on (with `--global`, or `model.persist_switch_by_default`, also the config's
+/// `model.default`); without a session only the config can change. The endpoint's model list
+/// is asked first: a model it does not list is taken with a warning, an endpoint that does not
+/// answer refuses the switch (5001), as in Hermes.
+async fn switch_model(
+    runtime: &Runtime,
+    home: &Path,
+    config: &HermesConfig,
+    session: Option<&Arc<LiveSession>>,
+    value: &str,
+) -> Result<Value> {
+    let mut words = value.split_whitespace();
+    let mut global = config
+        .value_at("model.persist_switch_by_default")
+        .and_then(|v| v.as_bool())
+        .unwrap_or(false);
+    let mut name = Vec::new();
+    while let Some(word) = words.next() {
+        match word.replace(['\u{2014}', '\u{2013}'], "--").as_str() {
+            "--global" => global = true,
+            "--session" | "--refresh" | "--once" => {}
+            "--provider" => {
+                words.next();
+            }
+            _ => name.push(word),
+        }
+    }
+    let name = name.join(" ");
+    let failed = |message: String| RpcError::new(codes::SETTING_FAILED, message);
+    if name.is_empty() {
+        return Err(failed("model value required".to_owned()));
+    }
+    if let Some(session) = session
+        && session
+            .state
+            .lock()
+            .expect("not poisoned")
+            .running
+            .is_some()
+    {
+        return Err(RpcError::new(
+            codes::BUSY,
+            "session busy \u{2014} /interrupt the current turn before switching models",
+        ));
+    }
+    let Some(base_url) = config.model.base_url.as_deref() else {
+        return Err(failed(format!(
+            "this runtime's offline scripted model has no other models (asked for `{name}`)"
+        )));
+    };
+    let base_url = base_url.trim_end_matches('/');
+    let listing = format!("{base_url}/models");
+    let listed = super::models::listed_models(runtime, base_url).await;
+    let meant = listed
+        .as_deref()
+        .and_then(|models| super::models::corrected(&name, models))
+        .cloned();
+    let (name, warning) = match (listed, meant) {
+        (Some(models), _) if models.contains(&name) => (name, String::new()),
+        (Some(_), Some(meant)) => {
+            let warning = format!("Auto-corrected `{name}` \u{2192} `{meant}`");
+            (meant, warning)
+        }
+        (Some(_), None) => {
+            let warning = format!(
+                "Note: `{name}` was not found in this custom endpoint's model listing ({listing}). \
+             It may still work if the server supports hidden or aliased models."
+            );
+            (name, warning)
+        }
+        (None, _) => {
+            let mut message = format!(
+                "Note: could not reach this custom endpoint's model listing at `{listing}`. \
+                 Hermes will still save `{name}`, but the endpoint should expose `/models` for \
+                 verification."
+            );
+            if let Some(root) = base_url.strip_suffix("/v1") {
+                message.push_str(&format!(
+                    "\n  If this server expects `/v1`, try base URL: `{root}`"
+                ));
+            }
+            return Err(failed(message));
+        }
+    };
+    if global {
+        write_key(runtime, home, "model.default", json!(name)).await?;
+    }
+    if let Some(session) = session {
+        let provider = config.model.provider_name();
+        {
+            let mut state = session.state.lock().expect("not poisoned");
+            state.settings.model = Some(name.clone());
+            // The model is told of the change, as Hermes tells it.
+            state.messages.push(crate::model::ChatMessage::user(format!(
+                "[System: The active model for this chat has changed to {name} via provider \
+                 {provider}. From this point forward, use this runtime metadata when answering \
+                 questions about what model/provider is active.]"
+            )));
+        }
+        announce_if_built(runtime, Some(session)).await;
+    }
+    Ok(json!({
+        "key": "model", "value": name, "warning": warning, "confirm_required": false,
+        "confirm_message": "", "scope": if global { "global" } else { "session" },
+    }))
 }
 
 /// `yolo`: dangerous commands run unasked, for the session (the default scope), for every

@@ -73,12 +73,14 @@ async fn activate(target: Target) {
         (
             &fresh["message_count"],
             &fresh["messages"],
-            &fresh["running"],
-            &fresh["status"]
+            &fresh["running"]
         ),
-        (&json!(0), &json!([]), &json!(false), &json!("idle")),
+        (&json!(0), &json!([]), &json!(false)),
         "{fresh}"
     );
+    // Hermes says `starting` while it still builds the session's agent.
+    let status = fresh["status"].as_str().unwrap();
+    assert!(["idle", "starting"].contains(&status), "{fresh}");
     assert_eq!(fresh["session_id"], sid);
     assert_eq!(fresh["session_key"], created["stored_session_id"]);
 

@@ -107,6 +107,7 @@ async fn config_without_a_session(target: Target) {
     for (params, code, message) in [
         (json!({}), 4002, "unknown config key: "),
         (set("nope", "x"), 4002, "unknown config key: nope"),
+        (set("model", ""), 4002, "model value required"),
         (set("verbose", "bogus"), 4002, "unknown verbose mode: bogus"),
         (
             set("approvals.mode", "weird"),
@@ -263,6 +264,17 @@ async fn config_without_a_session(target: Target) {
     assert_eq!(changed["payload"]["name"], "default");
     assert_eq!(config_value(&peer, "display.skin"), "default");
 
+    // A model name a letter off is taken as the listed one it was meant to be; without a
+    // session, nothing is switched and the config keeps its model.
+    let corrected = client.call("config.set", set("model", "fake-modl")).await;
+    assert_eq!(
+        corrected,
+        json!({"key": "model", "value": "fake-model",
+               "warning": "Auto-corrected `fake-modl` \u{2192} `fake-model`",
+               "confirm_required": false, "confirm_message": "", "scope": "session"})
+    );
+    assert_eq!(config_value(&peer, "model.default"), "fake-model");
+
     // Without a session, yolo is the process's.
     let on = client.call("config.set", set("yolo", "")).await;
     assert_eq!(on, json!({"key": "yolo", "value": "1", "scope": "session"}));
@@ -275,6 +287,17 @@ async fn config_without_a_session(target: Target) {
     peer.stop().await;
 }
 
+/// A `config.set model` reply that switched the session (its warning aside).
+fn switched_to(reply: &Value) {
+    let mut reply = reply.clone();
+    reply["warning"] = json!("");
+    assert_eq!(
+        reply,
+        json!({"key": "model", "value": "other-model", "warning": "",
+               "confirm_required": false, "confirm_message": "", "scope": "session"})
+    );
+}
+
 conformance!(a_session_is_set_up_as_its_user_says, config_of_a_session);
 
 async fn config_of_a_session(target: Target) {
@@ -284,12 +307,41 @@ async fn config_of_a_session(target: Target) {
     let with_session =
         |key: &str, value: &str| json!({"session_id": sid, "key": key, "value": value});
 
+    // Another model for this session: taken with a warning (the endpoint does not list it);
+    // the config keeps its own.
+    let switched = client
+        .call("config.set", with_session("model", "other-model"))
+        .await;
+    let warning = switched["warning"].as_str().unwrap_or_default().to_owned();
+    assert!(
+        warning.starts_with(
+            "Note: `other-model` was not found in this custom endpoint's model listing"
+        ),
+        "{switched}"
+    );
+    switched_to(&switched);
+    info_with(&mut client, "model", json!("other-model")).await;
+    assert_eq!(config_value(&peer, "model.default"), "fake-model");
+
     // Yolo for this session: dangerous commands run unasked; the config is left alone.
     let on = client.call("config.set", with_session("yolo", "on")).await;
     assert_eq!(on, json!({"key": "yolo", "value": "1", "scope": "session"}));
     info_with(&mut client, "yolo", json!(true)).await;
     assert_eq!(config_value(&peer, "approvals.mode"), "manual");
     delete_without_asking(&mut client, &sid, &peer.work.join("victim")).await;
+    // That turn went to the switched model, which was told of the switch.
+    let sent = peer.model.streamed_requests().pop().expect("a request");
+    assert_eq!(sent["model"], "other-model");
+    let told = sent["messages"].as_array().unwrap().iter().any(|m| {
+        m["role"] == "user"
+            && m["content"].as_str().is_some_and(|text| {
+                text.starts_with(
+                    "[System: The active model for this chat has changed to other-model \
+                     via provider custom.",
+                )
+            })
+    });
+    assert!(told, "{sent}");
     let off = client.call("config.set", with_session("yolo", "off")).await;
     assert_eq!(off["value"], "0");
     info_with(&mut client, "yolo", json!(false)).await;
@@ -339,7 +391,7 @@ async fn config_of_a_session(target: Target) {
         (&plain["value"], &plain["history_reset"]),
         (&json!("none"), &json!(false))
     );
-    assert_eq!(plain["info"]["model"], "fake-model", "{plain}");
+    assert_eq!(plain["info"]["model"], "other-model", "{plain}");
     assert_eq!(config_value(&peer, "display.personality"), "");
     peer.stop().await;
 }
