@@ -50,6 +50,10 @@ pub async fn run_turn(
         let mut state = session.state.lock().expect("not poisoned");
         // A steer no tool batch carried was for this turn: it does not reach a later one.
         state.steer = None;
+        // A model switched for one turn (`--once`) switches back.
+        if std::mem::take(&mut state.settings.model_once) {
+            state.settings.model = None;
+        }
         (state.usage, state.persisted)
     };
     if persisted && let Ok(db) = runtime.db(&session.home).await {

@@ -101,12 +101,14 @@ impl Prompts {
             .remove(request_id);
     }
 
-    /// Whether the session waits for the user: an approval or a question is pending.
+    /// Whether the session waits for the user's answer to a question (as Hermes counts it,
+    /// an approval pending does not make a session `waiting`). A question whose asker gave
+    /// up (timed out, interrupted) does not count.
     pub fn waits(&self, session: &LiveSessionId) -> bool {
-        let approvals = self.approvals.lock().expect("not poisoned");
         let questions = self.questions.lock().expect("not poisoned");
-        approvals.get(session).is_some_and(|q| !q.is_empty())
-            || questions.values().any(|(owner, _)| owner == session)
+        questions
+            .values()
+            .any(|(owner, answer)| owner == session && !answer.is_closed())
     }
 
     /// Releases everything the session waits on: approvals are denied, questions answered

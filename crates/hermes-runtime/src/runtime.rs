@@ -39,6 +39,8 @@ pub struct Runtime {
     /// environment, which its approval guard reads only at start, so it changes nothing for
     /// the running runtime's sessions; here too it is only reported back.
     pub yolo: std::sync::atomic::AtomicBool,
+    /// Work no live session holds (background prompts), waited for when the runtime stops.
+    background: Mutex<Vec<tokio::task::JoinHandle<()>>>,
 }
 
 impl Runtime {
@@ -67,7 +69,20 @@ impl Runtime {
             config_lock: tokio::sync::Mutex::new(()),
             stopping,
             yolo: Default::default(),
+            background: Mutex::new(Vec::new()),
         }
+    }
+
+    /// Runs `work` in the background; the runtime waits for it (bounded) when it stops.
+    pub fn spawn_background(&self, work: impl std::future::Future<Output = ()> + Send + 'static) {
+        let mut tasks = self.background.lock().expect("not poisoned");
+        tasks.retain(|task| !task.is_finished());
+        tasks.push(tokio::spawn(work));
+    }
+
+    /// The background work still running, taken to be waited for.
+    pub fn take_background(&self) -> Vec<tokio::task::JoinHandle<()>> {
+        std::mem::take(&mut *self.background.lock().expect("not poisoned"))
     }
 
     /// Every live session, in no order.

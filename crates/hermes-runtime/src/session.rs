@@ -123,6 +123,8 @@ pub struct SessionSettings {
     pub yolo: bool,
     /// The model this session was switched to (`config.set model`), instead of the config's.
     pub model: Option<String>,
+    /// The switch is for the next turn only (`--once`).
+    pub model_once: bool,
     /// The reasoning effort asked of the model for this session (`low`, `none`, …), instead
     /// of the config's.
     pub reasoning: Option<String>,

@@ -48,13 +48,14 @@ pub async fn prompt(
         profile: parent.profile.clone(),
         source: "tui".to_owned(),
         title: None,
-        model_name: None,
+        // The asking session's model, switched or not, as Hermes builds it.
+        model_name: Some(parent.model()),
     };
     let session = LiveSession::detached(opening, &config);
     session.state.lock().expect("not poisoned").settings.cwd = parent.settings().cwd;
     let runtime = runtime.clone();
     let id = task_id.clone();
-    tokio::spawn(async move {
+    runtime.clone().spawn_background(async move {
         let text = run(&runtime, session, text).await;
         parent.emit(NativeEvent::BackgroundComplete(BackgroundComplete {
             task_id: id,

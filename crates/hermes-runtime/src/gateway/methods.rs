@@ -514,8 +514,9 @@ fn session_active_list(runtime: &Runtime, p: SessionActiveListParams) -> ActiveS
                 preview,
                 session_key: s.stored_id.clone(),
                 started_at: s.started_at,
+                // Hermes's live status words (`session.activate` uses them too).
                 status: if state.running.is_some() {
-                    "streaming"
+                    "working"
                 } else {
                     "idle"
                 }

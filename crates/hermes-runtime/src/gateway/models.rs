@@ -14,19 +14,20 @@ use crate::runtime::Runtime;
 /// How long the endpoint may take to list its models.
 const LISTING_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// The models an OpenAI-compatible endpoint lists (`GET <base_url>/models`, sent without the
-/// key, as Hermes sends it), in its order; `None` when it does not answer with a list.
-pub(super) async fn listed_models(runtime: &Runtime, base_url: &str) -> Option<Vec<String>> {
+/// The models an OpenAI-compatible endpoint lists (`GET <base_url>/models`), in its order;
+/// `None` when it does not answer with a list. Hermes sends the key when it checks a switch,
+/// and none when it lists choices.
+pub(super) async fn listed_models(
+    runtime: &Runtime,
+    base_url: &str,
+    key: Option<&str>,
+) -> Option<Vec<String>> {
     let url = format!("{}/models", base_url.trim_end_matches('/'));
-    let response = runtime
-        .http
-        .get(url)
-        .timeout(LISTING_TIMEOUT)
-        .send()
-        .await
-        .ok()?
-        .error_for_status()
-        .ok()?;
+    let mut request = runtime.http.get(url).timeout(LISTING_TIMEOUT);
+    if let Some(key) = key {
+        request = request.bearer_auth(key);
+    }
+    let response = request.send().await.ok()?.error_for_status().ok()?;
     let body: Value = response.json().await.ok()?;
     let ids: Vec<String> = body["data"]
         .as_array()?
@@ -66,15 +67,28 @@ fn similarity(a: &str, b: &str) -> f64 {
     2.0 * matched(&a, &b) as f64 / (a.len() + b.len()) as f64
 }
 
+/// Up to `n` listed models at least `cutoff` alike to `name`, the most alike first (Python's
+/// `difflib.get_close_matches`).
+pub(super) fn close_matches<'m>(
+    name: &str,
+    listed: &'m [String],
+    n: usize,
+    cutoff: f64,
+) -> Vec<&'m String> {
+    let mut scored: Vec<(f64, &String)> = listed
+        .iter()
+        .map(|model| (similarity(name, model), model))
+        .filter(|(score, _)| *score >= cutoff)
+        .collect();
+    // Highest score first; on a tie the later name first, as heapq.nlargest orders them.
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| b.1.cmp(a.1)));
+    scored.into_iter().take(n).map(|(_, model)| model).collect()
+}
+
 /// The listed model a name asked for was most likely meant to be, when it is close enough
 /// (Hermes corrects a name at 0.9 or more of `similarity`).
 pub(super) fn corrected<'m>(name: &str, listed: &'m [String]) -> Option<&'m String> {
-    listed
-        .iter()
-        .map(|model| (similarity(name, model), model))
-        .filter(|(score, _)| *score >= 0.9)
-        .max_by(|a, b| a.0.total_cmp(&b.0))
-        .map(|(_, model)| model)
+    close_matches(name, listed, 1, 0.9).into_iter().next()
 }
 
 fn extra(value: Value) -> Extra {
@@ -99,9 +113,13 @@ pub async fn options(runtime: &Runtime, p: ModelOptionsParams) -> Result<ModelCh
     let provider = config.model.provider_name();
     let choice = match config.model.base_url.as_deref() {
         Some(base_url) => {
-            let models = listed_models(runtime, base_url)
+            let mut models = listed_models(runtime, base_url, None)
                 .await
-                .unwrap_or_else(|| vec![current.clone()]);
+                .unwrap_or_default();
+            // The current model comes first when the endpoint does not list it, as in Hermes.
+            if !models.contains(&current) {
+                models.insert(0, current.clone());
+            }
             let capabilities: serde_json::Map<String, Value> = models
                 .iter()
                 .map(|m| (m.clone(), json!({"fast": false, "reasoning": true})))

@@ -539,11 +539,14 @@ async fn switch_model(
         .value_at("model.persist_switch_by_default")
         .and_then(|v| v.as_bool())
         .unwrap_or(false);
+    let (mut global_asked, mut once) = (false, false);
     let mut name = Vec::new();
     while let Some(word) = words.next() {
         match word.replace(['\u{2014}', '\u{2013}'], "--").as_str() {
-            "--global" => global = true,
-            "--session" | "--refresh" | "--once" => {}
+            "--global" => (global, global_asked) = (true, true),
+            "--session" => global = false,
+            "--once" => once = true,
+            "--refresh" => {}
             "--provider" => {
                 words.next();
             }
@@ -551,31 +554,39 @@ async fn switch_model(
         }
     }
     let name = name.join(" ");
-    let failed = |message: String| RpcError::new(codes::SETTING_FAILED, message);
-    if name.is_empty() {
-        return Err(failed("model value required".to_owned()));
+    let failed = |message: &str| RpcError::new(codes::SETTING_FAILED, message);
+    if once && global_asked {
+        return Err(failed("/model --once cannot be combined with --global"));
     }
-    if let Some(session) = session
-        && session
-            .state
-            .lock()
-            .expect("not poisoned")
-            .running
-            .is_some()
-    {
-        return Err(RpcError::new(
+    if name.is_empty() {
+        return Err(failed("model value required"));
+    }
+    if once && session.is_none() {
+        return Err(failed("/model --once requires a live session"));
+    }
+    let global = global && !once;
+    let busy = || {
+        RpcError::new(
             codes::BUSY,
             "session busy \u{2014} /interrupt the current turn before switching models",
-        ));
+        )
+    };
+    let running = |session: &LiveSession| {
+        let state = session.state.lock().expect("not poisoned");
+        state.running.is_some()
+    };
+    if session.is_some_and(|session| running(session)) {
+        return Err(busy());
     }
     let Some(base_url) = config.model.base_url.as_deref() else {
-        return Err(failed(format!(
+        return Err(failed(&format!(
             "this runtime's offline scripted model has no other models (asked for `{name}`)"
         )));
     };
     let base_url = base_url.trim_end_matches('/');
     let listing = format!("{base_url}/models");
-    let listed = super::models::listed_models(runtime, base_url).await;
+    let key = config.model.api_key.as_deref();
+    let listed = super::models::listed_models(runtime, base_url, key).await;
     let meant = listed
         .as_deref()
         .and_then(|models| super::models::corrected(&name, models))
@@ -586,11 +597,16 @@ async fn switch_model(
             let warning = format!("Auto-corrected `{name}` \u{2192} `{meant}`");
             (meant, warning)
         }
-        (Some(_), None) => {
-            let warning = format!(
+        (Some(models), None) => {
+            let similar = super::models::close_matches(&name, &models, 3, 0.5);
+            let similar: Vec<String> = similar.iter().map(|m| format!("`{m}`")).collect();
+            let mut warning = format!(
                 "Note: `{name}` was not found in this custom endpoint's model listing ({listing}). \
              It may still work if the server supports hidden or aliased models."
             );
+            if !similar.is_empty() {
+                warning.push_str(&format!("\n  Similar models: {}", similar.join(", ")));
+            }
             (name, warning)
         }
         (None, _) => {
@@ -604,7 +620,7 @@ async fn switch_model(
                     "\n  If this server expects `/v1`, try base URL: `{root}`"
                 ));
             }
-            return Err(failed(message));
+            return Err(failed(&message));
         }
     };
     if global {
@@ -613,8 +629,14 @@ async fn switch_model(
     if let Some(session) = session {
         let provider = config.model.provider_name();
         {
+            // Checked again with the switch: a turn may have started while the endpoint was
+            // asked, and the notice must not land inside it.
             let mut state = session.state.lock().expect("not poisoned");
+            if state.running.is_some() {
+                return Err(busy());
+            }
             state.settings.model = Some(name.clone());
+            state.settings.model_once = once;
             // The model is told of the change, as Hermes tells it.
             state.messages.push(crate::model::ChatMessage::user(format!(
                 "[System: The active model for this chat has changed to {name} via provider \
@@ -626,7 +648,7 @@ async fn switch_model(
     }
     Ok(json!({
         "key": "model", "value": name, "warning": warning, "confirm_required": false,
-        "confirm_message": "", "scope": if global { "global" } else { "session" },
+        "confirm_message": "", "scope": if once { "once" } else if global { "global" } else { "session" },
     }))
 }
 
@@ -879,6 +901,7 @@ pub async fn tools_configure(
             {
                 let mut state = session.state.lock().expect("not poisoned");
                 state.settings.reasoning = None;
+                state.settings.model = None;
                 state.messages.clear();
             }
             let info = session_info::announce(runtime, session).await;

@@ -4,6 +4,7 @@
 //! Every result is a JSON document in text, as Hermes passes tool results to the model.
 
 mod clarify;
+mod hardline;
 mod mcp;
 mod terminal;
 

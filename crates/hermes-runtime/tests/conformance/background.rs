@@ -108,6 +108,8 @@ async fn activate(target: Target) {
         (&json!(true), &json!("working"))
     );
     assert_eq!(busy["inflight"]["user"], "SLOW please", "{busy}");
+    let so_far = busy["inflight"]["assistant"].as_str().unwrap_or_default();
+    assert!(so_far.contains("tick"), "what has streamed: {busy}");
     assert_eq!(busy["inflight"]["streaming"], true);
     client
         .call("session.interrupt", json!({"session_id": sid}))
