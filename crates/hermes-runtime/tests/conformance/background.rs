@@ -7,16 +7,6 @@ use serde_json::{Value, json};
 use crate::conformance;
 use crate::harness::{Client, Peer, Target};
 
-async fn refusal(client: &mut Client, method: &str, params: Value) -> (i64, String) {
-    let reply = client.request(method, params).await;
-    let error = &reply["error"];
-    assert!(error.is_object(), "{method} should fail: {reply}");
-    (
-        error["code"].as_i64().unwrap(),
-        error["message"].as_str().unwrap().to_owned(),
-    )
-}
-
 /// The result of `method` once the session has settled (Hermes stays busy a moment after a
 /// turn's `message.complete`; at most 10 s here).
 async fn when_idle(client: &mut Client, method: &str, params: Value) -> Value {
@@ -41,7 +31,7 @@ async fn activate(target: Target) {
     let peer = Peer::start(target).await;
     let mut client = peer.connect().await;
     for params in [json!({}), json!({"session_id": "nope"})] {
-        let got = refusal(&mut client, "session.activate", params).await;
+        let got = client.refusal("session.activate", params).await;
         assert_eq!(got, (4001, "session not found".to_owned()));
     }
     let created = client.call("session.create", json!({})).await;
@@ -140,11 +130,11 @@ async fn background_prompt(target: Target) {
     let peer = Peer::start(target).await;
     let mut client = peer.connect().await;
     let unknown = json!({"session_id": "nope", "text": "x"});
-    let got = refusal(&mut client, "prompt.background", unknown).await;
+    let got = client.refusal("prompt.background", unknown).await;
     assert_eq!(got, (4001, "session not found".to_owned()));
     let sid = client.new_session().await;
     let empty = json!({"session_id": sid, "text": ""});
-    let got = refusal(&mut client, "prompt.background", empty).await;
+    let got = client.refusal("prompt.background", empty).await;
     assert_eq!(got, (4012, "text required".to_owned()));
 
     let started = client
@@ -212,7 +202,7 @@ async fn processes_and_subagents(target: Target) {
     let peer = Peer::start(target).await;
     let mut client = peer.connect().await;
     for params in [json!({}), json!({"subagent_id": "  "})] {
-        let got = refusal(&mut client, "subagent.interrupt", params).await;
+        let got = client.refusal("subagent.interrupt", params).await;
         assert_eq!(got, (4000, "subagent_id required".to_owned()));
     }
     for (id, shown) in [
@@ -228,13 +218,17 @@ async fn processes_and_subagents(target: Target) {
         client.call("process.stop", json!({})).await,
         json!({"killed": 0})
     );
-    let got = refusal(&mut client, "process.kill", json!({"session_id": "nope"})).await;
+    let got = client
+        .refusal("process.kill", json!({"session_id": "nope"}))
+        .await;
     assert_eq!(got, (4001, "session not found".to_owned()));
     let sid = client.new_session().await;
-    let got = refusal(&mut client, "process.kill", json!({"session_id": sid})).await;
+    let got = client
+        .refusal("process.kill", json!({"session_id": sid}))
+        .await;
     assert_eq!(got, (4012, "process_id required".to_owned()));
     let unknown = json!({"session_id": sid, "process_id": "proc_000000000000"});
-    let got = refusal(&mut client, "process.kill", unknown).await;
+    let got = client.refusal("process.kill", unknown).await;
     assert_eq!(got, (4044, "no such process: proc_000000000000".to_owned()));
     peer.stop().await;
 }

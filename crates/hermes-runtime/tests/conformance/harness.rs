@@ -259,6 +259,17 @@ impl Client {
             .await
     }
 
+    /// `(code, message)` of a call that must fail.
+    pub async fn refusal(&mut self, method: &str, params: Value) -> (i64, String) {
+        let reply = self.request(method, params).await;
+        let error = &reply["error"];
+        assert!(error.is_object(), "{method} should fail: {reply}");
+        (
+            error["code"].as_i64().unwrap(),
+            error["message"].as_str().unwrap().to_owned(),
+        )
+    }
+
     /// The error code of a call that must fail.
     pub async fn error_code(&mut self, method: &str, params: Value) -> i64 {
         let reply = self.request(method, params).await;

@@ -8,17 +8,6 @@ use crate::conformance;
 use crate::harness::{Client, Peer, Target};
 use crate::tools::{delete_without_asking, tool_result};
 
-/// `(code, message)` of a call that must fail.
-async fn refusal(client: &mut Client, method: &str, params: Value) -> (i64, String) {
-    let reply = client.request(method, params).await;
-    let error = &reply["error"];
-    assert!(error.is_object(), "{method} should fail: {reply}");
-    (
-        error["code"].as_i64().unwrap(),
-        error["message"].as_str().unwrap().to_owned(),
-    )
-}
-
 /// The value at a dotted path of the peer's `config.yaml`, as JSON (`null` when absent).
 fn config_value(peer: &Peer, dotted: &str) -> Value {
     let text = std::fs::read_to_string(peer.home.join("config.yaml")).unwrap();
@@ -141,7 +130,7 @@ async fn config_without_a_session(target: Target) {
             "unknown section: nope",
         ),
     ] {
-        let got = refusal(&mut client, "config.set", params.clone()).await;
+        let got = client.refusal("config.set", params.clone()).await;
         assert_eq!(got, (code, message.to_owned()), "{params}");
     }
 
@@ -403,13 +392,15 @@ async fn working_directory(target: Target) {
     let peer = Peer::start(target).await;
     let mut client = peer.connect().await;
     let unknown = json!({"session_id": "nope", "cwd": "/tmp"});
-    let got = refusal(&mut client, "session.cwd.set", unknown).await;
+    let got = client.refusal("session.cwd.set", unknown).await;
     assert_eq!(got, (4001, "session not found".to_owned()));
     let sid = built_session(&mut client).await;
-    let got = refusal(&mut client, "session.cwd.set", json!({"session_id": sid})).await;
+    let got = client
+        .refusal("session.cwd.set", json!({"session_id": sid}))
+        .await;
     assert_eq!(got, (4016, "cwd required".to_owned()));
     let missing = json!({"session_id": sid, "cwd": "/nonexistent-xyz"});
-    let got = refusal(&mut client, "session.cwd.set", missing).await;
+    let got = client.refusal("session.cwd.set", missing).await;
     assert_eq!(
         got,
         (
@@ -473,12 +464,12 @@ async fn tools_configure(target: Target) {
     let mut client = peer.connect().await;
     let bad = json!({"action": "x", "names": ["terminal"]});
     assert_eq!(
-        refusal(&mut client, "tools.configure", bad).await,
+        client.refusal("tools.configure", bad).await,
         (4017, "unknown tools action: x".to_owned())
     );
     let none = json!({"action": "disable", "names": []});
     assert_eq!(
-        refusal(&mut client, "tools.configure", none).await,
+        client.refusal("tools.configure", none).await,
         (4018, "names required".to_owned())
     );
     let cli_toolsets = |peer: &Peer| -> Vec<String> {

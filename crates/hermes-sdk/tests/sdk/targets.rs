@@ -141,6 +141,18 @@ fn shape(events: &[TurnEvent]) -> Vec<&'static str> {
     shape
 }
 
+/// The result of the turn's completed call of `tool`.
+fn completed_tool(target: Target, log: &[TurnEvent], tool: &str) -> serde_json::Value {
+    log.iter()
+        .find_map(|e| match &e.kind {
+            TurnEventKind::ToolCompleted { name, result, .. } if name == tool => {
+                Some(result.clone())
+            }
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("{target:?}: no completed {tool} call: {log:#?}"))
+}
+
 fn streamed_text(events: &[TurnEvent]) -> String {
     events
         .iter()
@@ -371,15 +383,7 @@ async fn an_approval_pauses_the_turn_until_the_application_answers(target: Targe
             .any(|e| matches!(&e.kind, TurnEventKind::ActionAnswered { .. })),
         "{target:?}: {log:#?}"
     );
-    let result = log
-        .iter()
-        .find_map(|e| match &e.kind {
-            TurnEventKind::ToolCompleted { name, result, .. } if name == "terminal" => {
-                Some(result.clone())
-            }
-            _ => None,
-        })
-        .unwrap_or_else(|| panic!("{target:?}: the terminal call completed: {log:#?}"));
+    let result = completed_tool(target, &log, "terminal");
     assert_eq!(result["exit_code"], 0, "{target:?}: {result}");
     journey.close().await;
 }
@@ -418,15 +422,7 @@ async fn a_question_is_answered_through_the_control_plane(target: Target) {
         "{target:?}: {finished:?}"
     );
     let log = all_events(&turn).await;
-    let result = log
-        .iter()
-        .find_map(|e| match &e.kind {
-            TurnEventKind::ToolCompleted { name, result, .. } if name == "clarify" => {
-                Some(result.clone())
-            }
-            _ => None,
-        })
-        .unwrap_or_else(|| panic!("{target:?}: the question completed: {log:#?}"));
+    let result = completed_tool(target, &log, "clarify");
     assert_eq!(result["user_response"], "blue", "{target:?}: {result}");
     journey.close().await;
 }
