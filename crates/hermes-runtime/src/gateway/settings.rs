@@ -64,11 +64,9 @@ fn home_for(runtime: &Runtime, session: Option<&Arc<LiveSession>>) -> PathBuf {
 /// `runtime.config_lock` from before it read the values it changes, so that no other change
 /// comes in between (two quick toggles must not both flip the same old value).
 async fn edit_config(
-    runtime: &Runtime,
     home: &Path,
     change: impl FnOnce(&mut HermesConfig) -> std::result::Result<(), serde_yaml::Error>,
 ) -> Result<()> {
-    let _ = runtime;
     let mut config = HermesConfig::load(home).await.map_err(handler_error)?;
     change(&mut config).map_err(handler_error)?;
     let home = home.to_path_buf();
@@ -79,12 +77,9 @@ async fn edit_config(
 }
 
 /// Writes one dotted key of the home's config.
-async fn write_key(runtime: &Runtime, home: &Path, dotted: &str, value: Value) -> Result<()> {
+async fn write_key(home: &Path, dotted: &str, value: Value) -> Result<()> {
     let value = serde_yaml::to_value(value).map_err(handler_error)?;
-    edit_config(runtime, home, |config| {
-        config.set_value_at(dotted, Some(value))
-    })
-    .await
+    edit_config(home, |config| config.set_value_at(dotted, Some(value))).await
 }
 
 async fn config_of(home: &Path) -> Result<HermesConfig> {
@@ -307,7 +302,7 @@ pub async fn config_set(
             // No model here has a fast tier, so there is only `normal`.
             "status" | "normal" | "off" => {
                 if lowered != "status" && session.is_none() {
-                    write_key(runtime, &home, "agent.service_tier", json!("normal")).await?;
+                    write_key(&home, "agent.service_tier", json!("normal")).await?;
                 }
                 Ok(key_value("fast", "normal"))
             }
@@ -324,7 +319,7 @@ pub async fn config_set(
                     .unwrap_or_else(|| "interrupt".to_owned()),
             )),
             mode @ ("queue" | "steer" | "interrupt") => {
-                write_key(runtime, &home, "display.busy_input_mode", json!(mode)).await?;
+                write_key(&home, "display.busy_input_mode", json!(mode)).await?;
                 Ok(key_value("busy", mode))
             }
             _ => Err(refused(format!("unknown busy mode: {value}"))),
@@ -347,7 +342,7 @@ pub async fn config_set(
                     .unwrap_or(2);
                 VERBOSE_CYCLE[(at + 1) % VERBOSE_CYCLE.len()].to_owned()
             };
-            write_key(runtime, &home, "display.tool_progress", json!(next)).await?;
+            write_key(&home, "display.tool_progress", json!(next)).await?;
             Ok(key_value("verbose", next))
         }
         "approval_mode" | "approvals.mode" => {
@@ -356,7 +351,7 @@ pub async fn config_set(
                     "unknown approval mode: {value}; pick one of manual|smart|off"
                 )));
             }
-            write_key(runtime, &home, "approvals.mode", json!(lowered)).await?;
+            write_key(&home, "approvals.mode", json!(lowered)).await?;
             announce_all(runtime).await;
             Ok(key_value("approvals.mode", lowered))
         }
@@ -367,7 +362,7 @@ pub async fn config_set(
                 return Err(refused(format!("unknown details_mode: {value}")));
             }
             let mode = serde_yaml::Value::from(lowered.as_str());
-            edit_config(runtime, &home, |config| {
+            edit_config(&home, |config| {
                 config.set_value_at("display.details_mode", Some(mode.clone()))?;
                 for section in DETAIL_SECTIONS {
                     let dotted = format!("display.sections.{section}");
@@ -388,7 +383,7 @@ pub async fn config_set(
             }
             let dotted = format!("display.sections.{section}");
             let mode = (!lowered.is_empty()).then(|| serde_yaml::Value::from(lowered.as_str()));
-            edit_config(runtime, &home, |config| config.set_value_at(&dotted, mode)).await?;
+            edit_config(&home, |config| config.set_value_at(&dotted, mode)).await?;
             Ok(key_value(section_key, lowered))
         }
         "thinking_mode" => {
@@ -400,7 +395,7 @@ pub async fn config_set(
             } else {
                 "collapsed"
             };
-            edit_config(runtime, &home, |config| {
+            edit_config(&home, |config| {
                 config.set_value_at("display.thinking_mode", Some(lowered.as_str().into()))?;
                 config.set_value_at("display.details_mode", Some(details.into()))
             })
@@ -418,7 +413,7 @@ pub async fn config_set(
                 "off" => false,
                 _ => return Err(refused(format!("unknown compact value: {value}"))),
             };
-            write_key(runtime, &home, "display.tui_compact", json!(on)).await?;
+            write_key(&home, "display.tui_compact", json!(on)).await?;
             Ok(key_value("compact", if on { "on" } else { "off" }))
         }
         "statusbar" => {
@@ -435,7 +430,7 @@ pub async fn config_set(
                 mode if STATUSBAR_MODES.contains(&mode) => mode,
                 _ => return Err(refused(format!("unknown statusbar value: {value}"))),
             };
-            write_key(runtime, &home, "display.tui_statusbar", json!(next)).await?;
+            write_key(&home, "display.tui_statusbar", json!(next)).await?;
             Ok(key_value("statusbar", next))
         }
         "mouse" => {
@@ -458,7 +453,7 @@ pub async fn config_set(
                 other => mouse_mode(other)
                     .ok_or_else(|| refused(format!("unknown mouse value: {value}")))?,
             };
-            write_key(runtime, &home, "display.mouse_tracking", json!(next)).await?;
+            write_key(&home, "display.mouse_tracking", json!(next)).await?;
             Ok(key_value("mouse", next))
         }
         "indicator" => {
@@ -470,7 +465,7 @@ pub async fn config_set(
                     INDICATOR_STYLES.join("|")
                 )));
             }
-            write_key(runtime, &home, "display.tui_status_indicator", json!(raw)).await?;
+            write_key(&home, "display.tui_status_indicator", json!(raw)).await?;
             Ok(key_value("indicator", raw))
         }
         "cwd" | "terminal.cwd" | "workdir" => {
@@ -483,20 +478,17 @@ pub async fn config_set(
                 return Err(refused(format!("working directory does not exist: {raw}")));
             }
             let shown = cwd.display().to_string();
-            write_key(runtime, &home, "terminal.cwd", json!(shown)).await?;
+            write_key(&home, "terminal.cwd", json!(shown)).await?;
             Ok(json!({"key": "terminal.cwd", "value": shown, "cwd": shown,
                       "branch": branch_of(&cwd).await}))
         }
         "prompt" => {
             let text = p.value.clone().unwrap_or(json!(""));
             let shown = if text == json!("clear") {
-                edit_config(runtime, &home, |config| {
-                    config.set_value_at("custom_prompt", None)
-                })
-                .await?;
+                edit_config(&home, |config| config.set_value_at("custom_prompt", None)).await?;
                 json!("")
             } else {
-                write_key(runtime, &home, "custom_prompt", text.clone()).await?;
+                write_key(&home, "custom_prompt", text.clone()).await?;
                 text
             };
             Ok(key_value("prompt", shown))
@@ -504,7 +496,7 @@ pub async fn config_set(
         "personality" => personality(runtime, &home, &config, session.as_ref(), &p.value).await,
         "skin" => {
             let name = p.value.clone().unwrap_or(json!(""));
-            write_key(runtime, &home, "display.skin", name.clone()).await?;
+            write_key(&home, "display.skin", name.clone()).await?;
             // This runtime has no skins of its own: every name resolves to the default one,
             // as Hermes resolves a skin it does not know.
             let skin = Skin {
@@ -624,7 +616,7 @@ async fn switch_model(
         }
     };
     if global {
-        write_key(runtime, home, "model.default", json!(name)).await?;
+        write_key(home, "model.default", json!(name)).await?;
     }
     if let Some(session) = session {
         let provider = config.model.provider_name();
@@ -667,7 +659,7 @@ async fn yolo(
     if scope == "global" {
         let on = toggled(value, config.approval_mode() == "off");
         let mode = if on { "off" } else { "manual" };
-        write_key(runtime, home, "approvals.mode", json!(mode)).await?;
+        write_key(home, "approvals.mode", json!(mode)).await?;
         announce_all(runtime).await;
         return Ok(reply(on, "global"));
     }
@@ -707,7 +699,7 @@ async fn reasoning(
         _ => None,
     };
     if let Some((shown, flag, on, thinking)) = display {
-        edit_config(runtime, home, |config| {
+        edit_config(home, |config| {
             config.set_value_at(&format!("display.{flag}"), Some(on.into()))?;
             config.set_value_at("display.sections.thinking", Some(thinking.into()))
         })
@@ -728,7 +720,7 @@ async fn reasoning(
                 .reasoning = Some(effort.to_owned());
         }
         None => {
-            write_key(runtime, home, "agent.reasoning_effort", json!(arg)).await?;
+            write_key(home, "agent.reasoning_effort", json!(arg)).await?;
             if let Some(session) = session {
                 session
                     .state
@@ -792,7 +784,7 @@ async fn personality(
             }
         },
     };
-    edit_config(runtime, home, |config| {
+    edit_config(home, |config| {
         config.set_value_at("display.personality", Some(name.as_str().into()))?;
         config.set_value_at("agent.system_prompt", Some(prompt.as_str().into()))
     })
@@ -951,8 +943,7 @@ pub async fn reload_mcp(runtime: &Runtime, p: ReloadMcpParams) -> Result<StatusR
     }
     // As in Hermes, a reload that could not silence its prompt for good still happened.
     if p.always.unwrap_or(false)
-        && let Err(e) =
-            write_key(runtime, &home, "approvals.mcp_reload_confirm", json!(false)).await
+        && let Err(e) = write_key(&home, "approvals.mcp_reload_confirm", json!(false)).await
     {
         tracing::warn!(error = %e.message, "could not write approvals.mcp_reload_confirm");
     }
