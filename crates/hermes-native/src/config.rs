@@ -21,6 +21,9 @@ const SKILLS: &str = "skills";
 /// Model calls per turn when the config does not say (Hermes's default).
 pub const DEFAULT_MAX_TURNS: u64 = 90;
 
+/// Attempts at one model call when the config does not say (Hermes's `agent.api_max_retries`).
+pub const DEFAULT_API_ATTEMPTS: u64 = 3;
+
 /// The `model.provider` (and model name) of our runtime's offline, deterministic model.
 pub const SCRIPTED: &str = "scripted";
 
@@ -286,6 +289,15 @@ impl HermesConfig {
             .iter()
             .find_map(|key| self.value_at(key)?.as_u64().filter(|n| *n > 0))
             .unwrap_or(DEFAULT_MAX_TURNS)
+    }
+
+    /// How many times one model call is attempted before the turn fails:
+    /// `agent.api_max_retries` (at least 1), else Hermes's 3.
+    pub fn api_attempts(&self) -> u64 {
+        self.value_at("agent.api_max_retries")
+            .and_then(|v| v.as_u64())
+            .map(|n| n.max(1))
+            .unwrap_or(DEFAULT_API_ATTEMPTS)
     }
 
     /// `approvals.mode` as Hermes reads it: `manual`, `smart` or `off` (YAML's bare `off` is

@@ -19,6 +19,7 @@ use serde_json::{Value, json};
 use tokio::sync::Notify;
 
 use crate::model::{self, ChatMessage, ModelEvent, Role};
+use crate::retry;
 use crate::runtime::Runtime;
 use crate::session::LiveSession;
 use crate::store::{SessionRow, StateDb};
@@ -36,14 +37,12 @@ pub async fn run_turn(
     let before = session.state.lock().expect("not poisoned").usage;
     let (status, final_text) = match run_model_loop(&runtime, &session, text, &interrupt).await {
         Ok(outcome) => outcome,
-        Err(message) => {
+        Err(failure) => {
+            // Ours only: Hermes tells of a failed call in `status.update` and the completion.
             session.emit(NativeEvent::Error(ErrorPayload {
-                message: message.clone(),
+                message: failure.message,
             }));
-            (
-                CompletionStatus::Error,
-                format!("API call failed: {message}"),
-            )
+            (CompletionStatus::Error, failure.text)
         }
     };
     let (usage, persisted) = {
@@ -77,7 +76,7 @@ async fn run_model_loop(
     session: &LiveSession,
     text: String,
     interrupt: &Notify,
-) -> Result<(CompletionStatus, String), String> {
+) -> Result<(CompletionStatus, String), Failure> {
     let mut config = HermesConfig::load(&session.home)
         .await
         .map_err(|e| e.to_string())?;
@@ -105,50 +104,27 @@ async fn run_model_loop(
     // paragraph break in front, in the stream only, so text does not run on across the calls.
     let mut break_before_text = false;
 
+    let attempts = config.api_attempts();
     for _ in 0..config.max_turns() {
-        let mut stream = model.stream(&history, &specs);
-        let mut reply = ChatMessage::plain(Role::Assistant, String::new());
-        loop {
-            let next = tokio::select! {
-                biased;
-                _ = interrupt.notified() => {
-                    let partial = reply.content.clone();
-                    if !partial.is_empty() {
-                        record(session, &db, &mut history, reply).await?;
-                    }
-                    return Ok((CompletionStatus::Interrupted, partial));
+        let call = call_model(
+            &*model,
+            &history,
+            &specs,
+            session,
+            interrupt,
+            attempts,
+            &mut break_before_text,
+        );
+        let reply = match call.await? {
+            Called::Answered(reply) => reply,
+            Called::Interrupted(partial) => {
+                let partial_text = partial.content.clone();
+                if !partial_text.is_empty() {
+                    record(session, &db, &mut history, partial).await?;
                 }
-                next = stream.next() => next,
-            };
-            match next {
-                None => break,
-                Some(Err(e)) => return Err(e.to_string()),
-                Some(Ok(ModelEvent::Delta(piece))) => {
-                    let streamed = if break_before_text && !piece.trim().is_empty() {
-                        break_before_text = false;
-                        format!("\n\n{piece}")
-                    } else {
-                        piece.clone()
-                    };
-                    session.note_streamed(&streamed);
-                    session.emit(NativeEvent::MessageDelta(TextPayload { text: streamed }));
-                    reply.content.push_str(&piece);
-                }
-                Some(Ok(ModelEvent::ToolCall(call))) => {
-                    session.emit(NativeEvent::ToolGenerating(ToolGenerating {
-                        name: call.name.clone(),
-                    }));
-                    reply.tool_calls.push(call);
-                }
-                Some(Ok(ModelEvent::Done(step))) => {
-                    let mut state = session.state.lock().expect("not poisoned");
-                    state.usage.input += step.input;
-                    state.usage.output += step.output;
-                    state.usage.calls += 1;
-                    state.usage.last_prompt = step.input;
-                }
+                return Ok((CompletionStatus::Interrupted, partial_text));
             }
-        }
+        };
         let tool_calls = reply.tool_calls.clone();
         let reply_text = reply.content.clone();
         record(session, &db, &mut history, reply).await?;
@@ -193,7 +169,154 @@ async fn run_model_loop(
     Err(format!(
         "stopped after {} model calls in one turn (agent.max_turns)",
         config.max_turns()
-    ))
+    )
+    .into())
+}
+
+/// Why a turn failed: `message` for our `error` event, `text` for `message.complete`.
+struct Failure {
+    message: String,
+    text: String,
+}
+
+impl From<String> for Failure {
+    fn from(message: String) -> Self {
+        Self {
+            text: format!("API call failed: {message}"),
+            message,
+        }
+    }
+}
+
+/// How one model call ended.
+enum Called {
+    /// The model's whole reply: text, tool calls or both.
+    Answered(ChatMessage),
+    /// The turn was interrupted; what the model had said so far.
+    Interrupted(ChatMessage),
+}
+
+/// One model call, streamed to the client, attempted up to `attempts` times as Hermes does: an
+/// attempt that fails before anything of it was streamed, for a reason that may pass (a
+/// connection, a rate limit, a server error), is tried again after a back-off. The client hears
+/// of the retries only if the call fails in the end.
+async fn call_model(
+    model: &dyn model::Model,
+    history: &[ChatMessage],
+    specs: &[model::ToolSpec],
+    session: &LiveSession,
+    interrupt: &Notify,
+    attempts: u64,
+    break_before_text: &mut bool,
+) -> Result<Called, Failure> {
+    let mut retry_notes = Vec::new();
+    let mut attempt = 1;
+    loop {
+        let mut stream = model.stream(history, specs);
+        let mut reply = ChatMessage::plain(Role::Assistant, String::new());
+        let mut streamed_any = false;
+        let error = loop {
+            let next = tokio::select! {
+                biased;
+                _ = interrupt.notified() => return Ok(Called::Interrupted(reply)),
+                next = stream.next() => next,
+            };
+            match next {
+                None => return Ok(Called::Answered(reply)),
+                Some(Err(error)) => break error,
+                Some(Ok(ModelEvent::Delta(piece))) => {
+                    streamed_any = true;
+                    let streamed = if *break_before_text && !piece.trim().is_empty() {
+                        *break_before_text = false;
+                        format!("\n\n{piece}")
+                    } else {
+                        piece.clone()
+                    };
+                    session.note_streamed(&streamed);
+                    session.emit(NativeEvent::MessageDelta(TextPayload { text: streamed }));
+                    reply.content.push_str(&piece);
+                }
+                Some(Ok(ModelEvent::ToolCall(call))) => {
+                    streamed_any = true;
+                    session.emit(NativeEvent::ToolGenerating(ToolGenerating {
+                        name: call.name.clone(),
+                    }));
+                    reply.tool_calls.push(call);
+                }
+                Some(Ok(ModelEvent::Done(step))) => {
+                    let mut state = session.state.lock().expect("not poisoned");
+                    state.usage.input += step.input;
+                    state.usage.output += step.output;
+                    state.usage.calls += 1;
+                    state.usage.last_prompt = step.input;
+                }
+            }
+        };
+        if !error.transient || streamed_any || attempt >= attempts {
+            for note in retry_notes {
+                lifecycle(session, note);
+            }
+            return Err(call_failed(session, error, attempts));
+        }
+        let wait = retry::backoff(attempt, error.retry_after, fastrand::f64());
+        retry_notes.push(if error.rate_limited() {
+            format!(
+                "⏱️ Rate limited. Waiting {:.1}s (attempt {}/{attempts})...",
+                wait.as_secs_f64(),
+                attempt + 1
+            )
+        } else {
+            format!(
+                "⏳ Retrying in {:.1}s (attempt {attempt}/{attempts})...",
+                wait.as_secs_f64()
+            )
+        });
+        tokio::select! {
+            biased;
+            _ = interrupt.notified() => {
+                return Ok(Called::Interrupted(ChatMessage::plain(Role::Assistant, String::new())));
+            }
+            _ = tokio::time::sleep(wait) => {}
+        }
+        attempt += 1;
+    }
+}
+
+/// The end of a model call that failed, told as Hermes tells it: a `status.update` saying why,
+/// and the completion's text.
+fn call_failed(session: &LiveSession, error: model::ModelError, attempts: u64) -> Failure {
+    let summary = error.message.clone();
+    let (note, text) = match error.status {
+        _ if error.transient => (
+            format!(
+                "❌ {} after {attempts} retries — {summary}",
+                if error.rate_limited() {
+                    "Rate limited"
+                } else {
+                    "API failed"
+                }
+            ),
+            format!("API call failed after {attempts} retries: {summary}"),
+        ),
+        Some(status) => (
+            format!("❌ Non-retryable error (HTTP {status}): {summary}"),
+            summary.clone(),
+        ),
+        None => return Failure::from(summary),
+    };
+    lifecycle(session, note);
+    Failure {
+        message: summary,
+        text,
+    }
+}
+
+/// A `status.update` of kind `lifecycle`: what Hermes's agent says about its own progress.
+fn lifecycle(session: &LiveSession, text: String) {
+    session.emit(NativeEvent::StatusUpdate(StatusUpdate {
+        kind: "lifecycle".to_owned(),
+        text,
+    }));
 }
 
 /// How a steer is marked in a tool result, in Hermes's words, so the model takes it as the

@@ -14,6 +14,7 @@ mod http;
 pub mod model;
 mod prompts;
 mod pyjson;
+mod retry;
 mod runtime;
 mod session;
 mod store;

@@ -8,6 +8,8 @@
 //! - a user text containing `SLOW`: 60 pieces `tick `, one every 100 ms (for interrupts);
 //! - a user text whose last line contains `FAIL`: HTTP 500 with an OpenAI-style error body
 //!   (the last line, because a client may merge an unanswered user message into the next);
+//! - a user text whose last line contains `FLAKY`: HTTP 503 the first time a conversation is
+//!   asked, then an answer as usual (for clients that try again);
 //! - otherwise: `You said: <text>`, a word at a time.
 //!
 //! Requests without `"stream": true` (auxiliary calls such as title generation) get a short
@@ -56,6 +58,8 @@ struct Shared {
     authorizations: Mutex<Vec<String>>,
     next_call: AtomicU64,
     options: FakeModelOptions,
+    /// The conversations (their `messages`) a `FLAKY` request already failed once for.
+    failed_once: Mutex<std::collections::HashSet<String>>,
 }
 
 /// A running fake model server; stops when dropped.
@@ -76,6 +80,7 @@ impl FakeModel {
             authorizations: Mutex::new(Vec::new()),
             next_call: AtomicU64::new(1),
             options,
+            failed_once: Mutex::new(Default::default()),
         });
         let app = Router::new()
             .route("/v1/models", get(models))
@@ -163,6 +168,8 @@ enum Reply {
         arguments: Value,
     },
     Fail,
+    /// 503, once per conversation.
+    Overloaded,
 }
 
 fn text_of(message: &Value) -> String {
@@ -206,6 +213,13 @@ fn decide(request: &Value, options: &FakeModelOptions) -> Reply {
         .is_some_and(|line| line.contains("FAIL"))
     {
         return Reply::Fail;
+    }
+    if text
+        .lines()
+        .last()
+        .is_some_and(|line| line.contains("FLAKY"))
+    {
+        return Reply::Overloaded;
     }
     if text.contains("SLOW") {
         return Reply::Text {
@@ -284,7 +298,31 @@ async fn completions(
         .lock()
         .expect("not poisoned")
         .push(request.clone());
-    let reply = decide(&request, &shared.options);
+    let mut reply = decide(&request, &shared.options);
+    if let Reply::Overloaded = reply {
+        let conversation = request["messages"].to_string();
+        if shared
+            .failed_once
+            .lock()
+            .expect("not poisoned")
+            .insert(conversation)
+        {
+            return (
+                StatusCode::SERVICE_UNAVAILABLE,
+                Json(json!({"error": {"message": "the fake model is overloaded, once", "type": "server_error", "code": "overloaded"}})),
+            )
+                .into_response();
+        }
+        let said = request["messages"]
+            .as_array()
+            .and_then(|m| m.last())
+            .map(text_of)
+            .unwrap_or_default();
+        reply = Reply::Text {
+            pieces: words(&format!("You said: {said}")),
+            delay: shared.options.piece_delay,
+        };
+    }
     if let Reply::Fail = reply {
         return (
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -331,7 +369,7 @@ async fn completions(
             frames.push((Duration::ZERO, chunk(json!({}), Some("tool_calls"))));
             chars
         }
-        Reply::Fail => 0,
+        Reply::Fail | Reply::Overloaded => 0,
     };
     frames.push((Duration::ZERO, usage_chunk(&request, output_chars)));
     frames.push((Duration::ZERO, "data: [DONE]\n\n".to_owned()));

@@ -658,6 +658,14 @@ async fn no_secret_appears_in_a_reply_an_event_or_the_log() {
     )
     .await;
     assert_eq!(failed["state"], "failed", "{failed}");
+    // The runtime's own words say why, after its three attempts.
+    assert!(
+        failed["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("API call failed after 3 retries: model endpoint unreachable"),
+        "{failed}"
+    );
     seen.push(failed.to_string());
     let refused = call(
         &app,

@@ -4,6 +4,9 @@
 mod openai;
 mod scripted;
 
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
 use futures_util::stream::BoxStream;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -120,16 +123,95 @@ pub enum ModelEvent {
     Done(TokenUsage),
 }
 
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("{0}")]
-pub struct ModelError(pub String);
+/// A model call that failed: what went wrong, and whether another attempt may help.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{message}")]
+pub struct ModelError {
+    /// What the client is told (`HTTP 503: overloaded`, `model endpoint unreachable: …`).
+    pub message: String,
+    /// The endpoint's HTTP status, when it answered with an error.
+    pub status: Option<u16>,
+    /// Another attempt may succeed: the endpoint could not be reached or timed out, was rate
+    /// limited (429) or failed on its side (5xx, 408), as Hermes classifies errors.
+    pub transient: bool,
+    /// How long the endpoint asked us to wait before trying again (`Retry-After`).
+    pub retry_after: Option<Duration>,
+}
+
+impl ModelError {
+    /// A failure that another attempt would not mend (a bad configuration, a refused request).
+    pub fn fatal(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            status: None,
+            transient: false,
+            retry_after: None,
+        }
+    }
+
+    /// The endpoint could not be reached, or the connection broke before an answer.
+    pub fn unreachable(message: impl Into<String>) -> Self {
+        Self {
+            transient: true,
+            ..Self::fatal(message)
+        }
+    }
+
+    /// The endpoint answered `status` with `detail`.
+    pub fn http(status: u16, detail: &str, retry_after: Option<Duration>) -> Self {
+        Self {
+            message: format!("HTTP {status}: {detail}"),
+            status: Some(status),
+            transient: matches!(status, 408 | 429) || status >= 500,
+            retry_after,
+        }
+    }
+
+    /// The endpoint said it is rate limiting us.
+    pub fn rate_limited(&self) -> bool {
+        self.status == Some(429)
+    }
+}
+
+/// What a one-shot (not streamed) call is for. Endpoints are sent the same request either way;
+/// the offline scripted model answers each task in its own way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuxTask {
+    /// A session's title, from its first exchange.
+    Title,
+    /// A summary of earlier turns, for compressing a session's context.
+    Summary,
+}
+
+/// A one-shot call's settings.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OneShot {
+    pub task: AuxTask,
+    pub max_tokens: Option<u32>,
+    pub temperature: Option<f32>,
+}
+
+/// The answer of a one-shot call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Completion {
+    pub text: String,
+    pub usage: TokenUsage,
+}
 
 pub trait Model: Send + Sync {
+    /// The agent loop's call: the reply streamed, text and tool calls.
     fn stream(
         &self,
         messages: &[ChatMessage],
         tools: &[ToolSpec],
     ) -> BoxStream<'static, Result<ModelEvent, ModelError>>;
+
+    /// An auxiliary call without tools, answered whole (a title, a summary).
+    fn complete(
+        &self,
+        messages: &[ChatMessage],
+        settings: OneShot,
+    ) -> BoxFuture<'static, Result<Completion, ModelError>>;
 }
 
 /// The model a home's config asks for: `scripted` (also when there is no `model:` section),
@@ -148,7 +230,7 @@ pub fn from_config(
             section.api_key.clone(),
             config.model_name(),
         ))),
-        (Some(other), None) => Err(ModelError(format!(
+        (Some(other), None) => Err(ModelError::fatal(format!(
             "model provider `{other}` needs a `base_url` (an OpenAI-compatible endpoint)"
         ))),
     }

@@ -2,12 +2,15 @@
 //! (assembled from their deltas), and usage (`stream_options.include_usage`).
 
 use eventsource_stream::Eventsource;
-use futures_util::StreamExt;
+use futures_util::future::BoxFuture;
 use futures_util::stream::{self, BoxStream};
+use futures_util::{FutureExt, StreamExt};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
-use super::{ChatMessage, Model, ModelError, ModelEvent, TokenUsage, ToolCall, ToolSpec};
+use super::{
+    ChatMessage, Completion, Model, ModelError, ModelEvent, OneShot, TokenUsage, ToolCall, ToolSpec,
+};
 
 /// A model behind an OpenAI-compatible endpoint.
 pub struct OpenAiModel {
@@ -47,6 +50,50 @@ impl OpenAiModel {
         }
         body
     }
+
+    /// A POST to the endpoint's chat completions, with the key when there is one.
+    fn request(&self, body: &Value) -> reqwest::RequestBuilder {
+        let request = self
+            .http
+            .post(format!("{}/chat/completions", self.base_url))
+            .json(body);
+        match &self.api_key {
+            Some(key) => request.bearer_auth(key),
+            None => request,
+        }
+    }
+}
+
+/// Sends a request; an answer that is not a success becomes the endpoint's error, classified.
+async fn send(request: reqwest::RequestBuilder) -> Result<reqwest::Response, ModelError> {
+    let response = request
+        .send()
+        .await
+        .map_err(|e| ModelError::unreachable(format!("model endpoint unreachable: {e}")))?;
+    let status = response.status();
+    if status.is_success() {
+        return Ok(response);
+    }
+    let retry_after = retry_after(response.headers());
+    let text = response.text().await.unwrap_or_default();
+    let detail = serde_json::from_str::<Value>(&text)
+        .ok()
+        .and_then(|v| v["error"]["message"].as_str().map(str::to_owned))
+        .unwrap_or(text);
+    Err(ModelError::http(status.as_u16(), &detail, retry_after))
+}
+
+/// `Retry-After` in seconds, as Hermes reads it (at most 10 minutes; a date is ignored).
+fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<std::time::Duration> {
+    let seconds: f64 = headers
+        .get(reqwest::header::RETRY_AFTER)?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    (seconds.is_finite() && seconds > 0.0)
+        .then(|| std::time::Duration::from_secs_f64(seconds.min(600.0)))
 }
 
 /// Tool calls as their deltas arrive: by index, id and name once, arguments in pieces.
@@ -75,27 +122,9 @@ impl Model for OpenAiModel {
         messages: &[ChatMessage],
         tools: &[ToolSpec],
     ) -> BoxStream<'static, Result<ModelEvent, ModelError>> {
-        let mut request = self
-            .http
-            .post(format!("{}/chat/completions", self.base_url))
-            .json(&self.body(messages, tools));
-        if let Some(key) = &self.api_key {
-            request = request.bearer_auth(key);
-        }
+        let request = self.request(&self.body(messages, tools));
         let opened = async move {
-            let response = request
-                .send()
-                .await
-                .map_err(|e| ModelError(format!("model endpoint unreachable: {e}")))?;
-            let status = response.status();
-            if !status.is_success() {
-                let text = response.text().await.unwrap_or_default();
-                let message = serde_json::from_str::<Value>(&text)
-                    .ok()
-                    .and_then(|v| v["error"]["message"].as_str().map(str::to_owned))
-                    .unwrap_or(text);
-                return Err(ModelError(format!("HTTP {}: {message}", status.as_u16())));
-            }
+            let response = send(request).await?;
             Ok(Reading {
                 body: response.bytes_stream().boxed().eventsource(),
                 calls: BTreeMap::new(),
@@ -110,6 +139,41 @@ impl Model for OpenAiModel {
                 Ok(reading) => read_events(reading).boxed(),
             })
             .boxed()
+    }
+
+    fn complete(
+        &self,
+        messages: &[ChatMessage],
+        settings: OneShot,
+    ) -> BoxFuture<'static, Result<Completion, ModelError>> {
+        let messages: Vec<Value> = messages.iter().map(ChatMessage::to_openai).collect();
+        let mut body = json!({"model": self.model, "messages": messages});
+        if let Some(max_tokens) = settings.max_tokens {
+            body["max_tokens"] = json!(max_tokens);
+        }
+        if let Some(temperature) = settings.temperature {
+            body["temperature"] = json!(temperature);
+        }
+        let request = self.request(&body);
+        async move {
+            let reply: Value =
+                send(request).await?.json().await.map_err(|e| {
+                    ModelError::unreachable(format!("unreadable model answer: {e}"))
+                })?;
+            let text = reply["choices"][0]["message"]["content"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            let usage = &reply["usage"];
+            Ok(Completion {
+                text,
+                usage: TokenUsage {
+                    input: usage["prompt_tokens"].as_u64().unwrap_or_default(),
+                    output: usage["completion_tokens"].as_u64().unwrap_or_default(),
+                },
+            })
+        }
+        .boxed()
     }
 }
 
@@ -133,7 +197,10 @@ fn read_events(
                 }
                 Some(Err(e)) => {
                     r.finished = true;
-                    return Some((Err(ModelError(format!("model stream broke: {e}"))), r));
+                    return Some((
+                        Err(ModelError::unreachable(format!("model stream broke: {e}"))),
+                        r,
+                    ));
                 }
                 None => r.finish(),
             }
@@ -152,9 +219,9 @@ impl Reading {
             return Ok(());
         }
         let chunk: Value = serde_json::from_str(data)
-            .map_err(|e| ModelError(format!("unreadable stream chunk: {e}")))?;
+            .map_err(|e| ModelError::fatal(format!("unreadable stream chunk: {e}")))?;
         if let Some(message) = chunk["error"]["message"].as_str() {
-            return Err(ModelError(message.to_owned()));
+            return Err(ModelError::fatal(message));
         }
         if let Some(usage) = chunk.get("usage").filter(|u| u.is_object()) {
             self.usage = Some(TokenUsage {

@@ -7,12 +7,19 @@
 //! 3. Otherwise it answers `You said: <text>`.
 //!
 //! Text is streamed a word at a time. Usage counts are a quarter of the characters, rounded up.
+//!
+//! One-shot calls: a title is the first words the user said; a summary lists what the user
+//! said in the turns it is given.
 
-use futures_util::StreamExt;
+use futures_util::future::BoxFuture;
 use futures_util::stream::{self, BoxStream};
+use futures_util::{FutureExt, StreamExt};
 use serde_json::Value;
 
-use super::{ChatMessage, Model, ModelError, ModelEvent, Role, TokenUsage, ToolCall, ToolSpec};
+use super::{
+    AuxTask, ChatMessage, Completion, Model, ModelError, ModelEvent, OneShot, Role, TokenUsage,
+    ToolCall, ToolSpec,
+};
 
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ScriptedModel;
@@ -43,6 +50,53 @@ impl Model for ScriptedModel {
         }));
         stream::iter(events.into_iter().map(Ok)).boxed()
     }
+
+    fn complete(
+        &self,
+        messages: &[ChatMessage],
+        settings: OneShot,
+    ) -> BoxFuture<'static, Result<Completion, ModelError>> {
+        let asked = messages.last().map(|m| m.content.as_str()).unwrap_or("");
+        let text = match settings.task {
+            AuxTask::Title => title_of(asked),
+            AuxTask::Summary => summary_of(asked),
+        };
+        let input: usize = messages.iter().map(|m| m.content.len()).sum();
+        let usage = TokenUsage {
+            input: input.div_ceil(4) as u64,
+            output: text.len().div_ceil(4) as u64,
+        };
+        futures_util::future::ready(Ok(Completion { text, usage })).boxed()
+    }
+}
+
+/// A title from a title request (`User: <text>\n\nAssistant: …`): the user's first six words.
+fn title_of(request: &str) -> String {
+    let user = request
+        .strip_prefix("User: ")
+        .and_then(|rest| rest.split("\n\nAssistant: ").next())
+        .unwrap_or(request);
+    user.split_whitespace()
+        .take(6)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A summary from a summary request: a goal and what the user said, one line per turn (the
+/// request lists the turns as `[USER]: …` lines).
+fn summary_of(request: &str) -> String {
+    let said: Vec<&str> = request
+        .lines()
+        .filter_map(|line| line.strip_prefix("[USER]: "))
+        .collect();
+    let mut summary = format!(
+        "## Goal\n{}\n\n## Completed Actions\n",
+        said.last().copied().unwrap_or("(none stated)")
+    );
+    for line in said {
+        summary.push_str(&format!("- the user said: {line}\n"));
+    }
+    summary
 }
 
 enum Reply {

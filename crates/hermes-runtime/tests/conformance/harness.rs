@@ -306,6 +306,24 @@ impl Client {
         }
     }
 
+    /// Every event (`params`), informational ones included, up to and including the first of
+    /// `kind`.
+    pub async fn all_events_until(&mut self, kind: &str) -> Vec<Value> {
+        let mut events = Vec::new();
+        loop {
+            let frame = match self.events.pop_front() {
+                Some(frame) => frame,
+                None => self.next_frame().await,
+            };
+            assert_eq!(frame["method"], "event", "expected an event: {frame}");
+            let done = frame["params"]["type"] == kind;
+            events.push(frame["params"].clone());
+            if done {
+                return events;
+            }
+        }
+    }
+
     /// Contract events up to and including the first of `kind`.
     pub async fn events_until(&mut self, kind: &str) -> Vec<Value> {
         let mut events = Vec::new();
@@ -334,6 +352,15 @@ pub fn types(events: &[Value]) -> Vec<&str> {
     events
         .iter()
         .map(|e| e["type"].as_str().unwrap_or_default())
+        .collect()
+}
+
+/// The texts of the `status.update` events of kind `lifecycle` (the agent's own progress).
+pub fn lifecycle_notes(events: &[Value]) -> Vec<&str> {
+    events
+        .iter()
+        .filter(|e| e["type"] == "status.update" && e["payload"]["kind"] == "lifecycle")
+        .map(|e| e["payload"]["text"].as_str().unwrap_or_default())
         .collect()
 }
 

@@ -3,7 +3,7 @@
 use serde_json::json;
 
 use crate::conformance;
-use crate::harness::{Peer, Target, last_message_to_model, streamed_text, types};
+use crate::harness::{Peer, Target, last_message_to_model, lifecycle_notes, streamed_text, types};
 
 conformance!(a_prompt_streams_start_deltas_complete, streaming);
 conformance!(an_interrupt_ends_the_turn_as_interrupted, interrupt);
@@ -11,6 +11,10 @@ conformance!(a_prompt_while_streaming_is_queued_and_interrupts, busy);
 conformance!(
     a_failing_model_ends_the_turn_with_status_error,
     model_failure
+);
+conformance!(
+    a_model_call_that_fails_once_is_tried_again_unseen,
+    model_retry
 );
 
 async fn streaming(target: Target) {
@@ -119,15 +123,33 @@ async fn model_failure(target: Target) {
     let mut client = peer.connect().await;
     let live = client.new_session().await;
     client.submit(&live, "FAIL please").await;
-    let events = client.events_until("message.complete").await;
+    let events = client.all_events_until("message.complete").await;
     let complete = &events.last().unwrap()["payload"];
     assert_eq!(complete["status"], "error", "{complete}");
-    assert!(
-        complete["text"]
-            .as_str()
-            .unwrap()
-            .contains("the fake model was asked to fail"),
+    // A server error may pass: the call is made three times (Hermes's `agent.api_max_retries`)
+    // with a pause between, and the client is told of the retries once they all failed.
+    assert_eq!(
+        complete["text"],
+        "API call failed after 3 retries: HTTP 500: the fake model was asked to fail",
         "the model's error reaches the client: {complete}"
+    );
+    let asked = peer
+        .model
+        .streamed_requests()
+        .iter()
+        .filter(|r| r["messages"].to_string().contains("FAIL please"))
+        .count();
+    assert_eq!(asked, 3, "three attempts");
+    let notes = lifecycle_notes(&events);
+    assert_eq!(notes.len(), 3, "{notes:?}");
+    assert!(
+        notes[0].starts_with("⏳ Retrying in ") && notes[0].ends_with("s (attempt 1/3)..."),
+        "{notes:?}"
+    );
+    assert!(notes[1].ends_with("s (attempt 2/3)..."), "{notes:?}");
+    assert_eq!(
+        notes[2],
+        "❌ API failed after 3 retries — HTTP 500: the fake model was asked to fail"
     );
     // The session is usable again afterwards. (Hermes merges the unanswered user message into
     // the next one, so the echo may carry both.)
@@ -139,5 +161,24 @@ async fn model_failure(target: Target) {
         complete["text"].as_str().unwrap().ends_with("still there?"),
         "{complete}"
     );
+    peer.stop().await;
+}
+
+async fn model_retry(target: Target) {
+    let peer = Peer::start(target).await;
+    let mut client = peer.connect().await;
+    let live = client.new_session().await;
+    client.submit(&live, "FLAKY once").await;
+    let events = client.all_events_until("message.complete").await;
+    let complete = &events.last().unwrap()["payload"];
+    assert_eq!(
+        (&complete["status"], &complete["text"]),
+        (&json!("complete"), &json!("You said: FLAKY once")),
+        "{complete}"
+    );
+    assert_eq!(peer.model.streamed_requests().len(), 2, "asked twice");
+    // A retry that worked is not reported.
+    assert_eq!(lifecycle_notes(&events), Vec::<&str>::new());
+    assert_eq!(streamed_text(&events), "You said: FLAKY once");
     peer.stop().await;
 }

@@ -323,9 +323,14 @@ fn translate(turn: &Turn, event: NativeEvent) -> Step {
                     error: None,
                     usage: Some(usage),
                 },
+                // The completion's text says what failed (Hermes sends no `error` event).
+                CompletionStatus::Error if !complete.text.trim().is_empty() => Outcome {
+                    usage: Some(usage),
+                    ..Outcome::failed(complete.text)
+                },
                 CompletionStatus::Error => Outcome {
                     usage: Some(usage),
-                    ..Outcome::failed("the runtime reported an error; see the `error` event")
+                    ..Outcome::failed("the runtime reported an error without saying which")
                 },
                 CompletionStatus::Unknown => Outcome {
                     usage: Some(usage),
