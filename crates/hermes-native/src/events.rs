@@ -52,6 +52,9 @@ pub enum NativeEvent {
     /// The terminal skin was changed (`config.set skin`); sent with an empty session id.
     #[serde(rename = "skin.changed")]
     SkinChanged(Skin),
+    /// The session was given a title by the model after its first exchanges.
+    #[serde(rename = "session.title")]
+    SessionTitle(SessionTitlePayload),
     /// The answer to a `prompt.background`, on the session that asked.
     #[serde(rename = "background.complete")]
     BackgroundComplete(BackgroundComplete),
@@ -92,6 +95,16 @@ fn tool_map<'de, D: serde::Deserializer<'de>>(
 ) -> Result<BTreeMap<String, Vec<String>>, D::Error> {
     let value = Value::deserialize(deserializer)?;
     Ok(serde_json::from_value(value).unwrap_or_default())
+}
+
+/// `session.title`'s payload: the stored session and its new title.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionTitlePayload {
+    /// The stored session's id (the frame's `session_id` is the live one).
+    #[serde(default, deserialize_with = "nullable")]
+    pub session_id: String,
+    #[serde(default, deserialize_with = "nullable")]
+    pub title: String,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

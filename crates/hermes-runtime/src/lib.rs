@@ -18,6 +18,7 @@ mod retry;
 mod runtime;
 mod session;
 mod store;
+mod title;
 mod tools;
 
 use std::net::SocketAddr;

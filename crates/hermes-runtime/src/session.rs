@@ -101,6 +101,10 @@ pub struct SessionState {
     /// What the user steered the agent with, for the next tool batch's result.
     pub steer: Option<String>,
     pub settings: SessionSettings,
+    /// The info last announced (`session.info` with the agent's tools), refreshed after each
+    /// turn. Until there is one, replies carry only what is known without an agent, as in
+    /// Hermes.
+    pub info: Option<hermes_native::events::SessionInfo>,
 }
 
 /// What a detached session is opened with.
@@ -128,9 +132,6 @@ pub struct SessionSettings {
     /// The reasoning effort asked of the model for this session (`low`, `none`, …), instead
     /// of the config's.
     pub reasoning: Option<String>,
-    /// Whether the session's agent was announced (`session.info` with its tools): replies
-    /// before that carry only what is known without an agent, as in Hermes.
-    pub announced: bool,
 }
 
 impl SessionSettings {
@@ -165,6 +166,11 @@ impl LiveSession {
             .model
             .clone()
             .unwrap_or_else(|| self.model_name.clone())
+    }
+
+    /// Whether the session's agent was announced (`session.info` with its tools).
+    pub fn announced(&self) -> bool {
+        self.state.lock().expect("not poisoned").info.is_some()
     }
 
     /// What a client set for this session, as it is now.
@@ -216,6 +222,7 @@ impl LiveSession {
                 last_active: now,
                 steer: None,
                 settings: SessionSettings::new(config),
+                info: None,
             }),
         })
     }

@@ -8,19 +8,20 @@ use std::sync::{Arc, Mutex};
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 use hermes_native::config::HermesConfig;
+use hermes_native::events::CompletionStatus;
 use hermes_native::methods::*;
 use hermes_native::profile::DEFAULT_PROFILE;
-use hermes_native::{LiveSessionId, StoredSessionId, codes};
+use hermes_native::{LiveSessionId, NativeEvent, StoredSessionId, codes};
 use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::Notify;
 
 use super::{background, completion, facts, models, session_info, session_work, settings};
-use crate::agent;
 use crate::model::{ChatMessage, Role};
 use crate::runtime::Runtime;
 use crate::session::{self, LiveSession, RunningTurn, SessionSettings, SessionState, Transport};
 use crate::store::{SessionRow, unix_now};
+use crate::{agent, title};
 
 #[derive(Debug, Clone)]
 pub struct RpcError {
@@ -291,6 +292,7 @@ async fn open_live(
                     .unwrap_or_else(|| SessionSettings::new(&config).cwd),
                 ..SessionSettings::new(&config)
             },
+            info: None,
         }),
     });
     runtime
@@ -723,7 +725,14 @@ fn prompt_submit(
     let turns = async move {
         let mut next = Some((text, interrupt));
         while let Some((text, interrupt)) = next.take() {
-            let complete = agent::run_turn(runtime.clone(), session.clone(), text, interrupt).await;
+            let complete =
+                agent::run_turn(runtime.clone(), session.clone(), text.clone(), interrupt).await;
+            let answer = match &complete {
+                NativeEvent::MessageComplete(done) if done.status == CompletionStatus::Complete => {
+                    Some(done.text.clone())
+                }
+                _ => None,
+            };
             // Settle what runs next before telling the client this turn is over, so a prompt
             // sent on seeing `message.complete` starts a turn instead of being queued.
             let queued = {
@@ -745,6 +754,10 @@ fn prompt_submit(
                 }
             };
             session.emit(complete);
+            session_info::after_turn(&session);
+            if let Some(answer) = answer {
+                title::after_turn(&runtime, &session, &text, &answer);
+            }
             if let Some((text, transport, interrupt)) = queued {
                 session.state.lock().expect("not poisoned").transport = transport;
                 next = Some((text, interrupt));

@@ -140,12 +140,37 @@ pub async fn full(runtime: &Runtime, session: &LiveSession) -> SessionInfo {
 /// the whole info too.
 pub async fn announce(runtime: &Runtime, session: &LiveSession) -> SessionInfo {
     let info = full(runtime, session).await;
-    session
-        .state
-        .lock()
-        .expect("not poisoned")
-        .settings
-        .announced = true;
+    {
+        let mut state = session.state.lock().expect("not poisoned");
+        state.info = Some(info.clone());
+    }
     session.emit(NativeEvent::SessionInfo(info.clone()));
     info
+}
+
+/// After each turn, as Hermes does: the session's info again, with what a turn changes (its
+/// model, title, usage, and that it no longer runs). The rest is what was last announced:
+/// listing tools and asking git for the branch at every turn would cost more than it tells.
+pub fn after_turn(session: &LiveSession) {
+    let (info, title, running) = {
+        let state = session.state.lock().expect("not poisoned");
+        (
+            state.info.clone(),
+            state.title.clone(),
+            state.running.is_some(),
+        )
+    };
+    let Some(mut info) = info else {
+        return;
+    };
+    let usage = serde_json::to_value(session.usage_now()).unwrap_or_default();
+    for (key, value) in [
+        ("model", json!(session.model())),
+        ("title", json!(title.unwrap_or_default())),
+        ("running", json!(running)),
+        ("usage", usage),
+    ] {
+        info.other.insert(key.to_owned(), value);
+    }
+    session.emit(NativeEvent::SessionInfo(info));
 }

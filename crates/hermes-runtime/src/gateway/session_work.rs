@@ -336,7 +336,7 @@ pub async fn activate(
 ) -> Result<Value> {
     let session = live_session(runtime, &p.session_id)?;
     let settings = session.settings();
-    let info = if settings.announced {
+    let info = if session.announced() {
         serde_json::to_value(super::session_info::full(runtime, &session).await)
             .map_err(handler_error)?
     } else {

@@ -90,7 +90,7 @@ async fn config_of(home: &Path) -> Result<HermesConfig> {
 async fn announce_all(runtime: &Runtime) {
     let sessions = runtime.live_sessions();
     for session in sessions {
-        if session.settings().announced {
+        if session.announced() {
             session_info::announce(runtime, &session).await;
         }
     }
@@ -98,7 +98,7 @@ async fn announce_all(runtime: &Runtime) {
 
 /// Tells one live session its info anew, if it was announced.
 async fn announce_if_built(runtime: &Runtime, session: Option<&Arc<LiveSession>>) {
-    if let Some(session) = session.filter(|s| s.settings().announced) {
+    if let Some(session) = session.filter(|s| s.announced()) {
         session_info::announce(runtime, session).await;
     }
 }
@@ -224,7 +224,7 @@ pub async fn cwd_set(runtime: &Runtime, p: SessionCwdSetParams) -> Result<Value>
             return Err(RpcError::new(codes::BUSY, "session busy"));
         }
         state.settings.cwd = cwd;
-        state.settings.announced
+        state.info.is_some()
     };
     // As Hermes: the reply and a `session.info` event carry the same info.
     if announced {
@@ -794,7 +794,7 @@ async fn personality(
         "value": if asked.is_empty() { "none".to_owned() } else { asked },
         "history_reset": false,
     });
-    if let Some(session) = session.filter(|s| s.settings().announced) {
+    if let Some(session) = session.filter(|s| s.announced()) {
         let info = session_info::announce(runtime, session).await;
         reply["info"] = serde_json::to_value(info).map_err(handler_error)?;
     }

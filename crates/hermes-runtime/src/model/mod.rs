@@ -187,8 +187,8 @@ pub enum AuxTask {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct OneShot {
     pub task: AuxTask,
-    pub max_tokens: Option<u32>,
-    pub temperature: Option<f32>,
+    /// Sent when set; the endpoint's default otherwise.
+    pub temperature: Option<f64>,
 }
 
 /// The answer of a one-shot call.

@@ -148,9 +148,6 @@ impl Model for OpenAiModel {
     ) -> BoxFuture<'static, Result<Completion, ModelError>> {
         let messages: Vec<Value> = messages.iter().map(ChatMessage::to_openai).collect();
         let mut body = json!({"model": self.model, "messages": messages});
-        if let Some(max_tokens) = settings.max_tokens {
-            body["max_tokens"] = json!(max_tokens);
-        }
         if let Some(temperature) = settings.temperature {
             body["temperature"] = json!(temperature);
         }

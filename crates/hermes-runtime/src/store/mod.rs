@@ -313,6 +313,16 @@ impl StateDb {
         Ok(done.rows_affected() == 1)
     }
 
+    /// Sets the title of a session that has none; false when it had one (or no row).
+    pub async fn set_title_if_untitled(&self, id: &str, title: &str) -> Result<bool, sqlx::Error> {
+        let done = sqlx::query("UPDATE sessions SET title = ? WHERE id = ? AND title IS NULL")
+            .bind(title)
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
     /// Deletes a session and its messages; false when there was no such session.
     pub async fn delete_session(&self, id: &str) -> Result<bool, sqlx::Error> {
         let mut tx = self.pool.begin().await?;

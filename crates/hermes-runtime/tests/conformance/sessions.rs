@@ -8,6 +8,8 @@ use crate::harness::{Client, Peer, Target, streamed_text};
 conformance!(the_session_lifecycle_matches_hermes, lifecycle);
 conformance!(stored_sessions_survive_a_restart, restart);
 conformance!(a_profile_keeps_its_own_state_db, profiles);
+conformance!(the_model_titles_a_session_after_its_first_exchange, titles);
+conformance!(a_turn_ends_with_the_sessions_info, info_after_turns);
 
 /// Creates a session and runs one prompt to completion; returns (live id, stored id).
 pub async fn prompted_session(client: &mut Client, text: &str) -> (String, String) {
@@ -326,5 +328,81 @@ async fn profiles(target: Target) {
         )
         .await;
     assert_eq!(resumed["message_count"], 2, "{resumed}");
+    peer.stop().await;
+}
+
+async fn titles(target: Target) {
+    let peer = Peer::start(target).await;
+    let mut client = peer.connect().await;
+    let (live, stored) = prompted_session(&mut client, "plan a trip to Lisbon").await;
+    // Asked once, unstreamed, with the exchange; the fake model answers `OK`.
+    let titled = client.any_event("session.title").await;
+    assert_eq!(
+        titled["payload"],
+        json!({"session_id": stored, "title": "OK"}),
+        "{titled}"
+    );
+    assert_eq!(titled["session_id"], live.as_str());
+    let asked: Vec<Value> = peer
+        .model
+        .requests()
+        .into_iter()
+        .filter(|r| r["stream"] != true)
+        .collect();
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    let messages = asked[0]["messages"].as_array().unwrap();
+    assert_eq!(messages[0]["role"], "system");
+    assert_eq!(
+        messages[1],
+        json!({"role": "user", "content": "User: plan a trip to Lisbon\n\nAssistant: You said: plan a trip to Lisbon"})
+    );
+    assert_eq!(asked[0]["temperature"], 0.3, "{}", asked[0]);
+    assert!(asked[0].get("tools").is_none(), "{}", asked[0]);
+    let listed = client.call("session.list", json!({})).await["sessions"].clone();
+    assert_eq!(listed[0]["title"], "OK", "{listed}");
+
+    // A titled session is not asked about again; another session with the same answer gets the
+    // next title of its lineage.
+    client.submit(&live, "and then Porto").await;
+    client.events_until("message.complete").await;
+    let (_, second) = prompted_session(&mut client, "something else").await;
+    let titled = client.any_event("session.title").await;
+    assert_eq!(
+        titled["payload"],
+        json!({"session_id": second, "title": "OK #2"}),
+        "{titled}"
+    );
+    let asked = peer
+        .model
+        .requests()
+        .into_iter()
+        .filter(|r| r["stream"] != true)
+        .count();
+    assert_eq!(asked, 2);
+    peer.stop().await;
+}
+
+async fn info_after_turns(target: Target) {
+    let peer = Peer::start(target).await;
+    let mut client = peer.connect().await;
+    let (live, stored) = prompted_session(&mut client, "hello").await;
+    // After `message.complete`: the session's info, no longer running, with the turn's usage.
+    let info = client.any_event("session.info").await;
+    assert_eq!(info["session_id"], live.as_str());
+    let payload = &info["payload"];
+    assert_eq!(
+        (
+            &payload["running"],
+            &payload["stored_session_id"],
+            &payload["model"]
+        ),
+        (&json!(false), &json!(stored), &json!("fake-model")),
+        "{payload}"
+    );
+    assert_eq!(payload["usage"]["calls"], 1, "{payload}");
+    assert!(
+        payload["tools"].as_object().is_some_and(|t| !t.is_empty()),
+        "{payload}"
+    );
     peer.stop().await;
 }
