@@ -157,6 +157,7 @@ fn server_side(line: &str) {
         ProcessKill,
         SubagentInterrupt,
         ModelOptions,
+        SessionCompress,
     );
     assert_eq!(
         names,

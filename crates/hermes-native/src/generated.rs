@@ -1660,11 +1660,11 @@ impl<T: NativeTransport + ?Sized> SessionNamespace<'_, T> {
         call_method::<methods::SessionClose, _>(self.transport, params).await
     }
 
-    /// `session.compress` (scope: session; may reply out of order; not implemented by hermes-runtime: answers Unsupported there).
+    /// `session.compress` (scope: session; may reply out of order).
     ///
     /// Result keys: after_messages, after_tokens, before_messages, before_tokens, host_ack, info, messages, removed, status, summary, turn_isolation, usage.
-    pub async fn compress(&self, params: &SessionCompressParams) -> Result<Value, NativeError> {
-        call(self.transport, "session.compress", params).await
+    pub async fn compress(&self, params: &<methods::SessionCompress as Method>::Params) -> Result<<methods::SessionCompress as Method>::Result, NativeError> {
+        call_method::<methods::SessionCompress, _>(self.transport, params).await
     }
 
     /// `session.context_breakdown` (scope: session).
@@ -1767,15 +1767,6 @@ impl<T: NativeTransport + ?Sized> SessionNamespace<'_, T> {
     pub async fn usage(&self, params: &<methods::SessionUsage as Method>::Params) -> Result<<methods::SessionUsage as Method>::Result, NativeError> {
         call_method::<methods::SessionUsage, _>(self.transport, params).await
     }
-}
-
-/// Params of `session.compress`; unset fields are not sent.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct SessionCompressParams {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub focus_topic: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub session_id: Option<Value>,
 }
 
 /// The `setup.*` methods.

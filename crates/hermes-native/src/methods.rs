@@ -164,6 +164,51 @@ methods! {
     SubagentInterrupt = "subagent.interrupt" (SubagentInterruptParams) -> SubagentInterrupted;
     /// The providers and models a client may pick from (`/model`), the current ones marked.
     ModelOptions = "model.options" (ModelOptionsParams) -> ModelChoices;
+    /// Summarizes the middle of a live session's conversation (its first turns and its latest
+    /// ones kept as they are), optionally keeping what concerns `focus_topic` in detail. Too
+    /// little to summarize is no error (`summary.noop`); busy is 4009.
+    SessionCompress = "session.compress" (SessionCompressParams) -> Compressed;
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionCompressParams {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<LiveSessionId>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub focus_topic: Option<String>,
+}
+
+/// Reply of `session.compress`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Compressed {
+    /// `compressed`, or `aborted` when the summary could not be made (nothing removed).
+    pub status: String,
+    pub removed: u64,
+    pub before_messages: u64,
+    pub after_messages: u64,
+    /// The rough size of a request before and after (four characters a token).
+    pub before_tokens: u64,
+    pub after_tokens: u64,
+    pub summary: CompressionSummary,
+    pub usage: NativeUsage,
+    pub info: SessionInfo,
+    /// The conversation now, as the model will be sent it.
+    pub messages: Vec<Value>,
+}
+
+/// What a compression did, in words for the user.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CompressionSummary {
+    /// Nothing changed (too little to summarize).
+    pub noop: bool,
+    pub aborted: bool,
+    pub fallback_used: bool,
+    /// `Compressed: 10 → 8 messages`, `No changes from compression: 4 messages`, …
+    pub headline: String,
+    /// `Approx request size: ~1,200 → ~800 tokens`.
+    pub token_line: String,
+    #[serde(default)]
+    pub note: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

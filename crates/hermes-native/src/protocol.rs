@@ -64,6 +64,8 @@ pub mod codes {
     pub const RELOAD_FAILED: i64 = 5015;
     /// `model.options` could not list.
     pub const MODEL_OPTIONS_FAILED: i64 = 5033;
+    /// `session.compress` failed.
+    pub const COMPRESS_FAILED: i64 = 5005;
 }
 
 /// One incoming frame, as a client sees it.

@@ -101,6 +101,10 @@ pub struct SessionState {
     /// What the user steered the agent with, for the next tool batch's result.
     pub steer: Option<String>,
     pub settings: SessionSettings,
+    /// How many times the conversation was compressed (`session.compress`), and the summary
+    /// the last compression made (the next one updates it).
+    pub compressions: u32,
+    pub summary: Option<String>,
     /// The info last announced (`session.info` with the agent's tools), refreshed after each
     /// turn. Until there is one, replies carry only what is known without an agent, as in
     /// Hermes.
@@ -222,6 +226,8 @@ impl LiveSession {
                 last_active: now,
                 steer: None,
                 settings: SessionSettings::new(config),
+                compressions: 0,
+                summary: None,
                 info: None,
             }),
         })

@@ -139,7 +139,7 @@ fn instructions(language: Option<&str>) -> String {
 /// taken off, control and zero-width characters removed, spaces collapsed, cut to 80
 /// characters. Nothing left is no title.
 pub fn clean(answer: &str) -> Option<String> {
-    let mut text = without_think_blocks(answer);
+    let mut text = model::without_reasoning(answer);
     text = text
         .trim()
         .trim_matches(|c| c == '"' || c == '\'')
@@ -160,29 +160,6 @@ pub fn clean(answer: &str) -> Option<String> {
         title = format!("{}...", first_chars(&title, MAX_TITLE_CHARS - 3));
     }
     (!title.is_empty()).then_some(title)
-}
-
-/// The text without `<think>…</think>` (and `<reasoning>…</reasoning>`) blocks; an unclosed
-/// block hides the rest.
-fn without_think_blocks(text: &str) -> String {
-    let mut rest = text;
-    let mut kept = String::new();
-    loop {
-        let opening = ["<think>", "<reasoning>"]
-            .iter()
-            .filter_map(|tag| rest.find(tag).map(|at| (at, *tag)))
-            .min();
-        let Some((at, tag)) = opening else {
-            kept.push_str(rest);
-            return kept;
-        };
-        kept.push_str(&rest[..at]);
-        let closing = tag.replacen('<', "</", 1);
-        match rest[at..].find(&closing) {
-            Some(end) => rest = &rest[at + end + closing.len()..],
-            None => return kept,
-        }
-    }
 }
 
 fn first_chars(text: &str, n: usize) -> &str {

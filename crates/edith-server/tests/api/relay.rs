@@ -67,6 +67,21 @@ async fn next(socket: &mut Socket) -> Value {
     }
 }
 
+/// The next text message, or `None` after `quiet` without one (pings do not count).
+async fn next_within(socket: &mut Socket, quiet: Duration) -> Option<Value> {
+    let deadline = tokio::time::Instant::now() + quiet;
+    loop {
+        match tokio::time::timeout_at(deadline, socket.next()).await {
+            Err(_) => return None,
+            Ok(Some(Ok(Message::Text(text)))) => {
+                return Some(serde_json::from_str(&text).expect("JSON"));
+            }
+            Ok(Some(Ok(_))) => continue,
+            Ok(other) => panic!("the socket ended: {other:?}"),
+        }
+    }
+}
+
 /// Relay frames until the reply to request `id`.
 async fn reply_to(socket: &mut Socket, id: u64) -> Value {
     loop {
@@ -305,18 +320,23 @@ async fn a_relay_keeps_a_bounded_number_of_bytes_for_a_client_that_dropped() {
     assert_eq!(again["resumed"], true, "{again}");
     let missed = again["missed"].as_array().expect("frames were lost");
     let mut seq = missed[1].as_u64().unwrap();
-    // What follows is numbered on from the gap and fits in the bytes kept.
+    // What follows is numbered on from the gap, fits in the bytes kept, and reaches the end of
+    // the turn (its completion, or the session's info that follows it).
     let mut bytes = 0;
-    loop {
-        let frame = next(&mut socket).await;
+    let mut kept = Vec::new();
+    while let Some(frame) = next_within(&mut socket, Duration::from_secs(2)).await {
         seq += 1;
         assert_eq!(frame["seq"], seq, "{frame}");
         bytes += frame.to_string().len();
-        if frame["frame"]["params"]["type"] == "message.complete" {
-            break;
-        }
+        kept.push(frame);
     }
     assert!(bytes <= kept_bytes, "{bytes} bytes kept");
+    let turn_ended = kept.iter().any(|frame| {
+        let event = &frame["frame"]["params"];
+        event["type"] == "message.complete"
+            || (event["type"] == "session.info" && event["payload"]["running"] == false)
+    });
+    assert!(turn_ended, "the turn's end is kept: {kept:?}");
     socket.close(None).await.unwrap();
 }
 

@@ -16,7 +16,9 @@ use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::Notify;
 
-use super::{background, completion, facts, models, session_info, session_work, settings};
+use super::{
+    background, completion, compress, facts, models, session_info, session_work, settings,
+};
 use crate::model::{ChatMessage, Role};
 use crate::runtime::Runtime;
 use crate::session::{self, LiveSession, RunningTurn, SessionSettings, SessionState, Transport};
@@ -138,6 +140,7 @@ methods! { runtime, transport, p;
     ProcessKill => reply(background::kill(runtime, p)?),
     SubagentInterrupt => reply(background::interrupt_subagent(p)?),
     ModelOptions => reply(failing_as(codes::MODEL_OPTIONS_FAILED, models::options(runtime, p).await)?),
+    SessionCompress => reply(compress::compress(runtime, p).await?),
 }
 
 async fn cron_manage(runtime: &Runtime, p: CronManageParams) -> Result<Value> {
@@ -292,6 +295,8 @@ async fn open_live(
                     .unwrap_or_else(|| SessionSettings::new(&config).cwd),
                 ..SessionSettings::new(&config)
             },
+            compressions: 0,
+            summary: None,
             info: None,
         }),
     });

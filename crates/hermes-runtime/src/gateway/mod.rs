@@ -2,6 +2,7 @@
 
 mod background;
 mod completion;
+mod compress;
 mod connection;
 mod facts;
 mod methods;

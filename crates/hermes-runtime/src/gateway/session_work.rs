@@ -11,7 +11,7 @@ use hermes_native::methods::{
 use serde_json::{Value, json};
 
 use super::methods::{Result, RpcError, handler_error, live_session};
-use crate::model::{ChatMessage, Role};
+use crate::model::{ChatMessage, Role, ToolSpec};
 use crate::runtime::Runtime;
 use crate::session::{SessionState, Transport};
 use crate::tools::ToolBox;
@@ -250,6 +250,24 @@ fn rough_tokens(chars: usize) -> u64 {
     chars.div_ceil(4) as u64
 }
 
+/// The rough size of a request with these messages and tools, as Hermes estimates it.
+pub(super) fn request_tokens(messages: &[ChatMessage], tools: &[ToolSpec]) -> u64 {
+    conversation_tokens(messages) + schema_tokens(tools)
+}
+
+fn conversation_tokens(messages: &[ChatMessage]) -> u64 {
+    rough_tokens(messages.iter().map(message_chars).sum())
+}
+
+/// What the tools' definitions take of a request.
+fn schema_tokens(specs: &[ToolSpec]) -> u64 {
+    if specs.is_empty() {
+        return 0;
+    }
+    let listed: Vec<Value> = specs.iter().map(ToolSpec::to_openai).collect();
+    rough_tokens(Value::from(listed).to_string().chars().count())
+}
+
 fn message_chars(message: &ChatMessage) -> usize {
     let calls: usize = message
         .tool_calls
@@ -290,18 +308,10 @@ pub async fn context_breakdown(
         .specs()
         .into_iter()
         .partition(|spec| spec.name.starts_with("mcp_"));
-    let schema_tokens = |specs: Vec<crate::model::ToolSpec>| {
-        let listed: Vec<Value> = specs.iter().map(|spec| spec.to_openai()).collect();
-        match listed.is_empty() {
-            true => 0,
-            false => rough_tokens(Value::from(listed).to_string().chars().count()),
-        }
-    };
-    let conversation = rough_tokens(messages.iter().map(message_chars).sum());
     let categories: Vec<ContextCategory> = [
-        (TOOL_DEFINITIONS, schema_tokens(built_in)),
-        (MCP, schema_tokens(mcp)),
-        (CONVERSATION, conversation),
+        (TOOL_DEFINITIONS, schema_tokens(&built_in)),
+        (MCP, schema_tokens(&mcp)),
+        (CONVERSATION, conversation_tokens(&messages)),
     ]
     .into_iter()
     .filter(|(_, tokens)| *tokens > 0)

@@ -214,6 +214,29 @@ pub trait Model: Send + Sync {
     ) -> BoxFuture<'static, Result<Completion, ModelError>>;
 }
 
+/// A model's answer without its `<think>…</think>` (and `<reasoning>…</reasoning>`) blocks;
+/// an unclosed block hides the rest.
+pub fn without_reasoning(text: &str) -> String {
+    let mut rest = text;
+    let mut kept = String::new();
+    loop {
+        let opening = ["<think>", "<reasoning>"]
+            .iter()
+            .filter_map(|tag| rest.find(tag).map(|at| (at, *tag)))
+            .min();
+        let Some((at, tag)) = opening else {
+            kept.push_str(rest);
+            return kept;
+        };
+        kept.push_str(&rest[..at]);
+        let closing = tag.replacen('<', "</", 1);
+        match rest[at..].find(&closing) {
+            Some(end) => rest = &rest[at + end + closing.len()..],
+            None => return kept,
+        }
+    }
+}
+
 /// The model a home's config asks for: `scripted` (also when there is no `model:` section),
 /// or any OpenAI-compatible endpoint given by `base_url` (Hermes's `custom` provider).
 pub fn from_config(

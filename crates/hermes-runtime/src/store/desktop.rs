@@ -158,13 +158,15 @@ impl StateDb {
         offset: i64,
     ) -> Result<(Vec<StoredMessage>, MessagePagination), sqlx::Error> {
         let limit = limit.map(|l| l.min(500));
-        let rows =
-            sqlx::query("SELECT * FROM messages WHERE session_id = ? ORDER BY id LIMIT ? OFFSET ?")
-                .bind(id)
-                .bind(limit.unwrap_or(-1))
-                .bind(offset.max(0))
-                .fetch_all(&self.pool)
-                .await?;
+        let rows = sqlx::query(
+            "SELECT * FROM messages WHERE session_id = ? AND active = 1 ORDER BY id \
+                 LIMIT ? OFFSET ?",
+        )
+        .bind(id)
+        .bind(limit.unwrap_or(-1))
+        .bind(offset.max(0))
+        .fetch_all(&self.pool)
+        .await?;
         let messages: Vec<StoredMessage> = rows.iter().map(stored_message).collect();
         let pagination = MessagePagination {
             limit,

@@ -38,7 +38,9 @@ CREATE TABLE IF NOT EXISTS messages (
     tool_call_id TEXT,
     tool_calls TEXT,
     tool_name TEXT,
-    timestamp REAL NOT NULL
+    timestamp REAL NOT NULL,
+    active INTEGER NOT NULL DEFAULT 1,
+    compacted INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS messages_by_session ON messages(session_id, id);
 "#;
@@ -217,6 +219,35 @@ impl StateDb {
         tx.commit().await
     }
 
+    /// Compacts a session in place, as Hermes does: its messages so far are kept but no longer
+    /// active (marked compacted), `messages` become its active conversation, and its counts
+    /// are theirs. One transaction.
+    pub async fn compact(
+        &self,
+        session_id: &str,
+        messages: &[ChatMessage],
+    ) -> Result<(), sqlx::Error> {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query(
+            "UPDATE messages SET active = 0, compacted = 1 WHERE session_id = ? AND active = 1",
+        )
+        .bind(session_id)
+        .execute(&mut *tx)
+        .await?;
+        let now = unix_now();
+        for message in messages {
+            insert_message(&mut tx, session_id, message, now).await?;
+        }
+        let tool_calls: usize = messages.iter().map(|m| m.tool_calls.len()).sum();
+        sqlx::query("UPDATE sessions SET message_count = ?, tool_call_count = ? WHERE id = ?")
+            .bind(messages.len() as i64)
+            .bind(tool_calls as i64)
+            .bind(session_id)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await
+    }
+
     pub async fn session(&self, id: &str) -> Result<Option<SessionRow>, sqlx::Error> {
         let row = sqlx::query(
             "SELECT id, source, model, started_at, title, message_count, profile_name \
@@ -274,7 +305,7 @@ impl StateDb {
     pub async fn messages(&self, session_id: &str) -> Result<Vec<ChatMessage>, sqlx::Error> {
         let rows = sqlx::query(
             "SELECT role, content, tool_call_id, tool_calls, tool_name FROM messages \
-             WHERE session_id = ? ORDER BY id",
+             WHERE session_id = ? AND active = 1 ORDER BY id",
         )
         .bind(session_id)
         .fetch_all(&self.pool)
@@ -366,6 +397,25 @@ async fn add_missing_columns(pool: &SqlitePool) -> Result<(), sqlx::Error> {
         sqlx::query("ALTER TABLE sessions ADD COLUMN archived INTEGER NOT NULL DEFAULT 0")
             .execute(pool)
             .await?;
+    }
+    let present: Vec<String> = sqlx::query_scalar("SELECT name FROM pragma_table_info('messages')")
+        .fetch_all(pool)
+        .await?;
+    // Compaction (`session.compress`) keeps earlier rows, no longer active.
+    let added = [
+        (
+            "active",
+            "ALTER TABLE messages ADD COLUMN active INTEGER NOT NULL DEFAULT 1",
+        ),
+        (
+            "compacted",
+            "ALTER TABLE messages ADD COLUMN compacted INTEGER NOT NULL DEFAULT 0",
+        ),
+    ];
+    for (name, statement) in added {
+        if !present.iter().any(|c| c == name) {
+            sqlx::query(statement).execute(pool).await?;
+        }
     }
     Ok(())
 }

@@ -439,3 +439,124 @@ async fn steer(target: Target) {
     assert!(content.ends_with(marked), "{result}");
     peer.stop().await;
 }
+
+conformance!(
+    the_middle_of_a_conversation_is_compressed_into_a_summary,
+    compress
+);
+
+async fn compress(target: Target) {
+    let peer = Peer::start(target).await;
+    let mut client = peer.connect().await;
+    assert_eq!(
+        client
+            .error_code("session.compress", json!({"session_id": "nope"}))
+            .await,
+        SESSION_NOT_FOUND
+    );
+    let live = client.new_session().await;
+    for said in ["one", "two"] {
+        client.submit(&live, said).await;
+        client.events_until("message.complete").await;
+    }
+    // Four messages: too few to summarize, which is no error and asks the model nothing.
+    let params = json!({"session_id": live});
+    let kept = when_idle(&mut client, "session.compress", params.clone()).await;
+    assert_eq!(
+        (&kept["status"], &kept["removed"], &kept["summary"]["noop"]),
+        (&json!("compressed"), &json!(0), &json!(true)),
+        "{kept}"
+    );
+    assert_eq!(
+        kept["summary"]["headline"],
+        "No changes from compression: 4 messages"
+    );
+    assert_eq!(kept["messages"].as_array().unwrap().len(), 4);
+    let unstreamed = |peer: &Peer| {
+        peer.model
+            .requests()
+            .into_iter()
+            .filter(|r| r["stream"] != true && !r["messages"].to_string().contains("title"))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(unstreamed(&peer), Vec::<Value>::new());
+
+    for said in ["three", "four", "five"] {
+        client.submit(&live, said).await;
+        client.events_until("message.complete").await;
+    }
+    let before: Vec<String> = ["one", "two", "three", "four", "five"]
+        .iter()
+        .flat_map(|said| {
+            [
+                format!("user: {said}"),
+                format!("assistant: You said: {said}"),
+            ]
+        })
+        .collect();
+    let focused = json!({"session_id": live, "focus_topic": "numbers"});
+    let compressed = when_idle(&mut client, "session.compress", focused).await;
+    // Ten messages: the first three and the last four kept, the three between summarized.
+    assert_eq!(
+        (
+            &compressed["status"],
+            &compressed["before_messages"],
+            &compressed["after_messages"],
+            &compressed["removed"],
+        ),
+        (&json!("compressed"), &json!(10), &json!(8), &json!(2)),
+        "{compressed}"
+    );
+    assert_eq!(compressed["summary"]["noop"], false);
+    assert_eq!(
+        compressed["summary"]["headline"],
+        "Compressed: 10 → 8 messages"
+    );
+    assert!(compressed["before_tokens"].as_u64().unwrap() > 0);
+    // The client is told while it runs.
+    loop {
+        let status = client.any_event("status.update").await;
+        if status["payload"]["kind"] == "compressing" {
+            let text = status["payload"]["text"].as_str().unwrap();
+            assert!(
+                text.starts_with("⠋ compressing 10 messages (~")
+                    && text.ends_with(", focus: \"numbers\"…"),
+                "{text}"
+            );
+            break;
+        }
+    }
+    let asked = unstreamed(&peer);
+    assert_eq!(asked.len(), 1, "one summary asked for");
+    let prompt = asked[0]["messages"][0]["content"].as_str().unwrap();
+    assert!(
+        prompt.contains("[USER]: three") && prompt.contains("[ASSISTANT]: You said: three"),
+        "{prompt}"
+    );
+    assert!(!prompt.contains("[USER]: one") && !prompt.contains("[USER]: five"));
+    assert!(prompt.contains("FOCUS TOPIC: \"numbers\""), "{prompt}");
+    let messages = compressed["messages"].as_array().unwrap();
+    let text = |m: &Value| {
+        format!(
+            "{}: {}",
+            m["role"].as_str().unwrap(),
+            m["content"].as_str().unwrap()
+        )
+    };
+    let now: Vec<String> = messages.iter().map(text).collect();
+    assert_eq!(now[..3], before[..3]);
+    assert_eq!(now[4..], before[6..10]);
+    assert!(
+        now[3].starts_with("assistant: ") && now[3].contains("OK"),
+        "{}",
+        now[3]
+    );
+
+    // The next prompt is made on the compressed conversation.
+    client.submit(&live, "six").await;
+    client.events_until("message.complete").await;
+    let sent = conversation_sent(&peer);
+    assert_eq!(sent[..8], now[..]);
+    assert_eq!(sent[8], "user: six");
+    peer.stop().await;
+}
