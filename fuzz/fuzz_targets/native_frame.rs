@@ -158,6 +158,11 @@ fn server_side(line: &str) {
         SubagentInterrupt,
         ModelOptions,
         SessionCompress,
+        ReloadEnv,
+        SudoRespond,
+        SecretRespond,
+        SkillsManage,
+        SkillsReload,
     );
     assert_eq!(
         names,

@@ -55,6 +55,18 @@ pub enum NativeEvent {
     /// The session was given a title by the model after its first exchanges.
     #[serde(rename = "session.title")]
     SessionTitle(SessionTitlePayload),
+    /// A command needs the sudo password (`sudo.respond`).
+    #[serde(rename = "sudo.request")]
+    SudoRequest(PendingRequest),
+    /// A sudo password request was not answered in time.
+    #[serde(rename = "sudo.expire")]
+    SudoExpire(PendingRequest),
+    /// A skill needs a secret the home does not have (`secret.respond`).
+    #[serde(rename = "secret.request")]
+    SecretRequest(SecretRequest),
+    /// A secret request was not answered in time.
+    #[serde(rename = "secret.expire")]
+    SecretExpire(PendingRequest),
     /// The answer to a `prompt.background`, on the session that asked.
     #[serde(rename = "background.complete")]
     BackgroundComplete(BackgroundComplete),
@@ -243,6 +255,27 @@ pub struct ClarifyRequest {
     #[serde(default)]
     pub choices: Option<Vec<String>>,
     /// What `clarify.respond` names.
+    #[serde(default, deserialize_with = "nullable")]
+    pub request_id: String,
+}
+
+/// A request the agent waits on, named by the id its answer gives.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PendingRequest {
+    #[serde(default, deserialize_with = "nullable")]
+    pub request_id: String,
+}
+
+/// `secret.request`: which variable a skill needs, and how to ask for it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SecretRequest {
+    #[serde(default, deserialize_with = "nullable")]
+    pub prompt: String,
+    #[serde(default, deserialize_with = "nullable")]
+    pub env_var: String,
+    /// `{skill_name, help?, required_for?}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Value>,
     #[serde(default, deserialize_with = "nullable")]
     pub request_id: String,
 }

@@ -1541,11 +1541,11 @@ pub struct ReloadNamespace<'a, T: ?Sized> {
 }
 
 impl<T: NativeTransport + ?Sized> ReloadNamespace<'_, T> {
-    /// `reload.env` (scope: instance; admin; not implemented by hermes-runtime: answers Unsupported there).
+    /// `reload.env` (scope: instance; admin).
     ///
     /// Result keys: updated.
-    pub async fn env(&self) -> Result<Value, NativeError> {
-        call(self.transport, "reload.env", &serde_json::Map::new()).await
+    pub async fn env(&self, params: &<methods::ReloadEnv as Method>::Params) -> Result<<methods::ReloadEnv as Method>::Result, NativeError> {
+        call_method::<methods::ReloadEnv, _>(self.transport, params).await
     }
 
     /// `reload.mcp` (scope: session; admin).
@@ -1613,19 +1613,10 @@ pub struct SecretNamespace<'a, T: ?Sized> {
 }
 
 impl<T: NativeTransport + ?Sized> SecretNamespace<'_, T> {
-    /// `secret.respond` (scope: instance; not implemented by hermes-runtime: answers Unsupported there).
-    pub async fn respond(&self, params: &SecretRespondParams) -> Result<Value, NativeError> {
-        call(self.transport, "secret.respond", params).await
+    /// `secret.respond` (scope: instance).
+    pub async fn respond(&self, params: &<methods::SecretRespond as Method>::Params) -> Result<<methods::SecretRespond as Method>::Result, NativeError> {
+        call_method::<methods::SecretRespond, _>(self.transport, params).await
     }
-}
-
-/// Params of `secret.respond`; unset fields are not sent.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct SecretRespondParams {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub request_id: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub value: Option<Value>,
 }
 
 /// The `session.*` methods.
@@ -1824,32 +1815,19 @@ pub struct SkillsNamespace<'a, T: ?Sized> {
 }
 
 impl<T: NativeTransport + ?Sized> SkillsNamespace<'_, T> {
-    /// `skills.manage` (scope: instance; admin; may reply out of order; not implemented by hermes-runtime: answers Unsupported there).
+    /// `skills.manage` (scope: instance; admin; may reply out of order).
     ///
     /// Result keys: info, installed, name, results, skills.
-    pub async fn manage(&self, params: &SkillsManageParams) -> Result<Value, NativeError> {
-        call(self.transport, "skills.manage", params).await
+    pub async fn manage(&self, params: &<methods::SkillsManage as Method>::Params) -> Result<<methods::SkillsManage as Method>::Result, NativeError> {
+        call_method::<methods::SkillsManage, _>(self.transport, params).await
     }
 
-    /// `skills.reload` (scope: instance; admin; not implemented by hermes-runtime: answers Unsupported there).
+    /// `skills.reload` (scope: instance; admin).
     ///
     /// Result keys: output, result.
-    pub async fn reload(&self) -> Result<Value, NativeError> {
-        call(self.transport, "skills.reload", &serde_json::Map::new()).await
+    pub async fn reload(&self, params: &<methods::SkillsReload as Method>::Params) -> Result<<methods::SkillsReload as Method>::Result, NativeError> {
+        call_method::<methods::SkillsReload, _>(self.transport, params).await
     }
-}
-
-/// Params of `skills.manage`; unset fields are not sent.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct SkillsManageParams {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub action: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub page: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub page_size: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub query: Option<Value>,
 }
 
 /// The `slash.*` methods.
@@ -2021,19 +1999,10 @@ pub struct SudoNamespace<'a, T: ?Sized> {
 }
 
 impl<T: NativeTransport + ?Sized> SudoNamespace<'_, T> {
-    /// `sudo.respond` (scope: instance; not implemented by hermes-runtime: answers Unsupported there).
-    pub async fn respond(&self, params: &SudoRespondParams) -> Result<Value, NativeError> {
-        call(self.transport, "sudo.respond", params).await
+    /// `sudo.respond` (scope: instance).
+    pub async fn respond(&self, params: &<methods::SudoRespond as Method>::Params) -> Result<<methods::SudoRespond as Method>::Result, NativeError> {
+        call_method::<methods::SudoRespond, _>(self.transport, params).await
     }
-}
-
-/// Params of `sudo.respond`; unset fields are not sent.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct SudoRespondParams {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub password: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub request_id: Option<Value>,
 }
 
 /// The `terminal.*` methods.

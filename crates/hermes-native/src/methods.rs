@@ -168,6 +168,101 @@ methods! {
     /// ones kept as they are), optionally keeping what concerns `focus_topic` in detail. Too
     /// little to summarize is no error (`summary.noop`); busy is 4009.
     SessionCompress = "session.compress" (SessionCompressParams) -> Compressed;
+    /// Reads the home's `.env` again; answers how many variables changed.
+    ReloadEnv = "reload.env" (NoParams) -> EnvReloaded;
+    /// Answers a `sudo.request` with the password (empty: go on without). `ok`, or `expired`
+    /// for a request no longer waiting; no `request_id` is 4009.
+    SudoRespond = "sudo.respond" (SudoRespondParams) -> StatusReply;
+    /// Answers a `secret.request` with the value (empty: skip). `ok`, or `expired` for a
+    /// request no longer waiting; no `request_id` is 4009.
+    SecretRespond = "secret.respond" (SecretRespondParams) -> StatusReply;
+    /// The home's skills by category (`list`), or the skills hub's (`search`, `browse`,
+    /// `inspect`, `install`). The reply's shape depends on the action; another is 4017.
+    SkillsManage = "skills.manage" (SkillsManageParams) -> Value;
+    /// Reads the home's skills again; says which appeared and which went since the last time.
+    SkillsReload = "skills.reload" (NoParams) -> SkillsReloaded;
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SkillsManageParams {
+    /// `list` when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub query: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page_size: Option<u64>,
+}
+
+/// Reply of `skills.reload`: the text a client prints, and the change.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SkillsReloaded {
+    pub output: String,
+    pub result: SkillsChange,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SkillsChange {
+    pub added: Vec<NamedSkill>,
+    pub removed: Vec<NamedSkill>,
+    pub unchanged: Vec<String>,
+    pub total: u64,
+    /// Skills a client can run as `/<name>`.
+    pub commands: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NamedSkill {
+    pub name: String,
+    pub description: String,
+}
+
+/// Reply of `reload.env`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct EnvReloaded {
+    pub updated: u64,
+}
+
+#[derive(Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SudoRespondParams {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub password: Option<String>,
+    /// Sent by clients; not read by Hermes 0.19 (the request id is enough).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<LiveSessionId>,
+}
+
+impl std::fmt::Debug for SudoRespondParams {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SudoRespondParams")
+            .field("request_id", &self.request_id)
+            .field("password", &self.password.as_ref().map(|_| "<redacted>"))
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SecretRespondParams {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    /// Sent by clients; not read by Hermes 0.19 (the request id is enough).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<LiveSessionId>,
+}
+
+impl std::fmt::Debug for SecretRespondParams {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SecretRespondParams")
+            .field("request_id", &self.request_id)
+            .field("value", &self.value.as_ref().map(|_| "<redacted>"))
+            .finish_non_exhaustive()
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

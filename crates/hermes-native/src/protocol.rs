@@ -66,6 +66,10 @@ pub mod codes {
     pub const MODEL_OPTIONS_FAILED: i64 = 5033;
     /// `session.compress` failed.
     pub const COMPRESS_FAILED: i64 = 5005;
+    /// `skills.manage` with an action it does not know.
+    pub const UNKNOWN_SKILLS_ACTION: i64 = 4017;
+    /// `skills.manage` failed.
+    pub const SKILLS_FAILED: i64 = 5024;
 }
 
 /// One incoming frame, as a client sees it.

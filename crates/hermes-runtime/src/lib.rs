@@ -9,6 +9,7 @@
 mod agent;
 mod config_view;
 mod cron;
+mod dotenv;
 mod gateway;
 mod http;
 pub mod model;
@@ -17,6 +18,7 @@ mod pyjson;
 mod retry;
 mod runtime;
 mod session;
+mod skills;
 mod store;
 mod title;
 mod tools;

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use hermes_native::LiveSessionId;
 use hermes_native::profile::{DEFAULT_PROFILE, PROFILE_NAME_RULE, valid_profile_name};
 
+use crate::dotenv::DotEnv;
 use crate::prompts::Prompts;
 use crate::session::LiveSession;
 use crate::store::StateDb;
@@ -25,6 +26,10 @@ pub struct Runtime {
     pub http: reqwest::Client,
     /// Approvals and questions waiting for a client's answer.
     pub prompts: Prompts,
+    /// The root home's `.env`, for the agent's commands (`reload.env` reads it again).
+    pub env: DotEnv,
+    /// The skills `skills.reload` saw last, by name (with their descriptions).
+    pub known_skills: Mutex<std::collections::BTreeMap<String, String>>,
     /// Seconds a disconnected session survives before it is reaped, unless resumed.
     pub orphan_grace: std::time::Duration,
     /// The directory the Desktop file routes may reach (canonical).
@@ -52,6 +57,7 @@ impl Runtime {
         stopping: tokio::sync::watch::Receiver<bool>,
     ) -> Self {
         Self {
+            env: DotEnv::load(&root),
             root,
             token,
             sessions: Mutex::new(HashMap::new()),
@@ -63,6 +69,7 @@ impl Runtime {
                 .build()
                 .unwrap_or_default(),
             prompts: Prompts::default(),
+            known_skills: Mutex::default(),
             orphan_grace,
             workspace,
             cron_lock: tokio::sync::Mutex::new(()),

@@ -105,6 +105,8 @@ pub struct SessionState {
     /// the last compression made (the next one updates it).
     pub compressions: u32,
     pub summary: Option<String>,
+    /// The sudo password the user gave in this session (`sudo.respond`), until sudo refuses it.
+    pub sudo_password: Option<String>,
     /// The info last announced (`session.info` with the agent's tools), refreshed after each
     /// turn. Until there is one, replies carry only what is known without an agent, as in
     /// Hermes.
@@ -228,6 +230,7 @@ impl LiveSession {
                 settings: SessionSettings::new(config),
                 compressions: 0,
                 summary: None,
+                sudo_password: None,
                 info: None,
             }),
         })

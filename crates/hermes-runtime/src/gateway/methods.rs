@@ -17,7 +17,7 @@ use serde_json::Value;
 use tokio::sync::Notify;
 
 use super::{
-    background, completion, compress, facts, models, session_info, session_work, settings,
+    background, completion, compress, facts, models, session_info, session_work, settings, skills,
 };
 use crate::model::{ChatMessage, Role};
 use crate::runtime::Runtime;
@@ -141,6 +141,11 @@ methods! { runtime, transport, p;
     SubagentInterrupt => reply(background::interrupt_subagent(p)?),
     ModelOptions => reply(failing_as(codes::MODEL_OPTIONS_FAILED, models::options(runtime, p).await)?),
     SessionCompress => reply(compress::compress(runtime, p).await?),
+    ReloadEnv => reply(reload_env(runtime, p)?),
+    SudoRespond => reply(waiting_answer(runtime, p.request_id, p.password, "password")?),
+    SecretRespond => reply(waiting_answer(runtime, p.request_id, p.value, "value")?),
+    SkillsManage => reply(skills::manage(runtime, p).await?),
+    SkillsReload => reply(skills::reload(runtime, p).await?),
 }
 
 async fn cron_manage(runtime: &Runtime, p: CronManageParams) -> Result<Value> {
@@ -297,6 +302,7 @@ async fn open_live(
             },
             compressions: 0,
             summary: None,
+            sudo_password: None,
             info: None,
         }),
     });
@@ -693,6 +699,41 @@ fn clarify_respond(runtime: &Runtime, p: ClarifyRespondParams) -> Result<StatusR
     } else {
         Err(RpcError::new(codes::BUSY, "no pending answer request"))
     }
+}
+
+/// `reload.env`: the home's `.env` read again; how many variables changed.
+fn reload_env(runtime: &Runtime, _: NoParams) -> Result<EnvReloaded> {
+    let updated = runtime
+        .env
+        .reload()
+        .map_err(|e| RpcError::new(codes::RELOAD_FAILED, e.to_string()))?;
+    Ok(EnvReloaded {
+        updated: updated as u64,
+    })
+}
+
+/// Answers a sudo or secret request, as Hermes does: `ok`; `expired` for a request no longer
+/// waiting (it timed out, or the turn was interrupted); no request id is 4009.
+fn waiting_answer(
+    runtime: &Runtime,
+    request_id: Option<String>,
+    answer: Option<String>,
+    what: &str,
+) -> Result<StatusReply> {
+    let Some(request_id) = request_id.filter(|id| !id.is_empty()) else {
+        return Err(RpcError::new(
+            codes::BUSY,
+            format!("no pending {what} request"),
+        ));
+    };
+    let status = match runtime
+        .prompts
+        .answer(&request_id, answer.unwrap_or_default())
+    {
+        true => "ok",
+        false => "expired",
+    };
+    Ok(StatusReply::new(status))
 }
 
 /// Starts a turn; while one runs, the prompt is queued to run next and the running turn is

@@ -10,6 +10,7 @@ mod models;
 mod session_info;
 mod session_work;
 mod settings;
+mod skills;
 
 pub use connection::serve_connection;
 pub use methods::IMPLEMENTED as IMPLEMENTED_METHODS;

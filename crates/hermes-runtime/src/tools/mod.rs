@@ -1,4 +1,4 @@
-//! The tools an agent may call: the built-in `terminal` and `clarify`, and the tools of the MCP
+//! The tools an agent may call: the built-in `terminal`, `clarify` and skill tools, and the tools of the MCP
 //! servers in its home's config (named as Hermes names them: `mcp__<server>__<tool>`).
 //!
 //! Every result is a JSON document in text, as Hermes passes tool results to the model.
@@ -6,6 +6,8 @@
 mod clarify;
 mod hardline;
 mod mcp;
+mod skills;
+mod sudo;
 mod terminal;
 
 use std::collections::BTreeMap;
@@ -104,6 +106,13 @@ pub const BUILT_IN_TOOLSETS: &[BuiltInToolset] = &[
         purpose: "Ask the user clarifying questions (multiple-choice or open-ended)",
         tools: &["clarify"],
     },
+    BuiltInToolset {
+        name: "skills",
+        label: "Skills",
+        description: "list, view",
+        purpose: "Read skill documents with specialized instructions and knowledge",
+        tools: &["skills_list", "skill_view"],
+    },
 ];
 
 /// The built-in toolsets the config leaves on: `platform_toolsets.cli` when it is set, else
@@ -128,6 +137,8 @@ pub fn enabled_toolsets(config: &hermes_native::config::HermesConfig) -> Vec<Str
 enum Handler {
     Terminal,
     Clarify,
+    SkillsList,
+    SkillView,
     Mcp {
         client: Arc<McpClient>,
         remote_name: String,
@@ -171,6 +182,10 @@ impl ToolBox {
         if on("clarify") {
             tools.push((clarify::spec(), Handler::Clarify));
         }
+        if on("skills") {
+            tools.push((skills::list_spec(), Handler::SkillsList));
+            tools.push((skills::view_spec(), Handler::SkillView));
+        }
         Self { tools }
     }
 
@@ -183,7 +198,10 @@ impl ToolBox {
                     let server = spec.name.split("__").nth(1).unwrap_or_default();
                     format!("mcp-{server}")
                 }
-                _ => spec.name.clone(),
+                _ => BUILT_IN_TOOLSETS
+                    .iter()
+                    .find(|t| t.tools.contains(&spec.name.as_str()))
+                    .map_or_else(|| spec.name.clone(), |t| t.name.to_owned()),
             };
             toolsets.entry(toolset).or_default().push(spec.name.clone());
         }
@@ -200,6 +218,8 @@ impl ToolBox {
             None => json!({"error": format!("unknown tool: {name}")}),
             Some((_, Handler::Terminal)) => terminal::call(ctx, &args).await,
             Some((_, Handler::Clarify)) => clarify::call(ctx, &args).await,
+            Some((_, Handler::SkillsList)) => skills::list(ctx, &args).await,
+            Some((_, Handler::SkillView)) => skills::view(ctx, &args).await,
             Some((
                 _,
                 Handler::Mcp {

@@ -123,6 +123,18 @@ pub async fn call(ctx: &TurnContext<'_>, args: &Value) -> Value {
             "status": "blocked",
         });
     }
+    if let Some(description) = super::sudo::guessing_password(ctx, command) {
+        return json!({
+            "output": "",
+            "exit_code": -1,
+            "error": format!(
+                "BLOCKED: {description}. Do not pipe passwords to 'sudo -S' — this is a \
+                 brute-force attack vector. Set SUDO_PASSWORD in your .env file if the agent \
+                 needs passwordless sudo, or run the sudo command manually in your own terminal."
+            ),
+            "status": "blocked",
+        });
+    }
     let mut approval_note = None;
     let settings = ctx.session.settings();
     if let Some((pattern, description)) = dangerous(command).filter(|_| !settings.yolo) {
@@ -178,30 +190,52 @@ pub async fn call(ctx: &TurnContext<'_>, args: &Value) -> Value {
         .as_u64()
         .map(Duration::from_secs)
         .unwrap_or(DEFAULT_TIMEOUT);
-    let mut result = run(command, &settings.cwd, timeout).await;
+    let prepared = super::sudo::prepare(ctx, command).await;
+    let mut result = run(&prepared, &ctx.runtime.env.vars(), &settings.cwd, timeout).await;
+    if let Some(output) = result["output"].as_str() {
+        let mut output = output.to_owned();
+        super::sudo::after_run(ctx, command, &mut output);
+        result["output"] = json!(output);
+    }
     if let Some(note) = approval_note {
         result["approval"] = json!(note);
     }
     result
 }
 
-async fn run(command: &str, cwd: &std::path::Path, timeout: Duration) -> Value {
+/// Runs a command with `sh -c` in `cwd`, with the home's `.env` in its environment and, for
+/// sudo, the password on its input (else no input).
+async fn run(
+    prepared: &super::sudo::Prepared,
+    env: &[(String, String)],
+    cwd: &std::path::Path,
+    timeout: Duration,
+) -> Value {
     let child = tokio::process::Command::new("sh")
         .arg("-c")
-        .arg(command)
+        .arg(&prepared.command)
         .current_dir(cwd)
-        .stdin(Stdio::null())
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .stdin(match prepared.stdin {
+            Some(_) => Stdio::piped(),
+            None => Stdio::null(),
+        })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         // An interrupted turn drops this future: the command dies with it.
         .kill_on_drop(true)
         .spawn();
-    let child = match child {
+    let mut child = match child {
         Ok(child) => child,
         Err(e) => {
             return json!({"output": "", "exit_code": -1, "error": format!("cannot run sh: {e}")});
         }
     };
+    if let (Some(input), Some(mut stdin)) = (&prepared.stdin, child.stdin.take()) {
+        use tokio::io::AsyncWriteExt;
+        // Written whole before the input closes; a command that reads none leaves it unread.
+        let _ = stdin.write_all(input.as_bytes()).await;
+    }
     match tokio::time::timeout(timeout, child.wait_with_output()).await {
         Ok(Ok(output)) => {
             let mut text = String::from_utf8_lossy(&output.stdout).into_owned();

@@ -94,10 +94,10 @@ async fn generated_namespaces(target: Target) {
         .await
         .expect("session.list");
     assert_eq!(listed.sessions, []);
-    let shown = native.reload().env().await;
+    let shown = native.plugins().list().await;
     match target {
         Target::Ours => assert!(
-            matches!(&shown, Err(NativeError::Unsupported { method }) if method == "reload.env"),
+            matches!(&shown, Err(NativeError::Unsupported { method }) if method == "plugins.list"),
             "{shown:?}"
         ),
         Target::Hermes => assert!(shown.is_ok(), "{shown:?}"),

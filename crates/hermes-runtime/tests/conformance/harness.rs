@@ -33,6 +33,8 @@ pub struct PeerOptions {
     pub mcp_servers: Vec<(String, String)>,
     /// Seconds an MCP tool call may take (`timeout`); 30 when unset.
     pub mcp_call_timeout: Option<u64>,
+    /// Variables set in the runtime's environment, besides the ones every peer gets.
+    pub env: Vec<(String, String)>,
 }
 
 /// A running runtime, its home, and the fake model it talks to.
@@ -44,6 +46,7 @@ pub struct Peer {
     /// The directory the runtime runs in (where `terminal` commands run).
     pub work: PathBuf,
     pub model: FakeModel,
+    env: Vec<(String, String)>,
     _dir: Arc<tempfile::TempDir>,
 }
 
@@ -60,7 +63,7 @@ impl Peer {
         std::fs::create_dir_all(&work).unwrap();
         let model = FakeModel::start().await;
         write_config(&home, &model, &options);
-        let process = launch(target, &home, &work).await;
+        let process = launch(target, &home, &work, &options.env).await;
         let port = process.ready_value("port").parse().expect("a port");
         Self {
             target,
@@ -69,6 +72,7 @@ impl Peer {
             home,
             work,
             model,
+            env: options.env,
             _dir: dir,
         }
     }
@@ -84,7 +88,7 @@ impl Peer {
         if let Some(process) = self.process.take() {
             process.stop(Duration::from_secs(30)).await;
         }
-        let process = launch(self.target, &self.home, &self.work).await;
+        let process = launch(self.target, &self.home, &self.work, &self.env).await;
         self.port = process.ready_value("port").parse().expect("a port");
         self.process = Some(process);
     }
@@ -140,7 +144,12 @@ fn write_config(home: &Path, model: &FakeModel, options: &PeerOptions) {
     .unwrap();
 }
 
-async fn launch(target: Target, home: &Path, work: &Path) -> ReadyProcess {
+async fn launch(
+    target: Target,
+    home: &Path,
+    work: &Path,
+    env: &[(String, String)],
+) -> ReadyProcess {
     let program = match target {
         Target::Ours => PathBuf::from(env!("CARGO_BIN_EXE_hermes-runtime")),
         Target::Hermes => testkit::real_hermes_bin(),
@@ -154,7 +163,8 @@ async fn launch(target: Target, home: &Path, work: &Path) -> ReadyProcess {
         .env("HERMES_DASHBOARD_SESSION_TOKEN", TOKEN)
         // Hermes pip-installs missing optional packages into its own venv at run time; every
         // peer shares one venv, so one must never change it under the others.
-        .env("HERMES_DISABLE_LAZY_INSTALLS", "1");
+        .env("HERMES_DISABLE_LAZY_INSTALLS", "1")
+        .envs(env.iter().map(|(k, v)| (k, v)));
     // A start that fails shows the runtime's own logs too (Hermes writes `$HERMES_HOME/logs`).
     ReadyProcess::spawn_with_logs(
         command,

@@ -16,9 +16,11 @@ mod facts;
 mod features;
 mod framing;
 mod runtime_only;
+mod secrets;
 mod session_work;
 mod sessions;
 mod settings;
+mod skills;
 mod tools;
 mod turns;
 

@@ -75,6 +75,7 @@ async fn mcp_calls_and_connections_have_deadlines() {
             ("gone".to_owned(), dead),
         ],
         mcp_call_timeout: Some(1),
+        ..Default::default()
     };
     let peer = Peer::start_with(Target::Ours, options).await;
     let mut client = peer.connect().await;

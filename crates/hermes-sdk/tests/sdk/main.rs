@@ -369,9 +369,9 @@ async fn native_methods_run_through_the_control_plane_routed_by_scope() {
     assert_eq!(resumed.resumed.as_str(), stored.as_str());
 
     // What the runtime lacks is typed; what it refuses keeps its code.
-    let unsupported = native.api().reload().env().await.unwrap_err();
+    let unsupported = native.api().plugins().list().await.unwrap_err();
     assert!(
-        matches!(&unsupported, NativeError::Unsupported { method } if method == "reload.env"),
+        matches!(&unsupported, NativeError::Unsupported { method } if method == "plugins.list"),
         "{unsupported:?}"
     );
     let refused = native
@@ -735,11 +735,11 @@ async fn capabilities_say_what_the_control_plane_and_a_runtime_offer() {
     let has = |method: &str| runtime.native_methods.iter().any(|m| m == method);
     assert!(has("session.create") && has("prompt.submit"), "{runtime:?}");
     assert!(
-        !has("reload.env"),
+        !has("plugins.list"),
         "what ours lacks is not listed: {runtime:?}"
     );
     // What is not listed answers Unsupported at once.
-    let lacking = instance.native().api().reload().env().await.unwrap_err();
+    let lacking = instance.native().api().plugins().list().await.unwrap_err();
     assert!(matches!(
         lacking,
         hermes::native::NativeError::Unsupported { .. }

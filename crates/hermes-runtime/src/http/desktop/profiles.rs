@@ -151,7 +151,7 @@ async fn summary(name: &str, home: &Path) -> ProfileSummary {
         model: model.as_ref().and_then(|m| m.default.clone()),
         provider: model.as_ref().and_then(|m| m.provider.clone()),
         has_env: home.join(".env").is_file(),
-        skill_count: super::skills::skill_files(&home.join("skills")).len() as i64,
+        skill_count: crate::skills::scan(home).len() as i64,
         gateway_running: false,
         description,
         description_auto: false,
