@@ -163,6 +163,9 @@ fn server_side(line: &str) {
         SecretRespond,
         SkillsManage,
         SkillsReload,
+        RollbackList,
+        RollbackDiff,
+        RollbackRestore,
     );
     assert_eq!(
         names,

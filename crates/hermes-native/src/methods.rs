@@ -181,6 +181,51 @@ methods! {
     SkillsManage = "skills.manage" (SkillsManageParams) -> Value;
     /// Reads the home's skills again; says which appeared and which went since the last time.
     SkillsReload = "skills.reload" (NoParams) -> SkillsReloaded;
+    /// The checkpoints of a live session's directory, newest first (`enabled: false` when
+    /// checkpoints are off).
+    RollbackList = "rollback.list" (LiveSessionParams) -> Checkpoints;
+    /// What changed in the session's directory since a checkpoint (`hash`, or its number in
+    /// the list from 1). No `hash` is 4014; a number out of range 5022.
+    RollbackDiff = "rollback.diff" (RollbackParams) -> CheckpointDiff;
+    /// Puts the session's directory (or `file_path`) back as a checkpoint had it; a whole
+    /// restore also takes the last exchange back. `success: false` says why it could not; no
+    /// `hash` is 4014, a whole restore while a turn runs 4009.
+    RollbackRestore = "rollback.restore" (RollbackParams) -> Value;
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RollbackParams {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<LiveSessionId>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hash: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file_path: Option<String>,
+}
+
+/// Reply of `rollback.list`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Checkpoints {
+    pub enabled: bool,
+    pub checkpoints: Vec<Checkpoint>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Checkpoint {
+    pub hash: String,
+    /// ISO 8601.
+    pub timestamp: String,
+    /// Why it was taken (Hermes 0.19 sends this empty).
+    pub message: String,
+}
+
+/// Reply of `rollback.diff`: `git diff --stat` and the diff (its first 4000 characters).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CheckpointDiff {
+    pub stat: String,
+    pub diff: String,
+    #[serde(flatten)]
+    pub other: Extra,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

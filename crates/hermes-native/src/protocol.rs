@@ -70,6 +70,13 @@ pub mod codes {
     pub const UNKNOWN_SKILLS_ACTION: i64 = 4017;
     /// `skills.manage` failed.
     pub const SKILLS_FAILED: i64 = 5024;
+    /// `rollback.diff` or `rollback.restore` without a checkpoint to name.
+    pub const HASH_REQUIRED: i64 = 4014;
+    /// `rollback.list`, `rollback.restore` and `rollback.diff` failed (or named a checkpoint
+    /// number out of range).
+    pub const ROLLBACK_LIST_FAILED: i64 = 5020;
+    pub const ROLLBACK_RESTORE_FAILED: i64 = 5021;
+    pub const ROLLBACK_DIFF_FAILED: i64 = 5022;
 }
 
 /// One incoming frame, as a client sees it.

@@ -99,13 +99,14 @@ async fn run_model_loop(
         }));
     }
     let specs = toolbox.specs();
-    let ctx = TurnContext { runtime, session };
+    let ctx = TurnContext::new(runtime, session);
     // Like Hermes: after a tool batch, the first streamed text that is not blank gets a
     // paragraph break in front, in the stream only, so text does not run on across the calls.
     let mut break_before_text = false;
 
     let attempts = config.api_attempts();
     for _ in 0..config.max_turns() {
+        ctx.next_model_call();
         let call = call_model(
             &*model,
             &history,

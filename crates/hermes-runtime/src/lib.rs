@@ -7,6 +7,7 @@
 //! either without knowing which one it got.
 
 mod agent;
+mod checkpoints;
 mod config_view;
 mod cron;
 mod dotenv;

@@ -17,7 +17,8 @@ use serde_json::Value;
 use tokio::sync::Notify;
 
 use super::{
-    background, completion, compress, facts, models, session_info, session_work, settings, skills,
+    background, completion, compress, facts, models, rollback, session_info, session_work,
+    settings, skills,
 };
 use crate::model::{ChatMessage, Role};
 use crate::runtime::Runtime;
@@ -146,6 +147,9 @@ methods! { runtime, transport, p;
     SecretRespond => reply(waiting_answer(runtime, p.request_id, p.value, "value")?),
     SkillsManage => reply(skills::manage(runtime, p).await?),
     SkillsReload => reply(skills::reload(runtime, p).await?),
+    RollbackList => reply(rollback::list(runtime, p).await?),
+    RollbackDiff => reply(rollback::diff(runtime, p).await?),
+    RollbackRestore => reply(rollback::restore(runtime, p).await?),
 }
 
 async fn cron_manage(runtime: &Runtime, p: CronManageParams) -> Result<Value> {

@@ -7,6 +7,7 @@ mod connection;
 mod facts;
 mod methods;
 mod models;
+mod rollback;
 mod session_info;
 mod session_work;
 mod settings;

@@ -42,7 +42,14 @@ pub fn undo(runtime: &Runtime, p: LiveSessionParams) -> Result<Undone> {
     let session = live_session(runtime, &p.session_id)?;
     let mut state = session.state.lock().expect("not poisoned");
     idle(&state, "/undo")?;
-    let messages = &mut state.messages;
+    Ok(Undone {
+        removed: take_back_last_exchange(&mut state.messages) as u64,
+    })
+}
+
+/// Takes the trailing answer (with its tool messages) and the prompt before it off a
+/// conversation; how many messages went.
+pub(super) fn take_back_last_exchange(messages: &mut Vec<ChatMessage>) -> usize {
     let before = messages.len();
     while messages
         .last()
@@ -53,9 +60,7 @@ pub fn undo(runtime: &Runtime, p: LiveSessionParams) -> Result<Undone> {
     if messages.last().is_some_and(|m| m.role == Role::User) {
         messages.pop();
     }
-    Ok(Undone {
-        removed: (before - messages.len()) as u64,
-    })
+    before - messages.len()
 }
 
 /// Queues `text` for the agent: the result of its next tool batch carries it, marked as the

@@ -27,6 +27,24 @@ pub use mcp::McpPool;
 pub struct TurnContext<'a> {
     pub runtime: &'a Runtime,
     pub session: &'a LiveSession,
+    /// The directories checkpointed since the model was last called (at most one checkpoint
+    /// per directory per model call, as Hermes takes them).
+    pub checkpointed: std::sync::Mutex<std::collections::HashSet<std::path::PathBuf>>,
+}
+
+impl<'a> TurnContext<'a> {
+    pub fn new(runtime: &'a Runtime, session: &'a LiveSession) -> Self {
+        Self {
+            runtime,
+            session,
+            checkpointed: Default::default(),
+        }
+    }
+
+    /// The model is called again: its tools may checkpoint afresh.
+    pub fn next_model_call(&self) {
+        self.checkpointed.lock().expect("not poisoned").clear();
+    }
 }
 
 /// What one call returned.

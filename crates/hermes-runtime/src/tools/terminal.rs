@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::TurnContext;
+use crate::checkpoints;
 use crate::model::ToolSpec;
 use crate::prompts::APPROVAL_TIMEOUT;
 use hermes_native::NativeEvent;
@@ -137,12 +138,13 @@ pub async fn call(ctx: &TurnContext<'_>, args: &Value) -> Value {
     }
     let mut approval_note = None;
     let settings = ctx.session.settings();
+    let config = HermesConfig::load(&ctx.session.home)
+        .await
+        .unwrap_or_default();
     if let Some((pattern, description)) = dangerous(command).filter(|_| !settings.yolo) {
         let prompts = &ctx.runtime.prompts;
         let (sid, home) = (&ctx.session.sid, &ctx.session.home);
-        let mode = HermesConfig::load(home)
-            .await
-            .map_or("manual", |config| config.approval_mode());
+        let mode = config.approval_mode();
         // `off` runs every command unasked; `smart` (Hermes first asks the model whether the
         // command is safe) asks the user here, as `manual` does.
         if mode != "off" && !prompts.is_allowed(sid, home, pattern) {
@@ -190,6 +192,9 @@ pub async fn call(ctx: &TurnContext<'_>, args: &Value) -> Value {
         .as_u64()
         .map(Duration::from_secs)
         .unwrap_or(DEFAULT_TIMEOUT);
+    if checkpoints::enabled(&config) && checkpoints::changes_files(command) {
+        checkpoint(ctx, &settings.cwd, command).await;
+    }
     let prepared = super::sudo::prepare(ctx, command).await;
     let mut result = run(&prepared, &ctx.runtime.env.vars(), &settings.cwd, timeout).await;
     if let Some(output) = result["output"].as_str() {
@@ -201,6 +206,21 @@ pub async fn call(ctx: &TurnContext<'_>, args: &Value) -> Value {
         result["approval"] = json!(note);
     }
     result
+}
+
+/// Snapshots the directory a command that changes files runs in, once per model call.
+async fn checkpoint(ctx: &TurnContext<'_>, dir: &std::path::Path, command: &str) {
+    let first = ctx
+        .checkpointed
+        .lock()
+        .expect("not poisoned")
+        .insert(dir.to_path_buf());
+    if first {
+        let shown: String = command.chars().take(60).collect();
+        checkpoints::Checkpoints::of(&ctx.session.home)
+            .take(dir, &format!("before terminal: {shown}"))
+            .await;
+    }
 }
 
 /// Runs a command with `sh -c` in `cwd`, with the home's `.env` in its environment and, for

@@ -15,6 +15,7 @@ mod desktop;
 mod facts;
 mod features;
 mod framing;
+mod rollback;
 mod runtime_only;
 mod secrets;
 mod session_work;
