@@ -83,7 +83,10 @@ async def test_tools_of_a_local_context_are_unreachable_once_it_exits(tmp_path):
     # next turn cannot reach the function.
     async with Hermes.local(data_dir=data) as second:
         again = second.instances(instance.id).profiles(profile.id).sessions(session.id)
-        finished = await (await again.send(prompt)).wait()
+        turn = await again.send(prompt)
+        finished = await turn.wait()
         assert finished["state"] == "completed"
         assert calls == ["one two three"]
+        completed = [e async for e in turn.events() if e["type"] == "tool.completed"]
+        assert "tool host unreachable" in str(completed[0]["result"]), completed
         await second.instances(instance.id).delete()

@@ -253,6 +253,9 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
 async fn recover(state: &AppState) -> Result<(), StartError> {
     state.providers.process.stop_orphans().await;
     let recover_error = |e: AppError| StartError::Recover(e.detail);
+    app::profiles::retarget_tool_relays(state)
+        .await
+        .map_err(recover_error)?;
     app::turns::recover(state).await.map_err(recover_error)?;
     app::jobs::take_over(state).await.map_err(recover_error)?;
     app::reconciler::resume_restarts(state)

@@ -512,22 +512,20 @@ async fn profiles_are_unique_by_name_and_carry_their_tools(store: Store) {
     assert_eq!(rest.items, std::slice::from_ref(&second));
     assert_eq!(rest.next_cursor, None);
 
-    assert!(
-        !store
-            .profile_has_unfinished_turns(&second.id)
-            .await
-            .unwrap()
+    assert_eq!(
+        store.unfinished_turn_of_profile(&second.id).await.unwrap(),
+        None
     );
     let session = add_session(&store, &second).await;
-    store
-        .insert_turn_if_idle(&turn_in(&session.id))
-        .await
-        .unwrap();
-    assert!(
-        store
-            .profile_has_unfinished_turns(&second.id)
-            .await
-            .unwrap()
+    let turn = turn_in(&session.id);
+    store.insert_turn_if_idle(&turn).await.unwrap();
+    assert_eq!(
+        store.unfinished_turn_of_profile(&second.id).await.unwrap(),
+        Some(turn.id.clone())
+    );
+    assert_eq!(
+        store.unfinished_turn_of_session(&session.id).await.unwrap(),
+        Some(turn.id.clone())
     );
     assert!(
         store

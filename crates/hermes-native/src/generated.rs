@@ -1562,49 +1562,22 @@ pub struct RollbackNamespace<'a, T: ?Sized> {
 }
 
 impl<T: NativeTransport + ?Sized> RollbackNamespace<'_, T> {
-    /// `rollback.diff` (scope: session; not implemented by hermes-runtime: answers Unsupported there).
-    pub async fn diff(&self, params: &RollbackDiffParams) -> Result<Value, NativeError> {
-        call(self.transport, "rollback.diff", params).await
+    /// `rollback.diff` (scope: session).
+    pub async fn diff(&self, params: &<methods::RollbackDiff as Method>::Params) -> Result<<methods::RollbackDiff as Method>::Result, NativeError> {
+        call_method::<methods::RollbackDiff, _>(self.transport, params).await
     }
 
-    /// `rollback.list` (scope: session; not implemented by hermes-runtime: answers Unsupported there).
+    /// `rollback.list` (scope: session).
     ///
     /// Result keys: checkpoints, enabled.
-    pub async fn list(&self, params: &RollbackListParams) -> Result<Value, NativeError> {
-        call(self.transport, "rollback.list", params).await
+    pub async fn list(&self, params: &<methods::RollbackList as Method>::Params) -> Result<<methods::RollbackList as Method>::Result, NativeError> {
+        call_method::<methods::RollbackList, _>(self.transport, params).await
     }
 
-    /// `rollback.restore` (scope: session; admin; not implemented by hermes-runtime: answers Unsupported there).
-    pub async fn restore(&self, params: &RollbackRestoreParams) -> Result<Value, NativeError> {
-        call(self.transport, "rollback.restore", params).await
+    /// `rollback.restore` (scope: session; admin).
+    pub async fn restore(&self, params: &<methods::RollbackRestore as Method>::Params) -> Result<<methods::RollbackRestore as Method>::Result, NativeError> {
+        call_method::<methods::RollbackRestore, _>(self.transport, params).await
     }
-}
-
-/// Params of `rollback.diff`; unset fields are not sent.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct RollbackDiffParams {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub hash: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub session_id: Option<Value>,
-}
-
-/// Params of `rollback.list`; unset fields are not sent.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct RollbackListParams {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub session_id: Option<Value>,
-}
-
-/// Params of `rollback.restore`; unset fields are not sent.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct RollbackRestoreParams {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub file_path: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub hash: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub session_id: Option<Value>,
 }
 
 /// The `secret.*` methods.

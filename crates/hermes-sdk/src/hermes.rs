@@ -106,6 +106,24 @@ impl Hermes {
         Ok(tools)
     }
 
+    /// A registered callback tool, by id (no request is made; `get()` fetches it).
+    pub fn tool(&self, id: &edith_types::ToolId) -> crate::ToolHandle {
+        crate::ToolHandle::new(self.clone(), id.clone())
+    }
+
+    /// The registered callback tools, a page at a time.
+    pub async fn tools(
+        &self,
+        page: &crate::PageRequest,
+    ) -> Result<edith_types::Page<edith_types::Tool>> {
+        self.sdk().tool_list(page).await
+    }
+
+    /// A registered tool host, by id (no request is made; `get()` fetches it).
+    pub fn tool_host(&self, id: &edith_types::ToolHostId) -> crate::ToolHostHandle {
+        crate::ToolHostHandle::new(self.clone(), id.clone())
+    }
+
     /// What the control plane offers: providers, runtimes, the pinned native catalog.
     pub async fn capabilities(&self) -> Result<edith_types::Capabilities> {
         self.root.sdk.capabilities_get().await

@@ -30,6 +30,7 @@ mod local;
 mod native_route;
 #[cfg(feature = "tool-host")]
 mod tool;
+mod tool_handles;
 #[cfg(feature = "tool-host")]
 mod tool_host;
 mod transport;
@@ -55,6 +56,7 @@ pub use hermes::Hermes;
 pub use local::LocalBuilder;
 #[cfg(feature = "tool-host")]
 pub use tool::{Tool, ToolError};
+pub use tool_handles::{ToolHandle, ToolHostHandle};
 #[cfg(feature = "tool-host")]
 pub use tool_host::ToolHost;
 

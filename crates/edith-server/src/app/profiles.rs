@@ -136,15 +136,12 @@ pub async fn update(
 /// on the runtime (the root's stays). Refused (409) while one of its turns runs.
 pub async fn delete(state: &AppState, instance: &InstanceId, id: &ProfileId) -> AppResult<Profile> {
     let profile = load(state, instance, id).await?;
-    if state
-        .store
-        .profile_has_unfinished_turns(&profile.id)
-        .await?
-    {
+    if let Some(turn) = state.store.unfinished_turn_of_profile(&profile.id).await? {
         return Err(AppError::new(
             ErrorCode::Conflict,
             format!(
-                "profile `{id}` has a turn that has not finished: cancel it or let it finish first"
+                "profile `{id}` has turn `{turn}` that has not finished: cancel it or let it \
+                 finish first"
             ),
         ));
     }
@@ -214,6 +211,52 @@ fn check_model(model: &ModelSpec) -> AppResult<()> {
         }
     }
     Ok(())
+}
+
+/// Points every profile's tool relay at the address this control plane serves on now. One
+/// that comes back on another address (a local context, an `edith serve` moved to another
+/// port) would otherwise leave its runtimes reaching for the old one, offering no callback
+/// tools. Called when the control plane starts, before any runtime does.
+pub async fn retarget_tool_relays(state: &AppState) -> AppResult<()> {
+    let mut instances = None;
+    loop {
+        let page = state
+            .store
+            .list_instances(instances.as_ref(), 100, None, None)
+            .await?;
+        for instance in &page.items {
+            let Ok(provider) = state.provider(instance.provider) else {
+                continue;
+            };
+            if !provider.configures_profiles() {
+                continue;
+            }
+            let mut profiles = None;
+            loop {
+                let listed = state
+                    .store
+                    .list_profiles(&instance.id, profiles.as_ref(), 100)
+                    .await?;
+                for profile in &listed.items {
+                    let url = mcp_endpoint::url(state, &instance.id, &profile.id);
+                    let name = &profile.native_name;
+                    let moved =
+                        provider.retarget_mcp_server(&instance.id, name, MCP_SERVER_NAME, &url);
+                    if let Err(e) = moved.await {
+                        tracing::warn!(profile = %profile.id, error = %e, "tool relay not retargeted");
+                    }
+                }
+                match listed.next_cursor.and_then(|c| c.parse().ok()) {
+                    Some(next) => profiles = Some(next),
+                    None => break,
+                }
+            }
+        }
+        match page.next_cursor.and_then(|c| c.parse().ok()) {
+            Some(next) => instances = Some(next),
+            None => return Ok(()),
+        }
+    }
 }
 
 /// A native profile's `config.yaml`: its model, and the control plane's tool relay as its MCP

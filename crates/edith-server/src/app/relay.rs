@@ -251,7 +251,11 @@ impl Relay {
             .into();
         log.bytes += text.len();
         log.frames.push_back((seq, text));
-        while log.frames.len() > self.kept_frames || log.bytes > self.kept_bytes {
+        // The newest frame stays, however large: dropping it would cut off a client that is
+        // not behind at all.
+        while log.frames.len() > 1
+            && (log.frames.len() > self.kept_frames || log.bytes > self.kept_bytes)
+        {
             let (_, oldest) = log.frames.pop_front().expect("not empty");
             log.bytes -= oldest.len();
         }

@@ -107,10 +107,14 @@ pub async fn delete(
 ) -> AppResult<Session> {
     let (_, session) = load(state, instance, profile, id).await?;
     if !state.store.delete_idle_session(&session.id).await? {
+        // Which turn kept it: named when it is still there (it may have just finished).
+        let turn = state.store.unfinished_turn_of_session(&session.id).await?;
+        let which = turn.map_or_else(|| "a turn".to_owned(), |turn| format!("turn `{turn}`"));
         return Err(AppError::new(
             ErrorCode::Conflict,
             format!(
-                "session `{id}` has a turn that has not finished: cancel it or let it finish first"
+                "session `{id}` has {which} that has not finished: cancel it or let it finish \
+                 first"
             ),
         ));
     }

@@ -26,7 +26,7 @@ pub struct Limits {
     pub burst: f64,
     /// How many frames a gateway relay keeps for a client that drops to resume from…
     pub relay_kept_frames: usize,
-    /// …and how many bytes of them, at most.
+    /// …and how many bytes of them, at most (the newest frame is kept whatever its size).
     pub relay_kept_bytes: usize,
     /// How long a relay client may stay silent (no pong to the pings it is sent a third of
     /// this apart, no request) before its socket counts as dropped.

@@ -111,6 +111,41 @@ impl Homes {
         }
     }
 
+    /// Points a native profile's MCP server `server` at `url` when its `config.yaml` names
+    /// another address; whether it did. A profile without a config or without that server is
+    /// left as it is.
+    pub async fn retarget_mcp_server(
+        &self,
+        instance: &InstanceId,
+        native_name: &str,
+        server: &str,
+        url: &str,
+    ) -> Result<bool, ProviderError> {
+        let home = self.profile_home(instance, native_name);
+        let mut config = HermesConfig::load(&home).await.map_err(|e| {
+            ProviderError(format!(
+                "cannot read {}: {e}",
+                home.join(CONFIG_FILE).display()
+            ))
+        })?;
+        match config.mcp_servers.get_mut(server) {
+            Some(entry) if entry.url != url => entry.url = url.to_owned(),
+            _ => return Ok(false),
+        }
+        write_config(&home, &config).await?;
+        Ok(true)
+    }
+
+    /// A native profile's home: the runtime's own for the root profile.
+    fn profile_home(&self, instance: &InstanceId, native_name: &str) -> PathBuf {
+        let root = self.home(instance);
+        if native_name == DEFAULT_PROFILE {
+            root
+        } else {
+            root.join("profiles").join(native_name)
+        }
+    }
+
     /// Creates or rewrites a native profile's home and `config.yaml`; a home it had to create
     /// is removed again when writing fails.
     pub async fn configure_profile(
@@ -119,12 +154,7 @@ impl Homes {
         native_name: &str,
         config: &HermesConfig,
     ) -> Result<(), ProviderError> {
-        let root = self.home(instance);
-        let home = if native_name == DEFAULT_PROFILE {
-            root
-        } else {
-            root.join("profiles").join(native_name)
-        };
+        let home = self.profile_home(instance, native_name);
         let existed = tokio::fs::try_exists(&home).await.unwrap_or(true);
         let written = write_config(&home, config).await;
         if written.is_err() && !existed {

@@ -70,6 +70,18 @@ pub trait RuntimeProvider: Send + Sync {
         native_name: &str,
         config: &HermesConfig,
     ) -> Result<(), ProviderError>;
+    /// Points a native profile's MCP server `server` at `url` if its configuration names
+    /// another address (the control plane came back on another one); whether it did.
+    async fn retarget_mcp_server(
+        &self,
+        instance: &InstanceId,
+        native_name: &str,
+        server: &str,
+        url: &str,
+    ) -> Result<bool, ProviderError> {
+        let _ = (instance, native_name, server, url);
+        Ok(false)
+    }
     /// Removes a native profile's home (not the root's). Idempotent.
     async fn remove_profile(
         &self,

@@ -100,8 +100,13 @@ async fn deleting_takes_what_belongs_along_but_never_from_under_a_turn() {
     let turn = format!("{turns}/{}", finished["turn_id"].as_str().unwrap());
     assert_eq!(ctx.get(&turn).await.0, 200);
     let waiting = ctx.waiting_turn(&turns).await;
-    assert_problem(&ctx.delete(&session).await, 409, "conflict");
-    assert_problem(&ctx.delete(&profile).await, 409, "conflict");
+    // The refusal names the turn that keeps the session and the profile.
+    let waiting_id = waiting.rsplit('/').next().unwrap().to_owned();
+    for refused in [ctx.delete(&session).await, ctx.delete(&profile).await] {
+        assert_problem(&refused, 409, "conflict");
+        let detail = refused.1["detail"].as_str().unwrap();
+        assert!(detail.contains(&format!("turn `{waiting_id}`")), "{detail}");
+    }
     ctx.cancel_turn(&waiting).await;
     let (status, deleted) = ctx.delete(&session).await;
     assert_eq!(status, 200, "{deleted}");

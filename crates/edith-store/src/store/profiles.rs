@@ -1,6 +1,6 @@
 //! Profiles and the tools attached to them.
 
-use edith_types::{InstanceId, Page, Profile, ProfileId, Tool, ToolHost, ToolId};
+use edith_types::{InstanceId, Page, Profile, ProfileId, Tool, ToolHost, ToolId, TurnId};
 use sqlx::Row;
 
 use super::{Result, Store, duplicate_or_db, from_body, one_more, page, to_json};
@@ -65,18 +65,19 @@ impl Store {
     }
 
     /// Whether a turn of the profile's sessions is still queued, running or waiting.
-    pub async fn profile_has_unfinished_turns(&self, profile: &ProfileId) -> Result<bool> {
-        on_db!(self, pool => {
-            let found: bool = sqlx::query_scalar(
-                "SELECT EXISTS (SELECT 1 FROM turns JOIN sessions ON sessions.id = turns.session_id \
+    /// A turn of the profile's sessions that has not finished, if there is one.
+    pub async fn unfinished_turn_of_profile(&self, profile: &ProfileId) -> Result<Option<TurnId>> {
+        let id: Option<String> = on_db!(self, pool => {
+            sqlx::query_scalar(
+                "SELECT turns.id FROM turns JOIN sessions ON sessions.id = turns.session_id \
                  WHERE sessions.profile_id = $1 \
-                 AND turns.state IN ('queued', 'running', 'requires_action'))",
+                 AND turns.state IN ('queued', 'running', 'requires_action') LIMIT 1",
             )
             .bind(profile.as_str())
-            .fetch_one(pool)
-            .await?;
-            Ok(found)
-        })
+            .fetch_optional(pool)
+            .await?
+        });
+        Ok(id.and_then(|id| id.parse().ok()))
     }
 
     pub async fn profile(&self, instance: &InstanceId, id: &ProfileId) -> Result<Option<Profile>> {

@@ -24,7 +24,7 @@ impl Store {
     pub async fn insert_turn_if_idle(&self, turn: &Turn) -> Result<Option<TurnId>> {
         // The turn that kept this one out may finish before it is looked up: then try again.
         for _ in 0..INSERT_ATTEMPTS {
-            let busy: Option<String> = on_db!(self, pool => {
+            let inserted: bool = on_db!(self, pool => {
                 let inserted = sqlx::query(
                     "INSERT INTO turns (id, session_id, state, body) SELECT $1, $2, $3, $4 \
                      WHERE NOT EXISTS (SELECT 1 FROM turns WHERE session_id = $2 \
@@ -37,26 +37,35 @@ impl Store {
                 .execute(pool)
                 .await;
                 match inserted {
-                    Ok(done) if done.rows_affected() == 1 => return Ok(None),
-                    Ok(_) => {}
-                    Err(e) if is_unique_violation(&e) => {}
+                    Ok(done) => done.rows_affected() == 1,
+                    Err(e) if is_unique_violation(&e) => false,
                     Err(e) => return Err(e.into()),
                 }
-                sqlx::query_scalar(
-                    "SELECT id FROM turns WHERE session_id = $1 \
-                     AND state IN ('queued', 'running', 'requires_action') LIMIT 1",
-                )
-                .bind(turn.session_id.as_str())
-                .fetch_optional(pool)
-                .await?
             });
-            if let Some(busy) = busy.and_then(|id| id.parse().ok()) {
+            if inserted {
+                return Ok(None);
+            }
+            if let Some(busy) = self.unfinished_turn_of_session(&turn.session_id).await? {
                 return Ok(Some(busy));
             }
         }
         Err(StoreError::Duplicate(
             "an unfinished turn in this session (turns kept starting and ending)".to_owned(),
         ))
+    }
+
+    /// The session's turn that has not finished, if it has one.
+    pub async fn unfinished_turn_of_session(&self, session: &SessionId) -> Result<Option<TurnId>> {
+        let id: Option<String> = on_db!(self, pool => {
+            sqlx::query_scalar(
+                "SELECT id FROM turns WHERE session_id = $1 \
+                 AND state IN ('queued', 'running', 'requires_action') LIMIT 1",
+            )
+            .bind(session.as_str())
+            .fetch_optional(pool)
+            .await?
+        });
+        Ok(id.and_then(|id| id.parse().ok()))
     }
 
     /// A page of the session's turns, oldest first (only those in `state`, if given).

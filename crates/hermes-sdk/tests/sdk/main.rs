@@ -194,6 +194,79 @@ async fn close_deletes_the_instances_created_in_the_context() {
     again.close().await.expect("close");
 }
 
+/// `close()` stops the embedded control plane (its port refuses) and the tools the context
+/// hosted: a later turn — through another context on the same data — that calls one gets a
+/// clear error in the turn, and the function is not called.
+#[tokio::test]
+async fn a_closed_local_context_refuses_and_its_tools_are_reached_no_more() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let first = Hermes::local_builder()
+        .data_dir(dir.path())
+        .cleanup(false)
+        .start()
+        .await
+        .expect("local");
+    let (tool, calls) = recording_word_count();
+    let registered = first.register_tool(tool).await.expect("tool");
+    let instance = ready_instance(&first, "kept").await;
+    let profile = instance
+        .profiles()
+        .create(ProfileSpec::new("assistant").tool(&registered))
+        .await
+        .expect("profile");
+    let session = profile.sessions().create().await.expect("session");
+    let input = r#"word_count {"text": "one two three"}"#;
+    let turn = session.send(input).await.expect("turn");
+    assert_eq!(turn.wait().await.expect("wait").state, TurnState::Completed);
+    assert_eq!(*calls.lock().unwrap(), ["one two three"]);
+    let url = first.sdk().base_url().to_owned();
+    first.close().await.expect("close");
+    let refused = reqwest::Client::new()
+        .get(format!("{url}/healthz"))
+        .timeout(std::time::Duration::from_secs(5))
+        .send()
+        .await;
+    assert!(
+        refused.as_ref().is_err_and(reqwest::Error::is_connect),
+        "the control plane's port refuses: {refused:?}"
+    );
+
+    let second = Hermes::local_builder()
+        .data_dir(dir.path())
+        .start()
+        .await
+        .expect("reopen");
+    let again = second
+        .instance(instance.id())
+        .profile(profile.id())
+        .session(session.id());
+    let turn = again.send(input).await.expect("turn");
+    assert_eq!(turn.wait().await.expect("wait").state, TurnState::Completed);
+    let log = collect(turn.events()).await;
+    let result = log
+        .iter()
+        .find_map(|e| match &e.kind {
+            TurnEventKind::ToolCompleted { result, .. } => Some(result.clone()),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("the tool was called: {log:#?}"));
+    assert!(
+        result.to_string().contains("tool host unreachable"),
+        "the turn says the tool could not be reached: {result}"
+    );
+    assert_eq!(
+        *calls.lock().unwrap(),
+        ["one two three"],
+        "not called again"
+    );
+    second
+        .instance(instance.id())
+        .delete()
+        .await
+        .expect("delete");
+    second.close().await.expect("close");
+}
+
 #[tokio::test]
 async fn without_cleanup_the_instance_remains_and_open_instance_reaches_it_without_owning_it() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -356,6 +429,16 @@ async fn native_methods_run_through_the_control_plane_routed_by_scope() {
     assert!(
         !root.sessions.iter().any(|s| s.id.as_str() == stored),
         "not in the root profile: {root:?}"
+    );
+    let own = native
+        .api()
+        .session()
+        .list(&SessionListParams::default())
+        .await
+        .expect("the profile's session.list");
+    assert!(
+        own.sessions.iter().any(|s| s.id.as_str() == stored),
+        "in its own profile's list: {own:?}"
     );
     let resumed = native
         .api()
@@ -919,6 +1002,97 @@ async fn a_dropped_gateway_socket_resumes_and_delivers_every_event_once() {
     local.close().await.expect("close");
 }
 
+/// A connection that comes back after a longer outage than the relay could keep frames for is
+/// told which frames are lost (`GatewayEvent::Missed`), then goes on.
+#[tokio::test]
+async fn a_connection_back_after_a_long_outage_is_told_what_it_missed() {
+    use hermes::native::{NativeEvent, PromptSubmit, PromptSubmitParams, SessionCreateParams};
+    use hermes::types::ModelSpec;
+    let model = testkit::FakeModel::start_with(testkit::FakeModelOptions {
+        piece_delay: std::time::Duration::from_millis(15),
+        ..Default::default()
+    })
+    .await;
+    let data = tempfile::tempdir().expect("data dir");
+    let mut config = edith_server::ServerConfig::local(data.path().to_path_buf());
+    // Room for any one frame (a session's info is the largest), not for a whole reply.
+    config.limits.relay_kept_bytes = 4000;
+    let server = edith_server::start(config).await.expect("control plane");
+    let key = std::fs::read_to_string(data.path().join(edith_server::ADMIN_KEY_FILE)).unwrap();
+    let direct = Hermes::remote(server.url(), Some(key.trim()));
+    let instance = ready_instance(&direct, "outage").await;
+    let profile = instance
+        .profiles()
+        .create(
+            ProfileSpec::new("talker").model(ModelSpec::OpenaiCompatible {
+                base_url: model.base_url().to_owned(),
+                model: "fake-model".to_owned(),
+                api_key: Some("sk-fake-0123456789".to_owned()),
+            }),
+        )
+        .await
+        .expect("profile");
+    let target = server.url().trim_start_matches("http://").to_owned();
+    let proxy = testkit::CutProxy::start(target.parse().unwrap()).await;
+    let remote = Hermes::remote(&proxy.url(), Some(key.trim()));
+    let connection = remote
+        .instance(instance.id())
+        .profile(profile.id())
+        .connect()
+        .await
+        .expect("connect");
+    let created = connection
+        .api()
+        .session()
+        .create(&SessionCreateParams::default())
+        .await
+        .expect("session");
+    let words: Vec<String> = (0..60).map(|n| format!("w{n}")).collect();
+    let submit = PromptSubmitParams {
+        session_id: Some(created.session_id.clone()),
+        text: Some(words.join(" ")),
+        ..Default::default()
+    };
+    connection.request::<PromptSubmit>(&submit).await.unwrap();
+    until_native(&connection, |event| {
+        matches!(event, NativeEvent::MessageDelta(_)).then_some(())
+    })
+    .await;
+    // Down for longer than the rest of the reply takes: about 10 KB of frames.
+    proxy.cut_for(std::time::Duration::from_secs(3));
+    let missed = tokio::time::timeout(std::time::Duration::from_secs(30), async {
+        while let Some(event) = connection.next_event().await {
+            if let hermes::GatewayEvent::Missed { first, last } = event {
+                return Some((first, last));
+            }
+        }
+        None
+    })
+    .await
+    .expect("within 30 s")
+    .unwrap_or_else(|| panic!("the connection ended: {:?}", connection.ended()));
+    assert!(missed.0 <= missed.1, "{missed:?}");
+    assert!(connection.reconnects() >= 1);
+    // The connection goes on: the next turn is seen whole.
+    let submit = PromptSubmitParams {
+        text: Some("after the outage".to_owned()),
+        ..submit
+    };
+    connection.request::<PromptSubmit>(&submit).await.unwrap();
+    // (The first turn's end may come first, if the relay still had it.)
+    until_native(&connection, |event| match event {
+        NativeEvent::MessageComplete(complete) if complete.text.contains("after the outage") => {
+            Some(())
+        }
+        _ => None,
+    })
+    .await;
+    connection.close().await;
+    remote.close().await.expect("close");
+    direct.close().await.expect("close");
+    server.shutdown().await;
+}
+
 #[tokio::test]
 async fn an_instances_desktop_routes_are_reached_through_the_control_plane_with_its_keys() {
     use hermes::native::desktop::{FsReadTextQuery, SessionListQuery, SessionMessagesQuery};
@@ -959,6 +1133,21 @@ async fn an_instances_desktop_routes_are_reached_through_the_control_plane_with_
         matches!(&config, Error::Runtime { status: 403, .. }),
         "{config:?}"
     );
+    // What the instance's runtime serves of the Desktop routes, found through the control
+    // plane: every group of our runtime.
+    let offered = instance
+        .desktop()
+        .capabilities()
+        .await
+        .expect("capabilities");
+    assert_eq!(
+        offered.runtime.as_deref(),
+        Some("hermes-runtime"),
+        "{offered:?}"
+    );
+    for group in hermes::native::desktop::RouteGroup::ALL {
+        assert!(offered.has(*group), "{group:?}: {offered:?}");
+    }
 
     // A read key reads sessions, but neither files nor changes.
     let read = hermes
@@ -1063,5 +1252,102 @@ async fn an_instances_desktop_routes_are_reached_through_the_control_plane_with_
         as_reader.session_list(&SessionListQuery::default()).await,
         Err(Error::Closed)
     ));
+    hermes.close().await.expect("close");
+}
+
+/// Every resource changes and goes through its handle: a profile's model and a session's title,
+/// a tool updated, detached and deleted (refused while a profile has it), a tool host moved and
+/// deleted, a session and a profile deleted.
+#[tokio::test]
+async fn resources_are_changed_and_deleted_through_their_handles() {
+    use hermes::types::{ModelConfig, ModelSpec, RegisterToolHost, UpdateTool, UpdateToolHost};
+    let hermes = Hermes::local().await.expect("local");
+    let (tool, _) = recording_word_count();
+    let registered = hermes.register_tool(tool).await.expect("tool");
+    let instance = ready_instance(&hermes, "resources").await;
+    let profile = instance
+        .profiles()
+        .create(ProfileSpec::new("assistant").tool(&registered))
+        .await
+        .expect("profile");
+
+    let tool = hermes.tool(&registered.id);
+    let in_use = tool.delete().await.unwrap_err();
+    assert_eq!(in_use.code(), Some(ErrorCode::Conflict), "{in_use}");
+    assert!(
+        in_use.to_string().contains(profile.id().as_str()),
+        "{in_use}"
+    );
+    let change = UpdateTool {
+        description: Some("Counts the words again".to_owned()),
+        input_schema: None,
+    };
+    assert_eq!(
+        tool.update(&change).await.expect("update").description,
+        "Counts the words again"
+    );
+    assert_eq!(
+        tool.get().await.unwrap().description,
+        "Counts the words again"
+    );
+    let detached = profile.detach_tool(&registered.id).await.expect("detach");
+    assert!(!detached.tools.contains(&registered.id), "{detached:?}");
+    tool.delete().await.expect("delete the tool");
+    assert_eq!(
+        tool.get().await.unwrap_err().code(),
+        Some(ErrorCode::NotFound)
+    );
+
+    let host = hermes
+        .sdk()
+        .tool_host_register(&RegisterToolHost {
+            url: "http://127.0.0.1:9/mcp".to_owned(),
+            secret: "a-secret-long-enough-for-a-host".to_owned(),
+        })
+        .await
+        .expect("host");
+    let host = hermes.tool_host(&host.id);
+    let moved = UpdateToolHost {
+        url: Some("http://127.0.0.1:10/mcp".to_owned()),
+        secret: None,
+    };
+    host.update(&moved).await.expect("move");
+    assert_eq!(host.get().await.unwrap().url, "http://127.0.0.1:10/mcp");
+    host.delete().await.expect("delete the host");
+    assert_eq!(
+        host.get().await.unwrap_err().code(),
+        Some(ErrorCode::NotFound)
+    );
+
+    let endpoint = ModelSpec::OpenaiCompatible {
+        base_url: "http://127.0.0.1:9/v1".to_owned(),
+        model: "elsewhere".to_owned(),
+        api_key: None,
+    };
+    let changed = profile.set_model(endpoint).await.expect("model");
+    assert!(
+        matches!(&changed.model, ModelConfig::OpenaiCompatible { model, api_key_set: false, .. } if model == "elsewhere"),
+        "{changed:?}"
+    );
+    let session = profile.sessions().create().await.expect("session");
+    assert_eq!(
+        session
+            .set_title("Plans")
+            .await
+            .expect("title")
+            .title
+            .as_deref(),
+        Some("Plans")
+    );
+    session.delete().await.expect("delete the session");
+    assert_eq!(
+        session.get().await.unwrap_err().code(),
+        Some(ErrorCode::NotFound)
+    );
+    profile.delete().await.expect("delete the profile");
+    assert_eq!(
+        profile.get().await.unwrap_err().code(),
+        Some(ErrorCode::NotFound)
+    );
     hermes.close().await.expect("close");
 }

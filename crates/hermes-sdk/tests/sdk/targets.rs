@@ -193,6 +193,7 @@ on_every_target!(an_approval_pauses_the_turn_until_the_application_answers);
 on_every_target!(a_question_is_answered_through_the_control_plane);
 on_every_target!(a_running_turn_is_cancelled_and_the_session_goes_on);
 on_every_target!(a_stored_native_session_is_listed_and_resumed);
+on_every_target!(a_profile_connection_answers_an_approval_and_a_question);
 
 /// The model calls the application's `word_count`, which runs in this process, reached by the
 /// runtime through the control plane's MCP endpoint and the context's tool host.
@@ -530,5 +531,96 @@ async fn a_stored_native_session_is_listed_and_resumed(target: Target) {
         Some(hermes::types::ErrorCode::NotFound),
         "{target:?}: {unknown}"
     );
+    journey.close().await;
+}
+
+/// The application on a persistent connection to its profile's gateway (`profile.connect()`):
+/// a native session of its own, the agent's approval and question answered there, typed events
+/// to the end of each turn.
+async fn a_profile_connection_answers_an_approval_and_a_question(target: Target) {
+    use hermes::native::{
+        ApprovalRespond, ApprovalRespondParams, ClarifyRespond, ClarifyRespondParams, NativeEvent,
+        PromptSubmit, PromptSubmitParams, SessionCreateParams,
+    };
+    let journey = Journey::start(target).await;
+    let profile = journey.profile(&[]).await;
+    let connection = bounded("connect", profile.connect())
+        .await
+        .expect("connect");
+    let created = bounded(
+        "a native session",
+        connection
+            .api()
+            .session()
+            .create(&SessionCreateParams::default()),
+    )
+    .await
+    .expect("session");
+    let submit = |text: String| PromptSubmitParams {
+        session_id: Some(created.session_id.clone()),
+        text: Some(text),
+        ..Default::default()
+    };
+
+    let victim = tempfile::tempdir().expect("temp dir");
+    let command = format!("rm -rf {}", victim.path().display());
+    let input = format!("CALL terminal {}", json!({ "command": command }));
+    bounded("prompt", connection.request::<PromptSubmit>(&submit(input)))
+        .await
+        .expect("prompt");
+    let asked = super::until_native(&connection, |event| match event {
+        NativeEvent::ApprovalRequest(request) => Some(request.command.clone()),
+        _ => None,
+    })
+    .await;
+    assert_eq!(asked, command, "{target:?}");
+    let deny = ApprovalRespondParams {
+        session_id: Some(created.session_id.clone()),
+        choice: Some("deny".to_owned()),
+        ..Default::default()
+    };
+    bounded("deny", connection.request::<ApprovalRespond>(&deny))
+        .await
+        .expect("deny");
+    super::until_native(&connection, |event| {
+        matches!(event, NativeEvent::MessageComplete(_)).then_some(())
+    })
+    .await;
+    assert!(victim.path().exists(), "{target:?}: denied, so nothing ran");
+
+    let input = r#"CALL clarify {"question": "Which colour?", "choices": ["red", "blue"]}"#;
+    bounded(
+        "prompt",
+        connection.request::<PromptSubmit>(&submit(input.to_owned())),
+    )
+    .await
+    .expect("prompt");
+    let request_id = super::until_native(&connection, |event| match event {
+        NativeEvent::ClarifyRequest(question) => {
+            assert_eq!(question.question, "Which colour?", "{target:?}");
+            Some(question.request_id.clone())
+        }
+        _ => None,
+    })
+    .await;
+    let answer = ClarifyRespondParams {
+        request_id: Some(request_id),
+        answer: Some("blue".to_owned()),
+        session_id: Some(created.session_id.clone()),
+    };
+    bounded("answer", connection.request::<ClarifyRespond>(&answer))
+        .await
+        .expect("answer");
+    let result = super::until_native(&connection, |event| match event {
+        NativeEvent::ToolComplete(done) if done.name == "clarify" => Some(done.result.clone()),
+        _ => None,
+    })
+    .await;
+    assert_eq!(result["user_response"], "blue", "{target:?}: {result}");
+    super::until_native(&connection, |event| {
+        matches!(event, NativeEvent::MessageComplete(_)).then_some(())
+    })
+    .await;
+    connection.close().await;
     journey.close().await;
 }

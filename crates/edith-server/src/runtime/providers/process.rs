@@ -376,6 +376,18 @@ impl RuntimeProvider for ProcessProvider {
         self.homes.destroy(instance).await
     }
 
+    async fn retarget_mcp_server(
+        &self,
+        instance: &InstanceId,
+        native_name: &str,
+        server: &str,
+        url: &str,
+    ) -> Result<bool, ProviderError> {
+        self.homes
+            .retarget_mcp_server(instance, native_name, server, url)
+            .await
+    }
+
     async fn configure_profile(
         &self,
         instance: &InstanceId,
