@@ -12,8 +12,8 @@ use futures_util::StreamExt;
 use hermes_native::NativeEvent;
 use hermes_native::config::HermesConfig;
 use hermes_native::events::{
-    CompletionStatus, ErrorPayload, MessageComplete, StatusUpdate, TextPayload, ToolComplete,
-    ToolGenerating, ToolStart,
+    CompletionStatus, ErrorPayload, MessageComplete, TextPayload, ToolComplete, ToolGenerating,
+    ToolStart,
 };
 use serde_json::{Value, json};
 use tokio::sync::Notify;
@@ -93,10 +93,7 @@ async fn run_model_loop(
 
     let (toolbox, problems) = ToolBox::for_turn(runtime, &config).await;
     for problem in problems {
-        session.emit(NativeEvent::StatusUpdate(StatusUpdate {
-            kind: "warn".to_owned(),
-            text: problem,
-        }));
+        session.status("warn", problem);
     }
     let specs = toolbox.specs();
     let ctx = TurnContext::new(runtime, session);
@@ -255,7 +252,7 @@ async fn call_model(
         };
         if !error.transient || streamed_any || attempt >= attempts {
             for note in retry_notes {
-                lifecycle(session, note);
+                session.status("lifecycle", note);
             }
             return Err(call_failed(session, error, attempts));
         }
@@ -305,19 +302,11 @@ fn call_failed(session: &LiveSession, error: model::ModelError, attempts: u64) -
         ),
         None => return Failure::from(summary),
     };
-    lifecycle(session, note);
+    session.status("lifecycle", note);
     Failure {
         message: summary,
         text,
     }
-}
-
-/// A `status.update` of kind `lifecycle`: what Hermes's agent says about its own progress.
-fn lifecycle(session: &LiveSession, text: String) {
-    session.emit(NativeEvent::StatusUpdate(StatusUpdate {
-        kind: "lifecycle".to_owned(),
-        text,
-    }));
 }
 
 /// How a steer is marked in a tool result, in Hermes's words, so the model takes it as the
@@ -357,6 +346,7 @@ async fn persist(
     db: &StateDb,
     messages: &[ChatMessage],
 ) -> Result<(), String> {
+    let _writing = session.writes.lock().await;
     let (first, title) = {
         let mut state = session.state.lock().expect("not poisoned");
         (

@@ -125,6 +125,35 @@ impl Checkpoints {
 
     /// Snapshots `dir` (unless it is too broad, too large, or unchanged since the last one).
     pub async fn take(&self, dir: &Path, reason: &str) -> bool {
+        let (store, dir, reason) = (self.store.clone(), dir.to_path_buf(), reason.to_owned());
+        exclusively(async move { Self { store }.take_now(&dir, &reason).await })
+            .await
+            .unwrap_or(false)
+    }
+
+    /// What changed in `dir` since a snapshot: `(stat, diff)`, empty when it cannot be told.
+    pub async fn diff(&self, dir: &Path, hash: &str) -> (String, String) {
+        let (store, dir, hash) = (self.store.clone(), dir.to_path_buf(), hash.to_owned());
+        exclusively(async move { Self { store }.diff_now(&dir, &hash).await })
+            .await
+            .unwrap_or_default()
+    }
+
+    /// Puts `dir` (or one file of it) back as a snapshot had it, after snapshotting it as it is
+    /// now. Files made since are left.
+    pub async fn restore(&self, dir: &Path, hash: &str, file: Option<&str>) -> Restored {
+        let (store, dir, hash) = (self.store.clone(), dir.to_path_buf(), hash.to_owned());
+        let file = file.map(str::to_owned);
+        exclusively(async move {
+            Self { store }
+                .restore_now(&dir, &hash, file.as_deref())
+                .await
+        })
+        .await
+        .unwrap_or_else(|| Restored::Failed("Restore failed: the work was cut off".to_owned()))
+    }
+
+    async fn take_now(&self, dir: &Path, reason: &str) -> bool {
         let Some(dir) = normalized(dir) else {
             return false;
         };
@@ -132,10 +161,15 @@ impl Checkpoints {
         if dir == Path::new("/") || Some(&dir) == home.as_ref() {
             return false;
         }
-        if self.init().await.is_err() || too_many_files(&dir) {
+        let counted = dir.clone();
+        let too_large = tokio::task::spawn_blocking(move || too_many_files(&counted))
+            .await
+            .unwrap_or(true);
+        if too_large || self.init().await.is_err() {
             return false;
         }
         let project = Project::of(&self.store, &dir);
+        project.clear_stale_locks(&self.store);
         if project.index.exists() {
             match self.commit_of(&project).await {
                 Some(commit) => {
@@ -221,8 +255,7 @@ impl Checkpoints {
             .collect()
     }
 
-    /// What changed in `dir` since a snapshot: `(stat, diff)`, empty when it cannot be told.
-    pub async fn diff(&self, dir: &Path, hash: &str) -> (String, String) {
+    async fn diff_now(&self, dir: &Path, hash: &str) -> (String, String) {
         let Some(dir) = normalized(dir) else {
             return Default::default();
         };
@@ -254,9 +287,7 @@ impl Checkpoints {
         )
     }
 
-    /// Puts `dir` (or one file of it) back as a snapshot had it, after snapshotting it as it is
-    /// now. Files made since are left.
-    pub async fn restore(&self, dir: &Path, hash: &str, file: Option<&str>) -> Restored {
+    async fn restore_now(&self, dir: &Path, hash: &str, file: Option<&str>) -> Restored {
         if let Err(problem) = valid_hash(hash) {
             return Restored::Failed(problem);
         }
@@ -280,7 +311,7 @@ impl Checkpoints {
             return Restored::Failed(format!("Checkpoint '{hash}' not found"));
         }
         let short: String = hash.chars().take(8).collect();
-        self.take(
+        self.take_now(
             &dir,
             &format!("pre-rollback snapshot (restoring to {short})"),
         )
@@ -437,6 +468,17 @@ struct Project {
 }
 
 impl Project {
+    /// Lock files a git cut off mid-write left (nothing else writes the store while the
+    /// process-wide lock is held): without this the directory would never be snapshot again.
+    fn clear_stale_locks(&self, store: &Path) {
+        let mut index_lock = self.index.clone().into_os_string();
+        index_lock.push(".lock");
+        let reference = store.join(format!("{}.lock", self.reference));
+        for lock in [PathBuf::from(index_lock), reference] {
+            let _ = std::fs::remove_file(lock);
+        }
+    }
+
     fn of(store: &Path, dir: &Path) -> Self {
         let digest = Sha256::digest(dir.display().to_string().as_bytes());
         let key: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
@@ -452,6 +494,21 @@ impl Project {
             key,
         }
     }
+}
+
+/// Runs store work one piece at a time in this process, on a task of its own: a caller that
+/// goes away (an interrupted turn, a closed connection) does not cut git off mid-write.
+/// `None` when the task failed.
+async fn exclusively<T: Send + 'static>(
+    work: impl std::future::Future<Output = T> + Send + 'static,
+) -> Option<T> {
+    static STORE: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    tokio::spawn(async move {
+        let _one_at_a_time = STORE.lock().await;
+        work.await
+    })
+    .await
+    .ok()
 }
 
 /// The directory as an absolute path, links resolved.

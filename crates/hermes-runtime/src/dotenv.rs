@@ -30,10 +30,9 @@ impl DotEnv {
         }
     }
 
-    /// A variable as the agent's commands see it: the file's value, else the process's.
-    pub fn get(&self, key: &str) -> Option<String> {
-        let from_file = self.values.lock().expect("not poisoned").get(key).cloned();
-        from_file.or_else(|| std::env::var(key).ok())
+    /// The file's value of a variable.
+    pub fn value(&self, key: &str) -> Option<String> {
+        self.values.lock().expect("not poisoned").get(key).cloned()
     }
 
     /// The file's values, for a command's environment.
@@ -97,6 +96,29 @@ impl DotEnv {
         values.insert(key.to_owned(), value.to_owned());
         Ok(())
     }
+}
+
+/// Whether a variable's name says it holds a credential (`OPENAI_API_KEY`, `GH_TOKEN`,
+/// `SUDO_PASSWORD`, `AWS_SECRET_ACCESS_KEY`, `GOOGLE_APPLICATION_CREDENTIALS`): the agent's
+/// commands are not given those.
+pub fn is_credential(name: &str) -> bool {
+    const WORDS: &[&str] = &[
+        "KEY",
+        "KEYS",
+        "APIKEY",
+        "TOKEN",
+        "TOKENS",
+        "SECRET",
+        "SECRETS",
+        "PASSWORD",
+        "PASSWD",
+        "PASS",
+        "CREDENTIAL",
+        "CREDENTIALS",
+    ];
+    name.to_ascii_uppercase()
+        .split(['_', '-'])
+        .any(|word| WORDS.contains(&word))
 }
 
 /// `KEY=value` lines as python-dotenv reads them: blank lines and `#` comments skipped, an
@@ -186,6 +208,30 @@ mod tests {
     use super::*;
 
     #[test]
+    fn credentials_are_told_by_their_names() {
+        for name in [
+            "OPENAI_API_KEY",
+            "GH_TOKEN",
+            "SUDO_PASSWORD",
+            "aws_secret_access_key",
+            "GOOGLE_APPLICATION_CREDENTIALS",
+            "HERMES_DASHBOARD_SESSION_TOKEN",
+        ] {
+            assert!(is_credential(name), "{name}");
+        }
+        for name in [
+            "PATH",
+            "HOME",
+            "MONKEY_BUSINESS",
+            "KEYBOARD",
+            "PLAIN_SETTING",
+            "PASSAGE",
+        ] {
+            assert!(!is_credential(name), "{name}");
+        }
+    }
+
+    #[test]
     fn lines_read_as_python_dotenv_reads_them() {
         let values = parse(
             "\u{feff}# settings\nA=1\nexport B = two words \n C='quoted # not a comment'\n\
@@ -209,10 +255,10 @@ mod tests {
         let path = home.path().join(FILE);
         std::fs::write(&path, "# mine\nKEEP=1\nCHANGE=old\nGONE=x\n").unwrap();
         let env = DotEnv::load(home.path());
-        assert_eq!(env.get("CHANGE").as_deref(), Some("old"));
+        assert_eq!(env.value("CHANGE").as_deref(), Some("old"));
         std::fs::write(&path, "# mine\nKEEP=1\nCHANGE=new\nADDED=y\n").unwrap();
         assert_eq!(env.reload().unwrap(), 3);
-        assert_eq!(env.get("GONE"), None);
+        assert_eq!(env.value("GONE"), None);
         assert_eq!(env.reload().unwrap(), 0);
 
         let mode = |path: &Path| {
@@ -235,6 +281,6 @@ mod tests {
             0o600,
             "a new file is private"
         );
-        assert_eq!(env.get("FRESH").as_deref(), Some("z"));
+        assert_eq!(env.value("FRESH").as_deref(), Some("z"));
     }
 }

@@ -26,8 +26,8 @@ pub struct Runtime {
     pub http: reqwest::Client,
     /// Approvals and questions waiting for a client's answer.
     pub prompts: Prompts,
-    /// The root home's `.env`, for the agent's commands (`reload.env` reads it again).
-    pub env: DotEnv,
+    /// Each home's `.env` (the root's, and a profile's own), read on first use.
+    dotenvs: Mutex<HashMap<PathBuf, Arc<DotEnv>>>,
     /// The skills `skills.reload` saw last, by name (with their descriptions).
     pub known_skills: Mutex<std::collections::BTreeMap<String, String>>,
     /// Seconds a disconnected session survives before it is reaped, unless resumed.
@@ -57,7 +57,7 @@ impl Runtime {
         stopping: tokio::sync::watch::Receiver<bool>,
     ) -> Self {
         Self {
-            env: DotEnv::load(&root),
+            dotenvs: Mutex::default(),
             root,
             token,
             sessions: Mutex::new(HashMap::new()),
@@ -78,6 +78,43 @@ impl Runtime {
             yolo: Default::default(),
             background: Mutex::new(Vec::new()),
         }
+    }
+
+    /// The `.env` of a home (read when first asked for; `reload.env` reads the root's again).
+    pub fn dotenv(&self, home: &Path) -> Arc<DotEnv> {
+        let mut dotenvs = self.dotenvs.lock().expect("not poisoned");
+        dotenvs
+            .entry(home.to_path_buf())
+            .or_insert_with(|| Arc::new(DotEnv::load(home)))
+            .clone()
+    }
+
+    /// A variable as a session of `home` sees it: its home's `.env`, the root's, then the
+    /// process environment.
+    pub fn env_var(&self, home: &Path, key: &str) -> Option<String> {
+        self.dotenv(home)
+            .value(key)
+            .or_else(|| self.dotenv(&self.root).value(key))
+            .or_else(|| std::env::var(key).ok())
+    }
+
+    /// The environment of an agent's command in a session of `home`: the process's, the root's
+    /// `.env` and the home's own over it — without credentials (see
+    /// [`crate::dotenv::is_credential`]) unless the session was given them (`passthrough`:
+    /// what a skill it read declared).
+    pub fn command_env(
+        &self,
+        home: &Path,
+        passthrough: &std::collections::BTreeSet<String>,
+    ) -> Vec<(String, String)> {
+        let mut env: std::collections::BTreeMap<String, String> = std::env::vars().collect();
+        env.extend(self.dotenv(&self.root).vars());
+        if home != self.root {
+            env.extend(self.dotenv(home).vars());
+        }
+        env.into_iter()
+            .filter(|(name, _)| !crate::dotenv::is_credential(name) || passthrough.contains(name))
+            .collect()
     }
 
     /// Runs `work` in the background; the runtime waits for it (bounded) when it stops.

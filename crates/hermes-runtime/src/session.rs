@@ -85,6 +85,9 @@ pub struct LiveSession {
     /// The model's context window (`model.context_length`), if the config says.
     pub context_window: Option<u64>,
     pub state: Mutex<SessionState>,
+    /// Held while the conversation is written to `state.db`, so that a compaction and a turn's
+    /// messages are written one after the other, never interleaved.
+    pub writes: tokio::sync::Mutex<()>,
 }
 
 pub struct SessionState {
@@ -107,6 +110,8 @@ pub struct SessionState {
     pub summary: Option<String>,
     /// The sudo password the user gave in this session (`sudo.respond`), until sudo refuses it.
     pub sudo_password: Option<String>,
+    /// Credentials the session's commands may see: those a skill it read declared.
+    pub passthrough: std::collections::BTreeSet<String>,
     /// The info last announced (`session.info` with the agent's tools), refreshed after each
     /// turn. Until there is one, replies carry only what is known without an agent, as in
     /// Hermes.
@@ -231,9 +236,21 @@ impl LiveSession {
                 compressions: 0,
                 summary: None,
                 sudo_password: None,
+                passthrough: Default::default(),
                 info: None,
             }),
+            writes: Default::default(),
         })
+    }
+
+    /// A `status.update` of `kind` (`lifecycle`, `warn`, `compressing`, …) for the client.
+    pub fn status(&self, kind: &str, text: String) {
+        self.emit(NativeEvent::StatusUpdate(
+            hermes_native::events::StatusUpdate {
+                kind: kind.to_owned(),
+                text,
+            },
+        ));
     }
 
     /// Sends an event to whichever connection the session is bound to now.

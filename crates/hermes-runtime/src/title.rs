@@ -94,25 +94,27 @@ async fn give_title(
         return Ok(());
     };
     let db = runtime.db(&session.home).await.map_err(|e| e.to_string())?;
-    // Another session may have the title: this one gets the next in its lineage (`… #2`).
-    let title = db
-        .next_title_in_lineage(&title)
-        .await
-        .map_err(|e| e.to_string())?;
+    let failed = |e: sqlx::Error| e.to_string();
+    // Another session has the title: this one gets the next of its lineage (`… #2`).
+    let title = match db.title_taken(&title).await.map_err(failed)? {
+        true => db.next_title_in_lineage(&title).await.map_err(failed)?,
+        false => title,
+    };
+    // A title the user set meanwhile wins, in the database and in the session.
+    if session.state.lock().expect("not poisoned").title.is_some()
+        || !db
+            .set_title_if_untitled(&session.stored_id, &title)
+            .await
+            .map_err(failed)?
     {
-        // A title the user set meanwhile wins.
+        return Ok(());
+    }
+    {
         let mut state = session.state.lock().expect("not poisoned");
         if state.title.is_some() {
             return Ok(());
         }
         state.title = Some(title.clone());
-    }
-    if !db
-        .set_title_if_untitled(&session.stored_id, &title)
-        .await
-        .map_err(|e| e.to_string())?
-    {
-        return Ok(());
     }
     session.emit(NativeEvent::SessionTitle(SessionTitlePayload {
         session_id: session.stored_id.clone(),

@@ -2,15 +2,13 @@
 //! model writes, as Hermes 0.19 compresses — the first turns and the latest ones kept as they
 //! are, the stored session compacted in place (its earlier rows kept, inactive).
 
-use hermes_native::NativeEvent;
 use hermes_native::codes;
 use hermes_native::config::HermesConfig;
-use hermes_native::events::StatusUpdate;
 use hermes_native::methods::{Compressed, CompressionSummary, SessionCompressParams};
 
 use super::methods::{Result, RpcError, live_session};
 use super::session_info;
-use super::session_work::{idle, request_tokens};
+use super::session_work::{idle, request_tokens, thousands};
 use crate::model::{self, AuxTask, ChatMessage, OneShot, Role};
 use crate::runtime::Runtime;
 use crate::session::LiveSession;
@@ -59,8 +57,7 @@ pub async fn compress(runtime: &Runtime, p: SessionCompressParams) -> Result<Com
             .as_deref()
             .map(|f| format!(", focus: \"{f}\""))
             .unwrap_or_default();
-        status(
-            &session,
+        session.status(
             "compressing",
             format!(
                 "⠋ compressing {} messages (~{} tok){focus_note}…",
@@ -80,7 +77,7 @@ pub async fn compress(runtime: &Runtime, p: SessionCompressParams) -> Result<Com
     )
     .await;
     let reply = settle(runtime, &session, before, before_tokens, &tools, outcome).await;
-    status(&session, "status", "ready".to_owned());
+    session.status("status", "ready".to_owned());
     reply
 }
 
@@ -103,16 +100,19 @@ async fn summarize(
     previous: Option<&str>,
     focus: Option<&str>,
 ) -> Outcome {
+    if messages.len() < 4 {
+        return Outcome::Nothing;
+    }
+    // As Hermes: said as soon as there is anything to look at, even if nothing comes of it.
+    session.status(
+        "compacting",
+        "🗜️ Compacting context — summarizing earlier conversation so I can continue...".to_owned(),
+    );
     let window = session.context_window.unwrap_or(DEFAULT_WINDOW);
     let protect_first = if compressions == 0 { PROTECT_FIRST } else { 0 };
     let Some((start, end)) = middle(messages, protect_first, tail_budget(window)) else {
         return Outcome::Nothing;
     };
-    status(
-        session,
-        "compacting",
-        "🗜️ Compacting context — summarizing earlier conversation so I can continue...".to_owned(),
-    );
     let mut config = config.clone();
     if let Some(switched) = session.settings().model {
         config.model.default = Some(switched);
@@ -168,6 +168,8 @@ async fn settle(
         Outcome::Nothing => (before.clone(), None),
         Outcome::Aborted(reason) => (before.clone(), Some(reason)),
         Outcome::Done(compacted, body) => {
+            // A turn that starts now writes its messages after the compaction, not among them.
+            let _writing = session.writes.lock().await;
             let persisted = {
                 let mut state = session.state.lock().expect("not poisoned");
                 // Like Hermes: a conversation that moved on meanwhile is not overwritten.
@@ -477,26 +479,6 @@ fn cut(text: &str, max: usize) -> String {
     format!("{}...", text.chars().take(1_200).collect::<String>())
 }
 
-/// `12345` → `12,345`.
-fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, digit) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(digit);
-    }
-    out
-}
-
-fn status(session: &LiveSession, kind: &str, text: String) {
-    session.emit(NativeEvent::StatusUpdate(StatusUpdate {
-        kind: kind.to_owned(),
-        text,
-    }));
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -590,8 +572,6 @@ mod tests {
         assert!(
             prompt(&talk(1), Some("before"), None, 128_000).contains("PREVIOUS SUMMARY:\nbefore")
         );
-        assert_eq!(thousands(1_234_567), "1,234,567");
-        assert_eq!(thousands(999), "999");
         assert_eq!(tail_budget(131_072), 19_660);
     }
 }

@@ -307,8 +307,10 @@ async fn open_live(
             compressions: 0,
             summary: None,
             sudo_password: None,
+            passthrough: Default::default(),
             info: None,
         }),
+        writes: Default::default(),
     });
     runtime
         .sessions
@@ -708,7 +710,7 @@ fn clarify_respond(runtime: &Runtime, p: ClarifyRespondParams) -> Result<StatusR
 /// `reload.env`: the home's `.env` read again; how many variables changed.
 fn reload_env(runtime: &Runtime, _: NoParams) -> Result<EnvReloaded> {
     let updated = runtime
-        .env
+        .dotenv(&runtime.root)
         .reload()
         .map_err(|e| RpcError::new(codes::RELOAD_FAILED, e.to_string()))?;
     Ok(EnvReloaded {

@@ -80,8 +80,13 @@ pub async fn restore(runtime: &Runtime, p: RollbackParams) -> Result<Value> {
             match file {
                 Some(file) => done["file"] = json!(file),
                 None => {
+                    // A turn that started while git worked keeps its conversation.
                     let mut state = session.state.lock().expect("not poisoned");
-                    done["history_removed"] = json!(take_back_last_exchange(&mut state.messages));
+                    let removed = match state.running {
+                        Some(_) => 0,
+                        None => take_back_last_exchange(&mut state.messages),
+                    };
+                    done["history_removed"] = json!(removed);
                 }
             }
             done
@@ -102,12 +107,14 @@ async fn resolve(
     target: &str,
     failing: i64,
 ) -> Result<String> {
-    let Ok(number) = target.parse::<usize>() else {
+    // Python's int() reads " 2" and "-1" too.
+    let Ok(number) = target.trim().parse::<i64>() else {
         return Ok(target.to_owned());
     };
     let listed = store.list(dir).await;
     number
         .checked_sub(1)
+        .and_then(|index| usize::try_from(index).ok())
         .and_then(|index| listed.get(index))
         .map(|snapshot| snapshot.hash.clone())
         .ok_or_else(|| {

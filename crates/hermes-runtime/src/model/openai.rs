@@ -74,13 +74,36 @@ async fn send(request: reqwest::RequestBuilder) -> Result<reqwest::Response, Mod
     if status.is_success() {
         return Ok(response);
     }
-    let retry_after = retry_after(response.headers());
+    // As Hermes, only a rate limit's `Retry-After` is waited for.
+    let retry_after = (status.as_u16() == 429)
+        .then(|| retry_after(response.headers()))
+        .flatten();
     let text = response.text().await.unwrap_or_default();
     let detail = serde_json::from_str::<Value>(&text)
         .ok()
         .and_then(|v| v["error"]["message"].as_str().map(str::to_owned))
         .unwrap_or(text);
-    Err(ModelError::http(status.as_u16(), &detail, retry_after))
+    Err(ModelError::http(
+        status.as_u16(),
+        &summary(&detail),
+        retry_after,
+    ))
+}
+
+/// What the client is told of an error body, as Hermes summarizes it: an HTML page (a proxy's
+/// error page) by its title, anything else cut to 300 characters.
+fn summary(detail: &str) -> String {
+    let lowered = detail.to_ascii_lowercase();
+    if lowered.contains("<!doctype") || lowered.contains("<html") {
+        let title = lowered
+            .find("<title")
+            .and_then(|open| Some(open + lowered[open..].find('>')? + 1))
+            .and_then(|start| Some((start, start + lowered[start..].find("</title>")?)))
+            .map(|(start, end)| detail[start..end].trim().to_owned())
+            .filter(|title| !title.is_empty());
+        return title.unwrap_or_else(|| "HTML error page (title not found)".to_owned());
+    }
+    detail.chars().take(300).collect()
 }
 
 /// `Retry-After` in seconds, as Hermes reads it (at most 10 minutes; a date is ignored).
@@ -283,6 +306,18 @@ impl Reading {
 mod tests {
     use super::*;
     use testkit::{FakeModel, FakeModelOptions};
+
+    #[test]
+    fn error_bodies_are_summarized_as_hermes_summarizes_them() {
+        let page = "<!DOCTYPE html><html><head><title> 502 Bad Gateway </title></head></html>";
+        assert_eq!(summary(page), "502 Bad Gateway");
+        assert_eq!(
+            summary("<html><body>no title</body></html>"),
+            "HTML error page (title not found)"
+        );
+        assert_eq!(summary(&"é".repeat(500)).chars().count(), 300);
+        assert_eq!(summary("overloaded"), "overloaded");
+    }
 
     #[tokio::test]
     async fn a_character_split_across_chunks_arrives_whole() {

@@ -344,6 +344,14 @@ impl StateDb {
         Ok(done.rows_affected() == 1)
     }
 
+    /// Whether a session has this title.
+    pub async fn title_taken(&self, title: &str) -> Result<bool, sqlx::Error> {
+        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM sessions WHERE title = ?)")
+            .bind(title)
+            .fetch_one(&self.pool)
+            .await
+    }
+
     /// Sets the title of a session that has none; false when it had one (or no row).
     pub async fn set_title_if_untitled(&self, id: &str, title: &str) -> Result<bool, sqlx::Error> {
         let done = sqlx::query("UPDATE sessions SET title = ? WHERE id = ? AND title IS NULL")

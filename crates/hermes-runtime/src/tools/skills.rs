@@ -100,13 +100,17 @@ pub async fn view(ctx: &TurnContext<'_>, args: &Value) -> Value {
 /// A skill's `SKILL.md`, with what it needs asked for first.
 async fn instructions(ctx: &TurnContext<'_>, skill: &Skill) -> Value {
     let required = skill.required_env();
-    let env = &ctx.runtime.env;
-    let present = |var: &RequiredVar| env.get(&var.name).is_some_and(|v| !v.is_empty());
+    let home = &ctx.session.home;
+    let present = |var: &RequiredVar| {
+        ctx.runtime
+            .env_var(home, &var.name)
+            .is_some_and(|v| !v.is_empty())
+    };
     let mut skipped = false;
     for var in required.iter().filter(|v| !v.optional && !present(v)) {
         match ask(ctx, skill, var).await {
             Some(value) => {
-                if let Err(e) = env.save(&var.name, &value) {
+                if let Err(e) = ctx.runtime.dotenv(home).save(&var.name, &value) {
                     tracing::warn!(variable = %var.name, error = %e, "could not keep a secret");
                     skipped = true;
                 }
@@ -119,6 +123,18 @@ async fn instructions(ctx: &TurnContext<'_>, skill: &Skill) -> Value {
         .filter(|v| !v.optional && !present(v))
         .map(|v| v.name.as_str())
         .collect();
+    // What the skill needs and has reaches the session's commands, credentials included.
+    ctx.session
+        .state
+        .lock()
+        .expect("not poisoned")
+        .passthrough
+        .extend(
+            required
+                .iter()
+                .filter(|v| present(v))
+                .map(|v| v.name.clone()),
+        );
     let linked = linked_files(skill.dir());
     let mut result = json!({
         "success": true,
@@ -211,33 +227,81 @@ fn collect(dir: &Path, base: &Path, files: &mut Vec<String>) {
     }
 }
 
-/// One file of a skill: a relative path that stays inside the skill's directory.
+/// One file of a skill, answered as Hermes answers: a relative path that stays inside the
+/// skill's directory; a file that is not there lists those that are.
 fn linked_file(skill: &Skill, path: &str) -> Value {
+    let outside = |error: String| {
+        json!({"success": false, "error": error,
+               "hint": "Use a relative path within the skill directory"})
+    };
     let relative = Path::new(path);
-    let inside = relative
-        .components()
-        .all(|c| matches!(c, Component::Normal(_) | Component::CurDir));
-    if !inside {
-        return failure("file_path must be a relative path inside the skill");
+    if relative.components().any(|c| c == Component::ParentDir) {
+        return outside("Path traversal ('..') is not allowed.".to_owned());
     }
     let file = skill.dir().join(relative);
-    let within = file
+    let dir = skill
+        .dir()
         .canonicalize()
-        .ok()
-        .zip(skill.dir().canonicalize().ok())
-        .is_some_and(|(file, dir)| file.starts_with(dir));
-    if !within {
-        return failure(&format!(
-            "File '{path}' not found in skill '{}'.",
-            skill.name
+        .unwrap_or_else(|_| skill.dir().to_path_buf());
+    if let Ok(resolved) = file.canonicalize()
+        && !resolved.starts_with(&dir)
+    {
+        return outside(format!(
+            "Path escapes allowed directory: {} is not inside {}",
+            resolved.display(),
+            dir.display()
         ));
     }
-    match std::fs::read_to_string(&file) {
-        Ok(content) => {
-            json!({"success": true, "name": skill.name, "file": path, "content": content})
-        }
-        Err(_) => failure(&format!("File '{path}' is not a readable text file.")),
+    if !file.is_file() {
+        return json!({
+            "success": false,
+            "error": format!("File '{path}' not found in skill '{}'.", skill.name),
+            "available_files": available_files(skill.dir()),
+            "hint": "Use one of the available file paths listed above",
+        });
     }
+    let extension = file
+        .extension()
+        .map(|e| format!(".{}", e.to_string_lossy()))
+        .unwrap_or_default();
+    match std::fs::read(&file).map(String::from_utf8) {
+        Ok(Ok(content)) => json!({"success": true, "name": skill.name, "file": path,
+                                  "content": content, "file_type": extension}),
+        Ok(Err(bytes)) => {
+            let name = file.file_name().unwrap_or_default().to_string_lossy();
+            let size = bytes.into_bytes().len();
+            json!({"success": true, "name": skill.name, "file": path, "is_binary": true,
+                   "content": format!("[Binary file: {name}, size: {size} bytes]")})
+        }
+        Err(e) => failure(&format!("File '{path}' could not be read: {e}")),
+    }
+}
+
+/// The files of a skill besides `SKILL.md`, by kind (`other`: text files elsewhere).
+fn available_files(dir: &Path) -> Value {
+    let mut files = Vec::new();
+    collect(dir, dir, &mut files);
+    files.sort();
+    let mut by_kind = serde_json::Map::new();
+    for file in files.into_iter().filter(|f| f != skills::SKILL_FILE) {
+        let kind = SUPPORT_DIRS
+            .iter()
+            .find(|kind| file.starts_with(&format!("{kind}/")))
+            .map(|kind| (*kind).to_owned())
+            .or_else(|| {
+                let text = [".md", ".py", ".yaml", ".yml", ".json", ".tex", ".sh"];
+                text.iter()
+                    .any(|e| file.ends_with(e))
+                    .then(|| "other".to_owned())
+            });
+        if let Some(kind) = kind {
+            let entry = by_kind.entry(kind).or_insert_with(|| json!([]));
+            if let Value::Array(list) = entry {
+                list.push(json!(file));
+            }
+        }
+    }
+    Value::Object(by_kind)
 }
 
 fn failure(message: &str) -> Value {

@@ -31,6 +31,8 @@ const WRONG_PASSWORD: &[&str] = &[
 pub struct Prepared {
     pub command: String,
     pub stdin: Option<String>,
+    /// The password given to sudo, kept out of what the command prints.
+    password: Option<String>,
 }
 
 /// Why a command is refused before it runs: it feeds sudo a password of its own (`sudo -S`)
@@ -38,9 +40,13 @@ pub struct Prepared {
 pub fn guessing_password(ctx: &TurnContext<'_>, command: &str) -> Option<&'static str> {
     let feeds_sudo = hardline::commands(command).iter().any(|words| {
         let words = after_assignments(words);
-        words.first().is_some_and(|w| w == "sudo") && words.get(1).is_some_and(|w| w == "-S")
+        words.first().is_some_and(|w| w == "sudo")
+            && words[1..]
+                .iter()
+                .take_while(|w| w.starts_with('-') && *w != "--")
+                .any(|w| w == "--stdin" || (!w.starts_with("--") && w[1..].contains('S')))
     });
-    (feeds_sudo && ctx.runtime.env.get(PASSWORD_VARIABLE).is_none())
+    (feeds_sudo && configured(ctx).is_none())
         .then_some("sudo password guessing via stdin (sudo -S)")
 }
 
@@ -49,12 +55,13 @@ pub async fn prepare(ctx: &TurnContext<'_>, command: &str) -> Prepared {
     let unchanged = || Prepared {
         command: command.to_owned(),
         stdin: None,
+        password: None,
     };
     let count = invocations(command);
     if count == 0 {
         return unchanged();
     }
-    let known = ctx.runtime.env.get(PASSWORD_VARIABLE).or_else(|| {
+    let known = configured(ctx).or_else(|| {
         let state = ctx.session.state.lock().expect("not poisoned");
         state.sudo_password.clone()
     });
@@ -78,13 +85,26 @@ pub async fn prepare(ctx: &TurnContext<'_>, command: &str) -> Prepared {
     Prepared {
         command: format!("sudo() {{ command sudo -S -p '' \"$@\"; }}\n{command}"),
         stdin: Some(format!("{password}\n").repeat(count)),
+        password: Some(password),
     }
 }
 
-/// After the command: a password sudo refused is forgotten (one the config gives is the
-/// operator's to mend), and the output says so.
-pub fn after_run(ctx: &TurnContext<'_>, command: &str, output: &mut String) {
-    if ctx.runtime.env.get(PASSWORD_VARIABLE).is_some() || invocations(command) == 0 {
+/// `SUDO_PASSWORD` as the session's home sees it (an empty one counts: sudo is tried with it).
+fn configured(ctx: &TurnContext<'_>) -> Option<String> {
+    ctx.runtime.env_var(&ctx.session.home, PASSWORD_VARIABLE)
+}
+
+/// After the command: the password is kept out of what it printed (a command can read its own
+/// input back), and a password sudo refused is forgotten — one the config gives is the
+/// operator's to mend — with the output saying so.
+pub fn after_run(ctx: &TurnContext<'_>, prepared: &Prepared, output: &mut String) {
+    let Some(password) = &prepared.password else {
+        return;
+    };
+    if password.chars().count() >= 3 {
+        *output = output.replace(password.as_str(), "[REDACTED]");
+    }
+    if configured(ctx).is_some() {
         return;
     }
     let lowered = output.to_lowercase();

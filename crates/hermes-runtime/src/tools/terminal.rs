@@ -196,10 +196,18 @@ pub async fn call(ctx: &TurnContext<'_>, args: &Value) -> Value {
         checkpoint(ctx, &settings.cwd, command).await;
     }
     let prepared = super::sudo::prepare(ctx, command).await;
-    let mut result = run(&prepared, &ctx.runtime.env.vars(), &settings.cwd, timeout).await;
+    let passthrough = ctx
+        .session
+        .state
+        .lock()
+        .expect("not poisoned")
+        .passthrough
+        .clone();
+    let env = ctx.runtime.command_env(&ctx.session.home, &passthrough);
+    let mut result = run(&prepared, &env, &settings.cwd, timeout).await;
     if let Some(output) = result["output"].as_str() {
         let mut output = output.to_owned();
-        super::sudo::after_run(ctx, command, &mut output);
+        super::sudo::after_run(ctx, &prepared, &mut output);
         result["output"] = json!(output);
     }
     if let Some(note) = approval_note {
@@ -223,8 +231,8 @@ async fn checkpoint(ctx: &TurnContext<'_>, dir: &std::path::Path, command: &str)
     }
 }
 
-/// Runs a command with `sh -c` in `cwd`, with the home's `.env` in its environment and, for
-/// sudo, the password on its input (else no input).
+/// Runs a command with `sh -c` in `cwd`, with `env` as its whole environment and, for sudo,
+/// the password on its input (else no input).
 async fn run(
     prepared: &super::sudo::Prepared,
     env: &[(String, String)],
@@ -235,6 +243,7 @@ async fn run(
         .arg("-c")
         .arg(&prepared.command)
         .current_dir(cwd)
+        .env_clear()
         .envs(env.iter().map(|(k, v)| (k, v)))
         .stdin(match prepared.stdin {
             Some(_) => Stdio::piped(),
@@ -251,10 +260,13 @@ async fn run(
             return json!({"output": "", "exit_code": -1, "error": format!("cannot run sh: {e}")});
         }
     };
-    if let (Some(input), Some(mut stdin)) = (&prepared.stdin, child.stdin.take()) {
-        use tokio::io::AsyncWriteExt;
-        // Written whole before the input closes; a command that reads none leaves it unread.
-        let _ = stdin.write_all(input.as_bytes()).await;
+    if let (Some(input), Some(mut stdin)) = (prepared.stdin.clone(), child.stdin.take()) {
+        // Beside the command, so that one that never reads its input cannot hold the turn: the
+        // write ends with the command (its input closes) at the latest.
+        tokio::spawn(async move {
+            use tokio::io::AsyncWriteExt;
+            let _ = stdin.write_all(input.as_bytes()).await;
+        });
     }
     match tokio::time::timeout(timeout, child.wait_with_output()).await {
         Ok(Ok(output)) => {

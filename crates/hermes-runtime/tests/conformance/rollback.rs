@@ -85,15 +85,41 @@ async fn rollback(target: Target) {
         "{listed}"
     );
 
+    // One file only: the last exchange stays (the file's state first snapshot too).
+    std::fs::write(&notes, "changed\n").unwrap();
+    let one = json!({"session_id": live, "hash": hash, "file_path": "notes.txt"});
+    let restored = client.call("rollback.restore", one).await;
+    assert_eq!(
+        (
+            &restored["success"],
+            &restored["file"],
+            restored.get("history_removed")
+        ),
+        (&json!(true), &json!("notes.txt"), None),
+        "{restored}"
+    );
+    assert_eq!(std::fs::read_to_string(&notes).unwrap(), "first line\n");
+    let outside = json!({"session_id": live, "hash": hash, "file_path": "../elsewhere"});
+    assert_eq!(
+        client.call("rollback.restore", outside).await,
+        json!({"success": false,
+               "error": "File path escapes the working directory via traversal: '../elsewhere'"})
+    );
+
     // Refusals, in Hermes's codes.
     let code = |reply: Value| reply["error"]["code"].as_i64();
     let no_hash = client.request("rollback.diff", session.clone()).await;
     assert_eq!(code(no_hash), Some(4014));
     let too_far = json!({"session_id": live, "hash": "9"});
-    let (number, message) = client.refusal("rollback.restore", too_far).await;
+    let (number, message) = client.refusal("rollback.restore", too_far.clone()).await;
     assert_eq!(
         (number, message.as_str()),
-        (5021, "Invalid checkpoint number. Use 1-2.")
+        (5021, "Invalid checkpoint number. Use 1-3.")
+    );
+    let (number, message) = client.refusal("rollback.diff", too_far).await;
+    assert_eq!(
+        (number, message.as_str()),
+        (5022, "Invalid checkpoint number. Use 1-3.")
     );
     let unknown = json!({"session_id": live, "hash": "deadbeef"});
     let failed = client.call("rollback.restore", unknown).await;

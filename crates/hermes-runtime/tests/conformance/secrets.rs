@@ -55,35 +55,36 @@ async fn reload_env(target: Target) {
     );
     std::fs::write(
         &env,
-        "CONFORMANCE_GREETING=\"hello again\"\nexport CONFORMANCE_OTHER=2\n",
+        "CONFORMANCE_GREETING=\"hello again\"\nexport CONFORMANCE_OTHER=2\n\
+         OPENAI_API_KEY=sk-never-shown-0123\nSUDO_PASSWORD=never-shown\n",
     )
     .unwrap();
     assert_eq!(
         client.call("reload.env", json!({})).await,
-        json!({"updated": 2})
+        json!({"updated": 4})
     );
-    // The agent's commands see the file's values.
+    // The agent's commands see the file's values, but not its credentials.
     let live = client.new_session().await;
     let result = terminal(
         &mut client,
         &live,
-        "echo \"$CONFORMANCE_GREETING/$CONFORMANCE_OTHER\"",
+        "echo \"$CONFORMANCE_GREETING/$CONFORMANCE_OTHER/[$OPENAI_API_KEY][$SUDO_PASSWORD]\"",
     )
     .await;
     assert_eq!(
         result["output"].as_str().unwrap().trim(),
-        "hello again/2",
+        "hello again/2/[][]",
         "{result}"
     );
     peer.stop().await;
 }
 
-/// A `sudo` that never runs without a password and, given one on its input (`-S`), says it
-/// and runs the command.
+/// A `sudo` that never runs without a password and, given one on its input (`-S`), says how
+/// long it is and runs the command.
 const FAKE_SUDO: &str = "#!/bin/sh\n\
 case \"$1\" in\n\
   -n) exit 1 ;;\n\
-  -S) shift; [ \"$1\" = \"-p\" ] && shift 2; read -r password; echo \"password: $password\"; exec \"$@\" ;;\n\
+  -S) shift; [ \"$1\" = \"-p\" ] && shift 2; read -r password; echo \"password of ${#password} characters\"; exec \"$@\" ;;\n\
   *) echo 'sudo: a terminal is required to read the password' >&2; exit 1 ;;\n\
 esac\n";
 
@@ -124,7 +125,7 @@ async fn sudo(target: Target) {
         .expect("the command ran")["payload"]["result"];
     assert_eq!(
         result["output"].as_str().unwrap().trim(),
-        "password: hunter2\nelevated",
+        "password of 7 characters\nelevated",
         "{result}"
     );
     // Answered already; no request named at all.
@@ -142,7 +143,7 @@ async fn sudo(target: Target) {
     let result = terminal(&mut client, &live, "sudo echo again").await;
     assert_eq!(
         result["output"].as_str().unwrap().trim(),
-        "password: hunter2\nagain",
+        "password of 7 characters\nagain",
         "{result}"
     );
     peer.stop().await;

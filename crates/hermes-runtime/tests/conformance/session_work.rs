@@ -558,5 +558,23 @@ async fn compress(target: Target) {
     let sent = conversation_sent(&peer);
     assert_eq!(sent[..8], now[..]);
     assert_eq!(sent[8], "user: six");
+
+    // The stored session was compacted too: resumed, it is the compressed conversation.
+    let titled = client
+        .call("session.title", json!({"session_id": live}))
+        .await;
+    let stored = titled["session_key"].as_str().unwrap().to_owned();
+    when_idle(&mut client, "session.close", json!({"session_id": live})).await;
+    let resumed = client
+        .call("session.resume", json!({"session_id": stored}))
+        .await;
+    let messages = resumed["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 10, "{resumed}");
+    assert_eq!(messages[0]["text"], "one", "{resumed}");
+    assert!(
+        messages[3]["text"].as_str().unwrap().contains("OK"),
+        "{resumed}"
+    );
+    assert_eq!(messages[8]["text"], "six", "{resumed}");
     peer.stop().await;
 }
