@@ -76,7 +76,9 @@ impl HermesDesktop {
                     .await
                     .map(drop),
                 RouteGroup::Plugins => match self.plugin_list().await {
-                    Ok(plugins) => {
+                    // A control plane forwards the contract's routes only, never a plugin's
+                    // own: through one, no plugin routes are offered.
+                    Ok(plugins) if !self.through_a_control_plane() => {
                         plugin_routes = plugins
                             .into_iter()
                             .filter(|p| p.has_api)
@@ -84,6 +86,7 @@ impl HermesDesktop {
                             .collect();
                         Ok(())
                     }
+                    Ok(_) => Ok(()),
                     Err(e) => Err(e),
                 },
             };

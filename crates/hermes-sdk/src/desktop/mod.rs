@@ -120,6 +120,11 @@ impl HermesDesktop {
         }
     }
 
+    /// Whether this client reaches the runtime through a control plane (with its API key).
+    pub(crate) fn through_a_control_plane(&self) -> bool {
+        matches!(self.credential, Some(Credential::ApiKey(_)))
+    }
+
     /// A client for the runtime's profile `name`: every route that takes a profile acts on it.
     /// It shares this client's HTTP client without owning it: closing it leaves this client
     /// open, closing this client ends it too.
@@ -358,7 +363,7 @@ impl HermesDesktop {
         let unsupported = || Error::Unsupported {
             operation: operation.clone(),
         };
-        if matches!(self.credential, Some(Credential::ApiKey(_))) {
+        if self.through_a_control_plane() {
             return Err(unsupported());
         }
         let offered = self.plugin_list().await?;

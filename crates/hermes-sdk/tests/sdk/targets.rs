@@ -194,6 +194,7 @@ on_every_target!(a_question_is_answered_through_the_control_plane);
 on_every_target!(a_running_turn_is_cancelled_and_the_session_goes_on);
 on_every_target!(a_stored_native_session_is_listed_and_resumed);
 on_every_target!(a_profile_connection_answers_an_approval_and_a_question);
+on_every_target!(the_runtimes_desktop_routes_are_found_through_the_control_plane);
 
 /// The model calls the application's `word_count`, which runs in this process, reached by the
 /// runtime through the control plane's MCP endpoint and the context's tool host.
@@ -622,5 +623,36 @@ async fn a_profile_connection_answers_an_approval_and_a_question(target: Target)
     })
     .await;
     connection.close().await;
+    journey.close().await;
+}
+
+/// What of the Desktop routes the instance's runtime serves, found through the control plane:
+/// every group of the pinned contract on all three, and no plugin routes (the control plane
+/// forwards the contract's routes only; the real Hermes has a `kanban` plugin with routes).
+async fn the_runtimes_desktop_routes_are_found_through_the_control_plane(target: Target) {
+    use hermes::native::desktop::RouteGroup;
+    let journey = Journey::start(target).await;
+    let desktop = journey.instance.desktop();
+    let offered = bounded("capabilities", desktop.capabilities())
+        .await
+        .expect("capabilities");
+    for group in RouteGroup::ALL {
+        assert!(offered.has(*group), "{target:?}: {group:?} in {offered:?}");
+    }
+    assert_eq!(offered.plugin_routes, Vec::<String>::new(), "{target:?}");
+    let plugins = bounded("plugins", desktop.plugin_list())
+        .await
+        .expect("plugins");
+    if target == Target::Hermes {
+        let served = plugins
+            .iter()
+            .find(|p| p.has_api)
+            .expect("a plugin with routes");
+        let refused = desktop.plugin_get(&served.name, "anything").await;
+        assert!(
+            matches!(refused, Err(hermes::Error::Unsupported { .. })),
+            "{refused:?}"
+        );
+    }
     journey.close().await;
 }
