@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use hermes_native::LiveSessionId;
-use hermes_native::profile::{DEFAULT_PROFILE, PROFILE_NAME_RULE, valid_profile_name};
+use hermes_native::profile::{DEFAULT_PROFILE, normalize_profile_name, valid_profile_name};
 
 use crate::dotenv::DotEnv;
 use crate::prompts::Prompts;
@@ -137,20 +137,27 @@ impl Runtime {
 
     /// The home of `profile` (`None` or `default` is the root). Errors name what is wrong.
     pub fn profile_home(&self, profile: Option<&str>) -> Result<PathBuf, String> {
-        match profile {
-            None | Some("") => Ok(self.root.clone()),
-            Some(name) if name == DEFAULT_PROFILE => Ok(self.root.clone()),
-            Some(name) if !valid_profile_name(name) => Err(format!(
-                "invalid profile name `{name}`: must match {PROFILE_NAME_RULE}"
-            )),
-            Some(name) => {
-                let home = self.root.join("profiles").join(name);
-                if home.is_dir() {
-                    Ok(home)
-                } else {
-                    Err(format!("profile `{name}` does not exist"))
-                }
-            }
+        let Some(raw) = profile.map(str::trim).filter(|p| !p.is_empty()) else {
+            return Ok(self.root.clone());
+        };
+        // As Hermes's gateway reads a name: case does not matter. Unlike it, a profile that does
+        // not exist is refused rather than the root used in its place.
+        let name = normalize_profile_name(raw).map_err(|e| e.to_string())?;
+        let home = self.home_of_profile(&name);
+        if home.is_dir() {
+            Ok(home)
+        } else {
+            Err(format!("profile `{name}` does not exist"))
+        }
+    }
+
+    /// Where the profile called `name` (a valid name) lives: the root for `default`, else
+    /// `profiles/<name>`.
+    pub fn home_of_profile(&self, name: &str) -> PathBuf {
+        if name == DEFAULT_PROFILE {
+            self.root.clone()
+        } else {
+            self.root.join("profiles").join(name)
         }
     }
 

@@ -285,10 +285,11 @@ async fn profiles(target: Target) {
     .unwrap();
 
     let mut client = peer.connect().await;
+    // Named in another case: the same profile, as Hermes reads names.
     let created = client
         .call(
             "session.create",
-            json!({"profile": "work", "source": "conformance"}),
+            json!({"profile": "Work", "source": "conformance"}),
         )
         .await;
     let live = created["session_id"].as_str().unwrap().to_owned();

@@ -96,7 +96,7 @@ fn home_named(
         Naming::Exact => exact_profile_name(raw),
     }
     .map_err(|e| Refusal::new(StatusCode::BAD_REQUEST, e.to_string()))?;
-    let home = home_path(runtime, &name);
+    let home = runtime.home_of_profile(&name);
     if !home.is_dir() {
         return Err(Refusal::new(
             StatusCode::NOT_FOUND,
@@ -104,14 +104,6 @@ fn home_named(
         ));
     }
     Ok((home, Some(name)))
-}
-
-pub fn home_path(runtime: &Runtime, name: &str) -> PathBuf {
-    if name == DEFAULT_PROFILE {
-        runtime.root.clone()
-    } else {
-        runtime.root.join("profiles").join(name)
-    }
 }
 
 fn missing(name: &str) -> Response {
@@ -210,7 +202,7 @@ pub async fn create(
     if let Some((field, _)) = unsupported.iter().find(|(_, given)| *given) {
         return bad(format!("`{field}` is not supported by hermes-runtime"));
     }
-    let home = home_path(&runtime, &name);
+    let home = runtime.home_of_profile(&name);
     let exists = || {
         bad(format!(
             "Profile '{name}' already exists at {}",
@@ -243,7 +235,7 @@ pub async fn create(
                 .to_owned(),
         );
     }
-    let source_home = source.as_deref().map(|s| home_path(&runtime, s));
+    let source_home = source.as_deref().map(|s| runtime.home_of_profile(s));
     if let (Some(source), Some(source_home)) = (&source, &source_home)
         && !source_home.is_dir()
     {
@@ -406,7 +398,7 @@ pub async fn rename(
         Ok(name) => name,
         Err(e) => return bad(e.to_string()),
     };
-    let (from, to) = (home_path(&runtime, &old), home_path(&runtime, &new));
+    let (from, to) = (runtime.home_of_profile(&old), runtime.home_of_profile(&new));
     if !from.is_dir() {
         return missing(&old);
     }
@@ -444,7 +436,7 @@ pub async fn delete(
         Ok(name) => name,
         Err(e) => return refuse(StatusCode::BAD_REQUEST, e.to_string()),
     };
-    let home = home_path(&runtime, &name);
+    let home = runtime.home_of_profile(&name);
     if !home.is_dir() {
         return missing(&name);
     }
