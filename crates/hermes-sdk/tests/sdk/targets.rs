@@ -49,6 +49,11 @@ struct Journey {
 
 impl Journey {
     async fn start(target: Target) -> Self {
+        Self::start_with(target, FakeModel::start().await).await
+    }
+
+    /// A journey whose profiles use `model`.
+    async fn start_with(target: Target, model: FakeModel) -> Self {
         let mut local = Hermes::local_builder();
         if target == Target::Hermes {
             let (program, args) = testkit::real_hermes_command();
@@ -71,7 +76,6 @@ impl Journey {
         let instance = bounded("provisioning", creation.ready())
             .await
             .expect("ready");
-        let model = FakeModel::start().await;
         Self {
             hermes,
             instance,
@@ -195,6 +199,7 @@ on_every_target!(a_running_turn_is_cancelled_and_the_session_goes_on);
 on_every_target!(a_stored_native_session_is_listed_and_resumed);
 on_every_target!(a_profile_connection_answers_an_approval_and_a_question);
 on_every_target!(the_runtimes_desktop_routes_are_found_through_the_control_plane);
+on_every_target!(a_profile_connection_comes_back_after_its_socket_drops);
 
 /// The model calls the application's `word_count`, which runs in this process, reached by the
 /// runtime through the control plane's MCP endpoint and the context's tool host.
@@ -654,5 +659,96 @@ async fn the_runtimes_desktop_routes_are_found_through_the_control_plane(target:
             "{refused:?}"
         );
     }
+    journey.close().await;
+}
+
+/// A profile connection whose socket drops mid-reply (a proxy cuts it) comes back by itself and
+/// delivers every piece of the reply once, in order.
+async fn a_profile_connection_comes_back_after_its_socket_drops(target: Target) {
+    use hermes::native::{NativeEvent, PromptSubmit, PromptSubmitParams, SessionCreateParams};
+    let model = FakeModel::start_with(testkit::FakeModelOptions {
+        piece_delay: Duration::from_millis(15),
+        ..Default::default()
+    })
+    .await;
+    let journey = Journey::start_with(target, model).await;
+    let profile = journey.profile(&[]).await;
+    // The application reaches the control plane through a network that will drop.
+    let local = journey
+        .hermes
+        .sdk()
+        .base_url()
+        .trim_start_matches("http://");
+    let proxy = testkit::CutProxy::start(local.parse().unwrap()).await;
+    let key = journey
+        .hermes
+        .sdk()
+        .key_create(&hermes::types::CreateApiKey {
+            name: "through a flaky network".to_owned(),
+            scope: hermes::types::Scope::Write,
+            instances: None,
+        })
+        .await
+        .expect("key");
+    let remote = Hermes::remote(&proxy.url(), Some(&key.secret));
+    let connection = bounded(
+        "connect",
+        remote
+            .instance(journey.instance.id())
+            .profile(profile.id())
+            .connect(),
+    )
+    .await
+    .expect("connect");
+    let created = bounded(
+        "a native session",
+        connection
+            .api()
+            .session()
+            .create(&SessionCreateParams::default()),
+    )
+    .await
+    .expect("session");
+    let words: Vec<String> = (0..40).map(|n| format!("w{n}")).collect();
+    let submit = PromptSubmitParams {
+        session_id: Some(created.session_id),
+        text: Some(words.join(" ")),
+        ..Default::default()
+    };
+    bounded("prompt", connection.request::<PromptSubmit>(&submit))
+        .await
+        .expect("prompt");
+    let mut streamed = String::new();
+    let mut deltas = 0;
+    let complete = loop {
+        let event = super::until_native(&connection, |event| match event {
+            NativeEvent::MessageDelta(delta) => Some(Ok(delta.text.clone())),
+            NativeEvent::MessageComplete(complete) => Some(Err(complete.text.clone())),
+            _ => None,
+        })
+        .await;
+        match event {
+            Ok(piece) => {
+                streamed.push_str(&piece);
+                deltas += 1;
+                if deltas == 5 {
+                    proxy.cut();
+                }
+            }
+            Err(complete) => break complete,
+        }
+    };
+    assert!(
+        connection.reconnects() >= 1,
+        "{target:?}: the socket was replaced"
+    );
+    assert_eq!(
+        streamed.trim_start(),
+        complete,
+        "{target:?}: every piece once, in order"
+    );
+    assert_eq!(complete, format!("You said: {}", words.join(" ")));
+    connection.close().await;
+    remote.close().await.expect("close");
     journey.close().await;
 }
