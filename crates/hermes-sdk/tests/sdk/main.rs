@@ -1351,3 +1351,31 @@ async fn resources_are_changed_and_deleted_through_their_handles() {
     );
     hermes.close().await.expect("close");
 }
+
+/// A reply that does not read as what the contract says is a decode error that keeps the body
+/// as it came; an error reply that is not a problem document keeps it too.
+#[tokio::test]
+async fn replies_that_do_not_decode_keep_their_body() {
+    let app = axum::Router::new()
+        .route(
+            "/v1/instances/inst_0",
+            axum::routing::get(|| async { (axum::http::StatusCode::OK, "<html>a proxy</html>") }),
+        )
+        .fallback(|| async { (axum::http::StatusCode::BAD_GATEWAY, "upstream went away") });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let hermes = Hermes::remote(&url, Some("edk_any"));
+    let id: hermes::types::InstanceId = "inst_0".parse().unwrap();
+    let decoded = hermes.instance(&id).get().await.unwrap_err();
+    assert!(
+        matches!(&decoded, Error::Decode { body, .. } if body == "<html>a proxy</html>"),
+        "{decoded:?}"
+    );
+    let other: hermes::types::InstanceId = "inst_1".parse().unwrap();
+    let refused = hermes.instance(&other).get().await.unwrap_err();
+    assert!(
+        format!("{refused:?}").contains("upstream went away"),
+        "{refused:?}"
+    );
+}
