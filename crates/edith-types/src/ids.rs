@@ -16,16 +16,23 @@ pub enum IdError {
     /// The string is a well-formed id, but of another kind.
     #[error("expected {expected} id (`{prefix}_…`), got {found} id `{value}`")]
     WrongKind {
+        /// The kind wanted, with its article ("a session").
         expected: &'static str,
+        /// Its prefix (`sess`).
         prefix: &'static str,
+        /// The kind given.
         found: &'static str,
+        /// The string given.
         value: String,
     },
     /// The string is not an id this system issues.
     #[error("`{value}` is not {expected} id (`{prefix}_` followed by 1 to 64 letters or digits)")]
     Malformed {
+        /// The kind wanted, with its article.
         expected: &'static str,
+        /// Its prefix.
         prefix: &'static str,
+        /// The string given.
         value: String,
     },
 }

@@ -34,6 +34,7 @@ pub enum Scope {
 }
 
 impl Scope {
+    /// Its name on the wire (`read`, `write`, `admin`).
     pub fn as_str(self) -> &'static str {
         self.into()
     }
@@ -47,14 +48,17 @@ impl Scope {
 /// An API key as the API shows it: never its secret, which only its creation returns.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ApiKey {
+    /// Its id (`key_…`), which names it in the key routes; never the secret.
     pub id: ApiKeyId,
     /// What it is for, as its creator said.
     pub name: String,
     /// The first characters of the secret, to recognise it (`edk_AbCd1234…`).
     pub prefix: String,
+    /// What it may do.
     pub scope: Scope,
     /// When set, the key reaches only these instances (and no route about something else).
     pub instances: Option<Vec<InstanceId>>,
+    /// When it was made.
     pub created_at: Timestamp,
     /// Updated at most once a minute.
     pub last_used_at: Option<Timestamp>,
@@ -72,6 +76,7 @@ pub struct CreateApiKey {
         pattern(crate::rules::NOT_BLANK)
     )]
     pub name: String,
+    /// What it may do.
     pub scope: Scope,
     /// Limit the key to these instances (at least one; leave it out for all).
     #[serde(default)]
@@ -82,6 +87,7 @@ pub struct CreateApiKey {
 /// Reply of `key_create`: the key and its secret, shown this once.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct CreatedApiKey {
+    /// The key as the API shows it from now on.
     pub key: ApiKey,
     /// Send as `Authorization: Bearer <secret>`. Only its hash is stored: it cannot be shown
     /// again.

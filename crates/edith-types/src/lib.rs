@@ -2,6 +2,7 @@
 //!
 //! Everything here is plain data: serde for the wire, schemars for the contract. No tokio, no
 //! database, no HTTP client.
+#![deny(missing_docs)]
 
 mod events;
 mod ids;

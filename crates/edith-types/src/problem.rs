@@ -115,6 +115,7 @@ pub struct Problem {
 }
 
 impl Problem {
+    /// A problem of `code` (its type, title and status follow from it), saying `detail`.
     pub fn new(code: ErrorCode, detail: impl Into<String>) -> Self {
         Self {
             type_uri: format!("urn:edith:problem:{}", code.as_str()),

@@ -45,12 +45,16 @@ pub enum RelayMessage {
     /// A frame from the runtime (a reply or an event) or the relay's own reply to a request it
     /// refused, numbered from 1 in the order sent.
     Frame {
+        /// Its number; a resume names the last one seen (`after`).
         seq: u64,
         /// One native JSON-RPC message.
         frame: Value,
     },
     /// The runtime's side ended; the socket closes after this.
-    Closed { reason: String },
+    Closed {
+        /// Why it ended.
+        reason: String,
+    },
 }
 
 #[cfg(test)]

@@ -44,6 +44,7 @@ pub enum ProviderKind {
 }
 
 impl ProviderKind {
+    /// Its name on the wire.
     pub fn as_str(self) -> &'static str {
         self.into()
     }
@@ -67,22 +68,31 @@ impl ProviderKind {
 #[serde(rename_all = "snake_case")]
 #[strum(serialize_all = "snake_case")]
 pub enum InstanceState {
+    /// Its provisioning job runs.
     Provisioning,
+    /// Its runtime takes sessions and turns.
     Ready,
+    /// Its runtime is being stopped.
     Stopping,
+    /// Its runtime is stopped.
     Stopped,
+    /// Provisioning or deletion failed; `state_reason` says which step and why.
     Failed,
     /// The runtime died; `state_reason` says how.
     Lost,
+    /// Its deletion job runs.
     Deleting,
+    /// Gone: only kept so that its id is not reused.
     Deleted,
 }
 
 impl InstanceState {
+    /// Its name on the wire.
     pub fn as_str(self) -> &'static str {
         self.into()
     }
 
+    /// The state named `value`, if there is one.
     pub fn parse(value: &str) -> Option<Self> {
         value.parse().ok()
     }
@@ -91,9 +101,11 @@ impl InstanceState {
 /// One Hermes runtime managed by the control plane.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Instance {
+    /// Its id (`inst_…`), which routes to it.
     pub id: InstanceId,
     /// Display name; never used for routing.
     pub name: String,
+    /// What runs its runtime.
     pub provider: ProviderKind,
     /// For `process` instances: the name of the runtime they run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -101,6 +113,7 @@ pub struct Instance {
     /// For `external` instances: where the runtime is (its token is never shown).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
+    /// Where it is in its lifecycle.
     pub state: InstanceState,
     /// Why the instance is in its state, when that is not obvious (`failed`, `lost`, or a
     /// runtime restarted after it exited).
@@ -120,7 +133,9 @@ pub struct Instance {
     /// Restarts in a row so far: set back to 0 once a restarted runtime has run for 10 minutes.
     #[serde(default)]
     pub restarts: u32,
+    /// When it was made.
     pub created_at: Timestamp,
+    /// When it last changed.
     pub updated_at: Timestamp,
 }
 
@@ -323,6 +338,7 @@ pub struct RuntimeInfo {
 /// The last lines a runtime wrote (stdout and stderr).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RuntimeLog {
+    /// Oldest first.
     pub lines: Vec<String>,
 }
 
@@ -333,7 +349,9 @@ fn default_provider() -> ProviderKind {
 /// Reply of `instance_create` and `instance_delete`: the instance and the job that moves it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct InstanceWithJob {
+    /// The instance, as the job found it.
     pub instance: Instance,
+    /// The job; follow it with `job_events`.
     pub job: Job,
 }
 
@@ -355,22 +373,30 @@ pub struct InstanceWithJob {
 #[serde(rename_all = "snake_case")]
 #[strum(serialize_all = "snake_case")]
 pub enum JobState {
+    /// Waiting for a runner.
     Queued,
+    /// A runner holds its lease and works through its steps.
     Running,
+    /// Every step is done.
     Succeeded,
+    /// A step failed; what it had made was undone where it could be.
     Failed,
+    /// Stopped before its end.
     Cancelled,
 }
 
 impl JobState {
+    /// Its name on the wire.
     pub fn as_str(self) -> &'static str {
         self.into()
     }
 
+    /// The state named `value`, if there is one.
     pub fn parse(value: &str) -> Option<Self> {
         value.parse().ok()
     }
 
+    /// Whether the job has ended.
     pub fn is_terminal(self) -> bool {
         matches!(
             self,
@@ -395,19 +421,23 @@ impl JobState {
     strum::VariantArray,
 )]
 pub enum JobKind {
+    /// Makes an instance's home, starts its runtime and connects to its gateway.
     #[serde(rename = "instance.provision")]
     #[strum(serialize = "instance.provision")]
     InstanceProvision,
+    /// Disconnects, destroys the runtime and removes the instance's records.
     #[serde(rename = "instance.delete")]
     #[strum(serialize = "instance.delete")]
     InstanceDelete,
 }
 
 impl JobKind {
+    /// Its name on the wire.
     pub fn as_str(self) -> &'static str {
         self.into()
     }
 
+    /// The kind named `value`, if there is one.
     pub fn parse(value: &str) -> Option<Self> {
         value.parse().ok()
     }
@@ -416,22 +446,30 @@ impl JobKind {
 /// A durable job that moves an instance between states, step by step.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Job {
+    /// Its id (`job_…`).
     pub id: JobId,
+    /// The instance it moves.
     pub instance_id: InstanceId,
+    /// What it does.
     pub kind: JobKind,
+    /// Where it is.
     pub state: JobState,
     /// The steps in order, with how far each has got.
     pub steps: Vec<JobStep>,
     /// Why the job failed.
     pub error: Option<String>,
+    /// When it was made.
     pub created_at: Timestamp,
+    /// When it last changed.
     pub updated_at: Timestamp,
 }
 
 /// One step of a job.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct JobStep {
+    /// The step's name (`prepare_home`, `start_runtime`, …).
     pub name: String,
+    /// How far it has got.
     pub state: StepState,
 }
 
@@ -439,9 +477,13 @@ pub struct JobStep {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum StepState {
+    /// Not started.
     Pending,
+    /// Under way.
     Running,
+    /// Finished.
     Done,
+    /// It failed; the job's `error` says why.
     Failed,
 }
 
@@ -454,7 +496,9 @@ pub enum ModelConfig {
     Scripted,
     /// An OpenAI-compatible chat-completions endpoint.
     OpenaiCompatible {
+        /// The endpoint (`http://127.0.0.1:8000/v1`).
         base_url: String,
+        /// The model's name at the endpoint.
         model: String,
         /// Whether an API key was given (it is kept on the runtime, never shown).
         api_key_set: bool,
@@ -473,8 +517,10 @@ pub enum ModelSpec {
     Scripted {},
     /// An OpenAI-compatible chat-completions endpoint, e.g. `http://127.0.0.1:8000/v1`.
     OpenaiCompatible {
+        /// The endpoint, an http:// or https:// URL.
         #[schemars(pattern(rules::HTTP_URL))]
         base_url: String,
+        /// The model's name at the endpoint.
         #[schemars(pattern(rules::NOT_BLANK))]
         model: String,
         /// Sent as `Authorization: Bearer …` to the endpoint; written to the runtime's
@@ -523,15 +569,19 @@ impl std::fmt::Debug for ModelSpec {
 /// A control-plane profile: one native Hermes profile of an instance.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Profile {
+    /// Its id (`prof_…`).
     pub id: ProfileId,
+    /// The instance it belongs to.
     pub instance_id: InstanceId,
     /// Display name.
     pub name: String,
     /// The native Hermes profile name (its `profiles/<name>/` home on the runtime).
     pub native_name: String,
+    /// The model its sessions use.
     pub model: ModelConfig,
     /// Callback tools attached to this profile.
     pub tools: Vec<ToolId>,
+    /// When it was made.
     pub created_at: Timestamp,
 }
 
@@ -571,12 +621,17 @@ pub struct UpdateSession {
 /// A control-plane session: a conversation on one profile.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Session {
+    /// Its id (`sess_…`); never a runtime's native session id.
     pub id: SessionId,
+    /// The profile it belongs to.
     pub profile_id: ProfileId,
+    /// The profile's instance.
     pub instance_id: InstanceId,
     /// The runtime's stored session, once known (given at create, or learned at the first turn).
     pub native_session_id: Option<NativeSessionId>,
+    /// The caller's title for it.
     pub title: Option<String>,
+    /// When it was made.
     pub created_at: Timestamp,
 }
 
@@ -584,6 +639,7 @@ pub struct Session {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateSession {
+    /// A title for the session.
     #[serde(default)]
     pub title: Option<String>,
     /// Continue this stored native session instead of starting a new one.
@@ -609,24 +665,34 @@ pub struct CreateSession {
 #[serde(rename_all = "snake_case")]
 #[strum(serialize_all = "snake_case")]
 pub enum TurnState {
+    /// Accepted, not yet sent to the runtime.
     Queued,
+    /// The runtime works on it.
     Running,
+    /// It waits for the application's answer (an approval, a question): see `turn_action`.
     RequiresAction,
+    /// The agent answered.
     Completed,
+    /// It ended on an error; `error` says which.
     Failed,
+    /// The application cancelled it.
     Cancelled,
+    /// Its runtime or the control plane stopped under it.
     Interrupted,
 }
 
 impl TurnState {
+    /// Its name on the wire.
     pub fn as_str(self) -> &'static str {
         self.into()
     }
 
+    /// The state named `value`, if there is one.
     pub fn parse(value: &str) -> Option<Self> {
         value.parse().ok()
     }
 
+    /// Whether the turn has ended.
     pub fn is_terminal(self) -> bool {
         matches!(
             self,
@@ -641,16 +707,23 @@ impl TurnState {
 /// One exchange: the input, the streamed events, the output.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Turn {
+    /// Its id (`turn_…`).
     pub id: TurnId,
+    /// The session it belongs to.
     pub session_id: SessionId,
+    /// Where it is.
     pub state: TurnState,
+    /// The user's text.
     pub input: String,
     /// The final answer, once completed.
     pub output: Option<String>,
     /// Why the turn failed.
     pub error: Option<String>,
+    /// Tokens it used, when the runtime said.
     pub usage: Option<Usage>,
+    /// When it was accepted.
     pub created_at: Timestamp,
+    /// When it last changed.
     pub updated_at: Timestamp,
 }
 
@@ -669,12 +742,19 @@ pub struct CreateTurn {
 pub enum TurnAction {
     /// Answers the oldest pending approval (or all of them, with `all`).
     Approval {
+        /// How far the answer reaches.
         choice: ApprovalChoice,
+        /// Answer every pending approval of the turn, not only the oldest.
         #[serde(default)]
         all: bool,
     },
     /// Answers the question `request_id` of a `clarify.requested` event.
-    Clarify { request_id: String, answer: String },
+    Clarify {
+        /// The question's `request_id`.
+        request_id: String,
+        /// The answer: one of its choices, or any text for an open question.
+        answer: String,
+    },
 }
 
 /// How far an approval reaches.
@@ -706,6 +786,7 @@ pub enum ApprovalChoice {
 }
 
 impl ApprovalChoice {
+    /// Its name on the wire.
     pub fn as_str(self) -> &'static str {
         self.into()
     }
@@ -714,13 +795,17 @@ impl ApprovalChoice {
 /// A callback tool: served by a tool host, called by runtimes through the control plane.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Tool {
+    /// Its id (`tool_…`).
     pub id: ToolId,
     /// The name the model sees: `^[A-Za-z][A-Za-z0-9_-]{0,63}$`, unique among tools.
     pub name: String,
+    /// What the model is told the tool does.
     pub description: String,
     /// JSON Schema of the arguments object.
     pub input_schema: Value,
+    /// The tool host that serves it.
     pub host_id: ToolHostId,
+    /// When it was registered.
     pub created_at: Timestamp,
 }
 
@@ -731,6 +816,7 @@ pub struct RegisterTool {
     /// What models call it: `^[A-Za-z][A-Za-z0-9_-]{0,63}$`.
     #[schemars(pattern(rules::TOOL_NAME))]
     pub name: String,
+    /// What the model is told the tool does.
     pub description: String,
     /// JSON Schema of the arguments; must describe an object.
     #[schemars(extend(
@@ -748,6 +834,7 @@ pub struct RegisterTool {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UpdateTool {
+    /// What the model is told the tool does, from now on.
     #[serde(default)]
     pub description: Option<String>,
     /// JSON Schema of the arguments; must describe an object.
@@ -764,9 +851,11 @@ pub struct UpdateTool {
 #[derive(Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UpdateToolHost {
+    /// Where the host's MCP endpoint is now.
     #[serde(default)]
     #[schemars(pattern(rules::HTTP_URL))]
     pub url: Option<String>,
+    /// The secret calls carry from now on (at least 16 characters; never shown).
     #[serde(default)]
     #[schemars(length(min = rules::TOOL_HOST_SECRET_MIN_CHARS))]
     pub secret: Option<String>,
@@ -784,9 +873,11 @@ impl std::fmt::Debug for UpdateToolHost {
 /// A registered endpoint that serves callback tools over MCP (Streamable HTTP).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ToolHost {
+    /// Its id (`th_…`).
     pub id: ToolHostId,
     /// The MCP endpoint the control plane calls.
     pub url: String,
+    /// When it was registered.
     pub created_at: Timestamp,
 }
 
@@ -816,6 +907,7 @@ impl std::fmt::Debug for RegisterToolHost {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[schemars(rename = "PageOf{T}")]
 pub struct Page<T> {
+    /// This page's items, in the list's order.
     pub items: Vec<T>,
     /// Pass as `cursor` to get the next page; absent on the last page.
     pub next_cursor: Option<String>,
@@ -824,7 +916,9 @@ pub struct Page<T> {
 /// Reply of `GET /healthz`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Health {
+    /// `ok` while the control plane serves.
     pub status: String,
+    /// The control plane's release.
     pub version: String,
 }
 

@@ -23,6 +23,7 @@ impl Timestamp {
         Self(value)
     }
 
+    /// As written: RFC 3339 in UTC.
     pub fn as_str(&self) -> &str {
         &self.0
     }
