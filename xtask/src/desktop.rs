@@ -85,8 +85,13 @@ fn write_struct(out: &mut String, route: &Value, part: &str, doc: &str) {
         let field_name = text(field, "name");
         let ty = rust_type(text(field, "type"));
         let optional = field["required"] != true || field["nullable"] == true;
-        if let Some(default) = field.get("default") {
-            let _ = writeln!(out, "    /// Hermes's default: `{default}`.");
+        match field.get("default") {
+            Some(default) => {
+                let _ = writeln!(out, "    /// `{field_name}`; Hermes's default: `{default}`.");
+            }
+            None => {
+                let _ = writeln!(out, "    /// `{field_name}`.");
+            }
         }
         if part == "query" && ty == "bool" {
             // A query string's flag: `1`, `yes`, `on` … as Hermes reads them.
@@ -133,7 +138,7 @@ pub fn generate_routes(contract: &Value) -> String {
          #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]\npub enum RouteGroup {\n",
     );
     for group in &groups {
-        let _ = writeln!(out, "    {},", camel(group));
+        let _ = writeln!(out, "    /// The `{group}` routes.\n    {},", camel(group));
     }
     out.push_str("}\n\nimpl RouteGroup {\n    /// Every group, in the contract's order.\n");
     let _ = writeln!(

@@ -200,7 +200,9 @@ pub fn generate_namespaces(catalog: &Value) -> String {
     out.push_str("/// The native namespaces over a transport: `native.session().list(..)`.\n");
     out.push_str("pub struct Native<'a, T: ?Sized> {\n    transport: &'a T,\n}\n\n");
     out.push_str("impl<'a, T: NativeTransport + ?Sized> Native<'a, T> {\n");
-    out.push_str("    pub fn new(transport: &'a T) -> Self {\n        Self { transport }\n    }\n");
+    out.push_str(
+        "    /// The namespaces, calling through `transport`.\n    pub fn new(transport: &'a T) -> Self {\n        Self { transport }\n    }\n",
+    );
     for namespace in namespaces.keys() {
         let _ = writeln!(
             out,
@@ -310,7 +312,7 @@ fn write_params(out: &mut String, method: &Value) {
         }
         let _ = writeln!(
             out,
-            "    #[serde(skip_serializing_if = \"Option::is_none\")]\n    pub {field}: Option<Value>,"
+            "    /// `{param}`, as Hermes reads it.\n    #[serde(skip_serializing_if = \"Option::is_none\")]\n    pub {field}: Option<Value>,"
         );
     }
     out.push_str("}\n");

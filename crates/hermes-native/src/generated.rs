@@ -13,6 +13,7 @@ pub struct Native<'a, T: ?Sized> {
 }
 
 impl<'a, T: NativeTransport + ?Sized> Native<'a, T> {
+    /// The namespaces, calling through `transport`.
     pub fn new(transport: &'a T) -> Self {
         Self { transport }
     }
@@ -331,10 +332,13 @@ impl<T: NativeTransport + ?Sized> BillingNamespace<'_, T> {
 /// Params of `billing.auto_reload`; unset fields are not sent.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct BillingAutoReloadParams {
+    /// `enabled`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub enabled: Option<Value>,
+    /// `threshold`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub threshold: Option<Value>,
+    /// `top_up_amount`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub top_up_amount: Option<Value>,
 }
@@ -342,8 +346,10 @@ pub struct BillingAutoReloadParams {
 /// Params of `billing.charge`; unset fields are not sent.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct BillingChargeParams {
+    /// `amount_usd`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub amount_usd: Option<Value>,
+    /// `idempotency_key`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub idempotency_key: Option<Value>,
 }
@@ -351,6 +357,7 @@ pub struct BillingChargeParams {
 /// Params of `billing.charge_status`; unset fields are not sent.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct BillingChargeStatusParams {
+    /// `charge_id`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub charge_id: Option<Value>,
 }
@@ -358,6 +365,7 @@ pub struct BillingChargeStatusParams {
 /// Params of `billing.step_up`; unset fields are not sent.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct BillingStepUpParams {
+    /// `session_id`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_id: Option<Value>,
 }
@@ -379,10 +387,13 @@ impl<T: NativeTransport + ?Sized> BrowserNamespace<'_, T> {
 /// Params of `browser.manage`; unset fields are not sent.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct BrowserManageParams {
+    /// `action`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub action: Option<Value>,
+    /// `session_id`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_id: Option<Value>,
+    /// `url`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub url: Option<Value>,
 }
@@ -416,8 +427,10 @@ impl<T: NativeTransport + ?Sized> CliNamespace<'_, T> {
 /// Params of `cli.exec`; unset fields are not sent.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct CliExecParams {
+    /// `argv`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub argv: Option<Value>,
+    /// `timeout`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timeout: Option<Value>,
 }
@@ -439,6 +452,7 @@ impl<T: NativeTransport + ?Sized> ClipboardNamespace<'_, T> {
 /// Params of `clipboard.paste`; unset fields are not sent.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ClipboardPasteParams {
+    /// `session_id`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_id: Option<Value>,
 }
@@ -467,10 +481,13 @@ impl<T: NativeTransport + ?Sized> CommandNamespace<'_, T> {
 /// Params of `command.dispatch`; unset fields are not sent.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct CommandDispatchParams {
+    /// `arg`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub arg: Option<Value>,
+    /// `name`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<Value>,
+    /// `session_id`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_id: Option<Value>,
 }
@@ -478,6 +495,7 @@ pub struct CommandDispatchParams {
 /// Params of `command.resolve`; unset fields are not sent.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct CommandResolveParams {
+    /// `name`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<Value>,
 }
@@ -581,6 +599,7 @@ impl<T: NativeTransport + ?Sized> DelegationNamespace<'_, T> {
 /// Params of `delegation.pause`; unset fields are not sent.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct DelegationPauseParams {
+    /// `paused`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub paused: Option<Value>,
 }
@@ -602,12 +621,16 @@ impl<T: NativeTransport + ?Sized> FileNamespace<'_, T> {
 /// Params of `file.attach`; unset fields are not sent.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct FileAttachParams {
+    /// `data_url`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub data_url: Option<Value>,
+    /// `name`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<Value>,
+    /// `path`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub path: Option<Value>,
+    /// `session_id`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_id: Option<Value>,
 }
@@ -643,8 +666,10 @@ impl<T: NativeTransport + ?Sized> HandoffNamespace<'_, T> {
 /// Params of `handoff.fail`; unset fields are not sent.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct HandoffFailParams {
+    /// `error`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<Value>,
+    /// `session_id`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_id: Option<Value>,
 }
@@ -652,8 +677,10 @@ pub struct HandoffFailParams {
 /// Params of `handoff.request`; unset fields are not sent.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct HandoffRequestParams {
+    /// `platform`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub platform: Option<Value>,
+    /// `session_id`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_id: Option<Value>,
 }
@@ -661,6 +688,7 @@ pub struct HandoffRequestParams {
 /// Params of `handoff.state`; unset fields are not sent.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct HandoffStateParams {
+    /// `session_id`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_id: Option<Value>,
 }
@@ -696,8 +724,10 @@ impl<T: NativeTransport + ?Sized> ImageNamespace<'_, T> {
 /// Params of `image.attach`; unset fields are not sent.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ImageAttachParams {
+    /// `path`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub path: Option<Value>,
+    /// `session_id`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_id: Option<Value>,
 }
@@ -705,14 +735,19 @@ pub struct ImageAttachParams {
 /// Params of `image.attach_bytes`; unset fields are not sent.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ImageAttachBytesParams {
+    /// `content_base64`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub content_base64: Option<Value>,
+    /// `data`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub data: Option<Value>,
+    /// `ext`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ext: Option<Value>,
+    /// `filename`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub filename: Option<Value>,
+    /// `session_id`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_id: Option<Value>,
 }
@@ -720,8 +755,10 @@ pub struct ImageAttachBytesParams {
 /// Params of `image.detach`; unset fields are not sent.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ImageDetachParams {
+    /// `path`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub path: Option<Value>,
+    /// `session_id`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_id: Option<Value>,
 }
@@ -743,8 +780,10 @@ impl<T: NativeTransport + ?Sized> InputNamespace<'_, T> {
 /// Params of `input.detect_drop`; unset fields are not sent.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct InputDetectDropParams {
+    /// `session_id`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_id: Option<Value>,
+    /// `text`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub text: Option<Value>,
 }
@@ -793,6 +832,7 @@ impl<T: NativeTransport + ?Sized> LearningNamespace<'_, T> {
 /// Params of `learning.delete`; unset fields are not sent.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct LearningDeleteParams {
+    /// `id`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub id: Option<Value>,
 }
@@ -800,6 +840,7 @@ pub struct LearningDeleteParams {
 /// Params of `learning.detail`; unset fields are not sent.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct LearningDetailParams {
+    /// `id`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub id: Option<Value>,
 }
@@ -807,8 +848,10 @@ pub struct LearningDetailParams {
 /// Params of `learning.edit`; unset fields are not sent.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct LearningEditParams {
+    /// `content`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub content: Option<Value>,
+    /// `id`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub id: Option<Value>,
 }
@@ -816,10 +859,13 @@ pub struct LearningEditParams {
 /// Params of `learning.frames`; unset fields are not sent.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct LearningFramesParams {
+    /// `cols`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cols: Option<Value>,
+    /// `frames`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub frames: Option<Value>,
+    /// `rows`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rows: Option<Value>,
 }
@@ -841,20 +887,28 @@ impl<T: NativeTransport + ?Sized> LlmNamespace<'_, T> {
 /// Params of `llm.oneshot`; unset fields are not sent.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct LlmOneshotParams {
+    /// `input`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub input: Option<Value>,
+    /// `instructions`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub instructions: Option<Value>,
+    /// `max_tokens`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<Value>,
+    /// `session_id`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_id: Option<Value>,
+    /// `task`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub task: Option<Value>,
+    /// `temperature`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub temperature: Option<Value>,
+    /// `template`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub template: Option<Value>,
+    /// `variables`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub variables: Option<Value>,
 }
@@ -888,6 +942,7 @@ impl<T: NativeTransport + ?Sized> ModelNamespace<'_, T> {
 /// Params of `model.disconnect`; unset fields are not sent.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ModelDisconnectParams {
+    /// `slug`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub slug: Option<Value>,
 }
@@ -895,10 +950,13 @@ pub struct ModelDisconnectParams {
 /// Params of `model.save_key`; unset fields are not sent.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ModelSaveKeyParams {
+    /// `api_key`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub api_key: Option<Value>,
+    /// `session_id`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_id: Option<Value>,
+    /// `slug`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub slug: Option<Value>,
 }
@@ -920,6 +978,7 @@ impl<T: NativeTransport + ?Sized> PasteNamespace<'_, T> {
 /// Params of `paste.collapse`; unset fields are not sent.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct PasteCollapseParams {
+    /// `text`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub text: Option<Value>,
 }
@@ -941,18 +1000,25 @@ impl<T: NativeTransport + ?Sized> PdfNamespace<'_, T> {
 /// Params of `pdf.attach`; unset fields are not sent.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct PdfAttachParams {
+    /// `content_base64`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub content_base64: Option<Value>,
+    /// `data`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub data: Option<Value>,
+    /// `filename`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub filename: Option<Value>,
+    /// `first_page`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first_page: Option<Value>,
+    /// `last_page`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_page: Option<Value>,
+    /// `path`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub path: Option<Value>,
+    /// `session_id`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_id: Option<Value>,
 }
@@ -1072,6 +1138,7 @@ impl<T: NativeTransport + ?Sized> PetNamespace<'_, T> {
 /// Params of `pet.cancel`; unset fields are not sent.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct PetCancelParams {
+    /// `token`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub token: Option<Value>,
 }
@@ -1079,6 +1146,7 @@ pub struct PetCancelParams {
 /// Params of `pet.export`; unset fields are not sent.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct PetExportParams {
+    /// `slug`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub slug: Option<Value>,
 }
@@ -1087,6 +1155,7 @@ pub struct PetExportParams {
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct PetGalleryParams {
     #[serde(rename = "localOnly")]
+    /// `localOnly`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub localonly: Option<Value>,
 }
@@ -1094,15 +1163,20 @@ pub struct PetGalleryParams {
 /// Params of `pet.generate`; unset fields are not sent.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct PetGenerateParams {
+    /// `count`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub count: Option<Value>,
+    /// `prompt`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prompt: Option<Value>,
+    /// `provider`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub provider: Option<Value>,
     #[serde(rename = "referenceImage")]
+    /// `referenceImage`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub referenceimage: Option<Value>,
+    /// `style`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub style: Option<Value>,
 }
@@ -1111,20 +1185,28 @@ pub struct PetGenerateParams {
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct PetHatchParams {
     #[serde(rename = "cancelToken")]
+    /// `cancelToken`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub canceltoken: Option<Value>,
+    /// `description`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub description: Option<Value>,
+    /// `index`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub index: Option<Value>,
+    /// `name`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<Value>,
+    /// `prompt`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prompt: Option<Value>,
+    /// `provider`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub provider: Option<Value>,
+    /// `style`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub style: Option<Value>,
+    /// `token`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub token: Option<Value>,
 }
@@ -1132,6 +1214,7 @@ pub struct PetHatchParams {
 /// Params of `pet.remove`; unset fields are not sent.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct PetRemoveParams {
+    /// `slug`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub slug: Option<Value>,
 }
@@ -1139,8 +1222,10 @@ pub struct PetRemoveParams {
 /// Params of `pet.rename`; unset fields are not sent.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct PetRenameParams {
+    /// `name`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<Value>,
+    /// `slug`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub slug: Option<Value>,
 }
@@ -1148,6 +1233,7 @@ pub struct PetRenameParams {
 /// Params of `pet.scale`; unset fields are not sent.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct PetScaleParams {
+    /// `scale`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scale: Option<Value>,
 }
@@ -1155,6 +1241,7 @@ pub struct PetScaleParams {
 /// Params of `pet.select`; unset fields are not sent.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct PetSelectParams {
+    /// `slug`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub slug: Option<Value>,
 }
@@ -1162,8 +1249,10 @@ pub struct PetSelectParams {
 /// Params of `pet.thumb`; unset fields are not sent.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct PetThumbParams {
+    /// `slug`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub slug: Option<Value>,
+    /// `url`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub url: Option<Value>,
 }
@@ -1192,10 +1281,13 @@ impl<T: NativeTransport + ?Sized> PluginsNamespace<'_, T> {
 /// Params of `plugins.manage`; unset fields are not sent.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct PluginsManageParams {
+    /// `action`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub action: Option<Value>,
+    /// `enable`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub enable: Option<Value>,
+    /// `name`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<Value>,
 }
@@ -1217,12 +1309,16 @@ impl<T: NativeTransport + ?Sized> PreviewNamespace<'_, T> {
 /// Params of `preview.restart`; unset fields are not sent.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct PreviewRestartParams {
+    /// `context`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub context: Option<Value>,
+    /// `cwd`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cwd: Option<Value>,
+    /// `session_id`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_id: Option<Value>,
+    /// `url`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub url: Option<Value>,
 }
@@ -1270,6 +1366,7 @@ impl<T: NativeTransport + ?Sized> ProjectNamespace<'_, T> {
 /// Params of `project.facts`; unset fields are not sent.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ProjectFactsParams {
+    /// `cwd`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cwd: Option<Value>,
 }
@@ -1383,12 +1480,16 @@ impl<T: NativeTransport + ?Sized> ProjectsNamespace<'_, T> {
 /// Params of `projects.add_folder`; unset fields are not sent.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ProjectsAddFolderParams {
+    /// `id`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub id: Option<Value>,
+    /// `is_primary`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub is_primary: Option<Value>,
+    /// `label`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub label: Option<Value>,
+    /// `path`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub path: Option<Value>,
 }
@@ -1396,8 +1497,10 @@ pub struct ProjectsAddFolderParams {
 /// Params of `projects.archive`; unset fields are not sent.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ProjectsArchiveParams {
+    /// `id`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub id: Option<Value>,
+    /// `restore`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub restore: Option<Value>,
 }
@@ -1405,23 +1508,32 @@ pub struct ProjectsArchiveParams {
 /// Params of `projects.create`; unset fields are not sent.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ProjectsCreateParams {
+    /// `board_slug`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub board_slug: Option<Value>,
+    /// `color`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub color: Option<Value>,
+    /// `description`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub description: Option<Value>,
+    /// `folders`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub folders: Option<Value>,
+    /// `icon`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub icon: Option<Value>,
+    /// `name`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<Value>,
+    /// `primary_path`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub primary_path: Option<Value>,
+    /// `slug`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub slug: Option<Value>,
     #[serde(rename = "use")]
+    /// `use`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub r#use: Option<Value>,
 }
@@ -1429,6 +1541,7 @@ pub struct ProjectsCreateParams {
 /// Params of `projects.delete`; unset fields are not sent.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ProjectsDeleteParams {
+    /// `id`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub id: Option<Value>,
 }
@@ -1436,6 +1549,7 @@ pub struct ProjectsDeleteParams {
 /// Params of `projects.for_cwd`; unset fields are not sent.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ProjectsForCwdParams {
+    /// `cwd`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cwd: Option<Value>,
 }
@@ -1443,6 +1557,7 @@ pub struct ProjectsForCwdParams {
 /// Params of `projects.get`; unset fields are not sent.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ProjectsGetParams {
+    /// `id`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub id: Option<Value>,
 }
@@ -1450,8 +1565,10 @@ pub struct ProjectsGetParams {
 /// Params of `projects.project_sessions`; unset fields are not sent.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ProjectsProjectSessionsParams {
+    /// `project_id`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub project_id: Option<Value>,
+    /// `session_limit`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_limit: Option<Value>,
 }
@@ -1459,6 +1576,7 @@ pub struct ProjectsProjectSessionsParams {
 /// Params of `projects.record_repos`; unset fields are not sent.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ProjectsRecordReposParams {
+    /// `repos`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub repos: Option<Value>,
 }
@@ -1466,8 +1584,10 @@ pub struct ProjectsRecordReposParams {
 /// Params of `projects.remove_folder`; unset fields are not sent.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ProjectsRemoveFolderParams {
+    /// `id`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub id: Option<Value>,
+    /// `path`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub path: Option<Value>,
 }
@@ -1475,6 +1595,7 @@ pub struct ProjectsRemoveFolderParams {
 /// Params of `projects.set_active`; unset fields are not sent.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ProjectsSetActiveParams {
+    /// `id`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub id: Option<Value>,
 }
@@ -1482,8 +1603,10 @@ pub struct ProjectsSetActiveParams {
 /// Params of `projects.set_primary`; unset fields are not sent.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ProjectsSetPrimaryParams {
+    /// `id`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub id: Option<Value>,
+    /// `path`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub path: Option<Value>,
 }
@@ -1491,8 +1614,10 @@ pub struct ProjectsSetPrimaryParams {
 /// Params of `projects.tree`; unset fields are not sent.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ProjectsTreeParams {
+    /// `preview_limit`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub preview_limit: Option<Value>,
+    /// `session_limit`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_limit: Option<Value>,
 }
@@ -1500,16 +1625,22 @@ pub struct ProjectsTreeParams {
 /// Params of `projects.update`; unset fields are not sent.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ProjectsUpdateParams {
+    /// `board_slug`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub board_slug: Option<Value>,
+    /// `color`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub color: Option<Value>,
+    /// `description`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub description: Option<Value>,
+    /// `icon`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub icon: Option<Value>,
+    /// `id`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub id: Option<Value>,
+    /// `name`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<Value>,
 }
@@ -1757,6 +1888,7 @@ impl<T: NativeTransport + ?Sized> SetupNamespace<'_, T> {
 /// Params of `setup.runtime_check`; unset fields are not sent.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct SetupRuntimeCheckParams {
+    /// `provider`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub provider: Option<Value>,
 }
@@ -1778,6 +1910,7 @@ impl<T: NativeTransport + ?Sized> ShellNamespace<'_, T> {
 /// Params of `shell.exec`; unset fields are not sent.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ShellExecParams {
+    /// `command`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub command: Option<Value>,
 }
@@ -1820,8 +1953,10 @@ impl<T: NativeTransport + ?Sized> SlashNamespace<'_, T> {
 /// Params of `slash.exec`; unset fields are not sent.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct SlashExecParams {
+    /// `command`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub command: Option<Value>,
+    /// `session_id`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_id: Option<Value>,
 }
@@ -1855,10 +1990,13 @@ impl<T: NativeTransport + ?Sized> SpawnTreeNamespace<'_, T> {
 /// Params of `spawn_tree.list`; unset fields are not sent.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct SpawnTreeListParams {
+    /// `cross_session`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cross_session: Option<Value>,
+    /// `limit`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub limit: Option<Value>,
+    /// `session_id`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_id: Option<Value>,
 }
@@ -1866,6 +2004,7 @@ pub struct SpawnTreeListParams {
 /// Params of `spawn_tree.load`; unset fields are not sent.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct SpawnTreeLoadParams {
+    /// `path`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub path: Option<Value>,
 }
@@ -1873,14 +2012,19 @@ pub struct SpawnTreeLoadParams {
 /// Params of `spawn_tree.save`; unset fields are not sent.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct SpawnTreeSaveParams {
+    /// `finished_at`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub finished_at: Option<Value>,
+    /// `label`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub label: Option<Value>,
+    /// `session_id`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_id: Option<Value>,
+    /// `started_at`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub started_at: Option<Value>,
+    /// `subagents`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub subagents: Option<Value>,
 }
@@ -1944,8 +2088,10 @@ impl<T: NativeTransport + ?Sized> SubscriptionNamespace<'_, T> {
 /// Params of `subscription.change`; unset fields are not sent.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct SubscriptionChangeParams {
+    /// `cancel`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cancel: Option<Value>,
+    /// `subscription_type_id`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub subscription_type_id: Option<Value>,
 }
@@ -1953,6 +2099,7 @@ pub struct SubscriptionChangeParams {
 /// Params of `subscription.preview`; unset fields are not sent.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct SubscriptionPreviewParams {
+    /// `subscription_type_id`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub subscription_type_id: Option<Value>,
 }
@@ -1960,8 +2107,10 @@ pub struct SubscriptionPreviewParams {
 /// Params of `subscription.upgrade`; unset fields are not sent.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct SubscriptionUpgradeParams {
+    /// `idempotency_key`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub idempotency_key: Option<Value>,
+    /// `subscription_type_id`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub subscription_type_id: Option<Value>,
 }
@@ -2000,8 +2149,10 @@ impl<T: NativeTransport + ?Sized> TerminalNamespace<'_, T> {
 /// Params of `terminal.read.respond`; unset fields are not sent.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct TerminalReadRespondParams {
+    /// `request_id`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub request_id: Option<Value>,
+    /// `text`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub text: Option<Value>,
 }
@@ -2009,8 +2160,10 @@ pub struct TerminalReadRespondParams {
 /// Params of `terminal.resize`; unset fields are not sent.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct TerminalResizeParams {
+    /// `cols`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cols: Option<Value>,
+    /// `session_id`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_id: Option<Value>,
 }
@@ -2088,10 +2241,13 @@ impl<T: NativeTransport + ?Sized> VerificationNamespace<'_, T> {
 /// Params of `verification.status`; unset fields are not sent.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct VerificationStatusParams {
+    /// `cwd`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cwd: Option<Value>,
+    /// `session_id`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_id: Option<Value>,
+    /// `session_key`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_key: Option<Value>,
 }
@@ -2127,8 +2283,10 @@ impl<T: NativeTransport + ?Sized> VoiceNamespace<'_, T> {
 /// Params of `voice.record`; unset fields are not sent.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct VoiceRecordParams {
+    /// `action`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub action: Option<Value>,
+    /// `session_id`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_id: Option<Value>,
 }
@@ -2136,6 +2294,7 @@ pub struct VoiceRecordParams {
 /// Params of `voice.toggle`; unset fields are not sent.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct VoiceToggleParams {
+    /// `action`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub action: Option<Value>,
 }
@@ -2143,6 +2302,7 @@ pub struct VoiceToggleParams {
 /// Params of `voice.tts`; unset fields are not sent.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct VoiceTtsParams {
+    /// `text`, as Hermes reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub text: Option<Value>,
 }

@@ -20,7 +20,9 @@ use crate::nullable::nullable;
 pub trait Method {
     /// The JSON-RPC method name.
     const NAME: &'static str;
+    /// The params it takes.
     type Params: Serialize + DeserializeOwned + Default + Send + Sync;
+    /// What it answers.
     type Result: Serialize + DeserializeOwned + Send;
 }
 
@@ -193,12 +195,16 @@ methods! {
     RollbackRestore = "rollback.restore" (RollbackParams) -> Value;
 }
 
+/// Params of `rollback.diff` and `rollback.restore`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RollbackParams {
+    /// The live session whose directory it is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<LiveSessionId>,
+    /// A checkpoint's hash, or its number in the list (from 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hash: Option<String>,
+    /// One file to restore, relative to the directory (`rollback.restore`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file_path: Option<String>,
 }
@@ -206,12 +212,16 @@ pub struct RollbackParams {
 /// Reply of `rollback.list`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Checkpoints {
+    /// Whether checkpoints are kept.
     pub enabled: bool,
+    /// Newest first.
     pub checkpoints: Vec<Checkpoint>,
 }
 
+/// One checkpoint.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Checkpoint {
+    /// Its commit in the shadow store.
     pub hash: String,
     /// ISO 8601.
     pub timestamp: String,
@@ -222,21 +232,28 @@ pub struct Checkpoint {
 /// Reply of `rollback.diff`: `git diff --stat` and the diff (its first 4000 characters).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CheckpointDiff {
+    /// `git diff --stat` of the checkpoint against the directory now.
     pub stat: String,
+    /// The diff (its first 4000 characters).
     pub diff: String,
+    /// What else Hermes sends (`rendered`).
     #[serde(flatten)]
     pub other: Extra,
 }
 
+/// Params of `skills.manage`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SkillsManageParams {
     /// `list` when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub action: Option<String>,
+    /// A search, an identifier to inspect or install, or a page number to browse.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub query: Option<String>,
+    /// The page to browse (from 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub page: Option<u64>,
+    /// Entries per page (20).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub page_size: Option<u64>,
 }
@@ -244,36 +261,50 @@ pub struct SkillsManageParams {
 /// Reply of `skills.reload`: the text a client prints, and the change.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SkillsReloaded {
+    /// What a client prints.
     pub output: String,
+    /// The change, item by item.
     pub result: SkillsChange,
 }
 
+/// What `skills.reload` found.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SkillsChange {
+    /// Skills that appeared.
     pub added: Vec<NamedSkill>,
+    /// Skills that went.
     pub removed: Vec<NamedSkill>,
+    /// Skills there before and after.
     pub unchanged: Vec<String>,
+    /// How many skills there are now.
     pub total: u64,
     /// Skills a client can run as `/<name>`.
     pub commands: u64,
 }
 
+/// A skill by name, with its description.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct NamedSkill {
+    /// Its name.
     pub name: String,
+    /// Its description.
     pub description: String,
 }
 
 /// Reply of `reload.env`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct EnvReloaded {
+    /// How many variables changed.
     pub updated: u64,
 }
 
+/// Params of `sudo.respond`.
 #[derive(Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SudoRespondParams {
+    /// The `sudo.request` it answers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_id: Option<String>,
+    /// The password (empty: go on without).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub password: Option<String>,
     /// Sent by clients; not read by Hermes 0.19 (the request id is enough).
@@ -290,10 +321,13 @@ impl std::fmt::Debug for SudoRespondParams {
     }
 }
 
+/// Params of `secret.respond`.
 #[derive(Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SecretRespondParams {
+    /// The `secret.request` it answers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_id: Option<String>,
+    /// The value (empty: skip).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub value: Option<String>,
     /// Sent by clients; not read by Hermes 0.19 (the request id is enough).
@@ -310,10 +344,13 @@ impl std::fmt::Debug for SecretRespondParams {
     }
 }
 
+/// Params of `session.compress`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionCompressParams {
+    /// The live session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<LiveSessionId>,
+    /// A subject the summary keeps in detail.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub focus_topic: Option<String>,
 }
@@ -323,14 +360,21 @@ pub struct SessionCompressParams {
 pub struct Compressed {
     /// `compressed`, or `aborted` when the summary could not be made (nothing removed).
     pub status: String,
+    /// How many messages fewer there are.
     pub removed: u64,
+    /// Messages before.
     pub before_messages: u64,
+    /// Messages after.
     pub after_messages: u64,
     /// The rough size of a request before and after (four characters a token).
     pub before_tokens: u64,
+    /// The rough size after.
     pub after_tokens: u64,
+    /// What happened, in words.
     pub summary: CompressionSummary,
+    /// The session's usage.
     pub usage: NativeUsage,
+    /// The session's info.
     pub info: SessionInfo,
     /// The conversation now, as the model will be sent it.
     pub messages: Vec<Value>,
@@ -341,20 +385,26 @@ pub struct Compressed {
 pub struct CompressionSummary {
     /// Nothing changed (too little to summarize).
     pub noop: bool,
+    /// The summary could not be made; nothing changed.
     pub aborted: bool,
+    /// A summary made without the model was used (Hermes only).
     pub fallback_used: bool,
     /// `Compressed: 10 → 8 messages`, `No changes from compression: 4 messages`, …
     pub headline: String,
     /// `Approx request size: ~1,200 → ~800 tokens`.
     pub token_line: String,
+    /// More to say, when there is.
     #[serde(default)]
     pub note: Option<String>,
 }
 
+/// Params of `session.steer`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionSteerParams {
+    /// The live session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<LiveSessionId>,
+    /// The message for the agent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
 }
@@ -374,27 +424,38 @@ pub struct ContextBreakdown {
     /// The kinds with any tokens: `system_prompt`, `tool_definitions`, `rules`, `skills`,
     /// `mcp`, `subagent_definitions`, `memory`, `conversation`.
     pub categories: Vec<ContextCategory>,
+    /// The model's context window, in tokens.
     pub context_max: u64,
+    /// How full it is, in percent.
     pub context_percent: u64,
     /// What the last model call measured, else `estimated_total`.
     pub context_used: u64,
+    /// The sum of the categories.
     pub estimated_total: u64,
+    /// The session's model.
     pub model: String,
 }
 
+/// What fills part of the context window.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ContextCategory {
     /// A CSS colour a client draws the kind in.
     pub color: String,
+    /// Its id (`tool_definitions`, `conversation`, …).
     pub id: String,
+    /// What a client shows.
     pub label: String,
+    /// Its tokens (four characters a token).
     pub tokens: u64,
 }
 
+/// Params of `config.set`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ConfigSetParams {
+    /// The live session a session-wide setting applies to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<LiveSessionId>,
+    /// The setting (`verbose`, `approvals.mode`, `model`, …).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key: Option<String>,
     /// Text for most keys; Hermes reads any JSON value.
@@ -408,10 +469,13 @@ pub struct ConfigSetParams {
     pub confirm_expensive_model: Option<bool>,
 }
 
+/// Params of `session.cwd.set`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionCwdSetParams {
+    /// The live session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<LiveSessionId>,
+    /// The directory to work in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
 }
@@ -419,18 +483,23 @@ pub struct SessionCwdSetParams {
 /// Reply of `config.show`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ConfigShown {
+    /// The configuration, section by section.
     pub sections: Vec<ConfigSection>,
 }
 
+/// A titled section of `config.show`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ConfigSection {
+    /// Its title.
     pub title: String,
     /// `[label, value]` pairs.
     pub rows: Vec<[String; 2]>,
 }
 
+/// Params of `tools.configure`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ToolsConfigureParams {
+    /// The live session whose agent is rebuilt on the change.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<LiveSessionId>,
     /// `enable` or `disable`.
@@ -458,16 +527,21 @@ pub struct ToolsConfigured {
     pub unknown: Vec<String>,
 }
 
+/// Params of `reload.mcp`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ReloadMcpParams {
+    /// The live session asking.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<LiveSessionId>,
+    /// Reconnect without asking first.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confirm: Option<bool>,
+    /// Never ask first again (`approvals.mcp_reload_confirm: false`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub always: Option<bool>,
 }
 
+/// Params of `model.options`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ModelOptionsParams {
     /// The session whose model is the current one (else the config's).
@@ -487,20 +561,28 @@ pub struct ModelOptionsParams {
 /// Reply of `model.options`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ModelChoices {
+    /// The providers, with their models.
     pub providers: Vec<ProviderChoice>,
     /// The current model and provider.
     pub model: String,
+    /// The current provider.
     pub provider: String,
 }
 
 /// One provider a client may pick, with its models.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ProviderChoice {
+    /// Its id (`custom`, `scripted`, …).
     pub slug: String,
+    /// What a client shows.
     pub name: String,
+    /// Whether it is the one in use.
     pub is_current: bool,
+    /// Whether the user's config defines it.
     pub is_user_defined: bool,
+    /// Its models.
     pub models: Vec<String>,
+    /// How many models it has.
     pub total_models: u64,
     /// Where the entry comes from (`model-config`: the config's `model:` section).
     pub source: String,
@@ -509,10 +591,13 @@ pub struct ProviderChoice {
     pub other: Extra,
 }
 
+/// Params of `prompt.background`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct PromptBackgroundParams {
+    /// The live session that asks (it gets the answer).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<LiveSessionId>,
+    /// The prompt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
 }
@@ -527,17 +612,22 @@ pub struct BackgroundStarted {
 /// Reply of `process.stop`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ProcessesKilled {
+    /// How many processes were killed.
     pub killed: u64,
 }
 
+/// Params of `process.kill`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ProcessKillParams {
+    /// The live session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<LiveSessionId>,
+    /// The process to kill.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub process_id: Option<String>,
 }
 
+/// Params of `subagent.interrupt`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SubagentInterruptParams {
     /// Text; Hermes also reads a number as its digits.
@@ -548,12 +638,16 @@ pub struct SubagentInterruptParams {
 /// Reply of `subagent.interrupt`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SubagentInterrupted {
+    /// Whether the subagent was found.
     pub found: bool,
+    /// The subagent named.
     pub subagent_id: String,
 }
 
+/// Params of `session.branch`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionBranchParams {
+    /// The live session to branch from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<LiveSessionId>,
     /// The branch's title.
@@ -566,6 +660,7 @@ pub struct SessionBranchParams {
 pub struct SessionBranched {
     /// The branch's live session.
     pub session_id: LiveSessionId,
+    /// The branch's title.
     pub title: String,
     /// The stored session branched from.
     pub parent: StoredSessionId,
@@ -574,21 +669,25 @@ pub struct SessionBranched {
 /// Reply of `session.undo`: how many messages were taken back.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Undone {
+    /// How many messages were taken back.
     pub removed: u64,
 }
 
 /// Reply of `session.status`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct TextOutput {
+    /// The text a client prints.
     pub output: String,
 }
 
 /// Reply of `session.save`: the file written.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SavedFile {
+    /// Where the file was written.
     pub file: String,
 }
 
+/// Params of `insights.get`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct InsightsParams {
     /// A number of days (Hermes does not check it).
@@ -599,11 +698,15 @@ pub struct InsightsParams {
 /// Reply of `insights.get`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Insights {
+    /// The days counted.
     pub days: Value,
+    /// Stored sessions in them.
     pub sessions: u64,
+    /// Their messages.
     pub messages: u64,
 }
 
+/// Params of `complete.path`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CompletePathParams {
     /// What is typed so far: a path, `@`, `@file:…`, `@folder:…`.
@@ -612,14 +715,18 @@ pub struct CompletePathParams {
     /// The directory relative paths start from (else the session's, else the runtime's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
+    /// The live session, whose directory relative paths start from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<LiveSessionId>,
+    /// The native profile.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<String>,
 }
 
+/// Params of `complete.slash`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CompleteSlashParams {
+    /// What is typed so far.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
 }
@@ -627,12 +734,14 @@ pub struct CompleteSlashParams {
 /// Reply of `complete.path` and `complete.slash`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Completions {
+    /// The completions, best first.
     pub items: Vec<Completion>,
     /// Where in the text the chosen item's `text` goes (`complete.slash`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replace_from: Option<u64>,
 }
 
+/// One completion.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Completion {
     /// What replaces the word.
@@ -646,6 +755,7 @@ pub struct Completion {
 /// Reply of `commands.catalog`. A command is `[name, description]`, its name with its `/`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CommandCatalog {
+    /// Every command.
     pub pairs: Vec<(String, String)>,
     /// A command's subcommands, by command.
     pub sub: BTreeMap<String, Vec<String>>,
@@ -653,20 +763,25 @@ pub struct CommandCatalog {
     pub canon: BTreeMap<String, String>,
     /// The commands again, by category, in the order a help screen shows them.
     pub categories: Vec<CommandCategory>,
+    /// How many skills can be run as commands.
     pub skill_count: u64,
     /// Why part of the catalog could not be read, or empty.
     pub warning: String,
 }
 
+/// A category of commands.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CommandCategory {
+    /// Its name.
     pub name: String,
+    /// Its commands.
     pub pairs: Vec<(String, String)>,
 }
 
 /// Reply of `setup.status`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SetupState {
+    /// Whether a model provider is set up.
     pub provider_configured: bool,
 }
 
@@ -674,20 +789,27 @@ pub struct SetupState {
 /// `command`, `status`, `uptime` in `agents.list`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct BackgroundProcesses {
+    /// One entry per process, as Hermes describes it.
     pub processes: Vec<Extra>,
 }
 
 /// Reply of `toolsets.list` and `tools.list`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ToolsetsListed {
+    /// Every toolset, sorted by name.
     pub toolsets: Vec<ToolsetEntry>,
 }
 
+/// One toolset.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ToolsetEntry {
+    /// Its name.
     pub name: String,
+    /// What it is for.
     pub description: String,
+    /// How many tools it has.
     pub tool_count: u64,
+    /// Whether the platform's config leaves it on.
     pub enabled: bool,
     /// The tools' names (`tools.list` only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -699,29 +821,38 @@ pub struct ToolsetEntry {
 pub struct ToolsShown {
     /// Sorted by toolset name; a section's tools sorted by name.
     pub sections: Vec<ToolSection>,
+    /// How many tools there are.
     pub total: u64,
 }
 
+/// The tools of one toolset.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ToolSection {
+    /// The toolset.
     pub name: String,
+    /// Its tools, sorted by name.
     pub tools: Vec<ToolSummary>,
 }
 
+/// One tool.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ToolSummary {
+    /// Its name.
     pub name: String,
+    /// The first sentence of its description.
     pub description: String,
 }
 
 /// Params of `config.get`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ConfigGetParams {
+    /// What to read: `full`, `mtime`, `skin`, `personality`, `prompt`, …
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key: Option<String>,
     /// The directory whose project `project` describes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
+    /// The live session, for session-wide values.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<LiveSessionId>,
 }
@@ -735,8 +866,10 @@ pub struct CronManageParams {
     /// The job's name for `add`; the job's id or name for the others.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// When to run (`every 30m`, a cron expression, …) for `add`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schedule: Option<String>,
+    /// What the job asks the agent, for `add`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt: Option<String>,
 }
@@ -745,11 +878,13 @@ pub struct CronManageParams {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct NoParams {}
 
+/// Params of `pet.cells`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct PetCellsParams {
     /// Width in terminal columns.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cols: Option<Value>,
+    /// Whether the terminal draws graphics.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub graphics: Option<Value>,
     /// `idle`, `run`, `review`, `failed`, `wave` or `jump`.
@@ -760,7 +895,9 @@ pub struct PetCellsParams {
 /// Whether an optional feature is on; when it is, what it says (kept as it came).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct FeatureState {
+    /// Whether the feature is on.
     pub enabled: bool,
+    /// What else Hermes sends.
     #[serde(flatten)]
     pub other: Extra,
 }
@@ -768,8 +905,11 @@ pub struct FeatureState {
 /// Whether the hosted account's usage can be shown; when it can, what it says.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct UsageAvailability {
+    /// Whether the call worked.
     pub ok: bool,
+    /// Whether usage bars can be shown.
     pub available: bool,
+    /// What else Hermes sends.
     #[serde(flatten)]
     pub other: Extra,
 }
@@ -777,6 +917,7 @@ pub struct UsageAvailability {
 /// Anything a reply holds that the types here do not name.
 pub type Extra = Map<String, Value>;
 
+/// Params of `session.create`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionCreateParams {
     /// The native profile whose home the session lives in (absent: `default`).
@@ -785,84 +926,114 @@ pub struct SessionCreateParams {
     /// Who opened it (`tui`, `edith`, …); stored with the session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
+    /// A title for the session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
     /// Close the session as soon as this connection drops (no orphan grace).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub close_on_disconnect: Option<bool>,
+    /// The terminal's width.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cols: Option<Value>,
+    /// The directory the session works in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
+    /// Fast mode.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fast: Option<Value>,
     /// Seed history.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub messages: Option<Value>,
+    /// The model to use instead of the config's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// The stored session it continues from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_session_id: Option<String>,
+    /// The provider of `model`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider: Option<String>,
+    /// The reasoning effort.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning_effort: Option<Value>,
+    /// A stored id the session should take (as Hermes reads it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
 }
 
+/// Reply of `session.create`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SessionCreated {
+    /// The live session.
     pub session_id: LiveSessionId,
+    /// Where it will be stored (from its first prompt on).
     pub stored_session_id: StoredSessionId,
+    /// How many messages it has.
     #[serde(default, deserialize_with = "nullable")]
     pub message_count: u64,
+    /// Its messages.
     #[serde(default, deserialize_with = "nullable")]
     pub messages: Vec<HistoryMessage>,
+    /// Its info (before the agent is built, only what is known without it).
     #[serde(default, deserialize_with = "nullable")]
     pub info: SessionInfo,
 }
 
+/// Params of `session.resume`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionResumeParams {
     /// The stored session's id, or its title.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
+    /// The native profile the stored session is in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<String>,
+    /// Where the session comes from (`tui`, `desktop`, …).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
+    /// Close the live session when this connection ends.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub close_on_disconnect: Option<bool>,
+    /// The terminal's width.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cols: Option<Value>,
+    /// Build the agent now rather than at the first prompt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub eager_build: Option<Value>,
+    /// Open without building the agent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lazy: Option<Value>,
 }
 
+/// Reply of `session.resume`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SessionResumed {
     /// The new live id.
     pub session_id: LiveSessionId,
     /// The stored session now live.
     pub resumed: StoredSessionId,
+    /// The stored session's key.
     #[serde(default, deserialize_with = "nullable")]
     pub session_key: String,
+    /// How many messages it has.
     #[serde(default, deserialize_with = "nullable")]
     pub message_count: u64,
+    /// Its messages.
     #[serde(default, deserialize_with = "nullable")]
     pub messages: Vec<HistoryMessage>,
+    /// Its info.
     #[serde(default, deserialize_with = "nullable")]
     pub info: SessionInfo,
+    /// What a running turn has streamed so far.
     #[serde(default)]
     pub inflight: Value,
+    /// Whether a turn runs.
     #[serde(default, deserialize_with = "nullable")]
     pub running: bool,
     /// `idle` or `streaming`.
     #[serde(default, deserialize_with = "nullable")]
     pub status: String,
+    /// When it started (Unix seconds).
     #[serde(default, deserialize_with = "nullable")]
     pub started_at: f64,
 }
@@ -873,28 +1044,39 @@ pub struct SessionListParams {
     /// At most this many (Hermes: 200 when unset).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit: Option<u64>,
+    /// The native profile whose sessions are listed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<String>,
 }
 
+/// Reply of `session.list`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionListed {
+    /// Newest first.
     pub sessions: Vec<StoredSessionSummary>,
 }
 
+/// One stored session.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StoredSessionSummary {
+    /// Its stored id.
     pub id: StoredSessionId,
+    /// Its title.
     #[serde(default, deserialize_with = "nullable")]
     pub title: String,
+    /// The start of its first message.
     #[serde(default, deserialize_with = "nullable")]
     pub preview: String,
+    /// When it started (Unix seconds).
     #[serde(default, deserialize_with = "nullable")]
     pub started_at: f64,
+    /// How many messages it has.
     #[serde(default, deserialize_with = "nullable")]
     pub message_count: u64,
+    /// Where it came from (`tui`, `cron`, …).
     #[serde(default, deserialize_with = "nullable")]
     pub source: String,
+    /// What else Hermes sends.
     #[serde(flatten)]
     pub other: Extra,
 }
@@ -902,6 +1084,7 @@ pub struct StoredSessionSummary {
 /// `profile` is read by `hermes-runtime` only.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ProfileParams {
+    /// The native profile (the root when absent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<String>,
 }
@@ -909,15 +1092,20 @@ pub struct ProfileParams {
 /// `session_id` is `null` (and nothing else is set) when there is no stored session.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct MostRecentSession {
+    /// The stored session, if there is one.
     pub session_id: Option<StoredSessionId>,
+    /// Its title.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
+    /// When it started (Unix seconds).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub started_at: Option<f64>,
+    /// Where it came from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
 }
 
+/// Params of `session.active_list`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionActiveListParams {
     /// Marks that session `current` in the reply.
@@ -925,34 +1113,46 @@ pub struct SessionActiveListParams {
     pub current_session_id: Option<String>,
 }
 
+/// Reply of `session.active_list`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ActiveSessions {
+    /// The live sessions of this process.
     pub sessions: Vec<ActiveSession>,
 }
 
+/// One live session.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ActiveSession {
+    /// Its live id.
     pub id: LiveSessionId,
+    /// Whether it is the caller's current session.
     #[serde(default, deserialize_with = "nullable")]
     pub current: bool,
+    /// When it was last used (Unix seconds).
     #[serde(default, deserialize_with = "nullable")]
     pub last_active: f64,
+    /// How many messages it has.
     #[serde(default, deserialize_with = "nullable")]
     pub message_count: u64,
+    /// Its model.
     #[serde(default, deserialize_with = "nullable")]
     pub model: String,
+    /// The start of its first message.
     #[serde(default, deserialize_with = "nullable")]
     pub preview: String,
     /// The stored session's id.
     #[serde(default, deserialize_with = "nullable")]
     pub session_key: String,
+    /// When it started (Unix seconds).
     #[serde(default, deserialize_with = "nullable")]
     pub started_at: f64,
     /// `idle` or `streaming`.
     #[serde(default, deserialize_with = "nullable")]
     pub status: String,
+    /// Its title.
     #[serde(default, deserialize_with = "nullable")]
     pub title: String,
+    /// What else Hermes sends.
     #[serde(flatten)]
     pub other: Extra,
 }
@@ -960,11 +1160,13 @@ pub struct ActiveSession {
 /// Methods on one live session.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct LiveSessionParams {
+    /// The live session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<LiveSessionId>,
 }
 
 impl LiveSessionParams {
+    /// Params naming `session_id`.
     pub fn new(session_id: &LiveSessionId) -> Self {
         Self {
             session_id: Some(session_id.clone()),
@@ -972,10 +1174,13 @@ impl LiveSessionParams {
     }
 }
 
+/// Reply of `session.history`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct HistoryReply {
+    /// How many messages.
     #[serde(default, deserialize_with = "nullable")]
     pub count: u64,
+    /// The messages, oldest first.
     #[serde(default, deserialize_with = "nullable")]
     pub messages: Vec<HistoryMessage>,
 }
@@ -983,7 +1188,9 @@ pub struct HistoryReply {
 /// A message as Hermes shows history: `{role, text}`, or `{role: tool, name, context}`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct HistoryMessage {
+    /// `user`, `assistant`, `tool`, …
     pub role: String,
+    /// The message's text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
     /// A tool row's tool.
@@ -992,16 +1199,19 @@ pub struct HistoryMessage {
     /// A tool row's result.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context: Option<String>,
+    /// What else Hermes sends (`name`, `context`, …).
     #[serde(flatten)]
     pub other: Extra,
 }
 
+/// Reply of `session.close`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionClosed {
     /// `false` when no such live session existed.
     pub closed: bool,
 }
 
+/// Params of `session.delete`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionDeleteParams {
     /// The stored session's id.
@@ -1012,13 +1222,17 @@ pub struct SessionDeleteParams {
     pub profile: Option<String>,
 }
 
+/// Reply of `session.delete`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SessionDeleted {
+    /// The stored session deleted.
     pub deleted: StoredSessionId,
 }
 
+/// Params of `session.title`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionTitleParams {
+    /// The live session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<LiveSessionId>,
     /// Absent: read the title.
@@ -1029,10 +1243,13 @@ pub struct SessionTitleParams {
 /// A read answers `{title, session_key}`; a write answers `{pending, title}`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionTitled {
+    /// Whether the title waits for the session's first prompt to be stored.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pending: Option<bool>,
+    /// The title.
     #[serde(default, deserialize_with = "nullable")]
     pub title: String,
+    /// The stored session's key (when read).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_key: Option<String>,
 }
@@ -1041,12 +1258,15 @@ pub struct SessionTitled {
 /// `ok` / `expired` for an answer.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct StatusReply {
+    /// What happened.
     pub status: String,
+    /// What else Hermes sends.
     #[serde(flatten)]
     pub other: Extra,
 }
 
 impl StatusReply {
+    /// A reply of `status` alone.
     pub fn new(status: &str) -> Self {
         Self {
             status: status.to_owned(),
@@ -1055,12 +1275,16 @@ impl StatusReply {
     }
 }
 
+/// Params of `prompt.submit`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct PromptSubmitParams {
+    /// The live session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<LiveSessionId>,
+    /// The prompt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
+    /// Take the conversation back to before this user message first.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub truncate_before_user_ordinal: Option<Value>,
 }
@@ -1096,6 +1320,7 @@ impl ApprovalChoice {
     /// Every choice, in the order Hermes offers them.
     pub const ALL: &[ApprovalChoice] = <Self as strum::VariantArray>::VARIANTS;
 
+    /// Its name on the wire.
     pub fn as_str(self) -> &'static str {
         self.into()
     }
@@ -1114,8 +1339,10 @@ impl ApprovalChoice {
     }
 }
 
+/// Params of `approval.respond`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ApprovalRespondParams {
+    /// The live session whose approval it answers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<LiveSessionId>,
     /// An [`ApprovalChoice`] (`deny` when unset); a string, because Hermes also reads aliases.
@@ -1126,16 +1353,20 @@ pub struct ApprovalRespondParams {
     pub all: Option<bool>,
 }
 
+/// Reply of `approval.respond`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ApprovalResolved {
     /// How many approvals the answer resolved (0: none was pending).
     pub resolved: u64,
 }
 
+/// Params of `clarify.respond`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ClarifyRespondParams {
+    /// The question it answers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_id: Option<String>,
+    /// The answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answer: Option<String>,
     /// Sent by clients; not read by Hermes 0.19 (the request id is enough).

@@ -7,15 +7,25 @@ use serde_json::Value;
 /// A group of Desktop routes: what `capabilities()` reports a server to have.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum RouteGroup {
+    /// The `status` routes.
     Status,
+    /// The `sessions` routes.
     Sessions,
+    /// The `profiles` routes.
     Profiles,
+    /// The `cron` routes.
     Cron,
+    /// The `skills` routes.
     Skills,
+    /// The `toolsets` routes.
     Toolsets,
+    /// The `config` routes.
     Config,
+    /// The `fs` routes.
     Fs,
+    /// The `git` routes.
     Git,
+    /// The `plugins` routes.
     Plugins,
 }
 
@@ -370,6 +380,7 @@ pub enum ParamIn {
 /// The query of `GET /api/status`; unset fields take Hermes's defaults.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct StatusGetQuery {
+    /// `profile`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub profile: Option<String>,
 }
@@ -377,30 +388,34 @@ pub struct StatusGetQuery {
 /// The query of `GET /api/sessions`; unset fields take Hermes's defaults.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionListQuery {
-    /// Hermes's default: `20`.
+    /// `limit`; Hermes's default: `20`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub limit: Option<i64>,
-    /// Hermes's default: `0`.
+    /// `offset`; Hermes's default: `0`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub offset: Option<i64>,
-    /// Hermes's default: `0`.
+    /// `min_messages`; Hermes's default: `0`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub min_messages: Option<i64>,
-    /// Hermes's default: `"exclude"`.
+    /// `archived`; Hermes's default: `"exclude"`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub archived: Option<String>,
-    /// Hermes's default: `"created"`.
+    /// `order`; Hermes's default: `"created"`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub order: Option<String>,
+    /// `source`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
+    /// `exclude_sources`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub exclude_sources: Option<String>,
+    /// `cwd_prefix`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cwd_prefix: Option<String>,
-    /// Hermes's default: `false`.
+    /// `full`; Hermes's default: `false`.
     #[serde(default, deserialize_with = "crate::desktop::lenient_bool", skip_serializing_if = "Option::is_none")]
     pub full: Option<bool>,
+    /// `profile`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub profile: Option<String>,
 }
@@ -408,12 +423,13 @@ pub struct SessionListQuery {
 /// The query of `GET /api/sessions/search`; unset fields take Hermes's defaults.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionSearchQuery {
-    /// Hermes's default: `""`.
+    /// `q`; Hermes's default: `""`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub q: Option<String>,
-    /// Hermes's default: `20`.
+    /// `limit`; Hermes's default: `20`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub limit: Option<i64>,
+    /// `profile`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub profile: Option<String>,
 }
@@ -421,6 +437,7 @@ pub struct SessionSearchQuery {
 /// The query of `GET /api/sessions/{session_id}`; unset fields take Hermes's defaults.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionGetQuery {
+    /// `profile`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub profile: Option<String>,
 }
@@ -428,11 +445,13 @@ pub struct SessionGetQuery {
 /// The query of `GET /api/sessions/{session_id}/messages`; unset fields take Hermes's defaults.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionMessagesQuery {
+    /// `profile`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub profile: Option<String>,
+    /// `limit`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub limit: Option<i64>,
-    /// Hermes's default: `0`.
+    /// `offset`; Hermes's default: `0`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub offset: Option<i64>,
 }
@@ -440,10 +459,13 @@ pub struct SessionMessagesQuery {
 /// The body (`SessionRename`) of `PATCH /api/sessions/{session_id}`; unset fields take Hermes's defaults.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionUpdateBody {
+    /// `title`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
+    /// `archived`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub archived: Option<bool>,
+    /// `profile`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub profile: Option<String>,
 }
@@ -451,6 +473,7 @@ pub struct SessionUpdateBody {
 /// The query of `DELETE /api/sessions/{session_id}`; unset fields take Hermes's defaults.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionDeleteQuery {
+    /// `profile`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub profile: Option<String>,
 }
@@ -458,31 +481,36 @@ pub struct SessionDeleteQuery {
 /// The body (`ProfileCreate`) of `POST /api/profiles`; unset fields take Hermes's defaults.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ProfileCreateBody {
+    /// `name`.
     pub name: String,
+    /// `clone_from`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub clone_from: Option<String>,
-    /// Hermes's default: `false`.
+    /// `clone_from_default`; Hermes's default: `false`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub clone_from_default: Option<bool>,
-    /// Hermes's default: `false`.
+    /// `clone_all`; Hermes's default: `false`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub clone_all: Option<bool>,
-    /// Hermes's default: `false`.
+    /// `no_skills`; Hermes's default: `false`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub no_skills: Option<bool>,
+    /// `description`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
+    /// `provider`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub provider: Option<String>,
+    /// `model`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
-    /// Hermes's default: `[]`.
+    /// `mcp_servers`; Hermes's default: `[]`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mcp_servers: Option<Vec<Value>>,
-    /// Hermes's default: `[]`.
+    /// `keep_skills`; Hermes's default: `[]`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub keep_skills: Option<Vec<String>>,
-    /// Hermes's default: `[]`.
+    /// `hub_skills`; Hermes's default: `[]`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hub_skills: Option<Vec<String>>,
 }
@@ -490,13 +518,14 @@ pub struct ProfileCreateBody {
 /// The body (`ProfileRename`) of `PATCH /api/profiles/{name}`; unset fields take Hermes's defaults.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ProfileRenameBody {
+    /// `new_name`.
     pub new_name: String,
 }
 
 /// The query of `GET /api/cron/jobs`; unset fields take Hermes's defaults.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CronJobListQuery {
-    /// Hermes's default: `"all"`.
+    /// `profile`; Hermes's default: `"all"`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub profile: Option<String>,
 }
@@ -504,6 +533,7 @@ pub struct CronJobListQuery {
 /// The query of `POST /api/cron/jobs`; unset fields take Hermes's defaults.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CronJobCreateQuery {
+    /// `profile`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub profile: Option<String>,
 }
@@ -511,33 +541,42 @@ pub struct CronJobCreateQuery {
 /// The body (`CronJobCreate`) of `POST /api/cron/jobs`; unset fields take Hermes's defaults.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CronJobCreateBody {
-    /// Hermes's default: `""`.
+    /// `prompt`; Hermes's default: `""`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prompt: Option<String>,
+    /// `schedule`.
     pub schedule: String,
-    /// Hermes's default: `""`.
+    /// `name`; Hermes's default: `""`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
-    /// Hermes's default: `"local"`.
+    /// `deliver`; Hermes's default: `"local"`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub deliver: Option<String>,
+    /// `skills`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub skills: Option<Vec<String>>,
+    /// `model`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// `provider`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub provider: Option<String>,
+    /// `base_url`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub base_url: Option<String>,
+    /// `script`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub script: Option<String>,
+    /// `context_from`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub context_from: Option<Value>,
+    /// `enabled_toolsets`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub enabled_toolsets: Option<Vec<String>>,
+    /// `workdir`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub workdir: Option<String>,
-    /// Hermes's default: `false`.
+    /// `no_agent`; Hermes's default: `false`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub no_agent: Option<bool>,
 }
@@ -545,6 +584,7 @@ pub struct CronJobCreateBody {
 /// The query of `GET /api/cron/jobs/{job_id}`; unset fields take Hermes's defaults.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CronJobGetQuery {
+    /// `profile`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub profile: Option<String>,
 }
@@ -552,6 +592,7 @@ pub struct CronJobGetQuery {
 /// The query of `PUT /api/cron/jobs/{job_id}`; unset fields take Hermes's defaults.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CronJobUpdateQuery {
+    /// `profile`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub profile: Option<String>,
 }
@@ -559,12 +600,14 @@ pub struct CronJobUpdateQuery {
 /// The body (`CronJobUpdate`) of `PUT /api/cron/jobs/{job_id}`; unset fields take Hermes's defaults.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CronJobUpdateBody {
+    /// `updates`.
     pub updates: Value,
 }
 
 /// The query of `DELETE /api/cron/jobs/{job_id}`; unset fields take Hermes's defaults.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CronJobDeleteQuery {
+    /// `profile`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub profile: Option<String>,
 }
@@ -572,6 +615,7 @@ pub struct CronJobDeleteQuery {
 /// The query of `POST /api/cron/jobs/{job_id}/pause`; unset fields take Hermes's defaults.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CronJobPauseQuery {
+    /// `profile`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub profile: Option<String>,
 }
@@ -579,6 +623,7 @@ pub struct CronJobPauseQuery {
 /// The query of `POST /api/cron/jobs/{job_id}/resume`; unset fields take Hermes's defaults.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CronJobResumeQuery {
+    /// `profile`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub profile: Option<String>,
 }
@@ -586,6 +631,7 @@ pub struct CronJobResumeQuery {
 /// The query of `POST /api/cron/jobs/{job_id}/trigger`; unset fields take Hermes's defaults.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CronJobTriggerQuery {
+    /// `profile`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub profile: Option<String>,
 }
@@ -593,9 +639,10 @@ pub struct CronJobTriggerQuery {
 /// The query of `GET /api/cron/jobs/{job_id}/runs`; unset fields take Hermes's defaults.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CronJobRunsQuery {
+    /// `profile`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub profile: Option<String>,
-    /// Hermes's default: `20`.
+    /// `limit`; Hermes's default: `20`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub limit: Option<i64>,
 }
@@ -603,6 +650,7 @@ pub struct CronJobRunsQuery {
 /// The query of `GET /api/skills`; unset fields take Hermes's defaults.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SkillListQuery {
+    /// `profile`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub profile: Option<String>,
 }
@@ -610,6 +658,7 @@ pub struct SkillListQuery {
 /// The query of `PUT /api/skills/toggle`; unset fields take Hermes's defaults.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SkillToggleQuery {
+    /// `profile`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub profile: Option<String>,
 }
@@ -617,8 +666,11 @@ pub struct SkillToggleQuery {
 /// The body (`SkillToggle`) of `PUT /api/skills/toggle`; unset fields take Hermes's defaults.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SkillToggleBody {
+    /// `name`.
     pub name: String,
+    /// `enabled`.
     pub enabled: bool,
+    /// `profile`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub profile: Option<String>,
 }
@@ -626,6 +678,7 @@ pub struct SkillToggleBody {
 /// The query of `GET /api/tools/toolsets`; unset fields take Hermes's defaults.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ToolsetListQuery {
+    /// `profile`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub profile: Option<String>,
 }
@@ -633,6 +686,7 @@ pub struct ToolsetListQuery {
 /// The query of `PUT /api/tools/toolsets/{name}`; unset fields take Hermes's defaults.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ToolsetUpdateQuery {
+    /// `profile`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub profile: Option<String>,
 }
@@ -640,7 +694,9 @@ pub struct ToolsetUpdateQuery {
 /// The body (`ToolsetToggle`) of `PUT /api/tools/toolsets/{name}`; unset fields take Hermes's defaults.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ToolsetUpdateBody {
+    /// `enabled`.
     pub enabled: bool,
+    /// `profile`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub profile: Option<String>,
 }
@@ -648,6 +704,7 @@ pub struct ToolsetUpdateBody {
 /// The query of `GET /api/config`; unset fields take Hermes's defaults.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ConfigGetQuery {
+    /// `profile`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub profile: Option<String>,
 }
@@ -655,6 +712,7 @@ pub struct ConfigGetQuery {
 /// The query of `PUT /api/config`; unset fields take Hermes's defaults.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ConfigUpdateQuery {
+    /// `profile`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub profile: Option<String>,
 }
@@ -662,7 +720,9 @@ pub struct ConfigUpdateQuery {
 /// The body (`ConfigUpdate`) of `PUT /api/config`; unset fields take Hermes's defaults.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ConfigUpdateBody {
+    /// `config`.
     pub config: Value,
+    /// `profile`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub profile: Option<String>,
 }
@@ -670,6 +730,7 @@ pub struct ConfigUpdateBody {
 /// The query of `GET /api/config/schema`; unset fields take Hermes's defaults.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ConfigSchemaQuery {
+    /// `profile`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub profile: Option<String>,
 }
@@ -677,30 +738,36 @@ pub struct ConfigSchemaQuery {
 /// The query of `GET /api/fs/list`; unset fields take Hermes's defaults.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct FsListQuery {
+    /// `path`.
     pub path: String,
 }
 
 /// The query of `GET /api/fs/read-text`; unset fields take Hermes's defaults.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct FsReadTextQuery {
+    /// `path`.
     pub path: String,
 }
 
 /// The body (`FsWriteText`) of `POST /api/fs/write-text`; unset fields take Hermes's defaults.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct FsWriteTextBody {
+    /// `path`.
     pub path: String,
+    /// `content`.
     pub content: String,
 }
 
 /// The query of `GET /api/git/status`; unset fields take Hermes's defaults.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct GitStatusQuery {
+    /// `path`.
     pub path: String,
 }
 
 /// The query of `GET /api/git/branches`; unset fields take Hermes's defaults.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct GitBranchesQuery {
+    /// `path`.
     pub path: String,
 }
