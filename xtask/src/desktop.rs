@@ -87,7 +87,10 @@ fn write_struct(out: &mut String, route: &Value, part: &str, doc: &str) {
         let optional = field["required"] != true || field["nullable"] == true;
         match field.get("default") {
             Some(default) => {
-                let _ = writeln!(out, "    /// `{field_name}`; Hermes's default: `{default}`.");
+                let _ = writeln!(
+                    out,
+                    "    /// `{field_name}`; Hermes's default: `{default}`."
+                );
             }
             None => {
                 let _ = writeln!(out, "    /// `{field_name}`.");

@@ -17,10 +17,14 @@ pub enum Scope {
     Instance,
 }
 
+/// One method of the gateway, as the catalog pins it.
 #[derive(Debug, Clone, Deserialize)]
 pub struct MethodInfo {
+    /// Its name (`session.create`, `prompt.submit`, …).
     pub name: String,
+    /// The names of the params it takes.
     pub params: Vec<String>,
+    /// What it acts on, which decides who may call it.
     pub scope: Scope,
     /// Changes the runtime's configuration, credentials or components, or runs commands.
     pub admin: bool,
@@ -28,10 +32,14 @@ pub struct MethodInfo {
     pub implemented: bool,
 }
 
+/// The pinned catalog of a Hermes version's gateway: its methods and its events.
 #[derive(Debug, Deserialize)]
 pub struct Catalog {
+    /// The `hermes-agent` version it was taken from.
     pub hermes_agent_version: String,
+    /// Every method, sorted by name.
     pub methods: Vec<MethodInfo>,
+    /// Every event type a gateway sends.
     pub events: Vec<String>,
     #[serde(skip)]
     by_name: HashMap<String, usize>,
@@ -58,6 +66,7 @@ impl MethodInfo {
 }
 
 impl Catalog {
+    /// The method called `name`, if the gateway has one.
     pub fn method(&self, name: &str) -> Option<&MethodInfo> {
         self.by_name.get(name).map(|i| &self.methods[*i])
     }

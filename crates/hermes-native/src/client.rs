@@ -16,22 +16,41 @@ use crate::ids::LiveSessionId;
 use crate::methods::Method;
 use crate::protocol::Incoming;
 
+/// Why a call on a gateway connection failed.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum GatewayError {
+    /// The WebSocket could not be opened, or the gateway sent no `gateway.ready`.
     #[error("could not connect to the gateway: {0}")]
     Connect(String),
+    /// The connection is closed (by either side).
     #[error("the gateway connection is closed")]
     Closed,
+    /// The gateway did not answer in time; the connection is left open.
     #[error("`{method}` got no reply within {timeout:?}")]
-    Timeout { method: String, timeout: Duration },
+    Timeout {
+        /// The method called.
+        method: String,
+        /// How long the call waited.
+        timeout: Duration,
+    },
+    /// The gateway answered with a JSON-RPC error.
     #[error("`{method}` failed: {message} ({code})")]
     Rpc {
+        /// The method called.
         method: String,
+        /// The error code (see [`crate::protocol::codes`]).
         code: i64,
+        /// The gateway's message.
         message: String,
     },
+    /// The reply is not what the method returns.
     #[error("`{method}` answered something unexpected: {message}")]
-    Decode { method: String, message: String },
+    Decode {
+        /// The method called.
+        method: String,
+        /// What did not fit.
+        message: String,
+    },
 }
 
 impl GatewayError {
@@ -244,6 +263,7 @@ impl GatewayClient {
         &self.ready
     }
 
+    /// Whether the connection is closed; every call on it fails with [`GatewayError::Closed`].
     pub fn is_closed(&self) -> bool {
         self.shared.closed.load(Ordering::SeqCst)
     }
@@ -315,6 +335,7 @@ impl GatewayClient {
             .subscribe(session)
     }
 
+    /// Stops routing the live session's events to its subscriber (the stream ends).
     pub fn unsubscribe(&self, session: &LiveSessionId) {
         self.shared
             .routes

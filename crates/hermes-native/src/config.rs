@@ -30,6 +30,7 @@ pub const SCRIPTED: &str = "scripted";
 /// The whole file.
 #[derive(Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct HermesConfig {
+    /// `model:`: the provider and model the agent uses.
     #[serde(default)]
     pub model: ModelSection,
     /// MCP servers whose tools the agent may call, by name.
@@ -76,6 +77,7 @@ impl ModelSection {
 /// One entry of `mcp_servers:`: a Streamable HTTP endpoint.
 #[derive(Clone, PartialEq, Serialize, Deserialize)]
 pub struct McpServer {
+    /// The server's Streamable HTTP endpoint.
     pub url: String,
     /// Sent with every request; credentials, so never printed.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -124,6 +126,7 @@ impl Seconds {
     /// The longest timeout a config may ask for.
     pub const MAX: f64 = 86_400.0;
 
+    /// A timeout of `seconds`; refused unless above 0 and at most [`Seconds::MAX`].
     pub fn new(seconds: f64) -> Result<Self, String> {
         if seconds.is_finite() && seconds > 0.0 && seconds <= Self::MAX {
             Ok(Self(seconds))
@@ -135,10 +138,12 @@ impl Seconds {
         }
     }
 
+    /// The number of seconds.
     pub fn get(self) -> f64 {
         self.0
     }
 
+    /// The timeout as a [`Duration`].
     pub fn duration(self) -> Duration {
         Duration::from_secs_f64(self.0)
     }
@@ -173,14 +178,20 @@ impl fmt::Debug for Seconds {
 /// Why a config file could not be used.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
+    /// The file could not be read.
     #[error("cannot read {path}: {source}")]
     Read {
+        /// The file.
         path: String,
+        /// Why it could not be read.
         source: std::io::Error,
     },
+    /// The file is not a Hermes config.
     #[error("{path} is not a valid Hermes config: {source}")]
     Parse {
+        /// The file.
         path: String,
+        /// What is wrong in it.
         source: serde_yaml::Error,
     },
 }

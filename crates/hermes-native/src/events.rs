@@ -76,8 +76,10 @@ pub enum NativeEvent {
     /// Any other event, whole.
     #[serde(untagged)]
     Other {
+        /// The event's `type`.
         #[serde(rename = "type")]
         kind: String,
+        /// Its payload, as sent.
         #[serde(default)]
         payload: Value,
     },
@@ -115,12 +117,15 @@ pub struct SessionTitlePayload {
     /// The stored session's id (the frame's `session_id` is the live one).
     #[serde(default, deserialize_with = "nullable")]
     pub session_id: String,
+    /// The new title.
     #[serde(default, deserialize_with = "nullable")]
     pub title: String,
 }
 
+/// `background.complete`'s payload: the answer to a `prompt.background`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct BackgroundComplete {
+    /// The id `prompt.background` gave back.
     pub task_id: String,
     /// The prompt's final answer (or why it failed).
     pub text: Option<String>,
@@ -130,13 +135,17 @@ pub struct BackgroundComplete {
 /// Hermes, its colours and branding.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Skin {
+    /// The skin's name.
     pub name: String,
+    /// Its colours and branding, as sent.
     #[serde(flatten)]
     pub other: Map<String, Value>,
 }
 
+/// `gateway.ready`'s payload, the first frame of every connection.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct GatewayReady {
+    /// The terminal skin in use.
     #[serde(default)]
     pub skin: Value,
     /// Which runtime this is, when it says (ours: `hermes-runtime <version>`; Hermes 0.19 sends
@@ -145,8 +154,10 @@ pub struct GatewayReady {
     pub runtime: Option<String>,
 }
 
+/// A payload that is one text (`message.delta`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct TextPayload {
+    /// The text.
     #[serde(default, deserialize_with = "nullable")]
     pub text: String,
 }
@@ -155,22 +166,28 @@ pub struct TextPayload {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CompletionStatus {
+    /// The turn ran to its end.
     #[default]
     Complete,
+    /// The turn was interrupted (`session.interrupt`).
     Interrupted,
+    /// The turn failed (its text says why).
     Error,
     /// A status this project does not know.
     #[serde(other)]
     Unknown,
 }
 
+/// `message.complete`'s payload: how the turn ended.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct MessageComplete {
     /// The assistant's final text.
     #[serde(default, deserialize_with = "nullable")]
     pub text: String,
+    /// How it ended.
     #[serde(default, deserialize_with = "nullable")]
     pub status: CompletionStatus,
+    /// The session's usage after the turn.
     #[serde(default, deserialize_with = "nullable")]
     pub usage: NativeUsage,
 }
@@ -178,18 +195,25 @@ pub struct MessageComplete {
 /// Token accounting as Hermes reports it (`message.complete`'s `usage`, `session.usage`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct NativeUsage {
+    /// The model used.
     #[serde(default, deserialize_with = "nullable")]
     pub model: String,
+    /// Input tokens of the session's calls.
     #[serde(default, deserialize_with = "nullable")]
     pub input: u64,
+    /// Output tokens of the session's calls.
     #[serde(default, deserialize_with = "nullable")]
     pub output: u64,
+    /// Prompt tokens, as the provider counts them.
     #[serde(default, deserialize_with = "nullable")]
     pub prompt: u64,
+    /// Completion tokens, as the provider counts them.
     #[serde(default, deserialize_with = "nullable")]
     pub completion: u64,
+    /// All tokens.
     #[serde(default, deserialize_with = "nullable")]
     pub total: u64,
+    /// How many model calls were made.
     #[serde(default, deserialize_with = "nullable")]
     pub calls: u64,
     /// What else the runtime reports (`reasoning`, `context_used`, …).
@@ -197,14 +221,18 @@ pub struct NativeUsage {
     pub other: Map<String, Value>,
 }
 
+/// `tool.generating`'s payload.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ToolGenerating {
+    /// The tool the model is writing a call of.
     #[serde(default, deserialize_with = "nullable")]
     pub name: String,
 }
 
+/// `tool.start`'s payload.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ToolStart {
+    /// The call's id; its `tool.complete` has the same.
     #[serde(default, deserialize_with = "nullable")]
     pub tool_id: String,
     /// As the model sees it: `mcp__<server>__<tool>` for MCP tools.
@@ -215,31 +243,42 @@ pub struct ToolStart {
     pub context: String,
 }
 
+/// `tool.complete`'s payload.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ToolComplete {
+    /// The call's id, as its `tool.start` gave it.
     #[serde(default, deserialize_with = "nullable")]
     pub tool_id: String,
+    /// The tool, as the model sees it.
     #[serde(default, deserialize_with = "nullable")]
     pub name: String,
+    /// The arguments it was called with.
     #[serde(default)]
     pub args: Value,
     /// The result, decoded when it is JSON (an MCP tool's is `{"result": "<text>"}`).
     #[serde(default)]
     pub result: Value,
+    /// How long the call took, in seconds.
     #[serde(default, deserialize_with = "nullable")]
     pub duration_s: f64,
 }
 
+/// `approval.request`'s payload: a command that waits for the user's approval.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ApprovalRequest {
+    /// The command.
     #[serde(default, deserialize_with = "nullable")]
     pub command: String,
+    /// The first dangerous pattern it matched.
     #[serde(default, deserialize_with = "nullable")]
     pub pattern_key: String,
+    /// Every dangerous pattern it matched.
     #[serde(default, deserialize_with = "nullable")]
     pub pattern_keys: Vec<String>,
+    /// Why it is dangerous, in words.
     #[serde(default, deserialize_with = "nullable")]
     pub description: String,
+    /// Whether `always` may be answered.
     #[serde(default, deserialize_with = "nullable")]
     pub allow_permanent: bool,
     /// `once`, `session`, `always`, `deny`.
@@ -247,8 +286,10 @@ pub struct ApprovalRequest {
     pub choices: Vec<String>,
 }
 
+/// `clarify.request`'s payload: a question for the user.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ClarifyRequest {
+    /// The question.
     #[serde(default, deserialize_with = "nullable")]
     pub question: String,
     /// Offered answers; `null` when the question is open.
@@ -262,6 +303,7 @@ pub struct ClarifyRequest {
 /// A request the agent waits on, named by the id its answer gives.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct PendingRequest {
+    /// What the answer names.
     #[serde(default, deserialize_with = "nullable")]
     pub request_id: String,
 }
@@ -269,27 +311,35 @@ pub struct PendingRequest {
 /// `secret.request`: which variable a skill needs, and how to ask for it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SecretRequest {
+    /// What to ask the user.
     #[serde(default, deserialize_with = "nullable")]
     pub prompt: String,
+    /// The variable the answer is stored as.
     #[serde(default, deserialize_with = "nullable")]
     pub env_var: String,
     /// `{skill_name, help?, required_for?}`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Value>,
+    /// What `secret.respond` names.
     #[serde(default, deserialize_with = "nullable")]
     pub request_id: String,
 }
 
+/// `status.update`'s payload.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct StatusUpdate {
+    /// What it is about (`status`, `warn`, `lifecycle`, …).
     #[serde(default, deserialize_with = "nullable")]
     pub kind: String,
+    /// What a client shows.
     #[serde(default, deserialize_with = "nullable")]
     pub text: String,
 }
 
+/// `error`'s payload.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ErrorPayload {
+    /// What failed.
     #[serde(default, deserialize_with = "nullable")]
     pub message: String,
 }
@@ -348,6 +398,7 @@ pub struct EventFrame {
     /// Absent for connection-wide events (`gateway.ready`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<LiveSessionId>,
+    /// The event.
     #[serde(flatten)]
     pub event: NativeEvent,
 }
@@ -372,6 +423,7 @@ impl<'de> Deserialize<'de> for EventFrame {
 }
 
 impl EventFrame {
+    /// The event `event` of the live session `session_id` (none: connection-wide).
     pub fn new(session_id: Option<LiveSessionId>, event: NativeEvent) -> Self {
         Self { session_id, event }
     }

@@ -23,6 +23,7 @@ macro_rules! native_id {
                 &self.0
             }
 
+            /// The id as the runtime sent it, owned.
             pub fn into_string(self) -> String {
                 self.0
             }

@@ -15,6 +15,8 @@
 //! - [`Native`]: every method of the pinned catalog, in namespaces (`native.session().list(..)`),
 //!   generated from `contracts/hermes-native.catalog.json` over any [`NativeTransport`].
 
+#![deny(missing_docs)]
+
 pub mod catalog;
 pub mod client;
 pub mod config;

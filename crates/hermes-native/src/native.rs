@@ -16,23 +16,41 @@ use crate::protocol::codes;
 pub enum NativeError {
     /// The runtime does not implement the method (JSON-RPC -32601).
     #[error("`{method}` is not supported by this runtime")]
-    Unsupported { method: String },
+    Unsupported {
+        /// The method called.
+        method: String,
+    },
     /// The runtime answered with an error.
     #[error("`{method}` failed: {message} ({code})")]
     Rpc {
+        /// The method called.
         method: String,
+        /// The error code (see [`crate::protocol::codes`]).
         code: i64,
+        /// The runtime's message.
         message: String,
     },
     /// The call did not get an answer.
     #[error("`{method}`: {message}")]
-    Transport { method: String, message: String },
+    Transport {
+        /// The method called.
+        method: String,
+        /// Why there was no answer.
+        message: String,
+    },
     /// The answer is not what the method returns.
     #[error("`{method}` answered something unexpected: {message}")]
-    Decode { method: String, message: String },
+    Decode {
+        /// The method called.
+        method: String,
+        /// What did not fit.
+        message: String,
+    },
 }
 
 impl NativeError {
+    /// The JSON-RPC error code: the runtime's, or -32601 for an unsupported method; none when there
+    /// was no answer.
     pub fn code(&self) -> Option<i64> {
         match self {
             NativeError::Rpc { code, .. } => Some(*code),
@@ -44,6 +62,7 @@ impl NativeError {
 
 /// Something that can carry one native call.
 pub trait NativeTransport: Sync {
+    /// Calls `method` with `params` and gives back its `result`, or why there is none.
     fn native_call(
         &self,
         method: &str,

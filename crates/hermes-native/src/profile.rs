@@ -24,8 +24,12 @@ pub const RESERVED_PROFILE_NAMES: &[&str] = &["hermes", "default", "test", "tmp"
 /// Why a name given for a profile is refused; `Display` says it as Hermes does.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ProfileNameError {
+    /// No name at all.
     Empty,
+    /// A name with characters Hermes does not allow (lowercase letters, digits, `_` and `-`,
+    /// starting with a letter or a digit, at most 64).
     Invalid(String),
+    /// A name Hermes keeps for itself (see [`RESERVED_PROFILE_NAMES`]).
     Reserved(String),
 }
 

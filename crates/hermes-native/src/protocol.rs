@@ -6,10 +6,15 @@ use crate::events::EventFrame;
 
 /// JSON-RPC and Hermes domain error codes, as 0.19 sends them.
 pub mod codes {
+    /// The frame is not JSON.
     pub const PARSE_ERROR: i64 = -32700;
+    /// The frame is JSON but not a request.
     pub const INVALID_REQUEST: i64 = -32600;
+    /// No such method (or one our runtime does not implement).
     pub const METHOD_NOT_FOUND: i64 = -32601;
+    /// The params do not fit the method.
     pub const INVALID_PARAMS: i64 = -32602;
+    /// The method failed in a way Hermes gives no code of its own.
     pub const HANDLER_ERROR: i64 = -32000;
     /// A live session id (`session_id` of a live-session method) that this process does not know.
     pub const LIVE_SESSION_NOT_FOUND: i64 = 4001;
@@ -17,6 +22,7 @@ pub mod codes {
     pub const UNKNOWN_CONFIG_KEY: i64 = 4002;
     /// `session.steer` without text (Hermes uses 4002 for this too).
     pub const TEXT_REQUIRED: i64 = 4002;
+    /// A live-session method called without `session_id`.
     pub const SESSION_ID_REQUIRED: i64 = 4006;
     /// A stored session (`session.resume`, `session.delete`) that does not exist.
     pub const SESSION_NOT_FOUND: i64 = 4007;
@@ -30,6 +36,7 @@ pub mod codes {
     pub const TITLE_REQUIRED: i64 = 4021;
     /// `session.delete` of a session that is live.
     pub const SESSION_ACTIVE: i64 = 4023;
+    /// Something went wrong inside the runtime.
     pub const INTERNAL: i64 = 5000;
     /// `session.branch` could not write the branch.
     pub const BRANCH_FAILED: i64 = 5008;
@@ -75,7 +82,9 @@ pub mod codes {
     /// `rollback.list`, `rollback.restore` and `rollback.diff` failed (or named a checkpoint
     /// number out of range).
     pub const ROLLBACK_LIST_FAILED: i64 = 5020;
+    /// `rollback.restore` failed.
     pub const ROLLBACK_RESTORE_FAILED: i64 = 5021;
+    /// `rollback.diff` failed.
     pub const ROLLBACK_DIFF_FAILED: i64 = 5022;
 }
 
@@ -84,15 +93,19 @@ pub mod codes {
 pub enum Incoming {
     /// The reply to a request of ours.
     Reply {
+        /// The id of the request it answers.
         id: Value,
+        /// Its `result`, or its error's code and message.
         outcome: Result<Value, (i64, String)>,
     },
+    /// An event the gateway sent.
     Event(EventFrame),
     /// Anything else (a server request this client does not know); ignored.
     Other(Value),
 }
 
 impl Incoming {
+    /// Reads a frame's text; `None` when it is not JSON.
     pub fn parse(text: &str) -> Option<Self> {
         Self::from_value(serde_json::from_str(text).ok()?)
     }

@@ -497,4 +497,32 @@ mod tests {
         let err = desktop.profile_delete("work").await.unwrap_err();
         assert!(matches!(err, Error::Transport(_)), "{err}");
     }
+
+    #[tokio::test]
+    async fn closing_a_client_ends_its_profile_clients_and_leaves_the_callers_http_client() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let server = tokio::spawn(async move {
+            let app = axum::Router::new()
+                .fallback(|| async { axum::Json(serde_json::json!({"profiles": []})) });
+            axum::serve(listener, app).await
+        });
+        let http = reqwest::Client::new();
+        let desktop = HermesDesktop::with_http_client(&url, Some("token"), http.clone());
+        let work = desktop.for_profile("work");
+        let nested = work.for_profile("other");
+        assert!(work.profile_list().await.is_ok(), "open before the close");
+
+        desktop.close();
+        for client in [&desktop, &work, &nested] {
+            let err = client.profile_list().await.unwrap_err();
+            assert!(matches!(err, Error::Closed), "{err}");
+        }
+        let reply = tokio::time::timeout(Duration::from_secs(10), http.get(&url).send())
+            .await
+            .expect("the stand-in answers")
+            .expect("the caller's client still sends");
+        assert_eq!(reply.status(), 200);
+        server.abort();
+    }
 }
