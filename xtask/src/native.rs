@@ -244,7 +244,7 @@ fn doc_line(method: &Value) -> String {
         method["scope"].as_str().unwrap_or("?")
     )];
     if method["admin"] == true {
-        facts.push("admin".to_owned());
+        facts.push("admin: administers the whole runtime, even through a profile".to_owned());
     }
     if method["pooled"] == true {
         facts.push("may reply out of order".to_owned());

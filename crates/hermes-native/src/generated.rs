@@ -293,35 +293,35 @@ pub struct BillingNamespace<'a, T: ?Sized> {
 }
 
 impl<T: NativeTransport + ?Sized> BillingNamespace<'_, T> {
-    /// `billing.auto_reload` (scope: instance; admin; not implemented by hermes-runtime: answers Unsupported there).
+    /// `billing.auto_reload` (scope: instance; admin: administers the whole runtime, even through a profile; not implemented by hermes-runtime: answers Unsupported there).
     ///
     /// Result keys: error, message, ok.
     pub async fn auto_reload(&self, params: &BillingAutoReloadParams) -> Result<Value, NativeError> {
         call(self.transport, "billing.auto_reload", params).await
     }
 
-    /// `billing.charge` (scope: instance; admin; not implemented by hermes-runtime: answers Unsupported there).
+    /// `billing.charge` (scope: instance; admin: administers the whole runtime, even through a profile; not implemented by hermes-runtime: answers Unsupported there).
     ///
     /// Result keys: charge_id, error, idempotency_key, message, ok.
     pub async fn charge(&self, params: &BillingChargeParams) -> Result<Value, NativeError> {
         call(self.transport, "billing.charge", params).await
     }
 
-    /// `billing.charge_status` (scope: instance; admin; not implemented by hermes-runtime: answers Unsupported there).
+    /// `billing.charge_status` (scope: instance; admin: administers the whole runtime, even through a profile; not implemented by hermes-runtime: answers Unsupported there).
     ///
     /// Result keys: amount_usd, error, message, ok, reason, settled_at, status.
     pub async fn charge_status(&self, params: &BillingChargeStatusParams) -> Result<Value, NativeError> {
         call(self.transport, "billing.charge_status", params).await
     }
 
-    /// `billing.state` (scope: instance; admin; may reply out of order; not implemented by hermes-runtime: answers Unsupported there).
+    /// `billing.state` (scope: instance; admin: administers the whole runtime, even through a profile; may reply out of order; not implemented by hermes-runtime: answers Unsupported there).
     ///
     /// Result keys: error, logged_in, ok.
     pub async fn state(&self) -> Result<Value, NativeError> {
         call(self.transport, "billing.state", &serde_json::Map::new()).await
     }
 
-    /// `billing.step_up` (scope: session; admin; may reply out of order; not implemented by hermes-runtime: answers Unsupported there).
+    /// `billing.step_up` (scope: session; admin: administers the whole runtime, even through a profile; may reply out of order; not implemented by hermes-runtime: answers Unsupported there).
     ///
     /// Result keys: error, granted, message, ok.
     pub async fn step_up(&self, params: &BillingStepUpParams) -> Result<Value, NativeError> {
@@ -376,7 +376,7 @@ pub struct BrowserNamespace<'a, T: ?Sized> {
 }
 
 impl<T: NativeTransport + ?Sized> BrowserNamespace<'_, T> {
-    /// `browser.manage` (scope: session; admin; may reply out of order; not implemented by hermes-runtime: answers Unsupported there).
+    /// `browser.manage` (scope: session; admin: administers the whole runtime, even through a profile; may reply out of order; not implemented by hermes-runtime: answers Unsupported there).
     ///
     /// Result keys: connected, url.
     pub async fn manage(&self, params: &BrowserManageParams) -> Result<Value, NativeError> {
@@ -416,7 +416,7 @@ pub struct CliNamespace<'a, T: ?Sized> {
 }
 
 impl<T: NativeTransport + ?Sized> CliNamespace<'_, T> {
-    /// `cli.exec` (scope: instance; admin; may reply out of order; not implemented by hermes-runtime: answers Unsupported there).
+    /// `cli.exec` (scope: instance; admin: administers the whole runtime, even through a profile; may reply out of order; not implemented by hermes-runtime: answers Unsupported there).
     ///
     /// Result keys: blocked, code, hint, output.
     pub async fn exec(&self, params: &CliExecParams) -> Result<Value, NativeError> {
@@ -548,7 +548,7 @@ impl<T: NativeTransport + ?Sized> ConfigNamespace<'_, T> {
         call_method::<methods::ConfigGet, _>(self.transport, params).await
     }
 
-    /// `config.set` (scope: session; admin).
+    /// `config.set` (scope: session; admin: administers the whole runtime, even through a profile).
     ///
     /// Result keys: branch, confirm_message, confirm_required, cwd, key, scope, value, warning.
     pub async fn set(&self, params: &<methods::ConfigSet as Method>::Params) -> Result<<methods::ConfigSet as Method>::Result, NativeError> {
@@ -569,7 +569,7 @@ pub struct CronNamespace<'a, T: ?Sized> {
 }
 
 impl<T: NativeTransport + ?Sized> CronNamespace<'_, T> {
-    /// `cron.manage` (scope: instance; admin).
+    /// `cron.manage` (scope: instance; admin: administers the whole runtime, even through a profile).
     pub async fn manage(&self, params: &<methods::CronManage as Method>::Params) -> Result<<methods::CronManage as Method>::Result, NativeError> {
         call_method::<methods::CronManage, _>(self.transport, params).await
     }
@@ -581,7 +581,7 @@ pub struct DelegationNamespace<'a, T: ?Sized> {
 }
 
 impl<T: NativeTransport + ?Sized> DelegationNamespace<'_, T> {
-    /// `delegation.pause` (scope: instance; admin; not implemented by hermes-runtime: answers Unsupported there).
+    /// `delegation.pause` (scope: instance; admin: administers the whole runtime, even through a profile; not implemented by hermes-runtime: answers Unsupported there).
     ///
     /// Result keys: paused.
     pub async fn pause(&self, params: &DelegationPauseParams) -> Result<Value, NativeError> {
@@ -641,21 +641,21 @@ pub struct HandoffNamespace<'a, T: ?Sized> {
 }
 
 impl<T: NativeTransport + ?Sized> HandoffNamespace<'_, T> {
-    /// `handoff.fail` (scope: session; admin; not implemented by hermes-runtime: answers Unsupported there).
+    /// `handoff.fail` (scope: session; admin: administers the whole runtime, even through a profile; not implemented by hermes-runtime: answers Unsupported there).
     ///
     /// Result keys: failed, state.
     pub async fn fail(&self, params: &HandoffFailParams) -> Result<Value, NativeError> {
         call(self.transport, "handoff.fail", params).await
     }
 
-    /// `handoff.request` (scope: session; admin; not implemented by hermes-runtime: answers Unsupported there).
+    /// `handoff.request` (scope: session; admin: administers the whole runtime, even through a profile; not implemented by hermes-runtime: answers Unsupported there).
     ///
     /// Result keys: home_name, platform, queued, session_key.
     pub async fn request(&self, params: &HandoffRequestParams) -> Result<Value, NativeError> {
         call(self.transport, "handoff.request", params).await
     }
 
-    /// `handoff.state` (scope: session; admin; not implemented by hermes-runtime: answers Unsupported there).
+    /// `handoff.state` (scope: session; admin: administers the whole runtime, even through a profile; not implemented by hermes-runtime: answers Unsupported there).
     ///
     /// Result keys: error, platform, state.
     pub async fn state(&self, params: &HandoffStateParams) -> Result<Value, NativeError> {
@@ -808,7 +808,7 @@ pub struct LearningNamespace<'a, T: ?Sized> {
 }
 
 impl<T: NativeTransport + ?Sized> LearningNamespace<'_, T> {
-    /// `learning.delete` (scope: instance; admin; not implemented by hermes-runtime: answers Unsupported there).
+    /// `learning.delete` (scope: instance; admin: administers the whole runtime, even through a profile; not implemented by hermes-runtime: answers Unsupported there).
     pub async fn delete(&self, params: &LearningDeleteParams) -> Result<Value, NativeError> {
         call(self.transport, "learning.delete", params).await
     }
@@ -818,7 +818,7 @@ impl<T: NativeTransport + ?Sized> LearningNamespace<'_, T> {
         call(self.transport, "learning.detail", params).await
     }
 
-    /// `learning.edit` (scope: instance; admin; not implemented by hermes-runtime: answers Unsupported there).
+    /// `learning.edit` (scope: instance; admin: administers the whole runtime, even through a profile; not implemented by hermes-runtime: answers Unsupported there).
     pub async fn edit(&self, params: &LearningEditParams) -> Result<Value, NativeError> {
         call(self.transport, "learning.edit", params).await
     }
@@ -919,7 +919,7 @@ pub struct ModelNamespace<'a, T: ?Sized> {
 }
 
 impl<T: NativeTransport + ?Sized> ModelNamespace<'_, T> {
-    /// `model.disconnect` (scope: instance; admin; not implemented by hermes-runtime: answers Unsupported there).
+    /// `model.disconnect` (scope: instance; admin: administers the whole runtime, even through a profile; not implemented by hermes-runtime: answers Unsupported there).
     ///
     /// Result keys: disconnected, name, slug.
     pub async fn disconnect(&self, params: &ModelDisconnectParams) -> Result<Value, NativeError> {
@@ -931,7 +931,7 @@ impl<T: NativeTransport + ?Sized> ModelNamespace<'_, T> {
         call_method::<methods::ModelOptions, _>(self.transport, params).await
     }
 
-    /// `model.save_key` (scope: session; admin; not implemented by hermes-runtime: answers Unsupported there).
+    /// `model.save_key` (scope: session; admin: administers the whole runtime, even through a profile; not implemented by hermes-runtime: answers Unsupported there).
     ///
     /// Result keys: provider.
     pub async fn save_key(&self, params: &ModelSaveKeyParams) -> Result<Value, NativeError> {
@@ -1043,7 +1043,7 @@ impl<T: NativeTransport + ?Sized> PetNamespace<'_, T> {
         call_method::<methods::PetCells, _>(self.transport, params).await
     }
 
-    /// `pet.disable` (scope: instance; admin; not implemented by hermes-runtime: answers Unsupported there).
+    /// `pet.disable` (scope: instance; admin: administers the whole runtime, even through a profile; not implemented by hermes-runtime: answers Unsupported there).
     ///
     /// Result keys: ok.
     pub async fn disable(&self) -> Result<Value, NativeError> {
@@ -1064,21 +1064,21 @@ impl<T: NativeTransport + ?Sized> PetNamespace<'_, T> {
         call(self.transport, "pet.gallery", params).await
     }
 
-    /// `pet.generate` (scope: instance; admin; may reply out of order; not implemented by hermes-runtime: answers Unsupported there).
+    /// `pet.generate` (scope: instance; admin: administers the whole runtime, even through a profile; may reply out of order; not implemented by hermes-runtime: answers Unsupported there).
     ///
     /// Result keys: drafts, ok, token.
     pub async fn generate(&self, params: &PetGenerateParams) -> Result<Value, NativeError> {
         call(self.transport, "pet.generate", params).await
     }
 
-    /// `pet.generate.status` (scope: instance; admin; not implemented by hermes-runtime: answers Unsupported there).
+    /// `pet.generate.status` (scope: instance; admin: administers the whole runtime, even through a profile; not implemented by hermes-runtime: answers Unsupported there).
     ///
     /// Result keys: available, providers.
     pub async fn generate_status(&self) -> Result<Value, NativeError> {
         call(self.transport, "pet.generate.status", &serde_json::Map::new()).await
     }
 
-    /// `pet.hatch` (scope: instance; admin; may reply out of order; not implemented by hermes-runtime: answers Unsupported there).
+    /// `pet.hatch` (scope: instance; admin: administers the whole runtime, even through a profile; may reply out of order; not implemented by hermes-runtime: answers Unsupported there).
     ///
     /// Result keys: displayName, ok, pet, slug, warnings.
     pub async fn hatch(&self, params: &PetHatchParams) -> Result<Value, NativeError> {
@@ -1099,14 +1099,14 @@ impl<T: NativeTransport + ?Sized> PetNamespace<'_, T> {
         call_method::<methods::PetInfoMeta, _>(self.transport, params).await
     }
 
-    /// `pet.remove` (scope: instance; admin; not implemented by hermes-runtime: answers Unsupported there).
+    /// `pet.remove` (scope: instance; admin: administers the whole runtime, even through a profile; not implemented by hermes-runtime: answers Unsupported there).
     ///
     /// Result keys: ok, slug.
     pub async fn remove(&self, params: &PetRemoveParams) -> Result<Value, NativeError> {
         call(self.transport, "pet.remove", params).await
     }
 
-    /// `pet.rename` (scope: instance; admin; not implemented by hermes-runtime: answers Unsupported there).
+    /// `pet.rename` (scope: instance; admin: administers the whole runtime, even through a profile; not implemented by hermes-runtime: answers Unsupported there).
     ///
     /// Result keys: displayName, ok, slug.
     pub async fn rename(&self, params: &PetRenameParams) -> Result<Value, NativeError> {
@@ -1120,7 +1120,7 @@ impl<T: NativeTransport + ?Sized> PetNamespace<'_, T> {
         call(self.transport, "pet.scale", params).await
     }
 
-    /// `pet.select` (scope: instance; admin; may reply out of order; not implemented by hermes-runtime: answers Unsupported there).
+    /// `pet.select` (scope: instance; admin: administers the whole runtime, even through a profile; may reply out of order; not implemented by hermes-runtime: answers Unsupported there).
     ///
     /// Result keys: displayName, ok, slug.
     pub async fn select(&self, params: &PetSelectParams) -> Result<Value, NativeError> {
@@ -1270,7 +1270,7 @@ impl<T: NativeTransport + ?Sized> PluginsNamespace<'_, T> {
         call(self.transport, "plugins.list", &serde_json::Map::new()).await
     }
 
-    /// `plugins.manage` (scope: instance; admin; may reply out of order; not implemented by hermes-runtime: answers Unsupported there).
+    /// `plugins.manage` (scope: instance; admin: administers the whole runtime, even through a profile; may reply out of order; not implemented by hermes-runtime: answers Unsupported there).
     ///
     /// Result keys: bundled_count, name, ok, plugin, plugins, unchanged, user_count.
     pub async fn manage(&self, params: &PluginsManageParams) -> Result<Value, NativeError> {
@@ -1329,19 +1329,19 @@ pub struct ProcessNamespace<'a, T: ?Sized> {
 }
 
 impl<T: NativeTransport + ?Sized> ProcessNamespace<'_, T> {
-    /// `process.kill` (scope: session; admin).
+    /// `process.kill` (scope: session; admin: administers the whole runtime, even through a profile).
     pub async fn kill(&self, params: &<methods::ProcessKill as Method>::Params) -> Result<<methods::ProcessKill as Method>::Result, NativeError> {
         call_method::<methods::ProcessKill, _>(self.transport, params).await
     }
 
-    /// `process.list` (scope: session; admin; may reply out of order).
+    /// `process.list` (scope: session; admin: administers the whole runtime, even through a profile; may reply out of order).
     ///
     /// Result keys: processes.
     pub async fn list(&self, params: &<methods::ProcessList as Method>::Params) -> Result<<methods::ProcessList as Method>::Result, NativeError> {
         call_method::<methods::ProcessList, _>(self.transport, params).await
     }
 
-    /// `process.stop` (scope: instance; admin).
+    /// `process.stop` (scope: instance; admin: administers the whole runtime, even through a profile).
     ///
     /// Result keys: killed.
     pub async fn stop(&self, params: &<methods::ProcessStop as Method>::Params) -> Result<<methods::ProcessStop as Method>::Result, NativeError> {
@@ -1377,26 +1377,26 @@ pub struct ProjectsNamespace<'a, T: ?Sized> {
 }
 
 impl<T: NativeTransport + ?Sized> ProjectsNamespace<'_, T> {
-    /// `projects.add_folder` (scope: instance; admin; not implemented by hermes-runtime: answers Unsupported there).
+    /// `projects.add_folder` (scope: instance; admin: administers the whole runtime, even through a profile; not implemented by hermes-runtime: answers Unsupported there).
     ///
     /// Result keys: project.
     pub async fn add_folder(&self, params: &ProjectsAddFolderParams) -> Result<Value, NativeError> {
         call(self.transport, "projects.add_folder", params).await
     }
 
-    /// `projects.archive` (scope: instance; admin; not implemented by hermes-runtime: answers Unsupported there).
+    /// `projects.archive` (scope: instance; admin: administers the whole runtime, even through a profile; not implemented by hermes-runtime: answers Unsupported there).
     pub async fn archive(&self, params: &ProjectsArchiveParams) -> Result<Value, NativeError> {
         call(self.transport, "projects.archive", params).await
     }
 
-    /// `projects.create` (scope: instance; admin; not implemented by hermes-runtime: answers Unsupported there).
+    /// `projects.create` (scope: instance; admin: administers the whole runtime, even through a profile; not implemented by hermes-runtime: answers Unsupported there).
     ///
     /// Result keys: project.
     pub async fn create(&self, params: &ProjectsCreateParams) -> Result<Value, NativeError> {
         call(self.transport, "projects.create", params).await
     }
 
-    /// `projects.delete` (scope: instance; admin; not implemented by hermes-runtime: answers Unsupported there).
+    /// `projects.delete` (scope: instance; admin: administers the whole runtime, even through a profile; not implemented by hermes-runtime: answers Unsupported there).
     pub async fn delete(&self, params: &ProjectsDeleteParams) -> Result<Value, NativeError> {
         call(self.transport, "projects.delete", params).await
     }
@@ -1434,28 +1434,28 @@ impl<T: NativeTransport + ?Sized> ProjectsNamespace<'_, T> {
         call(self.transport, "projects.project_sessions", params).await
     }
 
-    /// `projects.record_repos` (scope: instance; admin; may reply out of order; not implemented by hermes-runtime: answers Unsupported there).
+    /// `projects.record_repos` (scope: instance; admin: administers the whole runtime, even through a profile; may reply out of order; not implemented by hermes-runtime: answers Unsupported there).
     ///
     /// Result keys: repos.
     pub async fn record_repos(&self, params: &ProjectsRecordReposParams) -> Result<Value, NativeError> {
         call(self.transport, "projects.record_repos", params).await
     }
 
-    /// `projects.remove_folder` (scope: instance; admin; not implemented by hermes-runtime: answers Unsupported there).
+    /// `projects.remove_folder` (scope: instance; admin: administers the whole runtime, even through a profile; not implemented by hermes-runtime: answers Unsupported there).
     ///
     /// Result keys: project.
     pub async fn remove_folder(&self, params: &ProjectsRemoveFolderParams) -> Result<Value, NativeError> {
         call(self.transport, "projects.remove_folder", params).await
     }
 
-    /// `projects.set_active` (scope: instance; admin; not implemented by hermes-runtime: answers Unsupported there).
+    /// `projects.set_active` (scope: instance; admin: administers the whole runtime, even through a profile; not implemented by hermes-runtime: answers Unsupported there).
     ///
     /// Result keys: active_id.
     pub async fn set_active(&self, params: &ProjectsSetActiveParams) -> Result<Value, NativeError> {
         call(self.transport, "projects.set_active", params).await
     }
 
-    /// `projects.set_primary` (scope: instance; admin; not implemented by hermes-runtime: answers Unsupported there).
+    /// `projects.set_primary` (scope: instance; admin: administers the whole runtime, even through a profile; not implemented by hermes-runtime: answers Unsupported there).
     ///
     /// Result keys: project.
     pub async fn set_primary(&self, params: &ProjectsSetPrimaryParams) -> Result<Value, NativeError> {
@@ -1469,7 +1469,7 @@ impl<T: NativeTransport + ?Sized> ProjectsNamespace<'_, T> {
         call(self.transport, "projects.tree", params).await
     }
 
-    /// `projects.update` (scope: instance; admin; not implemented by hermes-runtime: answers Unsupported there).
+    /// `projects.update` (scope: instance; admin: administers the whole runtime, even through a profile; not implemented by hermes-runtime: answers Unsupported there).
     ///
     /// Result keys: project.
     pub async fn update(&self, params: &ProjectsUpdateParams) -> Result<Value, NativeError> {
@@ -1672,14 +1672,14 @@ pub struct ReloadNamespace<'a, T: ?Sized> {
 }
 
 impl<T: NativeTransport + ?Sized> ReloadNamespace<'_, T> {
-    /// `reload.env` (scope: instance; admin).
+    /// `reload.env` (scope: instance; admin: administers the whole runtime, even through a profile).
     ///
     /// Result keys: updated.
     pub async fn env(&self, params: &<methods::ReloadEnv as Method>::Params) -> Result<<methods::ReloadEnv as Method>::Result, NativeError> {
         call_method::<methods::ReloadEnv, _>(self.transport, params).await
     }
 
-    /// `reload.mcp` (scope: session; admin).
+    /// `reload.mcp` (scope: session; admin: administers the whole runtime, even through a profile).
     ///
     /// Result keys: host_ack, message, status, turn_isolation.
     pub async fn mcp(&self, params: &<methods::ReloadMcp as Method>::Params) -> Result<<methods::ReloadMcp as Method>::Result, NativeError> {
@@ -1705,7 +1705,7 @@ impl<T: NativeTransport + ?Sized> RollbackNamespace<'_, T> {
         call_method::<methods::RollbackList, _>(self.transport, params).await
     }
 
-    /// `rollback.restore` (scope: session; admin).
+    /// `rollback.restore` (scope: session; admin: administers the whole runtime, even through a profile).
     pub async fn restore(&self, params: &<methods::RollbackRestore as Method>::Params) -> Result<<methods::RollbackRestore as Method>::Result, NativeError> {
         call_method::<methods::RollbackRestore, _>(self.transport, params).await
     }
@@ -1870,14 +1870,14 @@ pub struct SetupNamespace<'a, T: ?Sized> {
 }
 
 impl<T: NativeTransport + ?Sized> SetupNamespace<'_, T> {
-    /// `setup.runtime_check` (scope: instance; admin; may reply out of order; not implemented by hermes-runtime: answers Unsupported there).
+    /// `setup.runtime_check` (scope: instance; admin: administers the whole runtime, even through a profile; may reply out of order; not implemented by hermes-runtime: answers Unsupported there).
     ///
     /// Result keys: error, model, ok, provider, source.
     pub async fn runtime_check(&self, params: &SetupRuntimeCheckParams) -> Result<Value, NativeError> {
         call(self.transport, "setup.runtime_check", params).await
     }
 
-    /// `setup.status` (scope: instance; admin; may reply out of order).
+    /// `setup.status` (scope: instance; admin: administers the whole runtime, even through a profile; may reply out of order).
     ///
     /// Result keys: provider_configured.
     pub async fn status(&self, params: &<methods::SetupStatus as Method>::Params) -> Result<<methods::SetupStatus as Method>::Result, NativeError> {
@@ -1899,7 +1899,7 @@ pub struct ShellNamespace<'a, T: ?Sized> {
 }
 
 impl<T: NativeTransport + ?Sized> ShellNamespace<'_, T> {
-    /// `shell.exec` (scope: instance; admin; may reply out of order; not implemented by hermes-runtime: answers Unsupported there).
+    /// `shell.exec` (scope: instance; admin: administers the whole runtime, even through a profile; may reply out of order; not implemented by hermes-runtime: answers Unsupported there).
     ///
     /// Result keys: code, stderr, stdout.
     pub async fn exec(&self, params: &ShellExecParams) -> Result<Value, NativeError> {
@@ -1921,14 +1921,14 @@ pub struct SkillsNamespace<'a, T: ?Sized> {
 }
 
 impl<T: NativeTransport + ?Sized> SkillsNamespace<'_, T> {
-    /// `skills.manage` (scope: instance; admin; may reply out of order).
+    /// `skills.manage` (scope: instance; admin: administers the whole runtime, even through a profile; may reply out of order).
     ///
     /// Result keys: info, installed, name, results, skills.
     pub async fn manage(&self, params: &<methods::SkillsManage as Method>::Params) -> Result<<methods::SkillsManage as Method>::Result, NativeError> {
         call_method::<methods::SkillsManage, _>(self.transport, params).await
     }
 
-    /// `skills.reload` (scope: instance; admin).
+    /// `skills.reload` (scope: instance; admin: administers the whole runtime, even through a profile).
     ///
     /// Result keys: output, result.
     pub async fn reload(&self, params: &<methods::SkillsReload as Method>::Params) -> Result<<methods::SkillsReload as Method>::Result, NativeError> {
@@ -2049,35 +2049,35 @@ pub struct SubscriptionNamespace<'a, T: ?Sized> {
 }
 
 impl<T: NativeTransport + ?Sized> SubscriptionNamespace<'_, T> {
-    /// `subscription.change` (scope: instance; admin; may reply out of order; not implemented by hermes-runtime: answers Unsupported there).
+    /// `subscription.change` (scope: instance; admin: administers the whole runtime, even through a profile; may reply out of order; not implemented by hermes-runtime: answers Unsupported there).
     ///
     /// Result keys: error, message, ok, payload.
     pub async fn change(&self, params: &SubscriptionChangeParams) -> Result<Value, NativeError> {
         call(self.transport, "subscription.change", params).await
     }
 
-    /// `subscription.preview` (scope: instance; admin; may reply out of order; not implemented by hermes-runtime: answers Unsupported there).
+    /// `subscription.preview` (scope: instance; admin: administers the whole runtime, even through a profile; may reply out of order; not implemented by hermes-runtime: answers Unsupported there).
     ///
     /// Result keys: error, message, ok.
     pub async fn preview(&self, params: &SubscriptionPreviewParams) -> Result<Value, NativeError> {
         call(self.transport, "subscription.preview", params).await
     }
 
-    /// `subscription.resume` (scope: instance; admin; may reply out of order; not implemented by hermes-runtime: answers Unsupported there).
+    /// `subscription.resume` (scope: instance; admin: administers the whole runtime, even through a profile; may reply out of order; not implemented by hermes-runtime: answers Unsupported there).
     ///
     /// Result keys: error, message, ok, payload.
     pub async fn resume(&self) -> Result<Value, NativeError> {
         call(self.transport, "subscription.resume", &serde_json::Map::new()).await
     }
 
-    /// `subscription.state` (scope: instance; admin; may reply out of order; not implemented by hermes-runtime: answers Unsupported there).
+    /// `subscription.state` (scope: instance; admin: administers the whole runtime, even through a profile; may reply out of order; not implemented by hermes-runtime: answers Unsupported there).
     ///
     /// Result keys: error, logged_in, ok.
     pub async fn state(&self) -> Result<Value, NativeError> {
         call(self.transport, "subscription.state", &serde_json::Map::new()).await
     }
 
-    /// `subscription.upgrade` (scope: instance; admin; may reply out of order; not implemented by hermes-runtime: answers Unsupported there).
+    /// `subscription.upgrade` (scope: instance; admin: administers the whole runtime, even through a profile; may reply out of order; not implemented by hermes-runtime: answers Unsupported there).
     ///
     /// Result keys: error, idempotency_key, message, ok, reason, recovery_url, status, target_tier_name.
     pub async fn upgrade(&self, params: &SubscriptionUpgradeParams) -> Result<Value, NativeError> {
@@ -2174,7 +2174,7 @@ pub struct ToolsNamespace<'a, T: ?Sized> {
 }
 
 impl<T: NativeTransport + ?Sized> ToolsNamespace<'_, T> {
-    /// `tools.configure` (scope: session; admin).
+    /// `tools.configure` (scope: session; admin: administers the whole runtime, even through a profile).
     ///
     /// Result keys: changed, enabled_toolsets, info, missing_servers, reset, unknown.
     pub async fn configure(&self, params: &<methods::ToolsConfigure as Method>::Params) -> Result<<methods::ToolsConfigure as Method>::Result, NativeError> {
@@ -2265,7 +2265,7 @@ impl<T: NativeTransport + ?Sized> VoiceNamespace<'_, T> {
         call(self.transport, "voice.record", params).await
     }
 
-    /// `voice.toggle` (scope: instance; admin; not implemented by hermes-runtime: answers Unsupported there).
+    /// `voice.toggle` (scope: instance; admin: administers the whole runtime, even through a profile; not implemented by hermes-runtime: answers Unsupported there).
     ///
     /// Result keys: enabled, record_key, tts.
     pub async fn toggle(&self, params: &VoiceToggleParams) -> Result<Value, NativeError> {

@@ -305,7 +305,10 @@ impl ProfileHandle {
     }
 
     /// Native gateway methods on behalf of this profile: profile-scoped methods act on its
-    /// native profile. Instance-wide methods stay instance-wide.
+    /// native profile, and `session.list` lists this profile's stored sessions (Hermes's own
+    /// lists only the root profile's). Every other instance-wide method stays instance-wide,
+    /// and one marked `admin` administers the whole runtime: it needs an admin key through a
+    /// profile handle too.
     pub fn native(&self) -> crate::NativeRoute {
         crate::NativeRoute::new(
             self.instance.hermes.clone(),
