@@ -280,6 +280,13 @@ class Operations:
         """
         return await self._client.call("GET", f"/v1/tool-hosts/{_segment(tool_host_id)}", [], None)
 
+    async def tool_host_list(self, *, cursor: str | None = None, limit: int | None = None) -> Any:
+        """List tool hosts, in the order they were registered.
+
+        ``GET /v1/tool-hosts`` (scope: read).
+        """
+        return await self._client.call("GET", "/v1/tool-hosts", _query(cursor=cursor, limit=limit), None)
+
     async def tool_host_register(self, body: dict[str, Any]) -> Any:
         """Register an MCP endpoint that serves callback tools, with its secret.
 

@@ -781,6 +781,8 @@ pub enum ToolHosts {
         /// Its `http://` MCP endpoint, reachable from the control plane.
         endpoint: String,
     },
+    /// List the tool hosts (never their secrets).
+    List,
     /// Show one tool host (never its secret).
     Get {
         /// The tool host's id (`th_…`).
@@ -842,6 +844,11 @@ fn tool_host_secret() -> std::result::Result<String, Failure> {
 pub async fn tool_hosts(hermes: &Hermes, command: ToolHosts, out: Output) -> Done {
     let sdk = hermes.sdk();
     let host = match command {
+        ToolHosts::List => {
+            let items = all(|page| async move { sdk.tool_host_list(&page).await }).await?;
+            output::list(&items, out);
+            return Ok(());
+        }
         ToolHosts::Register { endpoint } => {
             let body = RegisterToolHost {
                 url: endpoint,

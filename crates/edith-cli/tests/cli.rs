@@ -1521,6 +1521,13 @@ async fn tool_hosts_attachments_jobs_and_a_turns_events_from_the_terminal() {
         [hid.as_str(), "http://127.0.0.1:10/mcp"],
         "{shown}"
     );
+    let listed = plane.run(&["tool-hosts", "list"]).await;
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    let rows = table_rows(&listed, &["ID", "URL", "CREATED"]);
+    assert!(
+        rows.iter().any(|row| row[0] == hid),
+        "the host is listed: {listed}"
+    );
 
     // A tool it serves, attached to a profile and detached again.
     let tool = plane

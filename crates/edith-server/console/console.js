@@ -179,13 +179,19 @@ function inlineForm(fields, submit, onsubmit) {
   return form;
 }
 
-function show(title, ...content) {
-  view.replaceChildren(h("h1", {}, title), ...content);
-  view.focus();
-}
+// The trail of the page being built: shown with its content, never before it (a trail that
+// already named the next page above the last one's form would invite typing into a form about
+// to go).
+let nextTrail = [];
 
 function setTrail(...links) {
-  trail.replaceChildren(...links.flatMap((link, i) => (i ? [" / ", link] : [link])));
+  nextTrail = links;
+}
+
+function show(title, ...content) {
+  trail.replaceChildren(...nextTrail.flatMap((link, i) => (i ? [" / ", link] : [link])));
+  view.replaceChildren(h("h1", {}, title), ...content);
+  view.focus();
 }
 
 // ---- views ----------------------------------------------------------------------------------
@@ -568,7 +574,8 @@ async function route() {
     if (parts.length === 6) return await session(parts[1], parts[3], parts[5]);
     return await instances();
   } catch (error) {
-    view.replaceChildren(h("h1", {}, "Something went wrong"), errorLine(error));
+    setTrail(h("a", { href: "#/instances" }, "Instances"));
+    show("Something went wrong", errorLine(error));
   }
 }
 

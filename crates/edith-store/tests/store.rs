@@ -591,17 +591,34 @@ async fn tools_and_hosts_in_use_are_not_deleted(store: Store) {
         .update_tool_host(&moved, Some("new-secret"))
         .await
         .unwrap();
-    assert_eq!(store.tool_host(&host.host.id).await.unwrap(), Some(moved));
+    assert_eq!(
+        store.tool_host(&host.host.id).await.unwrap(),
+        Some(moved.clone())
+    );
     assert_eq!(
         store.profile_tools(&profile.id).await.unwrap()[0].1.secret,
         "new-secret"
     );
 
+    // Hosts are listed in the order they were registered, a page at a time.
+    let (_, second) = add_tool(&store, "second").await;
+    let first_page = store.list_tool_hosts(None, 1).await.unwrap();
+    assert_eq!(first_page.items, [moved.clone()]);
+    let cursor = first_page.next_cursor.expect("a second page");
+    let cursor: ToolHostId = cursor.parse().unwrap();
+    let second_page = store.list_tool_hosts(Some(&cursor), 1).await.unwrap();
+    assert_eq!(second_page.items, [second.host.clone()]);
+    assert_eq!(second_page.next_cursor, None);
+
     assert!(store.detach_tool(&profile.id, &tool.id).await.unwrap());
     assert!(store.delete_unused_tool(&tool.id).await.unwrap());
     assert!(store.delete_unused_tool_host(&host.host.id).await.unwrap());
     assert!(store.tool(&tool.id).await.unwrap().is_none());
-    assert!(store.list_tools(None, 10).await.unwrap().items.is_empty());
+    assert_eq!(store.list_tools(None, 10).await.unwrap().items.len(), 1);
+    assert_eq!(
+        store.list_tool_hosts(None, 10).await.unwrap().items,
+        [second.host]
+    );
 }
 
 async fn keys_are_found_by_hash_and_paged(store: Store) {

@@ -46,6 +46,7 @@ pub const OPERATIONS: &[&str] = &[
     "tool_get",
     "tool_host_delete",
     "tool_host_get",
+    "tool_host_list",
     "tool_host_register",
     "tool_host_update",
     "tool_list",
@@ -303,6 +304,13 @@ impl EdithHermes {
     /// `GET /v1/tool-hosts/{tool_host_id}`
     pub async fn tool_host_get(&self, tool_host_id: &ToolHostId) -> Result<ToolHost> {
         self.call::<(), _>(Method::GET, &format!("/v1/tool-hosts/{tool_host_id}"), Vec::new(), None).await
+    }
+
+    /// List tool hosts, in the order they were registered.
+    ///
+    /// `GET /v1/tool-hosts`
+    pub async fn tool_host_list(&self, page: &PageRequest) -> Result<Page<ToolHost>> {
+        self.call::<(), _>(Method::GET, "/v1/tool-hosts", page.query(), None).await
     }
 
     /// Register an MCP endpoint that serves callback tools, with its secret.

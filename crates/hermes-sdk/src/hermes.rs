@@ -124,6 +124,14 @@ impl Hermes {
         crate::ToolHostHandle::new(self.clone(), id.clone())
     }
 
+    /// The registered tool hosts (never their secrets), a page at a time.
+    pub async fn tool_hosts(
+        &self,
+        page: &crate::PageRequest,
+    ) -> Result<edith_types::Page<edith_types::ToolHost>> {
+        self.sdk().tool_host_list(page).await
+    }
+
     /// What the control plane offers: providers, runtimes, the pinned native catalog.
     pub async fn capabilities(&self) -> Result<edith_types::Capabilities> {
         self.root.sdk.capabilities_get().await

@@ -6,8 +6,8 @@ use axum::routing::{delete, get, patch, post, put};
 use axum::{Json, response::IntoResponse};
 use edith_types::{
     CreateProfile, CreateSession, InstanceId, Page, Profile, ProfileId, RegisterTool,
-    RegisterToolHost, Session, SessionId, Tool, ToolHost, ToolId, UpdateProfile, UpdateSession,
-    UpdateTool, UpdateToolHost,
+    RegisterToolHost, Session, SessionId, Tool, ToolHost, ToolHostId, ToolId, UpdateProfile,
+    UpdateSession, UpdateTool, UpdateToolHost,
 };
 
 use super::extract::{ApiJson, ApiQuery, Ids, PageParams};
@@ -89,7 +89,12 @@ pub fn routes(api: &mut Api) {
         .summary("Register an MCP endpoint that serves callback tools, with its secret.")
         .body::<RegisterToolHost>(api)
         .returns::<ToolHost>(api, 201, "The tool host (the secret is never returned).");
+    let list = Op::get("/v1/tool-hosts", "tool_host_list")
+        .summary("List tool hosts, in the order they were registered.")
+        .paginated::<ToolHostId>(api)
+        .returns::<Page<ToolHost>>(api, 200, "A page of tool hosts (never their secrets).");
     api.add(op, post(register_tool_host));
+    api.add(list, get(list_tool_hosts));
     let op = Op::get("/v1/tool-hosts/{tool_host_id}", "tool_host_get")
         .summary("Get a tool host.")
         .returns::<ToolHost>(api, 200, "The tool host.");
@@ -278,6 +283,17 @@ async fn register_tool_host(
 ) -> AppResult<impl IntoResponse> {
     let host = tools::register_host(&state, body).await?;
     Ok((StatusCode::CREATED, Json(host)))
+}
+
+async fn list_tool_hosts(
+    State(state): State<AppState>,
+    ApiQuery(params): ApiQuery<PageParams>,
+) -> AppResult<Json<Page<ToolHost>>> {
+    let page = state
+        .store
+        .list_tool_hosts(params.cursor::<ToolHostId>()?.as_ref(), params.limit()?)
+        .await?;
+    Ok(Json(page))
 }
 
 async fn get_tool_host(State(state): State<AppState>, ids: Ids) -> AppResult<Json<ToolHost>> {

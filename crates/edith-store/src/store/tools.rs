@@ -43,6 +43,27 @@ impl Store {
         })
     }
 
+    /// The tool hosts, in the order they were registered.
+    pub async fn list_tool_hosts(
+        &self,
+        cursor: Option<&ToolHostId>,
+        limit: usize,
+    ) -> Result<Page<ToolHost>> {
+        on_db!(self, pool => {
+            let rows = sqlx::query(
+                "SELECT body FROM tool_hosts \
+                 WHERE ($2 IS NULL OR rowid > (SELECT rowid FROM tool_hosts WHERE id = $2)) \
+                 ORDER BY rowid LIMIT $1",
+            )
+            .bind(one_more(limit))
+            .bind(cursor.map(|c| c.as_str()))
+            .fetch_all(pool)
+            .await?;
+            let items = rows.iter().map(from_body).collect::<Result<Vec<_>>>()?;
+            Ok(page(items, limit, |h: &ToolHost| h.id.to_string()))
+        })
+    }
+
     /// The tools a host serves.
     pub async fn tools_of_host(&self, host: &ToolHostId) -> Result<Vec<ToolId>> {
         let ids: Vec<String> = on_db!(self, pool => {

@@ -1,7 +1,7 @@
 //! The scheduler: every tick, the due jobs of every profile are claimed (their next run moved
-//! on first, so a job runs at most once per due time) and each runs as an agent turn in a new
-//! session of its profile (`cron_<job>_<time>`, source `cron`), with its output saved under
-//! `cron/output/<job>/`.
+//! on and the run counted first, so a job runs at most once per due time, as Hermes's) and each
+//! runs as an agent turn in a new session of its profile (`cron_<job>_<time>`, source `cron`),
+//! with its output saved under `cron/output/<job>/`.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -29,6 +29,9 @@ const WIND_DOWN: Duration = Duration::from_secs(10);
 pub fn spawn(runtime: Arc<Runtime>, tick: Duration) {
     let mut stopping = runtime.stopping.clone();
     tokio::spawn(async move {
+        for (_, home) in runtime.profile_homes() {
+            forget_spent(&runtime, &home).await;
+        }
         loop {
             tokio::select! {
                 _ = stopping.wait_for(|stop| *stop) => return,
@@ -60,9 +63,11 @@ async fn claim_due(runtime: &Runtime, home: &Path) -> Vec<CronJob> {
                 .and_then(parse_iso)
                 .is_some_and(|at| at <= now);
         if is_due {
+            // The run counts from its claim, as Hermes counts it from its dispatch: one that a
+            // crash cuts short is not made again.
+            job.repeat.completed += 1;
+            job.next_run_at = schedule::next_run(&job.schedule, now, job.repeat.completed).map(iso);
             due.push(job.clone());
-            job.next_run_at =
-                schedule::next_run(&job.schedule, now, job.repeat.completed + 1).map(iso);
         }
     }
     if !due.is_empty()
@@ -72,6 +77,36 @@ async fn claim_due(runtime: &Runtime, home: &Path) -> Vec<CronJob> {
         return Vec::new();
     }
     due
+}
+
+/// Whether every run the job may make has been claimed.
+fn is_spent(job: &CronJob) -> bool {
+    job.repeat
+        .times
+        .is_some_and(|times| job.repeat.completed >= times)
+}
+
+/// Removes the jobs of `home` whose last run was claimed but never recorded: at start no run is
+/// in progress, so a runtime that stopped mid-run left them, and they would otherwise stay on
+/// file for ever with nothing left to run (Hermes removes them too, once their claim expires).
+async fn forget_spent(runtime: &Runtime, home: &Path) {
+    let _writing = runtime.cron_lock.lock().await;
+    let Ok(mut all) = jobs::load(home) else {
+        return;
+    };
+    let before = all.len();
+    all.retain(|job| {
+        let spent = is_spent(job);
+        if spent {
+            tracing::warn!(job = %job.id, "a cron job's last run was cut short; it is removed");
+        }
+        !spent
+    });
+    if all.len() != before
+        && let Err(e) = jobs::save(home, &all)
+    {
+        tracing::error!(error = %e, "cannot remove spent cron jobs");
+    }
 }
 
 async fn run(runtime: Arc<Runtime>, profile: String, home: PathBuf, job: CronJob) {
@@ -91,12 +126,7 @@ async fn run(runtime: Arc<Runtime>, profile: String, home: PathBuf, job: CronJob
     record.last_run_at = Some(iso(started));
     record.last_status = Some(if outcome.is_ok() { "ok" } else { "error" }.to_owned());
     record.last_error = outcome.as_ref().err().cloned();
-    record.repeat.completed += 1;
-    if record
-        .repeat
-        .times
-        .is_some_and(|times| record.repeat.completed >= times)
-    {
+    if is_spent(record) {
         all.remove(index);
     }
     if let Err(e) = jobs::save(&home, &all) {

@@ -960,6 +960,101 @@ async fn a_due_cron_job_runs_as_a_session_of_its_profile() {
     peer.stop().await;
 }
 
+/// Ours only, as above. A run a crash cuts short is not made again (Hermes counts a run from
+/// its dispatch too), and a one-shot job whose run was cut short is not left on file for ever
+/// with nothing to run: it is gone once the runtime is back, as Hermes removes it once its claim
+/// expires.
+#[tokio::test]
+async fn a_run_cut_short_by_a_crash_is_not_made_again() {
+    let mut peer = Peer::start(Target::Ours).await;
+    let before = desktop(&peer);
+    let anywhere = CronJobCreateQuery::default();
+    let once = before
+        .cron_job_create(
+            &anywhere,
+            &cron_body("2030-01-01", "SLOW new year", "new-year"),
+        )
+        .await
+        .unwrap();
+    let recurring = before
+        .cron_job_create(
+            &anywhere,
+            &cron_body("every 60m", "SLOW weather", "weather"),
+        )
+        .await
+        .unwrap();
+    for job in [&once, &recurring] {
+        before
+            .cron_job_trigger(&job.id, &CronJobTriggerQuery::default())
+            .await
+            .unwrap();
+    }
+    let slow_calls = |peer: &Peer| {
+        peer.model
+            .requests()
+            .iter()
+            .filter(|r| r.to_string().contains("SLOW"))
+            .count()
+    };
+    for _ in 0..300 {
+        if slow_calls(&peer) >= 2 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        slow_calls(&peer),
+        2,
+        "both runs reached the model within 30 s"
+    );
+    peer.crash().await;
+    peer.restart().await;
+
+    let after = desktop(&peer);
+    let get = CronJobGetQuery::default();
+    let gone = after.cron_job_get(&once.id, &get).await.unwrap_err();
+    assert_eq!(refusal(gone).0, 404, "the spent one-shot job is removed");
+    let cut = after.cron_job_get(&recurring.id, &get).await.unwrap();
+    assert_eq!(cut.repeat.completed, 1, "{cut:?}");
+    assert_eq!(cut.last_status, None, "its run was never recorded: {cut:?}");
+    let next = cut.next_run_at.as_deref().expect("a next run");
+    let next = chrono::DateTime::parse_from_rfc3339(next).expect("an ISO time");
+    assert!(
+        next > chrono::Utc::now() + chrono::Duration::minutes(30),
+        "an hour on from its claim: {cut:?}"
+    );
+
+    // A job triggered now runs: the scheduler has ticked since, and made neither cut run again.
+    let later = after
+        .cron_job_create(
+            &anywhere,
+            &cron_body("every 60m", "after the crash", "later"),
+        )
+        .await
+        .unwrap();
+    after
+        .cron_job_trigger(&later.id, &CronJobTriggerQuery::default())
+        .await
+        .unwrap();
+    let mut ran = None;
+    for _ in 0..300 {
+        let job = after.cron_job_get(&later.id, &get).await.unwrap();
+        if job.last_status.is_some() {
+            ran = Some(job);
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        ran.expect("the new job ran within 30 s")
+            .last_status
+            .as_deref(),
+        Some("ok")
+    );
+    assert_eq!(slow_calls(&peer), 2, "no cut run was made again");
+    peer.stop().await;
+}
+
 fn write_skill(home: &std::path::Path, path: &str, text: &str) {
     let file = home.join("skills").join(path);
     std::fs::create_dir_all(file.parent().unwrap()).unwrap();

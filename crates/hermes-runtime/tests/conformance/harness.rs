@@ -83,6 +83,12 @@ impl Peer {
         process.stop(Duration::from_secs(30)).await
     }
 
+    /// Kills the runtime (SIGKILL), as a crash would, keeping its home.
+    pub async fn crash(&mut self) -> std::process::ExitStatus {
+        let process = self.process.take().expect("running");
+        process.kill().await
+    }
+
     /// Stops the runtime if it runs, and starts it again on the same home.
     pub async fn restart(&mut self) {
         if let Some(process) = self.process.take() {

@@ -1306,6 +1306,38 @@ async fn resources_are_changed_and_deleted_through_their_handles() {
         })
         .await
         .expect("host");
+    let second = hermes
+        .sdk()
+        .tool_host_register(&RegisterToolHost {
+            url: "http://127.0.0.1:11/mcp".to_owned(),
+            secret: "another-secret-long-enough-for-a-host".to_owned(),
+        })
+        .await
+        .expect("a second host");
+    // One host a page: the pages follow one another in the order the hosts were registered
+    // (the context's own host first), and no page carries a secret.
+    let mut listed = Vec::new();
+    let mut page = hermes::PageRequest {
+        cursor: None,
+        limit: Some(1),
+    };
+    loop {
+        let one = hermes.tool_hosts(&page).await.expect("a page of hosts");
+        assert_eq!(one.items.len(), 1, "{one:?}");
+        let shown = serde_json::to_string(&one.items).unwrap();
+        assert!(!shown.contains("secret-long-enough"), "{shown}");
+        listed.extend(one.items.into_iter().map(|h| h.id));
+        match one.next_cursor {
+            Some(cursor) => page.cursor = Some(cursor),
+            None => break,
+        }
+    }
+    assert_eq!(listed.len(), 3, "{listed:?}");
+    assert_eq!(listed[1..], [host.id.clone(), second.id.clone()]);
+    hermes.tool_host(&second.id).delete().await.expect("delete");
+    let left = hermes.tool_hosts(&Default::default()).await.unwrap();
+    assert!(!left.items.iter().any(|h| h.id == second.id), "{left:?}");
+
     let host = hermes.tool_host(&host.id);
     let moved = UpdateToolHost {
         url: Some("http://127.0.0.1:10/mcp".to_owned()),
