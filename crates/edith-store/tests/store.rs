@@ -603,11 +603,11 @@ async fn tools_and_hosts_in_use_are_not_deleted(store: Store) {
     // Hosts are listed in the order they were registered, a page at a time.
     let (_, second) = add_tool(&store, "second").await;
     let first_page = store.list_tool_hosts(None, 1).await.unwrap();
-    assert_eq!(first_page.items, [moved.clone()]);
+    assert_eq!(first_page.items, std::slice::from_ref(&moved));
     let cursor = first_page.next_cursor.expect("a second page");
     let cursor: ToolHostId = cursor.parse().unwrap();
     let second_page = store.list_tool_hosts(Some(&cursor), 1).await.unwrap();
-    assert_eq!(second_page.items, [second.host.clone()]);
+    assert_eq!(second_page.items, std::slice::from_ref(&second.host));
     assert_eq!(second_page.next_cursor, None);
 
     assert!(store.detach_tool(&profile.id, &tool.id).await.unwrap());
