@@ -273,6 +273,19 @@ async fn profiles(target: Target) {
         "the parent stays open"
     );
 
+    // The sticky profile (`hermes profile use`), and the one the server runs as.
+    let active = desktop.profile_active().await.unwrap();
+    assert_eq!(
+        (active.active.as_str(), active.current.as_str()),
+        ("default", "default")
+    );
+    std::fs::write(peer.home.join("active_profile"), "work\n").unwrap();
+    let active = desktop.profile_active().await.unwrap();
+    assert_eq!(
+        (active.active.as_str(), active.current.as_str()),
+        ("work", "default")
+    );
+
     let renamed = desktop
         .profile_rename(
             "work",
@@ -285,6 +298,11 @@ async fn profiles(target: Target) {
     assert_eq!(
         renamed.path,
         peer.home.join("profiles/desk").to_string_lossy()
+    );
+    assert_eq!(
+        desktop.profile_active().await.unwrap().active,
+        "desk",
+        "the sticky profile follows its rename"
     );
     let moved = desktop
         .for_profile("desk")
@@ -345,6 +363,11 @@ async fn profiles(target: Target) {
     let deleted = desktop.profile_delete("desk").await.unwrap();
     assert!(deleted.ok);
     assert!(!peer.home.join("profiles/desk").exists());
+    assert_eq!(
+        desktop.profile_active().await.unwrap().active,
+        "default",
+        "a deleted sticky profile falls back to the default"
+    );
     let again = desktop.profile_delete("desk").await.unwrap_err();
     assert_eq!(
         refusal(again),
