@@ -18,11 +18,11 @@ use hermes_native::events::{
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 
-use crate::model::{self, ChatMessage, ModelEvent, Role};
+use crate::model::{self, ChatMessage, ModelEvent, Role, TokenUsage};
 use crate::retry;
 use crate::runtime::Runtime;
 use crate::session::LiveSession;
-use crate::store::{SessionRow, StateDb};
+use crate::store::{Billing, SessionRow, StateDb};
 use crate::tools::{ToolBox, TurnContext};
 
 /// Runs one turn; returns the `message.complete` event, which the caller emits once the
@@ -34,7 +34,6 @@ pub async fn run_turn(
     interrupt: Arc<Notify>,
 ) -> NativeEvent {
     session.emit(NativeEvent::MessageStart {});
-    let before = session.state.lock().expect("not poisoned").usage;
     let (status, final_text) = match run_model_loop(&runtime, &session, text, &interrupt).await {
         Ok(outcome) => outcome,
         Err(failure) => {
@@ -45,7 +44,7 @@ pub async fn run_turn(
             (CompletionStatus::Error, failure.text)
         }
     };
-    let (usage, persisted) = {
+    let usage = {
         let mut state = session.state.lock().expect("not poisoned");
         // A steer no tool batch carried was for this turn: it does not reach a later one.
         state.steer = None;
@@ -53,17 +52,8 @@ pub async fn run_turn(
         if std::mem::take(&mut state.settings.model_once) {
             state.settings.model = None;
         }
-        (state.usage, state.persisted)
+        state.usage
     };
-    if persisted && let Ok(db) = runtime.db(&session.home).await {
-        let (input, output) = (usage.input - before.input, usage.output - before.output);
-        if let Err(e) = db
-            .append_messages(&session.stored_id, &[], input, output)
-            .await
-        {
-            tracing::warn!(error = %e, "could not record usage");
-        }
-    }
     NativeEvent::MessageComplete(MessageComplete {
         text: final_text,
         status,
@@ -88,8 +78,22 @@ async fn run_model_loop(
         .db(&session.home)
         .await
         .map_err(|e| format!("state.db: {e}"))?;
-    let mut history = session.state.lock().expect("not poisoned").messages.clone();
+    let (mut history, first_write, settings) = {
+        let state = session.state.lock().expect("not poisoned");
+        (
+            state.messages.clone(),
+            !state.persisted,
+            state.settings.clone(),
+        )
+    };
     record(session, &db, &mut history, ChatMessage::user(text)).await?;
+    if first_write {
+        let chosen_cwd = settings.cwd_chosen.then_some(settings.cwd.as_path());
+        db.note_setup(&session.stored_id, &model_config(&config), chosen_cwd)
+            .await
+            .map_err(|e| format!("state.db: {e}"))?;
+    }
+    let billing = Billing::of(&config);
 
     let (toolbox, problems) = ToolBox::for_turn(runtime, &config).await;
     for problem in problems {
@@ -114,7 +118,15 @@ async fn run_model_loop(
             &mut break_before_text,
         );
         let reply = match call.await? {
-            Called::Answered(reply) => reply,
+            Called::Answered(reply, usage) => {
+                // Like Hermes: a call is accounted for when the endpoint told its usage.
+                if let Some(usage) = usage {
+                    db.record_model_call(&session.stored_id, usage, &billing)
+                        .await
+                        .map_err(|e| format!("state.db: {e}"))?;
+                }
+                reply
+            }
             Called::Interrupted(partial) => {
                 let partial_text = partial.content.clone();
                 if !partial_text.is_empty() {
@@ -188,8 +200,9 @@ impl From<String> for Failure {
 
 /// How one model call ended.
 enum Called {
-    /// The model's whole reply: text, tool calls or both.
-    Answered(ChatMessage),
+    /// The model's whole reply (text, tool calls or both), and its usage when the endpoint
+    /// told it.
+    Answered(ChatMessage, Option<TokenUsage>),
     /// The turn was interrupted; what the model had said so far.
     Interrupted(ChatMessage),
 }
@@ -212,6 +225,7 @@ async fn call_model(
     loop {
         let mut stream = model.stream(history, specs);
         let mut reply = ChatMessage::plain(Role::Assistant, String::new());
+        let mut usage = None;
         let mut streamed_any = false;
         let error = loop {
             let next = tokio::select! {
@@ -220,7 +234,7 @@ async fn call_model(
                 next = stream.next() => next,
             };
             match next {
-                None => return Ok(Called::Answered(reply)),
+                None => return Ok(Called::Answered(reply, usage)),
                 Some(Err(error)) => break error,
                 Some(Ok(ModelEvent::Delta(piece))) => {
                     streamed_any = true;
@@ -241,7 +255,11 @@ async fn call_model(
                     }));
                     reply.tool_calls.push(call);
                 }
-                Some(Ok(ModelEvent::Done(step))) => {
+                Some(Ok(ModelEvent::Done(finish))) => {
+                    // As Hermes stores it: the endpoint's reason, else `stop`.
+                    reply.finish_reason = Some(finish.reason.unwrap_or_else(|| "stop".to_owned()));
+                    usage = finish.usage;
+                    let step = finish.usage.unwrap_or_default();
                     let mut state = session.state.lock().expect("not poisoned");
                     state.usage.input += step.input;
                     state.usage.output += step.output;
@@ -367,9 +385,17 @@ async fn persist(
         .await
         .map_err(|e| format!("state.db: {e}"))?;
     }
-    db.append_messages(&session.stored_id, messages, 0, 0)
+    db.append_messages(&session.stored_id, messages)
         .await
         .map_err(|e| format!("state.db: {e}"))
+}
+
+/// The agent's settings a session is stored with, as Hermes writes them (JSON text). Hermes
+/// also writes the reasoning settings it sends; ours sends none.
+fn model_config(config: &HermesConfig) -> String {
+    crate::pyjson::to_string(
+        &json!({"max_iterations": config.max_turns(), "reasoning_config": null, "max_tokens": null}),
+    )
 }
 
 /// A short, single-line description of tool arguments for `tool.start`'s `context`.

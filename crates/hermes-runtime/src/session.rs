@@ -134,6 +134,9 @@ pub struct Detached {
 pub struct SessionSettings {
     /// Where the agent's commands run.
     pub cwd: PathBuf,
+    /// The client chose `cwd` (`session.create`, `session.cwd.set`): as in Hermes, only a
+    /// chosen directory is stored with the session.
+    pub cwd_chosen: bool,
     /// Dangerous commands run without asking (`/yolo`).
     pub yolo: bool,
     /// The model this session was switched to (`config.set model`), instead of the config's.

@@ -297,12 +297,13 @@ async fn open_live(
             usage: Default::default(),
             last_active: now,
             steer: None,
-            settings: SessionSettings {
-                cwd: opening
-                    .cwd
-                    .filter(|dir| dir.is_dir())
-                    .unwrap_or_else(|| SessionSettings::new(&config).cwd),
-                ..SessionSettings::new(&config)
+            settings: match opening.cwd.filter(|dir| dir.is_dir()) {
+                Some(cwd) => SessionSettings {
+                    cwd,
+                    cwd_chosen: true,
+                    ..SessionSettings::new(&config)
+                },
+                None => SessionSettings::new(&config),
             },
             compressions: 0,
             summary: None,
@@ -338,7 +339,7 @@ async fn session_create(
         profile: given(&p.profile),
         source: given(&p.source),
         close_on_disconnect: p.close_on_disconnect.unwrap_or(false),
-        cwd: given(&p.cwd).map(crate::http::desktop::workspace::expand_home),
+        cwd: given(&p.cwd).map(settings::absolute),
     };
     let session = open_live(runtime, transport, opening, row, Vec::new(), false).await?;
     Ok(SessionCreated {
@@ -441,11 +442,13 @@ async fn session_resume(
         }
         None => {
             let messages = db.messages(&stored_id).await.map_err(handler_error)?;
+            // As Hermes: a resumed session works where it was stored as working.
+            let stored_cwd = db.stored_cwd(&stored_id).await.map_err(handler_error)?;
             let opening = Opening {
                 profile: given(&p.profile),
                 source: given(&p.source),
                 close_on_disconnect: p.close_on_disconnect.unwrap_or(false),
-                cwd: None,
+                cwd: stored_cwd.map(std::path::PathBuf::from),
             };
             open_live(runtime, transport, opening, row, messages, true).await?
         }

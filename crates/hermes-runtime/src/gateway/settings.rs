@@ -18,10 +18,11 @@ use serde_json::{Value, json};
 
 use super::methods::{Result, RpcError, handler_error, live_session};
 use super::session_info;
-use crate::http::desktop::git::branch_of;
+use crate::http::desktop::git::{self, branch_of};
 use crate::http::desktop::workspace::expand_home;
 use crate::runtime::Runtime;
 use crate::session::{LiveSession, Transport};
+use crate::store::GitPlace;
 use crate::tools::{BUILT_IN_TOOLSETS, PLATFORM, enabled_toolsets};
 
 fn refused(message: impl Into<String>) -> RpcError {
@@ -177,7 +178,7 @@ pub async fn config_show(runtime: &Runtime, _: NoParams) -> Result<ConfigShown> 
 
 /// `~` expanded and a relative path made absolute against the runtime's own directory, as
 /// Python's `abspath(expanduser(…))` does.
-fn absolute(raw: &str) -> PathBuf {
+pub fn absolute(raw: &str) -> PathBuf {
     let expanded = expand_home(raw);
     let joined = std::env::current_dir().unwrap_or_default().join(expanded);
     // Lexically normalised (`..` and `.` taken out), as abspath does.
@@ -223,9 +224,11 @@ pub async fn cwd_set(runtime: &Runtime, p: SessionCwdSetParams) -> Result<Value>
         if state.running.is_some() {
             return Err(RpcError::new(codes::BUSY, "session busy"));
         }
-        state.settings.cwd = cwd;
+        state.settings.cwd = cwd.clone();
+        state.settings.cwd_chosen = true;
         state.info.is_some()
     };
+    store_cwd(runtime, &session, cwd).await;
     // As Hermes: the reply and a `session.info` event carry the same info.
     if announced {
         let info = session_info::announce(runtime, &session).await;
@@ -236,6 +239,32 @@ pub async fn cwd_set(runtime: &Runtime, p: SessionCwdSetParams) -> Result<Value>
         session.emit(NativeEvent::SessionInfo(event));
         Ok(info)
     }
+}
+
+/// Stores a session's working directory with its row (when it has one yet) and then, off the
+/// reply's path as Hermes does, the git branch and repository found there.
+pub async fn store_cwd(runtime: &Runtime, session: &LiveSession, cwd: PathBuf) {
+    let db = match runtime.db(&session.home).await {
+        Ok(db) => db,
+        Err(e) => {
+            tracing::warn!(error = %e, "could not store the session's directory");
+            return;
+        }
+    };
+    if let Err(e) = db.set_cwd(&session.stored_id, &cwd).await {
+        tracing::warn!(error = %e, "could not store the session's directory");
+        return;
+    }
+    let id = session.stored_id.clone();
+    // Each git command is bounded (`git::place_of`), so this task ends.
+    tokio::spawn(async move {
+        let place = git::place_of(&cwd).await;
+        if place != GitPlace::default()
+            && let Err(e) = db.set_git_place(&id, &cwd, &place).await
+        {
+            tracing::warn!(error = %e, "could not store the session's git branch");
+        }
+    });
 }
 
 /// `1|on|true|yes` is on, `0|off|false|no` off, anything else flips `current`.

@@ -46,6 +46,8 @@ pub struct ChatMessage {
     /// On a tool message: which call it answers, and the tool's name.
     pub tool_call_id: Option<String>,
     pub tool_name: Option<String>,
+    /// On an assistant message: why the model stopped (`stop`, `tool_calls`, `length` …).
+    pub finish_reason: Option<String>,
 }
 
 impl ChatMessage {
@@ -81,6 +83,7 @@ impl ChatMessage {
             tool_calls: Vec::new(),
             tool_call_id: None,
             tool_name: None,
+            finish_reason: None,
         }
     }
 }
@@ -115,12 +118,21 @@ pub struct TokenUsage {
     pub output: u64,
 }
 
+/// How a streamed model call ended.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Finish {
+    /// What the call cost, when the endpoint said.
+    pub usage: Option<TokenUsage>,
+    /// Why the model stopped, when the endpoint said.
+    pub reason: Option<String>,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum ModelEvent {
     Delta(String),
     ToolCall(ToolCall),
     /// Always last on success.
-    Done(TokenUsage),
+    Done(Finish),
 }
 
 /// A model call that failed: what went wrong, and whether another attempt may help.

@@ -9,7 +9,8 @@ use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
 use super::{
-    ChatMessage, Completion, Model, ModelError, ModelEvent, OneShot, TokenUsage, ToolCall, ToolSpec,
+    ChatMessage, Completion, Finish, Model, ModelError, ModelEvent, OneShot, TokenUsage, ToolCall,
+    ToolSpec,
 };
 
 /// A model behind an OpenAI-compatible endpoint.
@@ -135,6 +136,7 @@ struct Reading {
     body: SseBody,
     calls: BTreeMap<u64, PendingCall>,
     usage: Option<TokenUsage>,
+    finish_reason: Option<String>,
     queued: std::collections::VecDeque<ModelEvent>,
     finished: bool,
 }
@@ -152,6 +154,7 @@ impl Model for OpenAiModel {
                 body: response.bytes_stream().boxed().eventsource(),
                 calls: BTreeMap::new(),
                 usage: None,
+                finish_reason: None,
                 queued: Default::default(),
                 finished: false,
             })
@@ -249,9 +252,13 @@ impl Reading {
                 output: usage["completion_tokens"].as_u64().unwrap_or_default(),
             });
         }
-        let Some(delta) = chunk["choices"].get(0).map(|c| &c["delta"]) else {
+        let Some(choice) = chunk["choices"].get(0) else {
             return Ok(());
         };
+        if let Some(reason) = choice["finish_reason"].as_str() {
+            self.finish_reason = Some(reason.to_owned());
+        }
+        let delta = &choice["delta"];
         if let Some(text) = delta["content"].as_str().filter(|t| !t.is_empty()) {
             self.queued.push_back(ModelEvent::Delta(text.to_owned()));
         }
@@ -297,8 +304,10 @@ impl Reading {
                 arguments,
             }));
         }
-        self.queued
-            .push_back(ModelEvent::Done(self.usage.unwrap_or_default()));
+        self.queued.push_back(ModelEvent::Done(Finish {
+            usage: self.usage,
+            reason: self.finish_reason.take(),
+        }));
     }
 }
 

@@ -17,8 +17,8 @@ use futures_util::{FutureExt, StreamExt};
 use serde_json::Value;
 
 use super::{
-    AuxTask, ChatMessage, Completion, Model, ModelError, ModelEvent, OneShot, Role, TokenUsage,
-    ToolCall, ToolSpec,
+    AuxTask, ChatMessage, Completion, Finish, Model, ModelError, ModelEvent, OneShot, Role,
+    TokenUsage, ToolCall, ToolSpec,
 };
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -33,7 +33,7 @@ impl Model for ScriptedModel {
         let input_chars: usize = messages.iter().map(|m| m.content.len()).sum();
         let mut events = Vec::new();
         let mut output_chars = 0;
-        match reply(messages, tools) {
+        let reason = match reply(messages, tools) {
             Reply::Text(text) => {
                 output_chars = text.len();
                 events.extend(
@@ -41,12 +41,19 @@ impl Model for ScriptedModel {
                         .into_iter()
                         .map(|piece| ModelEvent::Delta(piece.to_owned())),
                 );
+                "stop"
             }
-            Reply::Call(call) => events.push(ModelEvent::ToolCall(call)),
-        }
-        events.push(ModelEvent::Done(TokenUsage {
-            input: input_chars.div_ceil(4) as u64,
-            output: output_chars.div_ceil(4) as u64,
+            Reply::Call(call) => {
+                events.push(ModelEvent::ToolCall(call));
+                "tool_calls"
+            }
+        };
+        events.push(ModelEvent::Done(Finish {
+            usage: Some(TokenUsage {
+                input: input_chars.div_ceil(4) as u64,
+                output: output_chars.div_ceil(4) as u64,
+            }),
+            reason: Some(reason.to_owned()),
         }));
         stream::iter(events.into_iter().map(Ok)).boxed()
     }

@@ -1,6 +1,7 @@
 //! The Desktop routes' reads and writes of `state.db`, answered in Hermes's reply types. Columns
-//! Hermes has and this store does not (billing, handoff, compression …) answer their empty
-//! value: null, or 0 for counters.
+//! Hermes has and this store does not (messaging origins, handoff, compression failures, cache
+//! and reasoning tokens, subscription billing …) answer their empty value: null, or 0 for
+//! counters.
 
 use hermes_native::StoredSessionId;
 use hermes_native::desktop::replies::{
@@ -46,7 +47,7 @@ pub struct ListFilter {
     pub order: Order,
     pub source: Option<String>,
     pub exclude_sources: Vec<String>,
-    /// This store keeps no `cwd`, so a prefix matches no session.
+    /// Sessions working in this directory or below it.
     pub cwd_prefix: Option<String>,
 }
 
@@ -143,8 +144,8 @@ impl StateDb {
             .await?;
         Ok(row.map(|row| SessionDetail {
             columns: columns(&row),
-            model_config: None,
-            system_prompt: None,
+            model_config: row.get("model_config"),
+            system_prompt: row.get("system_prompt"),
             archived: row.get("archived"),
             profile: None,
         }))
@@ -296,8 +297,19 @@ fn push_filters(query: &mut QueryBuilder<Sqlite>, filter: &ListFilter) {
     for source in &filter.exclude_sources {
         query.push(" AND s.source != ").push_bind(source.clone());
     }
-    if filter.cwd_prefix.is_some() {
-        query.push(" AND 0");
+    if let Some(prefix) = &filter.cwd_prefix {
+        // As Hermes: the directory itself or anything below it, `/` or `\` separated.
+        let trimmed = prefix.trim_end_matches(['/', '\\']);
+        let prefix = if trimmed.is_empty() { prefix } else { trimmed };
+        let below = escape_like(prefix);
+        query
+            .push(" AND (s.cwd = ")
+            .push_bind(prefix.to_owned())
+            .push(" OR s.cwd LIKE ")
+            .push_bind(format!("{below}/%"))
+            .push(" ESCAPE '\\' OR s.cwd LIKE ")
+            .push_bind(format!("{below}\\\\%"))
+            .push(" ESCAPE '\\')");
     }
 }
 
@@ -333,19 +345,19 @@ fn columns(row: &SqliteRow) -> SessionColumns {
         cache_read_tokens: 0,
         cache_write_tokens: 0,
         reasoning_tokens: 0,
-        cwd: None,
-        git_branch: None,
-        git_repo_root: None,
-        billing_provider: None,
-        billing_base_url: None,
+        cwd: row.get("cwd"),
+        git_branch: row.get("git_branch"),
+        git_repo_root: row.get("git_repo_root"),
+        billing_provider: row.get("billing_provider"),
+        billing_base_url: row.get("billing_base_url"),
         billing_mode: None,
-        estimated_cost_usd: None,
+        estimated_cost_usd: row.get("estimated_cost_usd"),
         actual_cost_usd: None,
-        cost_status: None,
-        cost_source: None,
+        cost_status: row.get("cost_status"),
+        cost_source: row.get("cost_source"),
         pricing_version: None,
         title: row.get("title"),
-        api_call_count: 0,
+        api_call_count: row.get("api_call_count"),
         handoff_state: None,
         handoff_platform: None,
         handoff_error: None,
@@ -403,7 +415,7 @@ fn stored_message(row: &SqliteRow) -> StoredMessage {
         effect_disposition: None,
         timestamp: row.get("timestamp"),
         token_count: None,
-        finish_reason: None,
+        finish_reason: row.get("finish_reason"),
         reasoning: None,
         reasoning_content: None,
         reasoning_details: None,

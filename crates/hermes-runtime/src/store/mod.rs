@@ -11,7 +11,7 @@ use sqlx::sqlite::{
 };
 use sqlx::{Row, SqliteConnection};
 
-use crate::model::{ChatMessage, Role, ToolCall};
+use crate::model::{ChatMessage, Role, TokenUsage, ToolCall};
 
 const SCHEMA: &str = r#"
 CREATE TABLE IF NOT EXISTS sessions (
@@ -28,7 +28,18 @@ CREATE TABLE IF NOT EXISTS sessions (
     output_tokens INTEGER NOT NULL DEFAULT 0,
     title TEXT,
     profile_name TEXT,
-    archived INTEGER NOT NULL DEFAULT 0
+    archived INTEGER NOT NULL DEFAULT 0,
+    cwd TEXT,
+    git_branch TEXT,
+    git_repo_root TEXT,
+    billing_provider TEXT,
+    billing_base_url TEXT,
+    estimated_cost_usd REAL,
+    cost_status TEXT,
+    cost_source TEXT,
+    api_call_count INTEGER NOT NULL DEFAULT 0,
+    model_config TEXT,
+    system_prompt TEXT
 );
 CREATE TABLE IF NOT EXISTS messages (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -40,7 +51,8 @@ CREATE TABLE IF NOT EXISTS messages (
     tool_name TEXT,
     timestamp REAL NOT NULL,
     active INTEGER NOT NULL DEFAULT 1,
-    compacted INTEGER NOT NULL DEFAULT 0
+    compacted INTEGER NOT NULL DEFAULT 0,
+    finish_reason TEXT
 );
 CREATE INDEX IF NOT EXISTS messages_by_session ON messages(session_id, id);
 "#;
@@ -67,6 +79,35 @@ pub struct ListedSession {
     pub started_at: f64,
     pub message_count: i64,
     pub source: String,
+}
+
+/// What model calls are billed to: the configured provider and endpoint.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Billing {
+    pub provider: Option<String>,
+    /// Without a trailing `/`, as Hermes keeps it.
+    pub base_url: Option<String>,
+}
+
+impl Billing {
+    pub fn of(config: &hermes_native::config::HermesConfig) -> Self {
+        Self {
+            provider: config.model.provider.clone(),
+            base_url: config
+                .model
+                .base_url
+                .as_deref()
+                .map(|url| url.trim_end_matches('/').to_owned()),
+        }
+    }
+}
+
+/// Where a directory sits in git: its branch, and the root of its repository (the main
+/// checkout's, for a worktree).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GitPlace {
+    pub branch: Option<String>,
+    pub repo_root: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -189,13 +230,11 @@ impl StateDb {
         })
     }
 
-    /// Appends messages and bumps the session's counters, in one transaction.
+    /// Appends messages and bumps the session's counts, in one transaction.
     pub async fn append_messages(
         &self,
         session_id: &str,
         messages: &[ChatMessage],
-        input_tokens: u64,
-        output_tokens: u64,
     ) -> Result<(), sqlx::Error> {
         let mut tx = self.pool.begin().await?;
         let now = unix_now();
@@ -206,17 +245,105 @@ impl StateDb {
         }
         sqlx::query(
             "UPDATE sessions SET message_count = message_count + ?, \
-             tool_call_count = tool_call_count + ?, input_tokens = input_tokens + ?, \
-             output_tokens = output_tokens + ? WHERE id = ?",
+             tool_call_count = tool_call_count + ? WHERE id = ?",
         )
         .bind(messages.len() as i64)
         .bind(tool_calls)
-        .bind(input_tokens as i64)
-        .bind(output_tokens as i64)
         .bind(session_id)
         .execute(&mut *tx)
         .await?;
         tx.commit().await
+    }
+
+    /// Writes what a session was started with, at its first turn: the agent's settings
+    /// (`model_config`, JSON text) and, when the client chose one, its working directory.
+    /// Values already there are kept.
+    pub async fn note_setup(
+        &self,
+        session_id: &str,
+        model_config: &str,
+        chosen_cwd: Option<&Path>,
+    ) -> Result<(), sqlx::Error> {
+        sqlx::query(
+            "UPDATE sessions SET model_config = COALESCE(model_config, ?), \
+             cwd = COALESCE(cwd, ?) WHERE id = ?",
+        )
+        .bind(model_config)
+        .bind(chosen_cwd.map(|dir| dir.display().to_string()))
+        .bind(session_id)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Accounts for one model call, as Hermes does after each response that told its usage:
+    /// tokens and calls add up; what the call was billed to is kept from the first call. This
+    /// runtime prices nothing, so the cost stays 0 and `unknown`, as Hermes answers for an
+    /// endpoint it has no price for.
+    pub async fn record_model_call(
+        &self,
+        session_id: &str,
+        usage: TokenUsage,
+        billing: &Billing,
+    ) -> Result<(), sqlx::Error> {
+        sqlx::query(
+            "UPDATE sessions SET input_tokens = input_tokens + ?, \
+             output_tokens = output_tokens + ?, \
+             estimated_cost_usd = COALESCE(estimated_cost_usd, 0), \
+             cost_status = 'unknown', cost_source = 'none', \
+             billing_provider = COALESCE(billing_provider, ?), \
+             billing_base_url = COALESCE(billing_base_url, ?), \
+             api_call_count = api_call_count + 1 WHERE id = ?",
+        )
+        .bind(usage.input as i64)
+        .bind(usage.output as i64)
+        .bind(&billing.provider)
+        .bind(&billing.base_url)
+        .bind(session_id)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Stores the session's working directory; nothing when it has no row yet.
+    pub async fn set_cwd(&self, session_id: &str, cwd: &Path) -> Result<(), sqlx::Error> {
+        sqlx::query("UPDATE sessions SET cwd = ? WHERE id = ?")
+            .bind(cwd.display().to_string())
+            .bind(session_id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Stores the git branch and repository found in `cwd`, while that is still the session's
+    /// directory (a later move wins over a slow probe). A part not known clears nothing.
+    pub async fn set_git_place(
+        &self,
+        session_id: &str,
+        cwd: &Path,
+        place: &GitPlace,
+    ) -> Result<(), sqlx::Error> {
+        sqlx::query(
+            "UPDATE sessions SET git_branch = COALESCE(?, git_branch), \
+             git_repo_root = COALESCE(?, git_repo_root) WHERE id = ? AND cwd = ?",
+        )
+        .bind(&place.branch)
+        .bind(&place.repo_root)
+        .bind(session_id)
+        .bind(cwd.display().to_string())
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// The working directory stored with a session, if any.
+    pub async fn stored_cwd(&self, session_id: &str) -> Result<Option<String>, sqlx::Error> {
+        let cwd: Option<Option<String>> =
+            sqlx::query_scalar("SELECT cwd FROM sessions WHERE id = ?")
+                .bind(session_id)
+                .fetch_optional(&self.pool)
+                .await?;
+        Ok(cwd.flatten().filter(|dir| !dir.trim().is_empty()))
     }
 
     /// Compacts a session in place, as Hermes does: its messages so far are kept but no longer
@@ -304,7 +431,7 @@ impl StateDb {
 
     pub async fn messages(&self, session_id: &str) -> Result<Vec<ChatMessage>, sqlx::Error> {
         let rows = sqlx::query(
-            "SELECT role, content, tool_call_id, tool_calls, tool_name FROM messages \
+            "SELECT role, content, tool_call_id, tool_calls, tool_name, finish_reason FROM messages \
              WHERE session_id = ? AND active = 1 ORDER BY id",
         )
         .bind(session_id)
@@ -329,6 +456,7 @@ impl StateDb {
                     tool_calls,
                     tool_call_id: row.get("tool_call_id"),
                     tool_name: row.get("tool_name"),
+                    finish_reason: row.get("finish_reason"),
                 }
             })
             .collect())
@@ -396,33 +524,41 @@ impl StateDb {
 }
 
 /// Columns added since a home's `state.db` was made (`CREATE TABLE IF NOT EXISTS` leaves an
-/// existing table as it is).
-async fn add_missing_columns(pool: &SqlitePool) -> Result<(), sqlx::Error> {
-    let present: Vec<String> = sqlx::query_scalar("SELECT name FROM pragma_table_info('sessions')")
-        .fetch_all(pool)
-        .await?;
-    if !present.iter().any(|c| c == "archived") {
-        sqlx::query("ALTER TABLE sessions ADD COLUMN archived INTEGER NOT NULL DEFAULT 0")
-            .execute(pool)
-            .await?;
-    }
-    let present: Vec<String> = sqlx::query_scalar("SELECT name FROM pragma_table_info('messages')")
-        .fetch_all(pool)
-        .await?;
+/// existing table as it is): table, column, definition.
+const ADDED_COLUMNS: &[(&str, &str, &str)] = &[
+    ("sessions", "archived", "INTEGER NOT NULL DEFAULT 0"),
+    ("sessions", "cwd", "TEXT"),
+    ("sessions", "git_branch", "TEXT"),
+    ("sessions", "git_repo_root", "TEXT"),
+    ("sessions", "billing_provider", "TEXT"),
+    ("sessions", "billing_base_url", "TEXT"),
+    ("sessions", "estimated_cost_usd", "REAL"),
+    ("sessions", "cost_status", "TEXT"),
+    ("sessions", "cost_source", "TEXT"),
+    ("sessions", "api_call_count", "INTEGER NOT NULL DEFAULT 0"),
+    ("sessions", "model_config", "TEXT"),
+    ("sessions", "system_prompt", "TEXT"),
     // Compaction (`session.compress`) keeps earlier rows, no longer active.
-    let added = [
-        (
-            "active",
-            "ALTER TABLE messages ADD COLUMN active INTEGER NOT NULL DEFAULT 1",
-        ),
-        (
-            "compacted",
-            "ALTER TABLE messages ADD COLUMN compacted INTEGER NOT NULL DEFAULT 0",
-        ),
-    ];
-    for (name, statement) in added {
-        if !present.iter().any(|c| c == name) {
-            sqlx::query(statement).execute(pool).await?;
+    ("messages", "active", "INTEGER NOT NULL DEFAULT 1"),
+    ("messages", "compacted", "INTEGER NOT NULL DEFAULT 0"),
+    ("messages", "finish_reason", "TEXT"),
+];
+
+async fn add_missing_columns(pool: &SqlitePool) -> Result<(), sqlx::Error> {
+    for table in ["sessions", "messages"] {
+        let present: Vec<String> = sqlx::query_scalar("SELECT name FROM pragma_table_info(?)")
+            .bind(table)
+            .fetch_all(pool)
+            .await?;
+        for (_, column, definition) in ADDED_COLUMNS.iter().filter(|(t, ..)| *t == table) {
+            if !present.iter().any(|c| c == column) {
+                // Names and definitions are the constants above, never input.
+                sqlx::query(sqlx::AssertSqlSafe(format!(
+                    "ALTER TABLE {table} ADD COLUMN {column} {definition}"
+                )))
+                .execute(pool)
+                .await?;
+            }
         }
     }
     Ok(())
@@ -437,8 +573,8 @@ async fn insert_message(
     let tool_calls = (!message.tool_calls.is_empty())
         .then(|| serde_json::to_string(&message.tool_calls).unwrap_or_default());
     sqlx::query(
-        "INSERT INTO messages (session_id, role, content, tool_call_id, tool_calls, tool_name, timestamp) \
-         VALUES (?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO messages (session_id, role, content, tool_call_id, tool_calls, tool_name, \
+         timestamp, finish_reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
     )
     .bind(session_id)
     .bind(message.role.as_str())
@@ -447,6 +583,7 @@ async fn insert_message(
     .bind(tool_calls)
     .bind(&message.tool_name)
     .bind(now)
+    .bind(&message.finish_reason)
     .execute(conn)
     .await?;
     Ok(())

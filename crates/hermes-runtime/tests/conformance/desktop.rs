@@ -25,6 +25,10 @@ conformance!(
     desktop_profiles_are_created_renamed_and_deleted_and_scope_sessions,
     profiles
 );
+conformance!(
+    desktop_sessions_carry_their_accounts_directory_and_settings,
+    session_columns
+);
 conformance!(desktop_files_and_git_of_the_workspace, files_and_git);
 conformance!(desktop_refusals_are_shaped_as_hermes_shapes_them, refusals);
 conformance!(desktop_capabilities_name_the_groups_served, capabilities);
@@ -186,6 +190,178 @@ async fn sessions(target: Target) {
         .await
         .unwrap_err();
     assert_eq!(refusal(gone), (404, "Session not found".to_owned()));
+    peer.stop().await;
+}
+
+/// The stored detail of `stored`, once `ready` holds for it (bounded: Hermes writes some
+/// columns off the reply's path).
+async fn detail_once(
+    desktop: &HermesDesktop,
+    stored: &StoredSessionId,
+    ready: impl Fn(&hermes::native::desktop::replies::SessionDetail) -> bool,
+) -> hermes::native::desktop::replies::SessionDetail {
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(15);
+    loop {
+        let detail = desktop
+            .session_get(stored, &SessionGetQuery::default())
+            .await
+            .unwrap();
+        if ready(&detail) {
+            return detail;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "never came to be: {detail:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
+async fn session_columns(target: Target) {
+    let peer = Peer::start(target).await;
+    let desktop = desktop(&peer);
+    let mut client = peer.connect().await;
+    let work = std::fs::canonicalize(&peer.work).unwrap();
+    let repo = work.join("repo");
+    std::fs::create_dir_all(repo.join("src")).unwrap();
+    git(&repo, &["init", "-q", "-b", "trunk"]);
+
+    // A session opened in a directory the client chose, with one exchange.
+    let created = client
+        .call(
+            "session.create",
+            json!({"source": "conformance", "cwd": repo.to_string_lossy()}),
+        )
+        .await;
+    let live = created["session_id"].as_str().unwrap().to_owned();
+    let stored = StoredSessionId::new(created["stored_session_id"].as_str().unwrap());
+    client.submit(&live, "hello columns").await;
+    client.events_until("message.complete").await;
+
+    let detail = detail_once(&desktop, &stored, |d| d.columns.api_call_count > 0).await;
+    let row = &detail.columns;
+    assert_eq!(
+        row.api_call_count, 1,
+        "one model call; a title's is not counted"
+    );
+    assert!(row.input_tokens > 0 && row.output_tokens > 0, "{row:?}");
+    assert_eq!(row.billing_provider.as_deref(), Some("custom"));
+    assert_eq!(
+        row.billing_base_url.as_deref(),
+        Some(peer.model.base_url().trim_end_matches('/'))
+    );
+    assert_eq!(row.billing_mode, None);
+    // No price is known for the endpoint: nothing is estimated, nothing is made up.
+    assert_eq!(row.estimated_cost_usd, Some(0.0));
+    assert_eq!(row.actual_cost_usd, None);
+    assert_eq!(row.cost_status.as_deref(), Some("unknown"));
+    assert_eq!(row.cost_source.as_deref(), Some("none"));
+    assert_eq!(row.cwd.as_deref(), Some(repo.to_string_lossy().as_ref()));
+    assert_eq!(
+        row.git_branch, None,
+        "git is looked at on a move, not at the start"
+    );
+    let model_config: Value =
+        serde_json::from_str(detail.model_config.as_deref().expect("model_config")).unwrap();
+    assert_eq!(model_config["max_iterations"], 90, "{model_config}");
+    // Hermes stores the system prompt it sends; ours sends none (docs/runtimes.md).
+    match target {
+        Target::Hermes => assert!(detail.system_prompt.is_some_and(|p| !p.is_empty())),
+        Target::Ours => assert_eq!(detail.system_prompt, None),
+    }
+    let read = desktop
+        .session_messages(&stored, &SessionMessagesQuery::default())
+        .await
+        .unwrap();
+    let reasons: Vec<(&str, Option<&str>)> = read
+        .messages
+        .iter()
+        .map(|m| (m.role.as_str(), m.finish_reason.as_deref()))
+        .collect();
+    assert_eq!(reasons, [("user", None), ("assistant", Some("stop"))]);
+
+    // A move of a stored session is stored, and the git branch and repository found there.
+    let below = repo.join("src");
+    client
+        .call(
+            "session.cwd.set",
+            json!({"session_id": live, "cwd": below.to_string_lossy()}),
+        )
+        .await;
+    let moved = detail_once(&desktop, &stored, |d| d.columns.git_branch.is_some()).await;
+    assert_eq!(
+        moved.columns.cwd.as_deref(),
+        Some(below.to_string_lossy().as_ref())
+    );
+    assert_eq!(moved.columns.git_branch.as_deref(), Some("trunk"));
+    assert_eq!(
+        moved.columns.git_repo_root.as_deref(),
+        Some(repo.to_string_lossy().as_ref())
+    );
+
+    // A session the client opened nowhere in particular stores no directory.
+    let (_, other) = prompted_session(&mut client, "hello elsewhere").await;
+    let other = StoredSessionId::new(other);
+    let elsewhere = detail_once(&desktop, &other, |d| d.columns.api_call_count > 0).await;
+    assert_eq!(elsewhere.columns.cwd, None);
+
+    // Listing by directory: the directory and what is below it, never a sibling's prefix.
+    let listed_under = |prefix: String| {
+        let desktop = &desktop;
+        async move {
+            let page = desktop
+                .session_list(&SessionListQuery {
+                    cwd_prefix: Some(prefix),
+                    ..Default::default()
+                })
+                .await
+                .unwrap();
+            page.sessions
+                .into_iter()
+                .map(|s| s.columns.id)
+                .collect::<Vec<_>>()
+        }
+    };
+    let repo_text = repo.to_string_lossy().into_owned();
+    let only_it = std::slice::from_ref(&stored);
+    assert_eq!(listed_under(repo_text.clone()).await, only_it);
+    assert_eq!(listed_under(format!("{repo_text}/")).await, only_it);
+    assert_eq!(
+        listed_under(below.to_string_lossy().into_owned()).await,
+        only_it
+    );
+    assert!(listed_under(format!("{repo_text}/sr")).await.is_empty());
+    let sibling_prefix = repo_text[..repo_text.len() - 1].to_owned();
+    assert!(listed_under(sibling_prefix).await.is_empty());
+
+    // After a restart, a session resumed works where it was stored as working; one stored
+    // without a directory works in the default one and still stores none.
+    drop(client);
+    let mut peer = peer;
+    peer.restart().await;
+    let mut again = peer.connect().await;
+    let resumed = again
+        .call("session.resume", json!({"session_id": stored.as_str()}))
+        .await;
+    assert_eq!(
+        resumed["info"]["cwd"],
+        json!(below.to_string_lossy()),
+        "{resumed}"
+    );
+    let resumed = again
+        .call("session.resume", json!({"session_id": other.as_str()}))
+        .await;
+    assert_eq!(
+        resumed["info"]["cwd"],
+        json!(work.to_string_lossy()),
+        "{resumed}"
+    );
+    let desktop = HermesDesktop::remote(&peer.url(""), Some(TOKEN));
+    let detail = desktop
+        .session_get(&other, &SessionGetQuery::default())
+        .await
+        .unwrap();
+    assert_eq!(detail.columns.cwd, None);
     peer.stop().await;
 }
 

@@ -14,6 +14,7 @@ use hermes_native::desktop::{GitBranchesQuery, GitStatusQuery};
 use super::workspace::resolve;
 use crate::http::extract::Params;
 use crate::runtime::Runtime;
+use crate::store::GitPlace;
 
 /// How long one git command may take before it counts as failed.
 const GIT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -54,6 +55,32 @@ pub async fn branch_of(dir: &Path) -> String {
             .unwrap_or_default(),
     };
     branch.trim().to_owned()
+}
+
+/// Where `dir` sits in git, as Hermes stores it with a session: its branch, and the root of
+/// its repository (for a linked worktree, the main checkout's). Unknown parts are `None`.
+pub async fn place_of(dir: &Path) -> GitPlace {
+    let unbounded = Path::new("");
+    let common = git(
+        dir,
+        unbounded,
+        &["rev-parse", "--path-format=absolute", "--git-common-dir"],
+    )
+    .await
+    .and_then(|gitdir| std::fs::canonicalize(gitdir.trim()).ok())
+    .filter(|gitdir| gitdir.file_name().is_some_and(|name| name == ".git"))
+    .and_then(|gitdir| gitdir.parent().map(|root| root.display().to_string()));
+    let repo_root = match common {
+        Some(root) => Some(root),
+        None => git(dir, unbounded, &["rev-parse", "--show-toplevel"])
+            .await
+            .map(|root| root.trim().to_owned()),
+    };
+    let known = |text: String| (!text.is_empty()).then_some(text);
+    GitPlace {
+        branch: known(branch_of(dir).await),
+        repo_root: repo_root.and_then(known),
+    }
 }
 
 /// Where git stops looking for a repository: the workspace's parent.
