@@ -430,6 +430,31 @@ mod tests {
         );
     }
 
+    #[test]
+    fn every_administering_method_says_so_in_its_generated_doc() {
+        let catalog: Value = serde_json::from_str(&read(native::CATALOG)).expect("JSON");
+        let generated = read(native::GENERATED_NAMESPACES);
+        let admin: Vec<&str> = catalog["methods"]
+            .as_array()
+            .expect("methods")
+            .iter()
+            .filter(|m| m["admin"] == true)
+            .map(|m| m["name"].as_str().expect("name"))
+            .collect();
+        assert!(!admin.is_empty(), "the catalog marks administering methods");
+        for name in admin {
+            let doc = format!("/// `{name}` (");
+            let line = generated
+                .lines()
+                .find(|l| l.trim_start().starts_with(&doc))
+                .unwrap_or_else(|| panic!("`{name}` has no generated doc"));
+            assert!(
+                line.contains("admin: administers the whole runtime, even through a profile"),
+                "`{name}`'s doc does not say it administers the runtime: {line}"
+            );
+        }
+    }
+
     /// Needs the real hermes-agent installed (`scripts/hermes-venv`, which `scripts/test` runs).
     #[test]
     fn the_catalog_is_what_the_extractor_reads_from_the_real_hermes_0_19_0() {

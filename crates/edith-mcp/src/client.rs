@@ -45,6 +45,14 @@ pub enum ClientError {
     },
 }
 
+impl ClientError {
+    /// The server could not be reached at all (nothing listens, or the connection failed),
+    /// as opposed to a server that answered badly.
+    pub fn is_unreachable(&self) -> bool {
+        matches!(self, ClientError::Transport { source, .. } if source.is_connect())
+    }
+}
+
 /// A connection to one MCP server.
 #[derive(Debug)]
 pub struct McpClient {

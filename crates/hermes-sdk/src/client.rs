@@ -92,9 +92,10 @@ pub(crate) fn query_of<T: Serialize>(value: &T) -> Vec<(String, String)> {
 }
 
 impl EdithHermes {
-    /// A client for the control plane at `base_url`, with an HTTP client of its own.
+    /// A client for the control plane at `base_url`, with an HTTP client of its own, which
+    /// [`close`](Self::close) shuts down.
     pub fn remote(base_url: &str, api_key: Option<&str>) -> Self {
-        Self::with_http_client(base_url, api_key, reqwest::Client::new())
+        Self::with(base_url, api_key, Http::owned(reqwest::Client::new()))
     }
 
     /// A client that sends through `http`. The SDK never closes or reconfigures it: it stays
@@ -125,12 +126,13 @@ impl EdithHermes {
         }
     }
 
-    /// Closes this client (and its clones): later calls fail with [`Error::Closed`], and the
-    /// gateway connections it opened end. An HTTP client the caller gave stays theirs and keeps
-    /// working.
+    /// Closes this client (and its clones): later calls fail with [`Error::Closed`], the
+    /// gateway connections it opened end, and an HTTP client it made is dropped with its
+    /// pooled connections. An HTTP client the caller gave stays theirs and keeps working.
     pub fn close(&self) {
         self.inner.closed.store(true, Ordering::SeqCst);
         self.inner.closing.send_replace(true);
+        self.inner.http.shut_down();
     }
 
     /// A client for the Desktop routes of `instance`'s runtime, through this control plane's

@@ -106,63 +106,93 @@ pub trait HttpTransport: Send + Sync + 'static {
 /// The transport a client sends through. Cloning shares it.
 #[derive(Clone)]
 pub(crate) enum Http {
+    /// The caller's client: never shut down here.
     Reqwest(reqwest::Client),
+    /// A client the SDK made: [`Http::shut_down`] drops it, and with it its pooled
+    /// connections.
+    Owned(Arc<std::sync::RwLock<Option<reqwest::Client>>>),
     Custom(Arc<dyn HttpTransport>),
 }
 
 impl Http {
+    /// A client of the SDK's own, shut down when its owner closes.
+    pub(crate) fn owned(client: reqwest::Client) -> Self {
+        Http::Owned(Arc::new(std::sync::RwLock::new(Some(client))))
+    }
+
+    /// Drops a client the SDK made (its idle connections close once no request holds them);
+    /// a caller's client or transport is left alone.
+    pub(crate) fn shut_down(&self) {
+        if let Http::Owned(slot) = self {
+            slot.write().unwrap_or_else(|e| e.into_inner()).take();
+        }
+    }
+
     pub(crate) async fn send(
         &self,
         request: HttpRequest,
     ) -> Result<HttpResponse, TransportFailure> {
         match self {
             Http::Custom(transport) => transport.send(request).await,
-            Http::Reqwest(client) => {
-                let method =
-                    reqwest::Method::from_bytes(request.method.as_bytes()).map_err(|e| {
-                        TransportFailure {
-                            message: format!("`{}` is not an HTTP method: {e}", request.method),
-                            connect: false,
-                            timeout: false,
-                            request: false,
-                        }
-                    })?;
-                let mut builder = client.request(method, &request.url);
-                for (name, value) in &request.headers {
-                    let mut value =
-                        reqwest::header::HeaderValue::from_str(value).map_err(|_| {
-                            TransportFailure {
-                                message: format!("the `{name}` header is not a valid header value"),
-                                connect: false,
-                                timeout: false,
-                                request: false,
-                            }
-                        })?;
-                    // Keys and tokens: kept out of reqwest's and hyper's own debug output.
-                    value.set_sensitive(true);
-                    builder = builder.header(name, value);
+            Http::Owned(slot) => {
+                let client = slot.read().unwrap_or_else(|e| e.into_inner()).clone();
+                match client {
+                    Some(client) => send_with(&client, request).await,
+                    None => Err(TransportFailure {
+                        message: "the client was closed".to_owned(),
+                        connect: false,
+                        timeout: false,
+                        request: false,
+                    }),
                 }
-                if let Some(body) = request.body {
-                    builder = builder.body(body);
-                }
-                if let Some(timeout) = request.timeout {
-                    builder = builder.timeout(timeout);
-                }
-                let response = builder.send().await?;
-                let content_type = response
-                    .headers()
-                    .get(reqwest::header::CONTENT_TYPE)
-                    .and_then(|v| v.to_str().ok())
-                    .map(str::to_owned);
-                Ok(HttpResponse {
-                    status: response.status().as_u16(),
-                    content_type,
-                    body: response
-                        .bytes_stream()
-                        .map(|chunk| chunk.map_err(TransportFailure::from))
-                        .boxed(),
-                })
             }
+            Http::Reqwest(client) => send_with(client, request).await,
         }
     }
+}
+
+async fn send_with(
+    client: &reqwest::Client,
+    request: HttpRequest,
+) -> Result<HttpResponse, TransportFailure> {
+    let method =
+        reqwest::Method::from_bytes(request.method.as_bytes()).map_err(|e| TransportFailure {
+            message: format!("`{}` is not an HTTP method: {e}", request.method),
+            connect: false,
+            timeout: false,
+            request: false,
+        })?;
+    let mut builder = client.request(method, &request.url);
+    for (name, value) in &request.headers {
+        let mut value =
+            reqwest::header::HeaderValue::from_str(value).map_err(|_| TransportFailure {
+                message: format!("the `{name}` header is not a valid header value"),
+                connect: false,
+                timeout: false,
+                request: false,
+            })?;
+        // Keys and tokens: kept out of reqwest's and hyper's own debug output.
+        value.set_sensitive(true);
+        builder = builder.header(name, value);
+    }
+    if let Some(body) = request.body {
+        builder = builder.body(body);
+    }
+    if let Some(timeout) = request.timeout {
+        builder = builder.timeout(timeout);
+    }
+    let response = builder.send().await?;
+    let content_type = response
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    Ok(HttpResponse {
+        status: response.status().as_u16(),
+        content_type,
+        body: response
+            .bytes_stream()
+            .map(|chunk| chunk.map_err(TransportFailure::from))
+            .boxed(),
+    })
 }

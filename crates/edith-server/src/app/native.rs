@@ -73,7 +73,7 @@ const DEFAULT_LIST_LIMIT: u64 = 200;
 
 /// The stored sessions of the runtime's profile `native_name`, newest first, in the shape of
 /// `session.list`, read from the runtime's Desktop route `GET /api/sessions?profile=`.
-async fn profile_sessions(
+pub(super) async fn profile_sessions(
     state: &AppState,
     record: &edith_store::InstanceRecord,
     native_name: &str,

@@ -23,11 +23,12 @@ use futures_util::{SinkExt, StreamExt};
 use hermes_native::catalog::{Scope as MethodScope, catalog};
 use hermes_native::client::{GatewaySocket, Message, open_socket};
 use hermes_native::codes;
+use hermes_native::methods::{Method, SessionList, SessionListParams};
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, watch};
 use tokio::task::AbortHandle;
 
-use super::{instances, profiles};
+use super::{instances, native, profiles};
 use crate::auth::Principal;
 use crate::error::{AppError, AppResult};
 use crate::http::limits::StreamPermit;
@@ -315,7 +316,7 @@ impl Relay {
             while let Some(Ok(message)) = stream.next().await {
                 heard.store(since.elapsed().as_millis() as u64, Ordering::Relaxed);
                 match message {
-                    ClientMessage::Text(text) => self.request(text.as_str()).await,
+                    ClientMessage::Text(text) => self.request(&state, text.as_str()).await,
                     ClientMessage::Close(_) => return ClientEnd::Closed,
                     _ => {}
                 }
@@ -447,19 +448,53 @@ impl Relay {
     }
 
     /// One request from the client: checked, then written to the runtime; a refusal is
-    /// answered in the log like any reply.
-    async fn request(&self, text: &str) {
+    /// answered in the log like any reply. `session.list` is answered here: Hermes 0.19's
+    /// gateway lists the root profile's stored sessions whatever the profile, and this
+    /// connection is a profile's (as `native_call` does, from the runtime's Desktop route).
+    async fn request(self: &Arc<Self>, state: &AppState, text: &str) {
         match self.checked(text) {
+            Ok(request) if request["method"] == SessionList::NAME => {
+                let relay = self.clone();
+                let state = state.clone();
+                // Off the reader's path: the client's next requests need not wait for it.
+                tokio::spawn(async move { relay.list_sessions(&state, request).await });
+            }
             Ok(request) => {
                 let text = serde_json::to_string(&request).expect("serialises");
                 // A runtime that is gone ends the connection; the client hears it then.
                 let _ = self.to_runtime.send(Message::Text(text.into())).await;
             }
-            Err((id, code, message)) => self.push(json!({
-                "jsonrpc": "2.0",
-                "id": id,
-                "error": {"code": code, "message": message},
-            })),
+            Err((id, code, message)) => self.refuse(id, code, &message),
+        }
+    }
+
+    fn refuse(&self, id: Value, code: i64, message: &str) {
+        self.push(json!({
+            "jsonrpc": "2.0",
+            "id": id,
+            "error": {"code": code, "message": message},
+        }));
+    }
+
+    /// Answers `session.list` with this profile's stored sessions.
+    async fn list_sessions(&self, state: &AppState, request: Value) {
+        let id = request["id"].clone();
+        let params: SessionListParams = match serde_json::from_value(request["params"].clone()) {
+            Ok(params) => params,
+            Err(e) => {
+                let message = format!("`params` of `session.list`: {e}");
+                return self.refuse(id, codes::INVALID_PARAMS, &message);
+            }
+        };
+        let listed = match instances::load_ready(state, &self.instance).await {
+            Ok(record) => {
+                native::profile_sessions(state, &record, &self.native_profile, params.limit).await
+            }
+            Err(e) => Err(e),
+        };
+        match listed {
+            Ok(result) => self.push(json!({"jsonrpc": "2.0", "id": id, "result": result})),
+            Err(e) => self.refuse(id, codes::HANDLER_ERROR, &e.detail),
         }
     }
 

@@ -62,7 +62,11 @@ impl ToolHosts {
             Ok(output) => output,
             Err(e) => {
                 self.clients.lock().await.remove(&record.host.id);
-                ToolOutput::error(format!("tool host call failed: {e}"))
+                if e.is_unreachable() {
+                    ToolOutput::error(format!("tool host unreachable: {e}"))
+                } else {
+                    ToolOutput::error(format!("tool host call failed: {e}"))
+                }
             }
         }
     }

@@ -428,6 +428,21 @@ async fn prompt_through_the_relay(
     })
     .await
     .expect("the turn completes within 120 s");
+    // The connection is the profile's: its list is the profile's stored sessions (Hermes's own
+    // gateway would list the root profile's, where there are none).
+    send(
+        &mut socket,
+        json!({"jsonrpc": "2.0", "id": 3, "method": "session.list", "params": {}}),
+    )
+    .await;
+    let listed = reply_to(&mut socket, 3).await;
+    let ids: Vec<&Value> = listed["result"]["sessions"]
+        .as_array()
+        .unwrap_or_else(|| panic!("a list: {listed}"))
+        .iter()
+        .map(|s| &s["id"])
+        .collect();
+    assert_eq!(ids, [&created["result"]["stored_session_id"]], "{listed}");
     socket.close(None).await.unwrap();
     assert_eq!(
         model.authorizations().last().map(String::as_str),

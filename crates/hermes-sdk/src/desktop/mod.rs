@@ -67,13 +67,14 @@ impl std::fmt::Debug for HermesDesktop {
 
 impl HermesDesktop {
     /// A client for the runtime at `base_url` (e.g. `http://127.0.0.1:9119`), authenticated with
-    /// its session token, with an HTTP client of its own.
+    /// its session token, with an HTTP client of its own, which [`close`](Self::close) shuts
+    /// down.
     pub fn remote(base_url: &str, token: Option<&str>) -> Self {
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(10))
             .build()
             .unwrap_or_default();
-        Self::with_http_client(base_url, token, http)
+        Self::with(base_url, token, Http::owned(http))
     }
 
     /// A client that sends through `http`. The SDK never closes or reconfigures it: it stays
@@ -155,10 +156,15 @@ impl HermesDesktop {
     }
 
     /// Closes this client (and its clones, and the clients [`for_profile`](Self::for_profile)
-    /// made from it): later calls fail with [`Error::Closed`]. An HTTP client the caller gave
-    /// stays theirs and keeps working.
+    /// made from it): later calls fail with [`Error::Closed`]. Closing the client `remote`
+    /// made drops its HTTP client with its pooled connections; a client made from another
+    /// (`for_profile`, `instance.desktop()`) leaves the shared one to its owner, and an HTTP
+    /// client the caller gave stays theirs and keeps working.
     pub fn close(&self) {
         self.closed.store(true, Ordering::SeqCst);
+        if self.ancestors.is_empty() {
+            self.http.shut_down();
+        }
     }
 
     fn check_open(&self) -> Result<()> {

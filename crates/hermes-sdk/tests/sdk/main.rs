@@ -36,6 +36,18 @@ fn recording_word_count() -> (Tool, Arc<Mutex<Vec<String>>>) {
     (tool, calls)
 }
 
+/// What the first tool the turn called returned, once the turn completed.
+async fn tool_result(turn: hermes::TurnHandle) -> serde_json::Value {
+    assert_eq!(turn.wait().await.expect("wait").state, TurnState::Completed);
+    let log = collect(turn.events()).await;
+    log.iter()
+        .find_map(|e| match &e.kind {
+            TurnEventKind::ToolCompleted { result, .. } => Some(result.clone()),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("the tool was called: {log:#?}"))
+}
+
 async fn ready_instance(hermes: &Hermes, name: &str) -> InstanceHandle {
     let creation = hermes.instances().create(name).await.expect("create");
     assert_eq!(creation.instance.state, InstanceState::Provisioning);
@@ -242,14 +254,7 @@ async fn a_closed_local_context_refuses_and_its_tools_are_reached_no_more() {
         .session(session.id());
     let turn = again.send(input).await.expect("turn");
     assert_eq!(turn.wait().await.expect("wait").state, TurnState::Completed);
-    let log = collect(turn.events()).await;
-    let result = log
-        .iter()
-        .find_map(|e| match &e.kind {
-            TurnEventKind::ToolCompleted { result, .. } => Some(result.clone()),
-            _ => None,
-        })
-        .unwrap_or_else(|| panic!("the tool was called: {log:#?}"));
+    let result = tool_result(turn).await;
     assert!(
         result.to_string().contains("tool host unreachable"),
         "the turn says the tool could not be reached: {result}"
@@ -265,6 +270,56 @@ async fn a_closed_local_context_refuses_and_its_tools_are_reached_no_more() {
         .await
         .expect("delete");
     second.close().await.expect("close");
+}
+
+#[tokio::test]
+async fn a_tool_host_served_on_its_own_is_called_with_its_secret_only() {
+    let hermes = Hermes::local().await.expect("local");
+    let host = hermes::ToolHost::serve(([127, 0, 0, 1], 0).into())
+        .await
+        .expect("serve");
+    let (tool, calls) = recording_word_count();
+    host.add(tool);
+    let registered = hermes.register_tool_host(&host).await.expect("register");
+    assert_eq!(registered.len(), 1);
+
+    // Nobody but the holder of its secret may call it.
+    let http = reqwest::Client::new();
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+    for bearer in [None, Some("not-the-secret")] {
+        let mut request = http
+            .post(host.url())
+            .header("accept", "application/json, text/event-stream")
+            .json(&call)
+            .timeout(std::time::Duration::from_secs(10));
+        if let Some(bearer) = bearer {
+            request = request.bearer_auth(bearer);
+        }
+        let refused = request.send().await.expect("the host answers");
+        assert_eq!(refused.status(), 401, "bearer {bearer:?}");
+    }
+
+    let instance = ready_instance(&hermes, "hosted").await;
+    let profile = instance
+        .profiles()
+        .create(ProfileSpec::new("assistant").tool(&registered[0]))
+        .await
+        .expect("profile");
+    let session = profile.sessions().create().await.expect("session");
+    let input = r#"word_count {"text": "one two three"}"#;
+    let result = tool_result(session.send(input).await.expect("turn")).await;
+    assert!(result.to_string().contains('3'), "{result}");
+    assert_eq!(*calls.lock().unwrap(), ["one two three"]);
+
+    // A host that is gone: the turn says so, and goes on.
+    host.shutdown().await;
+    let result = tool_result(session.send(input).await.expect("turn")).await;
+    assert!(
+        result.to_string().contains("tool host unreachable"),
+        "the turn says the tool could not be reached: {result}"
+    );
+    assert_eq!(calls.lock().unwrap().len(), 1, "not called again");
+    hermes.close().await.expect("close");
 }
 
 #[tokio::test]
@@ -350,6 +405,71 @@ async fn a_remote_client_never_deletes_and_leaves_the_callers_http_client_usable
         .expect("the caller's client still works");
     assert!(health.status().is_success());
     server_side.close().await.expect("close");
+}
+
+/// A stand-in HTTP/1.1 server on loopback: it answers every request `{}` on a kept-alive
+/// connection and reports each connection its client closes.
+async fn connection_watching_server() -> (String, tokio::sync::mpsc::UnboundedReceiver<()>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let (closed, closes) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let closed = closed.clone();
+            tokio::spawn(async move {
+                let mut seen = Vec::new();
+                let mut buf = [0u8; 4096];
+                loop {
+                    match socket.read(&mut buf).await {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => seen.extend_from_slice(&buf[..n]),
+                    }
+                    // Bodiless requests only: each ends at its blank line.
+                    while let Some(end) = seen.windows(4).position(|w| w == b"\r\n\r\n") {
+                        seen.drain(..end + 4);
+                        let reply = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\
+                                     content-length: 2\r\n\r\n{}";
+                        if socket.write_all(reply.as_bytes()).await.is_err() {
+                            return;
+                        }
+                    }
+                }
+                let _ = closed.send(());
+            });
+        }
+    });
+    (url, closes)
+}
+
+#[tokio::test]
+async fn closing_a_client_the_sdk_made_closes_its_connections() {
+    let wait = std::time::Duration::from_secs(10);
+    let (url, mut closes) = connection_watching_server().await;
+    let client = hermes::EdithHermes::remote(&url, Some("key"));
+    // The reply does not decode as a page: what matters is the connection it opened.
+    let _ = client
+        .instance_list(&Default::default(), &Default::default())
+        .await;
+    client.close();
+    tokio::time::timeout(wait, closes.recv())
+        .await
+        .expect("the control-plane client's connection was closed with it");
+
+    let desktop = hermes::HermesDesktop::remote(&url, Some("token"));
+    let work = desktop.for_profile("work");
+    let _ = desktop.profile_list().await;
+    // A profile's client shares the connection and leaves it to its parent.
+    work.close();
+    let after = desktop.profile_list().await;
+    assert!(
+        !matches!(after, Err(Error::Closed | Error::Transport(_))),
+        "the parent still sends: {after:?}"
+    );
+    desktop.close();
+    tokio::time::timeout(wait, closes.recv())
+        .await
+        .expect("the Desktop client's connection was closed with it");
 }
 
 #[tokio::test]
@@ -1259,6 +1379,58 @@ async fn an_instances_desktop_routes_are_reached_through_the_control_plane_with_
 /// a tool updated, detached and deleted (refused while a profile has it), a tool host moved and
 /// deleted, a session and a profile deleted.
 #[tokio::test]
+async fn instances_are_listed_by_state_and_label_through_the_sdk() {
+    use hermes::types::{CreateInstance, InstanceFilter};
+    let hermes = Hermes::local().await.expect("local");
+    let mut spec = CreateInstance::named("labelled");
+    spec.labels.insert("team".to_owned(), "blue".to_owned());
+    let labelled = hermes
+        .instances()
+        .create_with(&spec)
+        .await
+        .expect("create")
+        .ready()
+        .await
+        .expect("ready");
+    let plain = ready_instance(&hermes, "plain").await;
+    let ids = |page: hermes::types::Page<hermes::types::Instance>| -> Vec<_> {
+        page.items.into_iter().map(|i| i.id).collect()
+    };
+    let page = Default::default();
+    let blue = InstanceFilter {
+        label: Some("team=blue".to_owned()),
+        ..Default::default()
+    };
+    let listed = hermes.instances().list_where(&blue, &page).await.unwrap();
+    assert_eq!(ids(listed), [labelled.id().clone()]);
+    let ready = InstanceFilter {
+        state: Some(InstanceState::Ready),
+        ..Default::default()
+    };
+    let mut listed = ids(hermes.instances().list_where(&ready, &page).await.unwrap());
+    listed.sort();
+    let mut both = vec![labelled.id().clone(), plain.id().clone()];
+    both.sort();
+    assert_eq!(listed, both);
+    let failed = InstanceFilter {
+        state: Some(InstanceState::Failed),
+        ..Default::default()
+    };
+    assert!(ids(hermes.instances().list_where(&failed, &page).await.unwrap()).is_empty());
+    let bad = InstanceFilter {
+        label: Some("no equals sign".to_owned()),
+        ..Default::default()
+    };
+    let refused = hermes
+        .instances()
+        .list_where(&bad, &page)
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), Some(ErrorCode::InvalidRequest), "{refused}");
+    hermes.close().await.expect("close");
+}
+
+#[tokio::test]
 async fn resources_are_changed_and_deleted_through_their_handles() {
     use hermes::types::{ModelConfig, ModelSpec, RegisterToolHost, UpdateTool, UpdateToolHost};
     let hermes = Hermes::local().await.expect("local");
@@ -1410,4 +1582,73 @@ async fn replies_that_do_not_decode_keep_their_body() {
         format!("{refused:?}").contains("upstream went away"),
         "{refused:?}"
     );
+}
+
+#[tokio::test]
+async fn errors_tell_a_refusal_from_a_broken_transport_and_say_what_may_be_retried() {
+    use hermes::types::{ErrorCode, Problem};
+    let problem = |code: ErrorCode| {
+        let problem = Problem::new(code, "said by the stand-in");
+        (
+            axum::http::StatusCode::from_u16(problem.status).unwrap(),
+            [("content-type", "application/problem+json")],
+            serde_json::to_string(&problem).unwrap(),
+        )
+    };
+    let app = axum::Router::new()
+        .route(
+            "/v1/instances/inst_0",
+            axum::routing::get(move || async move { problem(ErrorCode::RuntimeUnavailable) }),
+        )
+        .route(
+            "/v1/instances/inst_1",
+            axum::routing::get(move || async move { problem(ErrorCode::NotFound) }),
+        );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let hermes = Hermes::remote(&url, Some("edk_any"));
+
+    let busy = hermes.instance(&"inst_0".parse().unwrap()).get().await;
+    let busy = busy.unwrap_err();
+    assert!(
+        matches!(
+            &busy,
+            Error::Api {
+                status: 503,
+                retryable: true,
+                ..
+            }
+        ),
+        "{busy:?}"
+    );
+    assert!(busy.is_retryable());
+    assert_eq!(busy.code(), Some(ErrorCode::RuntimeUnavailable));
+    let missing = hermes.instance(&"inst_1".parse().unwrap()).get().await;
+    let missing = missing.unwrap_err();
+    assert!(
+        matches!(
+            &missing,
+            Error::Api {
+                status: 404,
+                retryable: false,
+                ..
+            }
+        ),
+        "{missing:?}"
+    );
+    assert!(!missing.is_retryable());
+
+    // Nothing listens: the transport broke, and a later attempt may find the server.
+    let closed = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let nowhere = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    let gone = Hermes::remote(&nowhere, Some("edk_any"))
+        .instance(&"inst_0".parse().unwrap())
+        .get()
+        .await
+        .unwrap_err();
+    assert!(matches!(&gone, Error::Transport(_)), "{gone:?}");
+    assert!(gone.is_retryable());
+    assert_eq!(gone.code(), None);
 }
