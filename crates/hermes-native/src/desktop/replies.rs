@@ -195,6 +195,19 @@ pub struct SessionSummary {
     /// With `?profile=`: whether that profile is `default`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub is_default_profile: Option<bool>,
+    /// With `?full=1`: the stored agent settings and system prompt, which lists leave out
+    /// otherwise (when the keys are absent this reads as both `None`).
+    #[serde(flatten)]
+    pub full: Option<SessionBlobs>,
+}
+
+/// The large columns of a session row that lists leave out unless asked (`full=1`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionBlobs {
+    /// A JSON document, as text.
+    pub model_config: Option<String>,
+    /// The system prompt stored for it.
+    pub system_prompt: Option<String>,
 }
 
 /// `GET /api/sessions`.

@@ -5,7 +5,8 @@
 
 use hermes_native::StoredSessionId;
 use hermes_native::desktop::replies::{
-    MessagePagination, SearchHit, SessionColumns, SessionDetail, SessionSummary, StoredMessage,
+    MessagePagination, SearchHit, SessionBlobs, SessionColumns, SessionDetail, SessionSummary,
+    StoredMessage,
 };
 use serde_json::Value;
 use sqlx::sqlite::SqliteRow;
@@ -49,6 +50,8 @@ pub struct ListFilter {
     pub exclude_sources: Vec<String>,
     /// Sessions working in this directory or below it.
     pub cwd_prefix: Option<String>,
+    /// Rows with their stored agent settings and system prompt (`full=1`).
+    pub full: bool,
 }
 
 /// Why a title cannot be set.
@@ -117,7 +120,20 @@ impl StateDb {
         let mut count = QueryBuilder::<Sqlite>::new("SELECT COUNT(*) FROM sessions s");
         push_filters(&mut count, filter);
         let total: i64 = count.build_query_scalar().fetch_one(&self.pool).await?;
-        Ok((rows.iter().map(summary).collect(), total))
+        let summaries = rows
+            .iter()
+            .map(|row| {
+                let mut summary = summary(row);
+                if filter.full {
+                    summary.full = Some(SessionBlobs {
+                        model_config: row.get("model_config"),
+                        system_prompt: row.get("system_prompt"),
+                    });
+                }
+                summary
+            })
+            .collect();
+        Ok((summaries, total))
     }
 
     /// The sessions the runs of cron job `job` made (`cron_<job>_…`), newest first.
@@ -385,6 +401,7 @@ fn summary(row: &SqliteRow) -> SessionSummary {
         is_active,
         profile: None,
         is_default_profile: None,
+        full: None,
     }
 }
 

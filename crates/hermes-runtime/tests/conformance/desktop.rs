@@ -266,9 +266,25 @@ async fn session_columns(target: Target) {
     assert_eq!(model_config["max_iterations"], 90, "{model_config}");
     // Hermes stores the system prompt it sends; ours sends none (docs/runtimes.md).
     match target {
-        Target::Hermes => assert!(detail.system_prompt.is_some_and(|p| !p.is_empty())),
+        Target::Hermes => assert!(detail.system_prompt.as_ref().is_some_and(|p| !p.is_empty())),
         Target::Ours => assert_eq!(detail.system_prompt, None),
     }
+    // Lists leave the large columns out unless asked.
+    let full_list = |full: Option<bool>| {
+        let desktop = &desktop;
+        async move {
+            let query = SessionListQuery {
+                full,
+                ..Default::default()
+            };
+            let page = desktop.session_list(&query).await.unwrap();
+            page.sessions[0].full.clone().unwrap_or_default()
+        }
+    };
+    let blobs = full_list(Some(true)).await;
+    assert_eq!(blobs.model_config, detail.model_config);
+    assert_eq!(blobs.system_prompt, detail.system_prompt);
+    assert_eq!(full_list(None).await, Default::default());
     let read = desktop
         .session_messages(&stored, &SessionMessagesQuery::default())
         .await

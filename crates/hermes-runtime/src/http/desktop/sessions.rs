@@ -98,6 +98,7 @@ pub async fn list(
             .map(str::to_owned)
             .collect(),
         cwd_prefix: query.cwd_prefix.filter(|s| !s.is_empty()),
+        full: query.full.unwrap_or(false),
     };
     let (mut sessions, total) = db
         .session_page(&filter)
