@@ -568,7 +568,7 @@ async fn profiles(target: Target) {
     peer.stop().await;
 }
 
-fn git(dir: &std::path::Path, args: &[&str]) {
+pub fn git(dir: &std::path::Path, args: &[&str]) {
     let status = std::process::Command::new("git")
         .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
         .args(args)

@@ -21,6 +21,7 @@ mod secrets;
 mod session_work;
 mod sessions;
 mod settings;
+mod shapes;
 mod skills;
 mod tools;
 mod turns;
