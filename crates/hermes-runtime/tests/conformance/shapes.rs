@@ -2,7 +2,7 @@
 //! are given the same things (a session made over the gateway, a profile, a cron job, a git
 //! workspace), every reading route is asked the same on both, and every key Hermes's reply has
 //! must be in ours too, at every depth (the typed client would read a missing key as `None` and
-//! never notice).
+//! never notice); and bad input and unknown ids get the same status and the same words.
 
 use std::collections::BTreeSet;
 
@@ -172,6 +172,90 @@ async fn desktop_replies_carry_every_key_hermes_sends() {
         "keys Hermes sends that ours does not:\n{}",
         missing.join("\n")
     );
+    ours.stop().await;
+    hermes.stop().await;
+}
+
+/// One request as both runtimes get it: its status and reply (`null` for an empty one).
+async fn answer(peer: &Peer, method: &str, path: &str, body: Option<&Value>) -> (u16, Value) {
+    let mut request = reqwest::Client::new()
+        .request(method.parse().unwrap(), peer.url(path))
+        .header("X-Hermes-Session-Token", TOKEN)
+        .timeout(std::time::Duration::from_secs(60));
+    if let Some(body) = body {
+        request = request.json(body);
+    }
+    let reply = request
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{path}: {e}"));
+    let status = reply.status().as_u16();
+    let text = reply.text().await.unwrap();
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    )
+}
+
+#[tokio::test]
+async fn desktop_refusals_are_hermess_word_for_word() {
+    let (ours, hermes) = tokio::join!(Peer::start(Target::Ours), Peer::start(Target::Hermes));
+    let profile = json!({"name": "work"});
+    for peer in [&ours, &hermes] {
+        let (status, reply) = answer(peer, "POST", "/api/profiles", Some(&profile)).await;
+        assert_eq!(status, 200, "{reply}");
+    }
+    let cases: Vec<(&str, &str, Option<Value>)> = vec![
+        ("GET", "/api/sessions/nope/messages", None),
+        ("PATCH", "/api/sessions/nope", Some(json!({"title": "x"}))),
+        ("GET", "/api/sessions?archived=bogus", None),
+        ("GET", "/api/sessions?profile=ghost", None),
+        ("GET", "/api/sessions?profile=Bad", None),
+        (
+            "PATCH",
+            "/api/profiles/nope",
+            Some(json!({"new_name": "x"})),
+        ),
+        (
+            "PATCH",
+            "/api/profiles/work",
+            Some(json!({"new_name": "Bad Name"})),
+        ),
+        ("POST", "/api/cron/jobs/nope/pause", None),
+        ("POST", "/api/cron/jobs/nope/resume", None),
+        ("POST", "/api/cron/jobs/nope/trigger", None),
+        (
+            "PUT",
+            "/api/cron/jobs/nope",
+            Some(json!({"updates": {"name": "x"}})),
+        ),
+        ("GET", "/api/cron/jobs?profile=Bad", None),
+        ("GET", "/api/cron/jobs?profile=ghost", None),
+        ("GET", "/api/skills?profile=ghost", None),
+        ("GET", "/api/skills?profile=Bad", None),
+        ("GET", "/api/tools/toolsets?profile=ghost", None),
+        ("GET", "/api/fs/read-text?path={work}/missing.txt", None),
+        ("GET", "/api/fs/read-text?path={work}", None),
+        ("GET", "/api/fs/read-text?path=", None),
+        ("GET", "/api/git/status?path={work}/missing", None),
+        ("GET", "/api/git/branches?path={work}/missing", None),
+    ];
+    for (method, path, body) in &cases {
+        let at = |peer: &Peer| {
+            let work = std::fs::canonicalize(&peer.work).unwrap();
+            path.replace("{work}", &work.to_string_lossy())
+        };
+        let (ours_path, hermes_path) = (at(&ours), at(&hermes));
+        let (ours_answer, hermes_answer) = tokio::join!(
+            answer(&ours, method, &ours_path, body.as_ref()),
+            answer(&hermes, method, &hermes_path, body.as_ref())
+        );
+        assert_eq!(ours_answer, hermes_answer, "{method} {path}");
+    }
+    // A path no route serves: 404 on both (the bodies differ, docs/runtimes.md).
+    let (ours_status, _) = answer(&ours, "GET", "/api/nowhere", None).await;
+    let (hermes_status, _) = answer(&hermes, "GET", "/api/nowhere", None).await;
+    assert_eq!((ours_status, hermes_status), (404, 404));
     ours.stop().await;
     hermes.stop().await;
 }
