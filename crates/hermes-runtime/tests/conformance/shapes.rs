@@ -259,3 +259,98 @@ async fn desktop_refusals_are_hermess_word_for_word() {
     ours.stop().await;
     hermes.stop().await;
 }
+
+/// Ours only: what this runtime would not honour is refused rather than stored and ignored, a
+/// configuration it could not read back is refused before it is written, and a path no route
+/// serves is a plain 404 (docs/runtimes.md).
+#[tokio::test]
+async fn desktop_what_ours_would_not_honour_is_refused() {
+    let peer = Peer::start(Target::Ours).await;
+    let not_supported = |what: &str| format!("`{what}` is not supported by hermes-runtime");
+    let cron_setting = |what: &str| {
+        format!(
+            "`{what}` is not supported by hermes-runtime: its cron runs use the profile's model \
+             and tools, with the job's prompt"
+        )
+    };
+    let job = |extra: Value| {
+        let mut body = json!({"prompt": "p", "schedule": "every 1h"});
+        body.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        body
+    };
+    let cases: Vec<(&str, Value, String)> = vec![
+        (
+            "/api/profiles",
+            json!({"name": "a", "mcp_servers": [{"name": "x", "url": "http://127.0.0.1:1"}]}),
+            not_supported("mcp_servers"),
+        ),
+        (
+            "/api/profiles",
+            json!({"name": "b", "keep_skills": ["x"]}),
+            not_supported("keep_skills"),
+        ),
+        (
+            "/api/profiles",
+            json!({"name": "c", "hub_skills": ["x"]}),
+            not_supported("hub_skills"),
+        ),
+        (
+            "/api/cron/jobs",
+            job(json!({"model": "m"})),
+            cron_setting("model"),
+        ),
+        (
+            "/api/cron/jobs",
+            job(json!({"script": "s.sh"})),
+            cron_setting("script"),
+        ),
+        (
+            "/api/cron/jobs",
+            job(json!({"skills": ["x"]})),
+            cron_setting("skills"),
+        ),
+    ];
+    for (path, body, detail) in cases {
+        let (status, reply) = answer(&peer, "POST", path, Some(&body)).await;
+        assert_eq!((status, &reply["detail"]), (400, &json!(detail)), "{body}");
+    }
+    let (status, reply) = answer(&peer, "GET", "/api/profiles", None).await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        reply["profiles"].as_array().map(Vec::len),
+        Some(1),
+        "none was made: {reply}"
+    );
+    let (_, jobs) = answer(&peer, "GET", "/api/cron/jobs", None).await;
+    assert_eq!(jobs, json!([]), "none was made");
+
+    let before = std::fs::read_to_string(peer.home.join("config.yaml")).unwrap();
+    let unreadable = json!({"config": {"model": ["not", "a", "section"]}});
+    let (status, reply) = answer(&peer, "PUT", "/api/config", Some(&unreadable)).await;
+    assert_eq!(status, 400, "{reply}");
+    assert!(
+        reply["detail"]
+            .as_str()
+            .is_some_and(|d| d.starts_with("invalid configuration")),
+        "{reply}"
+    );
+    let after = std::fs::read_to_string(peer.home.join("config.yaml")).unwrap();
+    assert_eq!(before, after, "the file is left as it was");
+    // A model section sent whole is merged into the one on file.
+    let section = json!({"config": {"model": {"default": "other-model"}}});
+    let (status, reply) = answer(&peer, "PUT", "/api/config", Some(&section)).await;
+    assert_eq!(status, 200, "{reply}");
+    let (_, config) = answer(&peer, "GET", "/api/config", None).await;
+    assert_eq!(config["model"], "other-model", "{config}");
+    let on_file = std::fs::read_to_string(peer.home.join("config.yaml")).unwrap();
+    assert!(
+        on_file.contains("provider: custom"),
+        "the rest of the section stays: {on_file}"
+    );
+
+    let (status, reply) = answer(&peer, "GET", "/api/nowhere", None).await;
+    assert_eq!((status, reply), (404, json!({"detail": "Not Found"})));
+    peer.stop().await;
+}

@@ -114,13 +114,17 @@ pub async fn update(
         .and_then(|v| v.as_i64())
         .unwrap_or(0);
     // This runtime keeps `model:` as a section: a name sent alone becomes its `default`.
-    if let Some(Value::String(name)) = change.remove("model").filter(|m| m.as_str() != Some("")) {
-        let mut model = Map::new();
-        model.insert("default".to_owned(), json!(name));
-        if context > 0 {
-            model.insert("context_length".to_owned(), json!(context));
+    // An empty name changes nothing; a section is merged as it is.
+    if let Some(Value::String(name)) = change.get("model").cloned() {
+        change.remove("model");
+        if !name.is_empty() {
+            let mut model = Map::new();
+            model.insert("default".to_owned(), json!(name));
+            if context > 0 {
+                model.insert("context_length".to_owned(), json!(context));
+            }
+            change.insert("model".to_owned(), Value::Object(model));
         }
-        change.insert("model".to_owned(), Value::Object(model));
     }
     merge(&mut config, change);
     let merged: HermesConfig = match serde_json::from_value(Value::Object(config)) {
