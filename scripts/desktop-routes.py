@@ -60,6 +60,7 @@ BOUND = [
     ("git", "git_status", "GET", "/api/git/status"),
     ("git", "git_branches", "GET", "/api/git/branches"),
     ("plugins", "plugin_list", "GET", "/api/dashboard/plugins"),
+    ("mcp_catalog", "mcp_catalog_list", "GET", "/api/mcp/catalog"),
 ]
 
 VERBS = {"get", "post", "put", "patch", "delete"}

@@ -45,7 +45,8 @@ class AsyncHermesDesktop(DesktopRoutes, ClosesOnExit):
 
     async def capabilities(self) -> dict[str, Any]:
         """What the server offers: ``version``, ``runtime`` (``None`` for Hermes itself), the
-        route ``groups`` it serves and the dashboard plugins with routes (``plugin_routes``).
+        route ``groups`` it serves, the dashboard plugins with routes (``plugin_routes``) and
+        the MCP servers its catalog offers (``mcp_catalog``).
         Discover before relying on a group: not every deployment serves every route."""
         return await self._desktop.capabilities()
 

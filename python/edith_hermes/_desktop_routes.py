@@ -159,3 +159,7 @@ class DesktopRoutes:
     async def plugin_list(self) -> Any:
         """``GET /api/dashboard/plugins`` (``get_dashboard_plugins`` in hermes-agent)."""
         return await self._desktop.call("plugin_list", {}, None, None)
+
+    async def mcp_catalog_list(self, *, profile: str | None = None) -> Any:
+        """``GET /api/mcp/catalog`` (``list_mcp_catalog`` in hermes-agent)."""
+        return await self._desktop.call("mcp_catalog_list", {}, _query(profile=profile), None)

@@ -92,7 +92,7 @@ impl HermesDesktop {
     }
 
     /// What the server offers: its version, which runtime it is, the route groups it serves
-    /// and the dashboard plugins with routes of their own.
+    /// the dashboard plugins with routes of their own, and the MCP servers its catalog offers.
     fn capabilities<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let desktop = self.inner.clone();
         future_into_py(py, async move {
@@ -103,6 +103,7 @@ impl HermesDesktop {
                 "runtime": found.runtime,
                 "groups": groups,
                 "plugin_routes": found.plugin_routes,
+                "mcp_catalog": found.mcp_catalog,
             }))
         })
     }

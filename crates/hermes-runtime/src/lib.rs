@@ -13,6 +13,7 @@ mod cron;
 mod dotenv;
 mod gateway;
 mod http;
+mod mcp_catalog;
 pub mod model;
 mod prompts;
 mod pyjson;

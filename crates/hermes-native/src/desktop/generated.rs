@@ -27,11 +27,13 @@ pub enum RouteGroup {
     Git,
     /// The `plugins` routes.
     Plugins,
+    /// The `mcp_catalog` routes.
+    McpCatalog,
 }
 
 impl RouteGroup {
     /// Every group, in the contract's order.
-    pub const ALL: &'static [RouteGroup] = &[RouteGroup::Status, RouteGroup::Sessions, RouteGroup::Profiles, RouteGroup::Cron, RouteGroup::Skills, RouteGroup::Toolsets, RouteGroup::Config, RouteGroup::Fs, RouteGroup::Git, RouteGroup::Plugins];
+    pub const ALL: &'static [RouteGroup] = &[RouteGroup::Status, RouteGroup::Sessions, RouteGroup::Profiles, RouteGroup::Cron, RouteGroup::Skills, RouteGroup::Toolsets, RouteGroup::Config, RouteGroup::Fs, RouteGroup::Git, RouteGroup::Plugins, RouteGroup::McpCatalog];
 
     /// The group's name in the contract.
     pub const fn as_str(self) -> &'static str {
@@ -46,6 +48,7 @@ impl RouteGroup {
             RouteGroup::Fs => "fs",
             RouteGroup::Git => "git",
             RouteGroup::Plugins => "plugins",
+            RouteGroup::McpCatalog => "mcp_catalog",
         }
     }
 }
@@ -121,11 +124,13 @@ pub enum Route {
     GitBranches,
     /// `GET /api/dashboard/plugins`
     PluginList,
+    /// `GET /api/mcp/catalog`
+    McpCatalogList,
 }
 
 impl Route {
     /// Every route, in the contract's order.
-    pub const ALL: &'static [Route] = &[Route::StatusGet, Route::SessionList, Route::SessionSearch, Route::SessionGet, Route::SessionMessages, Route::SessionUpdate, Route::SessionDelete, Route::ProfileList, Route::ProfileActive, Route::ProfileCreate, Route::ProfileRename, Route::ProfileDelete, Route::CronJobList, Route::CronJobCreate, Route::CronJobGet, Route::CronJobUpdate, Route::CronJobDelete, Route::CronJobPause, Route::CronJobResume, Route::CronJobTrigger, Route::CronJobRuns, Route::SkillList, Route::SkillToggle, Route::ToolsetList, Route::ToolsetUpdate, Route::ConfigGet, Route::ConfigUpdate, Route::ConfigSchema, Route::FsList, Route::FsReadText, Route::FsWriteText, Route::GitStatus, Route::GitBranches, Route::PluginList];
+    pub const ALL: &'static [Route] = &[Route::StatusGet, Route::SessionList, Route::SessionSearch, Route::SessionGet, Route::SessionMessages, Route::SessionUpdate, Route::SessionDelete, Route::ProfileList, Route::ProfileActive, Route::ProfileCreate, Route::ProfileRename, Route::ProfileDelete, Route::CronJobList, Route::CronJobCreate, Route::CronJobGet, Route::CronJobUpdate, Route::CronJobDelete, Route::CronJobPause, Route::CronJobResume, Route::CronJobTrigger, Route::CronJobRuns, Route::SkillList, Route::SkillToggle, Route::ToolsetList, Route::ToolsetUpdate, Route::ConfigGet, Route::ConfigUpdate, Route::ConfigSchema, Route::FsList, Route::FsReadText, Route::FsWriteText, Route::GitStatus, Route::GitBranches, Route::PluginList, Route::McpCatalogList];
 
     /// The HTTP method.
     pub const fn method(self) -> &'static str {
@@ -164,6 +169,7 @@ impl Route {
             Route::GitStatus => "GET",
             Route::GitBranches => "GET",
             Route::PluginList => "GET",
+            Route::McpCatalogList => "GET",
         }
     }
 
@@ -204,6 +210,7 @@ impl Route {
             Route::GitStatus => "/api/git/status",
             Route::GitBranches => "/api/git/branches",
             Route::PluginList => "/api/dashboard/plugins",
+            Route::McpCatalogList => "/api/mcp/catalog",
         }
     }
 
@@ -244,6 +251,7 @@ impl Route {
             Route::GitStatus => "git_status",
             Route::GitBranches => "git_branches",
             Route::PluginList => "plugin_list",
+            Route::McpCatalogList => "mcp_catalog_list",
         }
     }
 
@@ -284,6 +292,7 @@ impl Route {
             Route::GitStatus => RouteGroup::Git,
             Route::GitBranches => RouteGroup::Git,
             Route::PluginList => RouteGroup::Plugins,
+            Route::McpCatalogList => RouteGroup::McpCatalog,
         }
     }
 
@@ -324,6 +333,7 @@ impl Route {
             Route::GitStatus => false,
             Route::GitBranches => false,
             Route::PluginList => true,
+            Route::McpCatalogList => false,
         }
     }
 
@@ -364,6 +374,7 @@ impl Route {
             Route::GitStatus => None,
             Route::GitBranches => None,
             Route::PluginList => None,
+            Route::McpCatalogList => Some(ParamIn::Query),
         }
     }
 }
@@ -770,4 +781,12 @@ pub struct GitStatusQuery {
 pub struct GitBranchesQuery {
     /// `path`.
     pub path: String,
+}
+
+/// The query of `GET /api/mcp/catalog`; unset fields take Hermes's defaults.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpCatalogListQuery {
+    /// `profile`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
 }

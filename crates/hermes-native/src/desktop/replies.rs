@@ -880,3 +880,76 @@ pub type GitStatus = Option<RepoStatus>;
 pub type GitBranches = BranchList;
 /// The reply of [`Route::PluginList`](super::Route::PluginList).
 pub type PluginList = Vec<DashboardPlugin>;
+/// The reply of [`Route::McpCatalogList`](super::Route::McpCatalogList).
+pub type McpCatalogList = McpCatalog;
+
+/// The catalog of MCP servers a user may install (`GET /api/mcp/catalog`): the manifests the
+/// server ships, each marked installed and enabled for the profile asked about.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpCatalog {
+    /// The entries, each one MCP server.
+    pub entries: Vec<McpCatalogEntry>,
+    /// Manifests that could not be read, and why.
+    pub diagnostics: Vec<McpCatalogDiagnostic>,
+}
+
+/// One MCP server of the catalog.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct McpCatalogEntry {
+    /// Its name, as `mcp_servers:` would key it.
+    pub name: String,
+    /// What it does.
+    pub description: String,
+    /// Where its manifest comes from.
+    pub source: String,
+    /// `stdio` or `http`.
+    pub transport: String,
+    /// How it authenticates (`none`, `env`, `oauth` …).
+    pub auth_type: String,
+    /// Variables the user must supply (names and prompts, never values).
+    pub required_env: Vec<McpRequiredEnv>,
+    /// For `stdio`: the command it runs, and its arguments.
+    pub command: Option<String>,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// For `http`: where it is reached.
+    pub url: Option<String>,
+    /// For servers that are cloned and built: the repository and its ref.
+    pub install_url: Option<String>,
+    /// The ref to check out.
+    pub install_ref: Option<String>,
+    /// The commands that build it.
+    pub bootstrap: Vec<String>,
+    /// The tools switched on when it is installed (`None`: all).
+    pub default_enabled: Option<Vec<String>>,
+    /// What to do after installing it.
+    pub post_install: String,
+    /// Whether installing it clones and builds something.
+    pub needs_install: bool,
+    /// Whether it is in the profile's `mcp_servers:`.
+    pub installed: bool,
+    /// Whether it is switched on there.
+    pub enabled: bool,
+}
+
+/// A variable an MCP server of the catalog needs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct McpRequiredEnv {
+    /// The variable's name.
+    pub name: String,
+    /// What the user is asked.
+    pub prompt: String,
+    /// Whether it must be set.
+    pub required: bool,
+}
+
+/// A catalog manifest that could not be read.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct McpCatalogDiagnostic {
+    /// The manifest's name.
+    pub name: String,
+    /// What kind of problem.
+    pub kind: String,
+    /// What went wrong.
+    pub message: String,
+}

@@ -6,15 +6,15 @@ use hermes::native::desktop::{
     CronJobCreateBody, CronJobCreateQuery, CronJobDeleteQuery, CronJobGetQuery, CronJobListQuery,
     CronJobPauseQuery, CronJobResumeQuery, CronJobRunsQuery, CronJobTriggerQuery,
     CronJobUpdateBody, CronJobUpdateQuery, FsListQuery, FsReadTextQuery, FsWriteTextBody,
-    GitBranchesQuery, GitStatusQuery, ProfileCreateBody, ProfileRenameBody, SessionDeleteQuery,
-    SessionGetQuery, SessionListQuery, SessionMessagesQuery, SessionSearchQuery, SessionUpdateBody,
-    StatusGetQuery,
+    GitBranchesQuery, GitStatusQuery, McpCatalogListQuery, ProfileCreateBody, ProfileRenameBody,
+    SessionDeleteQuery, SessionGetQuery, SessionListQuery, SessionMessagesQuery,
+    SessionSearchQuery, SessionUpdateBody, StatusGetQuery,
 };
 use hermes::{Error, HermesDesktop};
 use serde_json::{Value, json};
 
 use crate::conformance;
-use crate::harness::{Peer, TOKEN, Target};
+use crate::harness::{Peer, PeerOptions, TOKEN, Target};
 use crate::sessions::prompted_session;
 
 conformance!(
@@ -32,6 +32,7 @@ conformance!(
 conformance!(desktop_files_and_git_of_the_workspace, files_and_git);
 conformance!(desktop_refusals_are_shaped_as_hermes_shapes_them, refusals);
 conformance!(desktop_capabilities_name_the_groups_served, capabilities);
+conformance!(desktop_mcp_catalog_lists_the_manifests_given, mcp_catalog);
 conformance!(desktop_cron_jobs_are_shared_with_cron_manage, cron_jobs);
 conformance!(
     desktop_plugin_routes_are_called_only_where_offered,
@@ -782,6 +783,112 @@ async fn capabilities(target: Target) {
         Target::Ours => Some("hermes-runtime"),
     };
     assert_eq!(offered.runtime.as_deref(), runtime);
+    // Hermes 0.19 ships two catalog manifests of its own; ours ships none.
+    let shipped: &[&str] = match target {
+        Target::Hermes => &["linear", "n8n"],
+        Target::Ours => &[],
+    };
+    assert_eq!(offered.mcp_catalog, shipped);
+    let desktop = desktop(&peer);
+    let catalog = desktop
+        .mcp_catalog_list(&McpCatalogListQuery {
+            profile: Some("ghost".to_owned()),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(
+        refusal(catalog),
+        (404, "Profile 'ghost' does not exist.".to_owned())
+    );
+    peer.stop().await;
+}
+
+async fn mcp_catalog(target: Target) {
+    let catalog_dir = tempfile::tempdir().unwrap();
+    let manifest = |dir: &str, text: &str| {
+        std::fs::create_dir_all(catalog_dir.path().join(dir)).unwrap();
+        std::fs::write(catalog_dir.path().join(dir).join("manifest.yaml"), text).unwrap();
+    };
+    manifest(
+        "files",
+        "manifest_version: 1\nname: files\ndescription: Reads files.\nsource: https://example.test\n\
+         transport: {type: stdio, command: node, args: [serve]}\n\
+         auth: {type: api_key, env: [{name: FILES_KEY, prompt: 'Your key?'}, {name: FILES_ROOT, required: false}]}\n\
+         tools: {default_enabled: [read]}\n\
+         install: {type: git, url: 'https://example.test/files.git', ref: v1, bootstrap: [npm ci]}\n\
+         post_install: Restart the session.\n",
+    );
+    manifest(
+        "tracker",
+        "manifest_version: 1\nname: tracker\ndescription: Tracks issues.\n\
+         transport: {type: http, url: 'https://example.test/mcp'}\nauth: {type: oauth}\n",
+    );
+    manifest("zz-later", "manifest_version: 9\nname: later\n");
+    let options = PeerOptions {
+        // Installed (in `mcp_servers:`) and, with no `enabled:`, switched on.
+        mcp_servers: vec![("tracker".to_owned(), "http://127.0.0.1:9/mcp".to_owned())],
+        env: vec![(
+            "HERMES_OPTIONAL_MCPS".to_owned(),
+            catalog_dir.path().display().to_string(),
+        )],
+        ..Default::default()
+    };
+    let peer = Peer::start_with(target, options).await;
+    let desktop = desktop(&peer);
+    let catalog = desktop
+        .mcp_catalog_list(&McpCatalogListQuery::default())
+        .await
+        .unwrap();
+    let names: Vec<&str> = catalog.entries.iter().map(|e| e.name.as_str()).collect();
+    assert_eq!(names, ["files", "tracker"], "{catalog:?}");
+    let files = &catalog.entries[0];
+    assert_eq!(
+        (
+            files.transport.as_str(),
+            files.command.as_deref(),
+            &files.args[..]
+        ),
+        ("stdio", Some("node"), &["serve".to_owned()][..])
+    );
+    assert_eq!(files.auth_type, "api_key");
+    let env: Vec<(&str, &str, bool)> = files
+        .required_env
+        .iter()
+        .map(|e| (e.name.as_str(), e.prompt.as_str(), e.required))
+        .collect();
+    assert_eq!(
+        env,
+        [
+            ("FILES_KEY", "Your key?", true),
+            ("FILES_ROOT", "FILES_ROOT", false)
+        ]
+    );
+    assert_eq!(files.default_enabled, Some(vec!["read".to_owned()]));
+    assert_eq!(
+        (files.install_url.as_deref(), files.install_ref.as_deref()),
+        (Some("https://example.test/files.git"), Some("v1"))
+    );
+    assert_eq!(files.bootstrap, ["npm ci"]);
+    assert_eq!(files.post_install, "Restart the session.");
+    assert!(files.needs_install && !files.installed && !files.enabled);
+    let tracker = &catalog.entries[1];
+    assert_eq!(
+        (tracker.transport.as_str(), tracker.url.as_deref()),
+        ("http", Some("https://example.test/mcp"))
+    );
+    assert_eq!(
+        (tracker.auth_type.as_str(), tracker.source.as_str()),
+        ("oauth", "")
+    );
+    assert!(!tracker.needs_install && tracker.installed && tracker.enabled);
+    let told: Vec<(&str, &str)> = catalog
+        .diagnostics
+        .iter()
+        .map(|d| (d.name.as_str(), d.kind.as_str()))
+        .collect();
+    assert_eq!(told, [("zz-later", "future_manifest")]);
+    let offered = desktop.capabilities().await.unwrap();
+    assert_eq!(offered.mcp_catalog, ["files", "tracker"]);
     peer.stop().await;
 }
 

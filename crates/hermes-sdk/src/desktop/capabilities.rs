@@ -1,7 +1,7 @@
 //! `HermesDesktop::capabilities()`: which route groups a server has, found from `/api/status`
-//! and by asking one cheap route of each group, and which dashboard plugins serve routes.
-//! (Hosted connectors and the plugin catalog arrived after Hermes 0.19: a 0.19 server has
-//! neither, and the pinned contracts bind neither.)
+//! and by asking one cheap route of each group, which dashboard plugins serve routes, and which
+//! MCP servers its catalog offers. (Hosted connectors and the reviewed plugin catalog arrived
+//! after Hermes 0.19: a 0.19 server has neither, and the pinned contracts bind neither.)
 
 use hermes_native::desktop::{
     ConfigGetQuery, CronJobListQuery, GitBranchesQuery, RouteGroup, SessionListQuery,
@@ -22,6 +22,9 @@ pub struct DesktopCapabilities {
     pub groups: Vec<RouteGroup>,
     /// The dashboard plugins that serve routes of their own (under `/api/plugins/<name>/`).
     pub plugin_routes: Vec<String>,
+    /// The MCP servers its catalog offers to install (`GET /api/mcp/catalog`), by name; empty
+    /// when it has no catalog (see [`RouteGroup::McpCatalog`]) or an empty one.
+    pub mcp_catalog: Vec<String>,
 }
 
 impl DesktopCapabilities {
@@ -40,6 +43,7 @@ impl HermesDesktop {
         let status = self.status_get(&StatusGetQuery::default()).await?;
         let mut groups = vec![RouteGroup::Status];
         let mut plugin_routes = Vec::new();
+        let mut mcp_catalog = Vec::new();
         for group in RouteGroup::ALL.iter().copied() {
             let probe = match group {
                 RouteGroup::Status => continue,
@@ -89,6 +93,13 @@ impl HermesDesktop {
                     Ok(_) => Ok(()),
                     Err(e) => Err(e),
                 },
+                RouteGroup::McpCatalog => {
+                    self.mcp_catalog_list(&Default::default())
+                        .await
+                        .map(|catalog| {
+                            mcp_catalog = catalog.entries.into_iter().map(|e| e.name).collect();
+                        })
+                }
             };
             if present(probe)? {
                 groups.push(group);
@@ -99,6 +110,7 @@ impl HermesDesktop {
             runtime: status.runtime,
             groups,
             plugin_routes,
+            mcp_catalog,
         })
     }
 }

@@ -177,4 +177,9 @@ impl HermesDesktop {
     pub async fn plugin_list(&self) -> Result<replies::PluginList> {
         self.call(Route::PluginList, &[], None::<&()>, None::<&()>).await
     }
+
+    /// `GET /api/mcp/catalog` (`list_mcp_catalog` in hermes-agent).
+    pub async fn mcp_catalog_list(&self, query: &desktop::McpCatalogListQuery) -> Result<replies::McpCatalogList> {
+        self.call(Route::McpCatalogList, &[], Some(query), None::<&()>).await
+    }
 }

@@ -59,6 +59,7 @@ fn serve(router: Routes, route: Route) -> Routes {
         Route::GitStatus => add(router, route, git::status),
         Route::GitBranches => add(router, route, git::branches),
         Route::PluginList => add(router, route, status::plugins),
+        Route::McpCatalogList => add(router, route, status::mcp_catalog),
         Route::SkillList => add(router, route, skills::list),
         Route::SkillToggle => add(router, route, skills::toggle),
         Route::ToolsetList => add(router, route, toolsets::list),

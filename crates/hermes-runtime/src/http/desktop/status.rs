@@ -8,12 +8,13 @@ use axum::Json;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use hermes_native::config::HermesConfig;
-use hermes_native::desktop::StatusGetQuery;
 use hermes_native::desktop::replies::{DashboardPlugin, Status};
+use hermes_native::desktop::{McpCatalogListQuery, StatusGetQuery};
 use serde_json::{Value, json};
 
 use super::profiles::home_of_exact;
 use crate::http::extract::Params;
+use crate::http::reply::internal;
 use crate::runtime::Runtime;
 
 /// The config schema version Hermes 0.19.0 writes.
@@ -80,4 +81,23 @@ pub async fn status(
 /// `GET /api/dashboard/plugins` (public): this runtime has no dashboard plugins.
 pub async fn plugins() -> Json<Vec<DashboardPlugin>> {
     Json(Vec::new())
+}
+
+/// `GET /api/mcp/catalog`: the MCP servers of the catalog (`HERMES_OPTIONAL_MCPS`), marked
+/// installed and enabled for the profile asked about (checked as Hermes checks it).
+pub async fn mcp_catalog(
+    State(runtime): State<Arc<Runtime>>,
+    Params(query): Params<McpCatalogListQuery>,
+) -> Response {
+    let (home, _) = match home_of_exact(&runtime, query.profile.as_deref()) {
+        Ok(found) => found,
+        Err(refused) => return refused.into_response(),
+    };
+    let read = tokio::task::spawn_blocking(move || {
+        crate::mcp_catalog::read(crate::mcp_catalog::catalog_dir().as_deref(), &home)
+    });
+    match read.await {
+        Ok(catalog) => Json(catalog).into_response(),
+        Err(e) => internal("reading the MCP catalog", e),
+    }
 }
