@@ -97,15 +97,9 @@ fn unreachable_in(ours: &Value, path: &str) -> bool {
 }
 
 async fn get(peer: &Peer, path: &str) -> Value {
-    let reply = reqwest::Client::new()
-        .get(peer.url(path))
-        .header("X-Hermes-Session-Token", TOKEN)
-        .timeout(std::time::Duration::from_secs(60))
-        .send()
-        .await
-        .unwrap_or_else(|e| panic!("{path}: {e}"));
-    assert!(reply.status().is_success(), "{path}: {}", reply.status());
-    reply.json().await.unwrap()
+    let (status, reply) = answer(peer, "GET", path, None).await;
+    assert!((200..300).contains(&status), "{path}: {status} {reply}");
+    reply
 }
 
 #[tokio::test]
