@@ -40,6 +40,10 @@ async fn framing_errors(target: Target) {
 async fn replies_by_id(target: Target) {
     let peer = Peer::start(target).await;
     let mut client = peer.connect().await;
+    // The home's state.db is made first: Hermes 0.19 opening it from several requests at once
+    // on a fresh home can fail one of them (`vtable constructor failed: messages_fts`, seen in
+    // CI), which is not what this check is about.
+    client.call("session.list", json!({})).await;
     let mut ids = Vec::new();
     for i in 0..6 {
         let method = if i % 2 == 0 {
