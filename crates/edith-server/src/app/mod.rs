@@ -14,4 +14,4 @@ pub mod sessions;
 pub mod tools;
 pub mod turns;
 
-pub use hub::Hub;
+pub use hub::{Follower, Hub};

@@ -48,7 +48,7 @@ pub fn serve_log<E, R, F>(
     caller: &crate::auth::Principal,
     headers: &HeaderMap,
     after: Option<u64>,
-    live: broadcast::Receiver<E>,
+    live: crate::app::Follower<E>,
     replay: R,
     ended: bool,
 ) -> AppResult<Sse<impl Stream<Item = Result<Event, Infallible>> + use<E, R, F>>>
@@ -107,7 +107,7 @@ pub fn resume_cursor(headers: &HeaderMap, after: Option<u64>) -> AppResult<u64> 
 struct Follow<E, R> {
     last: u64,
     buffer: VecDeque<E>,
-    live: broadcast::Receiver<E>,
+    live: crate::app::Follower<E>,
     replay: R,
     done: bool,
 }
@@ -117,7 +117,7 @@ struct Follow<E, R> {
 /// when the stream was asked for: then a log whose final event is stored, at or before the
 /// cursor too, ends the stream at once instead of waiting for events that will never come.
 pub fn follow<E, R, F>(
-    live: broadcast::Receiver<E>,
+    live: crate::app::Follower<E>,
     replay: R,
     after: u64,
     ended: bool,
