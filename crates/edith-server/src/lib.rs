@@ -190,8 +190,11 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         gate: http::limits::Gate::new(config.limits.clone(), metrics.streams_open()),
         metrics,
         reconciling: Default::default(),
+        // After a burst, only a few idle connections per runtime or tool host are kept.
         http: reqwest::Client::builder()
             .connect_timeout(std::time::Duration::from_secs(10))
+            .pool_max_idle_per_host(16)
+            .pool_idle_timeout(std::time::Duration::from_secs(30))
             .build()
             .unwrap_or_default(),
         public_url: url.clone(),

@@ -13,6 +13,9 @@ use crate::session::LiveSession;
 use crate::store::StateDb;
 use crate::tools::McpPool;
 
+/// Idle connections kept per host by the runtime's HTTP client (model endpoints, MCP servers).
+const IDLE_CONNECTIONS_PER_HOST: usize = 16;
+
 pub struct Runtime {
     /// `HERMES_HOME`: the default profile's home, and the root of `profiles/`.
     pub root: PathBuf,
@@ -63,9 +66,14 @@ impl Runtime {
             sessions: Mutex::new(HashMap::new()),
             dbs: tokio::sync::Mutex::new(HashMap::new()),
             mcp: McpPool::default(),
+            // A burst of turns opens as many connections to the model and the MCP servers
+            // as run at once; only a few are kept idle afterwards (each costs buffers on both
+            // ends, and an idle session needs none).
             http: reqwest::Client::builder()
                 .connect_timeout(std::time::Duration::from_secs(10))
                 .tcp_nodelay(true)
+                .pool_max_idle_per_host(IDLE_CONNECTIONS_PER_HOST)
+                .pool_idle_timeout(std::time::Duration::from_secs(30))
                 .build()
                 .unwrap_or_default(),
             prompts: Prompts::default(),
