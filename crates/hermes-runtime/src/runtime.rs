@@ -59,23 +59,24 @@ impl Runtime {
         workspace: PathBuf,
         stopping: tokio::sync::watch::Receiver<bool>,
     ) -> Self {
+        // A burst of turns opens as many connections to the model and the MCP servers as run
+        // at once; only a few are kept idle afterwards (each costs buffers on both ends, and
+        // an idle session needs none).
+        let http = reqwest::Client::builder()
+            .connect_timeout(std::time::Duration::from_secs(10))
+            .tcp_nodelay(true)
+            .pool_max_idle_per_host(IDLE_CONNECTIONS_PER_HOST)
+            .pool_idle_timeout(std::time::Duration::from_secs(30))
+            .build()
+            .unwrap_or_default();
         Self {
             dotenvs: Mutex::default(),
             root,
             token,
             sessions: Mutex::new(HashMap::new()),
             dbs: tokio::sync::Mutex::new(HashMap::new()),
-            mcp: McpPool::default(),
-            // A burst of turns opens as many connections to the model and the MCP servers
-            // as run at once; only a few are kept idle afterwards (each costs buffers on both
-            // ends, and an idle session needs none).
-            http: reqwest::Client::builder()
-                .connect_timeout(std::time::Duration::from_secs(10))
-                .tcp_nodelay(true)
-                .pool_max_idle_per_host(IDLE_CONNECTIONS_PER_HOST)
-                .pool_idle_timeout(std::time::Duration::from_secs(30))
-                .build()
-                .unwrap_or_default(),
+            mcp: McpPool::new(http.clone()),
+            http,
             prompts: Prompts::default(),
             known_skills: Mutex::default(),
             orphan_grace,

@@ -14,7 +14,6 @@ use hermes_native::config::{HermesConfig, McpServer};
 pub type Listed = (ToolSpec, Arc<McpClient>, String);
 
 /// Open MCP connections, shared by every session of the runtime and kept across turns.
-#[derive(Default)]
 pub struct McpPool {
     http: reqwest::Client,
     /// By server url and credentials, so two profiles with the same server share a connection.
@@ -22,6 +21,14 @@ pub struct McpPool {
 }
 
 impl McpPool {
+    /// A pool whose connections go through `http` (the runtime's one HTTP client).
+    pub fn new(http: reqwest::Client) -> Self {
+        Self {
+            http,
+            clients: Mutex::default(),
+        }
+    }
+
     async fn client(&self, config: &McpServer) -> Result<Arc<McpClient>, String> {
         let key = format!("{} {:?}", config.url, config.headers);
         if let Some(client) = self.clients.lock().await.get(&key) {
