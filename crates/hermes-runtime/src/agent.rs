@@ -78,20 +78,24 @@ async fn run_model_loop(
         .db(&session.home)
         .await
         .map_err(|e| format!("state.db: {e}"))?;
-    let (mut history, first_write, settings) = {
-        let state = session.state.lock().expect("not poisoned");
+    let (mut history, first_turn, settings) = {
+        let mut state = session.state.lock().expect("not poisoned");
         (
             state.messages.clone(),
-            !state.persisted,
+            !std::mem::replace(&mut state.setup_noted, true),
             state.settings.clone(),
         )
     };
     record(session, &db, &mut history, ChatMessage::user(text)).await?;
-    if first_write {
+    if first_turn {
         let chosen_cwd = settings.cwd_chosen.then_some(settings.cwd.as_path());
-        db.note_setup(&session.stored_id, &model_config(&config), chosen_cwd)
+        // What the session was started with is for its listing: the turn goes on without it.
+        if let Err(e) = db
+            .note_setup(&session.stored_id, &model_config(&config), chosen_cwd)
             .await
-            .map_err(|e| format!("state.db: {e}"))?;
+        {
+            tracing::warn!(error = %e, "could not store the session's settings");
+        }
     }
     let billing = Billing::of(&config);
 
@@ -120,10 +124,13 @@ async fn run_model_loop(
         let reply = match call.await? {
             Called::Answered(reply, usage) => {
                 // Like Hermes: a call is accounted for when the endpoint told its usage.
-                if let Some(usage) = usage {
-                    db.record_model_call(&session.stored_id, usage, &billing)
+                // The reply is recorded whatever becomes of its accounting.
+                if let Some(usage) = usage
+                    && let Err(e) = db
+                        .record_model_call(&session.stored_id, usage, &billing)
                         .await
-                        .map_err(|e| format!("state.db: {e}"))?;
+                {
+                    tracing::warn!(error = %e, "could not account for a model call");
                 }
                 reply
             }

@@ -53,7 +53,7 @@ pub fn read(dir: Option<&Path>, home: &Path) -> McpCatalog {
             }
             Err(message) => catalog.diagnostics.push(McpCatalogDiagnostic {
                 name: dir_name,
-                kind: if message.contains("manifest_version") {
+                kind: if message.contains("manifest_version") && message.contains("unsupported") {
                     "future_manifest"
                 } else {
                     "invalid"
@@ -76,14 +76,34 @@ fn installed_servers(home: &Path) -> Mapping {
         .unwrap_or_default()
 }
 
-/// `enabled:` of a server entry, as Hermes reads it (absent: on; a string: `true|1|yes`).
+/// Whether a server entry is switched on, as Hermes reads it: an empty entry is not; no
+/// `enabled:` is; otherwise the value's truth.
 fn is_enabled(server: &Value) -> bool {
+    if !truthy(server) {
+        return false;
+    }
     match server.get("enabled") {
-        None | Some(Value::Null) => true,
-        Some(Value::Bool(on)) => *on,
-        Some(Value::String(text)) => matches!(text.to_lowercase().as_str(), "true" | "1" | "yes"),
-        Some(Value::Number(n)) => n.as_f64().is_some_and(|n| n != 0.0),
-        Some(_) => true,
+        None => true,
+        Some(Value::String(text)) => {
+            matches!(text.to_lowercase().as_str(), "true" | "1" | "yes" | "on")
+        }
+        Some(value) => truthy(value),
+    }
+}
+
+/// A value's truth as Python's `bool()` sees what PyYAML reads (YAML 1.1 reads `no`, `off`,
+/// `false` as false, where serde_yaml keeps them as text).
+fn truthy(value: &Value) -> bool {
+    match value {
+        Value::Null => false,
+        Value::Bool(b) => *b,
+        Value::Number(n) => n.as_f64().is_some_and(|n| n != 0.0),
+        Value::String(text) => {
+            !text.is_empty() && !matches!(text.to_lowercase().as_str(), "no" | "off" | "false")
+        }
+        Value::Sequence(items) => !items.is_empty(),
+        Value::Mapping(map) => !map.is_empty(),
+        Value::Tagged(tagged) => truthy(&tagged.value),
     }
 }
 
@@ -135,11 +155,13 @@ fn parse(path: &Path) -> Result<McpCatalogEntry, String> {
     if !data.is_mapping() {
         return Err(format!("{at}: manifest must be a mapping"));
     }
-    let version = data.get("manifest_version");
-    if version.and_then(Value::as_u64) != Some(MANIFEST_VERSION) {
+    let version = data.get("manifest_version").unwrap_or(&Value::Null);
+    if version.as_u64() != Some(MANIFEST_VERSION) {
+        let shown = serde_yaml::to_string(version).unwrap_or_default();
         return Err(format!(
-            "{at}: manifest_version {version:?} unsupported (this runtime understands version \
-             {MANIFEST_VERSION})"
+            "{at}: manifest_version {} unsupported (this runtime understands version \
+             {MANIFEST_VERSION})",
+            shown.trim()
         ));
     }
     let name = text_at(&data, "name").unwrap_or_default();
@@ -277,7 +299,7 @@ fn env_spec(raw: &Value) -> Result<McpRequiredEnv, String> {
         prompt: text_at(raw, "prompt")
             .filter(|p| !p.is_empty())
             .unwrap_or_else(|| name.clone()),
-        required: raw.get("required").and_then(Value::as_bool).unwrap_or(true),
+        required: raw.get("required").is_none_or(truthy),
         name,
     })
 }
@@ -306,7 +328,7 @@ mod tests {
             "a-files",
             "manifest_version: 1\nname: files\ndescription: ' Files. '\n\
              transport: {type: stdio, command: node, args: [serve, 3]}\n\
-             auth: {type: api_key, env: [{name: FILES_KEY, prompt: 'Key?'}, {name: OPT, required: false}]}\n\
+             auth: {type: api_key, env: [{name: FILES_KEY, prompt: 'Key?'}, {name: OPT, required: null}]}\n\
              tools: {default_enabled: [read]}\n\
              install: {type: git, url: 'https://g', ref: v1, bootstrap: [npm ci]}\n",
         );
@@ -322,7 +344,7 @@ mod tests {
         );
         std::fs::write(
             home.path().join("config.yaml"),
-            "mcp_servers:\n  files: {command: node, enabled: 'no'}\n",
+            "mcp_servers:\n  files: {command: node, enabled: 'no'}\n  tracker: {}\n",
         )
         .unwrap();
 
@@ -339,8 +361,13 @@ mod tests {
         assert!(files.needs_install && files.installed && !files.enabled);
         let tracker = &catalog.entries[1];
         assert_eq!(
-            (tracker.auth_type.as_str(), tracker.installed),
-            ("oauth", false)
+            (
+                tracker.auth_type.as_str(),
+                tracker.installed,
+                tracker.enabled
+            ),
+            ("oauth", true, false),
+            "an empty entry is installed, not enabled"
         );
         let kinds: Vec<(&str, &str)> = catalog
             .diagnostics

@@ -97,6 +97,9 @@ pub struct SessionState {
     pub title: Option<String>,
     /// Whether the `state.db` row exists (it is written at the first prompt).
     pub persisted: bool,
+    /// Whether what the session was started with (`model_config`, a chosen `cwd`) is stored:
+    /// at its first turn, even when the row was made before (`session.title`).
+    pub setup_noted: bool,
     pub close_on_disconnect: bool,
     pub usage: SessionUsage,
     /// Unix seconds of the last prompt or resume.
@@ -231,6 +234,7 @@ impl LiveSession {
                 running: None,
                 title,
                 persisted: false,
+                setup_noted: false,
                 close_on_disconnect: true,
                 usage: SessionUsage::default(),
                 last_active: now,

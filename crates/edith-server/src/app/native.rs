@@ -82,7 +82,14 @@ pub(super) async fn profile_sessions(
     let endpoint = state.endpoint(record).await?;
     let query = SessionListQuery {
         profile: Some(native_name.to_owned()),
-        limit: Some(limit.unwrap_or(DEFAULT_LIST_LIMIT).min(i64::MAX as u64) as i64),
+        // As `session.list`: latest activity first; 0 asks for the default.
+        order: Some("recent".to_owned()),
+        limit: Some(
+            limit
+                .filter(|n| *n > 0)
+                .unwrap_or(DEFAULT_LIST_LIMIT)
+                .min(i64::MAX as u64) as i64,
+        ),
         ..Default::default()
     };
     let unavailable = |what: String| {

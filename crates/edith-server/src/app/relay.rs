@@ -451,13 +451,12 @@ impl Relay {
     /// answered in the log like any reply. `session.list` is answered here: Hermes 0.19's
     /// gateway lists the root profile's stored sessions whatever the profile, and this
     /// connection is a profile's (as `native_call` does, from the runtime's Desktop route).
-    async fn request(self: &Arc<Self>, state: &AppState, text: &str) {
+    async fn request(&self, state: &AppState, text: &str) {
         match self.checked(text) {
+            // Answered in line (bounded by the route's 60 s): a client's requests are read one
+            // after the other, so it cannot pile these up.
             Ok(request) if request["method"] == SessionList::NAME => {
-                let relay = self.clone();
-                let state = state.clone();
-                // Off the reader's path: the client's next requests need not wait for it.
-                tokio::spawn(async move { relay.list_sessions(&state, request).await });
+                self.list_sessions(state, request).await
             }
             Ok(request) => {
                 let text = serde_json::to_string(&request).expect("serialises");

@@ -293,6 +293,7 @@ async fn open_live(
             running: None,
             title: row.title,
             persisted,
+            setup_noted: persisted,
             close_on_disconnect: opening.close_on_disconnect,
             usage: Default::default(),
             last_active: now,

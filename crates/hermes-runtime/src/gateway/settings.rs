@@ -251,9 +251,14 @@ pub async fn store_cwd(runtime: &Runtime, session: &LiveSession, cwd: PathBuf) {
             return;
         }
     };
-    if let Err(e) = db.set_cwd(&session.stored_id, &cwd).await {
-        tracing::warn!(error = %e, "could not store the session's directory");
-        return;
+    match db.set_cwd(&session.stored_id, &cwd).await {
+        Ok(true) => {}
+        // No row yet: the first turn stores the directory (and, as in Hermes, no git probe).
+        Ok(false) => return,
+        Err(e) => {
+            tracing::warn!(error = %e, "could not store the session's directory");
+            return;
+        }
     }
     let id = session.stored_id.clone();
     // Each git command is bounded (`git::place_of`), so this task ends.

@@ -305,14 +305,14 @@ impl StateDb {
         Ok(())
     }
 
-    /// Stores the session's working directory; nothing when it has no row yet.
-    pub async fn set_cwd(&self, session_id: &str, cwd: &Path) -> Result<(), sqlx::Error> {
-        sqlx::query("UPDATE sessions SET cwd = ? WHERE id = ?")
+    /// Stores the session's working directory; false when it has no row yet.
+    pub async fn set_cwd(&self, session_id: &str, cwd: &Path) -> Result<bool, sqlx::Error> {
+        let done = sqlx::query("UPDATE sessions SET cwd = ? WHERE id = ?")
             .bind(cwd.display().to_string())
             .bind(session_id)
             .execute(&self.pool)
             .await?;
-        Ok(())
+        Ok(done.rows_affected() == 1)
     }
 
     /// Stores the git branch and repository found in `cwd`, while that is still the session's
@@ -388,14 +388,16 @@ impl StateDb {
         Ok(row.map(|row| session_row(&row)))
     }
 
-    /// Newest first; sub-agent rows (source `tool`) are left out, as in Hermes.
+    /// Latest activity first (the newest message, else the start), as Hermes lists them;
+    /// sub-agent rows (source `tool`) are left out, as in Hermes.
     pub async fn list_sessions(&self, limit: u64) -> Result<Vec<ListedSession>, sqlx::Error> {
         let rows = sqlx::query(
             "SELECT s.id, s.title, s.started_at, s.message_count, s.source, \
              (SELECT substr(m.content, 1, 80) FROM messages m \
               WHERE m.session_id = s.id AND m.role = 'user' ORDER BY m.id LIMIT 1) AS preview \
              FROM sessions s WHERE s.source != 'tool' \
-             ORDER BY s.started_at DESC, s.id DESC LIMIT ?",
+             ORDER BY COALESCE((SELECT MAX(m.timestamp) FROM messages m \
+              WHERE m.session_id = s.id), s.started_at) DESC, s.started_at DESC, s.id DESC LIMIT ?",
         )
         .bind(limit.min(i64::MAX as u64) as i64)
         .fetch_all(&self.pool)

@@ -316,6 +316,32 @@ async fn session_columns(target: Target) {
         Some(repo.to_string_lossy().as_ref())
     );
 
+    // Titled before its first prompt (the row is made then): what it was opened with is
+    // stored all the same.
+    let titled = client
+        .call(
+            "session.create",
+            json!({"source": "conformance", "cwd": repo.to_string_lossy()}),
+        )
+        .await;
+    let titled_live = titled["session_id"].as_str().unwrap().to_owned();
+    let titled_stored = StoredSessionId::new(titled["stored_session_id"].as_str().unwrap());
+    client
+        .call(
+            "session.title",
+            json!({"session_id": titled_live, "title": "Named first"}),
+        )
+        .await;
+    client.submit(&titled_live, "hello titled").await;
+    client.events_until("message.complete").await;
+    let named = detail_once(&desktop, &titled_stored, |d| d.columns.api_call_count > 0).await;
+    assert_eq!(
+        named.columns.cwd.as_deref(),
+        Some(repo.to_string_lossy().as_ref())
+    );
+    assert!(named.model_config.is_some(), "{named:?}");
+    assert_eq!(named.columns.title.as_deref(), Some("Named first"));
+
     // A session the client opened nowhere in particular stores no directory.
     let (_, other) = prompted_session(&mut client, "hello elsewhere").await;
     let other = StoredSessionId::new(other);
@@ -340,12 +366,13 @@ async fn session_columns(target: Target) {
         }
     };
     let repo_text = repo.to_string_lossy().into_owned();
-    let only_it = std::slice::from_ref(&stored);
-    assert_eq!(listed_under(repo_text.clone()).await, only_it);
-    assert_eq!(listed_under(format!("{repo_text}/")).await, only_it);
+    // Newest first: the titled one started last.
+    let both = [titled_stored.clone(), stored.clone()];
+    assert_eq!(listed_under(repo_text.clone()).await, both);
+    assert_eq!(listed_under(format!("{repo_text}/")).await, both);
     assert_eq!(
         listed_under(below.to_string_lossy().into_owned()).await,
-        only_it
+        std::slice::from_ref(&stored)
     );
     assert!(listed_under(format!("{repo_text}/sr")).await.is_empty());
     let sibling_prefix = repo_text[..repo_text.len() - 1].to_owned();

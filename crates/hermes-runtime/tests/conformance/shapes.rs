@@ -347,6 +347,15 @@ async fn desktop_what_ours_would_not_honour_is_refused() {
         "the rest of the section stays: {on_file}"
     );
 
+    // A context length given with a model name is kept; 0 takes it back to "automatic".
+    for (given, shown) in [(5000, 5000), (0, 0)] {
+        let change = json!({"config": {"model": "other-model", "model_context_length": given}});
+        let (status, reply) = answer(&peer, "PUT", "/api/config", Some(&change)).await;
+        assert_eq!(status, 200, "{reply}");
+        let (_, config) = answer(&peer, "GET", "/api/config", None).await;
+        assert_eq!(config["model_context_length"], shown, "{config}");
+    }
+
     let (status, reply) = answer(&peer, "GET", "/api/nowhere", None).await;
     assert_eq!((status, reply), (404, json!({"detail": "Not Found"})));
     peer.stop().await;

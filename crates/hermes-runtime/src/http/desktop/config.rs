@@ -120,9 +120,13 @@ pub async fn update(
         if !name.is_empty() {
             let mut model = Map::new();
             model.insert("default".to_owned(), json!(name));
-            if context > 0 {
-                model.insert("context_length".to_owned(), json!(context));
-            }
+            // 0 is "automatic": an override on file goes (a null is deleted by the merge).
+            let context = if context > 0 {
+                json!(context)
+            } else {
+                Value::Null
+            };
+            model.insert("context_length".to_owned(), context);
             change.insert("model".to_owned(), Value::Object(model));
         }
     }
