@@ -70,6 +70,7 @@ pub struct Metrics {
     turn_seconds: Histograms<StateLabel>,
     events: Family<LogLabel, Counter>,
     streams_open: Gauge,
+    logs_followed: Gauge,
     jobs: Family<JobLabels, Counter>,
     step_seconds: Histograms<StepLabel>,
     restarts: Counter,
@@ -100,6 +101,13 @@ impl Default for Metrics {
             "event_streams_open",
             "Event streams (SSE) and gateway relays open now",
             streams_open.clone(),
+        );
+        let logs_followed = Gauge::default();
+        registry.register(
+            "event_logs_followed",
+            "Turn and job logs with a live channel now (each held by open streams of an \
+             unfinished log)",
+            logs_followed.clone(),
         );
         let jobs = Family::default();
         registry.register("jobs", "Jobs that ended, by kind and outcome", jobs.clone());
@@ -139,6 +147,7 @@ impl Default for Metrics {
             turn_seconds,
             events,
             streams_open,
+            logs_followed,
             jobs,
             step_seconds,
             restarts,
@@ -208,8 +217,10 @@ impl Metrics {
         self.requests.get_or_create(&labels).inc();
     }
 
-    /// The text a scrape gets, with the instance counts as they are now.
-    pub fn render(&self, instances: &[(String, String, u64)]) -> String {
+    /// The text a scrape gets, with the instance counts and the followed logs as they are now.
+    pub fn render(&self, instances: &[(String, String, u64)], logs_followed: usize) -> String {
+        self.logs_followed
+            .set(i64::try_from(logs_followed).unwrap_or(i64::MAX));
         self.instances.clear();
         for (provider, state, count) in instances {
             let labels = InstanceLabels {

@@ -58,9 +58,8 @@ impl<E: Clone> Hub<E> {
         self.channels.lock().expect("not poisoned").remove(key);
     }
 
-    /// How many logs have a channel now.
-    #[cfg(test)]
-    fn open_channels(&self) -> usize {
+    /// How many logs have a channel now (`edith_event_logs_followed`).
+    pub fn followed(&self) -> usize {
         self.channels.lock().expect("not poisoned").len()
     }
 }
@@ -106,22 +105,22 @@ mod tests {
         let hub: Hub<u64> = Hub::default();
         // Followed after its end (a stream on a finished turn): gone with its follower.
         let late = hub.subscribe("done");
-        assert_eq!(hub.open_channels(), 1);
+        assert_eq!(hub.followed(), 1);
         drop(late);
-        assert_eq!(hub.open_channels(), 0);
+        assert_eq!(hub.followed(), 0);
 
         let mut first = hub.subscribe("running");
         let second = hub.subscribe("running");
         hub.publish("running", 7);
         assert_eq!(first.recv().await.unwrap(), 7);
         drop(second);
-        assert_eq!(hub.open_channels(), 1, "one follower is still there");
+        assert_eq!(hub.followed(), 1, "one follower is still there");
         hub.finish("running");
-        assert_eq!(hub.open_channels(), 0);
+        assert_eq!(hub.followed(), 0);
         assert!(first.recv().await.is_err(), "closed once finished");
         drop(first);
         // Publishing with nobody following is a no-op, and makes no channel.
         hub.publish("nobody", 1);
-        assert_eq!(hub.open_channels(), 0);
+        assert_eq!(hub.followed(), 0);
     }
 }

@@ -141,7 +141,8 @@ pub fn unlisted_routes() -> Vec<(Method, &'static str, String)> {
 /// `GET /metrics` (admin): the control plane's metrics for Prometheus (`crate::metrics`).
 async fn metrics(State(state): State<AppState>) -> Result<axum::response::Response, AppError> {
     let instances = state.store.count_instances().await?;
-    let text = state.metrics.render(&instances);
+    let followed = state.turn_events.followed() + state.job_events.followed();
+    let text = state.metrics.render(&instances, followed);
     Ok((
         [(
             axum::http::header::CONTENT_TYPE,

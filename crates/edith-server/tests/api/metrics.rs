@@ -100,6 +100,9 @@ async fn metrics_follow_turns_jobs_streams_and_requests() {
         1.0
     );
     assert_eq!(sample(&text, "edith_event_streams_open"), 1.0, "{text}");
+    // Only the waiting turn's log is followed: the finished turns' channels went with their
+    // streams.
+    assert_eq!(sample(&text, "edith_event_logs_followed"), 1.0, "{text}");
     assert_eq!(
         sample(
             &text,
@@ -123,4 +126,8 @@ async fn metrics_follow_turns_jobs_streams_and_requests() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert_eq!(streams, 0.0);
+    assert_eq!(
+        sample(&scrape(&ctx).await, "edith_event_logs_followed"),
+        0.0
+    );
 }
