@@ -2,7 +2,7 @@
 
 use edith_types::{ApiKey, ApiKeyId, Page, Timestamp};
 
-use super::{Result, Store, duplicate_or_db, from_body, is_postgres, one_more, page, to_json};
+use super::{Result, Store, duplicate_or_db, from_body, is_postgres, to_json};
 
 impl Store {
     /// Stores a key by the hash of its secret (never the secret).
@@ -45,19 +45,13 @@ impl Store {
         cursor: Option<&ApiKeyId>,
         limit: usize,
     ) -> Result<Page<ApiKey>> {
-        on_db!(self, pool => {
-            let rows = sqlx::query(
-                "SELECT body FROM api_keys \
-                 WHERE ($2 IS NULL OR rowid > (SELECT rowid FROM api_keys WHERE id = $2)) \
-                 ORDER BY rowid LIMIT $1",
-            )
-            .bind(one_more(limit))
-            .bind(cursor.map(|c| c.as_str()))
-            .fetch_all(pool)
-            .await?;
-            let items = rows.iter().map(from_body).collect::<Result<Vec<_>>>()?;
-            Ok(page(items, limit, |k: &ApiKey| k.id.to_string()))
-        })
+        self.page_in_order(
+            in_order!("api_keys"),
+            cursor.map(|c| c.as_str()),
+            limit,
+            |k: &ApiKey| k.id.to_string(),
+        )
+        .await
     }
 
     /// Writes a key's `last_used_at`, and nothing else.

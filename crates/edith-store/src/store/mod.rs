@@ -28,6 +28,20 @@ macro_rules! on_db {
     };
 }
 
+/// The query of a page of `$table`'s bodies in the order they were written, after the row whose
+/// id is `$2`, at most `$1` rows (for [`Store::page_in_order`]).
+macro_rules! in_order {
+    ($table:literal) => {
+        concat!(
+            "SELECT body FROM ",
+            $table,
+            " WHERE ($2 IS NULL OR rowid > (SELECT rowid FROM ",
+            $table,
+            " WHERE id = $2)) ORDER BY rowid LIMIT $1"
+        )
+    };
+}
+
 /// The statement that records a new job, for callers that insert one inside their own
 /// transaction.
 macro_rules! insert_job {
@@ -337,6 +351,27 @@ fn page<T>(mut items: Vec<T>, limit: usize, id_of: impl Fn(&T) -> String) -> Pag
         None
     };
     Page { items, next_cursor }
+}
+
+impl Store {
+    /// A page of the bodies `query` (made by `in_order!`) selects, after the row `cursor` names.
+    async fn page_in_order<T: DeserializeOwned>(
+        &self,
+        query: &'static str,
+        cursor: Option<&str>,
+        limit: usize,
+        id_of: impl Fn(&T) -> String,
+    ) -> Result<Page<T>> {
+        on_db!(self, pool => {
+            let rows = sqlx::query(query)
+                .bind(one_more(limit))
+                .bind(cursor)
+                .fetch_all(pool)
+                .await?;
+            let items = rows.iter().map(from_body).collect::<Result<Vec<_>>>()?;
+            Ok(page(items, limit, id_of))
+        })
+    }
 }
 
 /// `limit + 1`, as the list queries bind it.

@@ -2,7 +2,7 @@
 
 use edith_types::{Page, Tool, ToolHost, ToolHostId, ToolId};
 
-use super::{Result, Store, duplicate_or_db, from_body, one_more, page, to_json};
+use super::{Result, Store, duplicate_or_db, from_body, to_json};
 use crate::records::ToolHostRecord;
 
 impl Store {
@@ -49,19 +49,13 @@ impl Store {
         cursor: Option<&ToolHostId>,
         limit: usize,
     ) -> Result<Page<ToolHost>> {
-        on_db!(self, pool => {
-            let rows = sqlx::query(
-                "SELECT body FROM tool_hosts \
-                 WHERE ($2 IS NULL OR rowid > (SELECT rowid FROM tool_hosts WHERE id = $2)) \
-                 ORDER BY rowid LIMIT $1",
-            )
-            .bind(one_more(limit))
-            .bind(cursor.map(|c| c.as_str()))
-            .fetch_all(pool)
-            .await?;
-            let items = rows.iter().map(from_body).collect::<Result<Vec<_>>>()?;
-            Ok(page(items, limit, |h: &ToolHost| h.id.to_string()))
-        })
+        self.page_in_order(
+            in_order!("tool_hosts"),
+            cursor.map(|c| c.as_str()),
+            limit,
+            |h: &ToolHost| h.id.to_string(),
+        )
+        .await
     }
 
     /// The tools a host serves.
@@ -129,19 +123,13 @@ impl Store {
     }
 
     pub async fn list_tools(&self, cursor: Option<&ToolId>, limit: usize) -> Result<Page<Tool>> {
-        on_db!(self, pool => {
-            let rows = sqlx::query(
-                "SELECT body FROM tools \
-                 WHERE ($2 IS NULL OR rowid > (SELECT rowid FROM tools WHERE id = $2)) \
-                 ORDER BY rowid LIMIT $1",
-            )
-            .bind(one_more(limit))
-            .bind(cursor.map(|c| c.as_str()))
-            .fetch_all(pool)
-            .await?;
-            let items = rows.iter().map(from_body).collect::<Result<Vec<_>>>()?;
-            Ok(page(items, limit, |t: &Tool| t.id.to_string()))
-        })
+        self.page_in_order(
+            in_order!("tools"),
+            cursor.map(|c| c.as_str()),
+            limit,
+            |t: &Tool| t.id.to_string(),
+        )
+        .await
     }
 
     /// Deletes a tool unless a profile uses it (no attachment can slip in between the check and

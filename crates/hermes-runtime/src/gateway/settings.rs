@@ -243,7 +243,7 @@ pub async fn cwd_set(runtime: &Runtime, p: SessionCwdSetParams) -> Result<Value>
 
 /// Stores a session's working directory with its row (when it has one yet) and then, off the
 /// reply's path as Hermes does, the git branch and repository found there.
-pub async fn store_cwd(runtime: &Runtime, session: &LiveSession, cwd: PathBuf) {
+async fn store_cwd(runtime: &Runtime, session: &LiveSession, cwd: PathBuf) {
     let db = match runtime.db(&session.home).await {
         Ok(db) => db,
         Err(e) => {

@@ -951,6 +951,35 @@ async fn capabilities_say_what_the_control_plane_and_a_runtime_offer() {
 }
 
 /// The next native event of `connection` that `pick` finds, within 30 s.
+/// Reads a turn's streamed pieces and its final text from `connection`, cutting the proxy's
+/// sockets once, after the fifth piece: the connection must resume and lose nothing.
+async fn read_turn_cutting_once(
+    connection: &hermes::GatewayConnection,
+    proxy: &testkit::CutProxy,
+) -> (String, String) {
+    use hermes::native::NativeEvent;
+    let mut streamed = String::new();
+    let mut deltas = 0;
+    loop {
+        let event = until_native(connection, |event| match event {
+            NativeEvent::MessageDelta(delta) => Some(Ok(delta.text.clone())),
+            NativeEvent::MessageComplete(complete) => Some(Err(complete.text.clone())),
+            _ => None,
+        })
+        .await;
+        match event {
+            Ok(piece) => {
+                streamed.push_str(&piece);
+                deltas += 1;
+                if deltas == 5 {
+                    proxy.cut();
+                }
+            }
+            Err(complete) => return (streamed, complete),
+        }
+    }
+}
+
 async fn until_native<T>(
     connection: &hermes::GatewayConnection,
     mut pick: impl FnMut(&hermes::native::NativeEvent) -> Option<T>,
@@ -1039,7 +1068,7 @@ async fn a_profile_connection_relays_native_events_and_answers_an_approval() {
 
 #[tokio::test]
 async fn a_dropped_gateway_socket_resumes_and_delivers_every_event_once() {
-    use hermes::native::{NativeEvent, PromptSubmit, PromptSubmitParams, SessionCreateParams};
+    use hermes::native::{PromptSubmit, PromptSubmitParams, SessionCreateParams};
     use hermes::types::{CreateApiKey, ModelSpec, Scope};
     let model = testkit::FakeModel::start_with(testkit::FakeModelOptions {
         piece_delay: std::time::Duration::from_millis(15),
@@ -1088,26 +1117,7 @@ async fn a_dropped_gateway_socket_resumes_and_delivers_every_event_once() {
     };
     connection.request::<PromptSubmit>(&submit).await.unwrap();
 
-    let mut streamed = String::new();
-    let mut deltas = 0;
-    let complete = loop {
-        let event = until_native(&connection, |event| match event {
-            NativeEvent::MessageDelta(delta) => Some(Ok(delta.text.clone())),
-            NativeEvent::MessageComplete(complete) => Some(Err(complete.text.clone())),
-            _ => None,
-        })
-        .await;
-        match event {
-            Ok(piece) => {
-                streamed.push_str(&piece);
-                deltas += 1;
-                if deltas == 5 {
-                    proxy.cut();
-                }
-            }
-            Err(complete) => break complete,
-        }
-    };
+    let (streamed, complete) = read_turn_cutting_once(&connection, &proxy).await;
     assert!(connection.reconnects() >= 1, "the socket was replaced");
     assert_eq!(streamed, complete, "every piece once, in order");
     assert_eq!(complete, format!("You said: {}", words.join(" ")));

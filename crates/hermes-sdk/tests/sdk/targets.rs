@@ -665,7 +665,7 @@ async fn the_runtimes_desktop_routes_are_found_through_the_control_plane(target:
 /// A profile connection whose socket drops mid-reply (a proxy cuts it) comes back by itself and
 /// delivers every piece of the reply once, in order.
 async fn a_profile_connection_comes_back_after_its_socket_drops(target: Target) {
-    use hermes::native::{NativeEvent, PromptSubmit, PromptSubmitParams, SessionCreateParams};
+    use hermes::native::{PromptSubmit, PromptSubmitParams, SessionCreateParams};
     let model = FakeModel::start_with(testkit::FakeModelOptions {
         piece_delay: Duration::from_millis(15),
         ..Default::default()
@@ -718,26 +718,7 @@ async fn a_profile_connection_comes_back_after_its_socket_drops(target: Target) 
     bounded("prompt", connection.request::<PromptSubmit>(&submit))
         .await
         .expect("prompt");
-    let mut streamed = String::new();
-    let mut deltas = 0;
-    let complete = loop {
-        let event = super::until_native(&connection, |event| match event {
-            NativeEvent::MessageDelta(delta) => Some(Ok(delta.text.clone())),
-            NativeEvent::MessageComplete(complete) => Some(Err(complete.text.clone())),
-            _ => None,
-        })
-        .await;
-        match event {
-            Ok(piece) => {
-                streamed.push_str(&piece);
-                deltas += 1;
-                if deltas == 5 {
-                    proxy.cut();
-                }
-            }
-            Err(complete) => break complete,
-        }
-    };
+    let (streamed, complete) = super::read_turn_cutting_once(&connection, &proxy).await;
     assert!(
         connection.reconnects() >= 1,
         "{target:?}: the socket was replaced"
