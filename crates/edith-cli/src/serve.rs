@@ -17,8 +17,9 @@ pub struct Serve {
     data_dir: PathBuf,
     /// The database: `postgres://USER[:PASSWORD]@HOST[:PORT]/DB` for PostgreSQL (the
     /// database must exist; edith makes its tables). Without it, the SQLite file
-    /// `<data-dir>/edith.db`. One edith serve uses a database at a time: a second one on the
-    /// same database is refused. Prefer the environment for a URL with a password.
+    /// `<data-dir>/edith.db`. Several edith serve replicas may share one PostgreSQL database
+    /// (and one data dir, each with its own `--replica`). Prefer the environment for a URL
+    /// with a password.
     #[arg(
         long,
         value_name = "URL",
@@ -26,6 +27,14 @@ pub struct Serve {
         hide_env_values = true
     )]
     database_url: Option<String>,
+    /// This replica's name among those sharing a database (default: one made on first start
+    /// and kept in `<data-dir>/replica.id`). Replicas that share a data dir need one each.
+    #[arg(long, value_name = "NAME", env = "EDITH_REPLICA")]
+    replica: Option<String>,
+    /// How long a replica that stops answering keeps what it owns (instances, turns, jobs)
+    /// before another takes it over.
+    #[arg(long, value_name = "SECONDS", default_value_t = 15, value_parser = clap::value_parser!(u64).range(3..=3600))]
+    lease_seconds: u64,
     /// Allow listening beyond loopback: say so only when TLS terminates in front of this
     /// server (API keys must not cross a network in clear).
     #[arg(long)]
@@ -139,6 +148,8 @@ pub async fn run(serve: Serve) -> ExitCode {
         listen: serve.listen,
         data_dir: serve.data_dir,
         database_url: serve.database_url.filter(|url| !url.is_empty()),
+        replica: serve.replica.filter(|name| !name.is_empty()),
+        lease: std::time::Duration::from_secs(serve.lease_seconds),
         // From the environment, never a flag: a flag shows in every process listing.
         admin_key: std::env::var(edith_server::ADMIN_KEY_VARIABLE)
             .ok()
@@ -164,22 +175,9 @@ pub async fn run(serve: Serve) -> ExitCode {
         }
     };
     println!("EDITH_READY url={}", server.url());
-    let taken = tokio::select! {
-        _ = wait_for_signal() => false,
-        _ = server.database_taken() => true,
-    };
-    if taken {
-        tracing::error!(
-            "another edith serve took this database while this one had lost its connection \
-             to it; stopping"
-        );
-    }
+    wait_for_signal().await;
     server.shutdown().await;
-    if taken {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    }
+    ExitCode::SUCCESS
 }
 
 async fn wait_for_signal() {

@@ -38,6 +38,12 @@ pub struct ServerConfig {
     /// The database: `postgres://…` for PostgreSQL, or `None` for the SQLite file
     /// `<data_dir>/edith.db`. It may hold a password: it is never logged or shown.
     pub database_url: Option<String>,
+    /// This replica's name among the replicas sharing the database; `None` for the one kept in
+    /// `<data_dir>/replica.id` (made on first start). Replicas sharing a data dir need one each.
+    pub replica: Option<String>,
+    /// How long a replica that stops renewing keeps what it owns (instances, the turns it
+    /// drives, jobs) before another replica takes it over.
+    pub lease: std::time::Duration,
     /// The first admin API key (`EDITH_API_KEY`). Without it, one is made on a store that has
     /// none and written to `<data_dir>/admin.key` (mode 0600).
     pub admin_key: Option<String>,
@@ -63,6 +69,8 @@ impl ServerConfig {
             listen: ([127, 0, 0, 1], 0).into(),
             data_dir,
             database_url: None,
+            replica: None,
+            lease: std::time::Duration::from_secs(15),
             admin_key: None,
             behind_tls_proxy: false,
             runtimes: builtin_runtimes(),
@@ -102,8 +110,9 @@ pub fn builtin_runtimes() -> BTreeMap<String, RuntimeCommand> {
 pub struct RunningServer {
     url: String,
     state: AppState,
-    /// This process's claim on its database, given up when it stops.
-    sole_use: Option<edith_store::SoleUse>,
+    /// The tasks that keep this replica alive among the others (stopped before the store
+    /// closes: one holds a connection of its pool).
+    background: Vec<tokio::task::JoinHandle<()>>,
     stop: tokio::sync::watch::Sender<bool>,
     server: Option<tokio::task::JoinHandle<()>>,
 }
@@ -132,6 +141,8 @@ pub enum StartError {
     },
     #[error("cannot recover unfinished work: {0}")]
     Recover(String),
+    #[error("{0}")]
+    Replica(String),
     #[error("admin API key: {0}")]
     AdminKey(String),
     #[error(
@@ -158,8 +169,17 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         Some(url) => url.clone(),
         None => format!("sqlite:{}", data_dir.join("edith.db").display()),
     };
-    let (store, sole_use) = Store::open_claimed(&url).await?;
-    tracing::info!(backend = store.backend(), "store opened");
+    let replica = match &config.replica {
+        Some(name) if app::replicas::valid_name(name) => name.clone(),
+        Some(name) => {
+            return Err(StartError::Replica(format!(
+                "`{name}` is not a replica name: use 1 to 64 letters, digits, `.`, `_` or `-`"
+            )));
+        }
+        None => replica_id(data_dir).await?,
+    };
+    let store = Store::open(&url).await?.named(&replica);
+    tracing::info!(backend = store.backend(), replica, "store opened");
     auth::bootstrap(&store, data_dir, config.admin_key.as_deref()).await?;
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
@@ -182,7 +202,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         job_events: Default::default(),
         tool_hosts: Default::default(),
         relays: Default::default(),
-        replica: replica_id(data_dir).await?,
+        replica: app::replicas::Replica::new(replica, config.lease),
         jobs_running: Default::default(),
         cancels: Default::default(),
         last_use: Default::default(),
@@ -200,8 +220,17 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         public_url: url.clone(),
         shutdown: stopping.clone(),
     });
+    app::replicas::announce(&state, config.database_url.is_none())
+        .await
+        .map_err(StartError::Replica)?;
     recover(&state).await?;
     app::reconciler::spawn(state.clone());
+    let mut background = vec![app::replicas::spawn(state.clone())];
+    background.extend(
+        app::announcements::spawn(state.clone())
+            .await
+            .map_err(|e| StartError::Replica(e.detail))?,
+    );
     // Each runtime's version is asked once, now, so that listing them later is quick.
     let warming = state.clone();
     tokio::spawn(async move {
@@ -212,8 +241,9 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
 
     let (router, _, _) = http::build();
     // Each layer wraps those above it, so a request meets them from the bottom up: logged,
-    // its key checked, its body read whole (bounded in size and time), its `Idempotency-Key`
-    // looked at, then the handler.
+    // its key checked, its body read whole (bounded in size and time), forwarded to the
+    // replica owning its instance if that is another, its `Idempotency-Key` looked at, then
+    // the handler.
     let app = router
         .layer(axum::extract::DefaultBodyLimit::max(
             config.limits.max_body_bytes,
@@ -221,6 +251,10 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             http::idempotency::guard,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            http::forward::to_owner,
         ))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
@@ -234,6 +268,10 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
             state.clone(),
             http::count_request,
         ))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            http::forward::name_replica,
+        ))
         .layer(http::request_log())
         .with_state(state.clone());
     let server = tokio::spawn(http::listener::serve(
@@ -245,25 +283,20 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
     Ok(RunningServer {
         url,
         state,
-        sole_use: Some(sole_use),
+        background,
         stop,
         server: Some(server),
     })
 }
 
-/// Work a previous process left unfinished: runtimes it started are stopped (they start again on
-/// next use), its jobs run again (their steps are idempotent); turns end as interrupted.
+/// Work an earlier run of this replica, or a replica that died, left unfinished: the instances
+/// nobody live owns are taken (their runtimes left running are stopped and start again on next
+/// use, their restarts resume), their jobs run again (their steps are idempotent), and the
+/// turns nobody drives end as interrupted.
 async fn recover(state: &AppState) -> Result<(), StartError> {
-    state.providers.process.stop_orphans().await;
     let recover_error = |e: AppError| StartError::Recover(e.detail);
-    app::profiles::retarget_tool_relays(state)
-        .await
-        .map_err(recover_error)?;
-    app::turns::recover(state).await.map_err(recover_error)?;
+    app::replicas::take_up(state).await.map_err(recover_error)?;
     app::jobs::take_over(state).await.map_err(recover_error)?;
-    app::reconciler::resume_restarts(state)
-        .await
-        .map_err(recover_error)?;
     Ok(())
 }
 
@@ -297,14 +330,9 @@ impl RunningServer {
         self.state.providers.running_count().await
     }
 
-    /// Returns once another control plane has taken this one's database (possible only after
-    /// this one lost its connection to it, and never on SQLite): it must stop, as two would
-    /// undo each other's work.
-    pub async fn database_taken(&self) {
-        match &self.sole_use {
-            Some(claim) => claim.lost().await,
-            None => std::future::pending().await,
-        }
+    /// This replica's name among those sharing the database.
+    pub fn replica(&self) -> &str {
+        self.state.replica.name()
     }
 
     /// Stops serving, ends open streams, stops the embedded runtimes and closes the store.
@@ -316,13 +344,19 @@ impl RunningServer {
         self.state.relays.end_all();
         self.state.gateways.forget_all().await;
         self.state.providers.shutdown().await;
+        for task in self.background.drain(..) {
+            task.abort();
+            let _ = task.await;
+        }
         self.state.store.close().await;
-        self.sole_use.take();
     }
 }
 
 impl Drop for RunningServer {
     fn drop(&mut self) {
         let _ = self.stop.send(true);
+        for task in &self.background {
+            task.abort();
+        }
     }
 }

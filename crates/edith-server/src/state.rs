@@ -38,8 +38,9 @@ pub struct Inner {
     pub known_keys: crate::auth::KnownKeys,
     /// Turns a client asked to cancel; their driver ends them `cancelled`.
     pub cancels: std::sync::Mutex<std::collections::HashSet<edith_types::TurnId>>,
-    /// This replica's name in job leases (kept in the data dir, so a restart knows its own).
-    pub replica: String,
+    /// This replica among those sharing the database: its name (in leases), and the instances
+    /// it owns.
+    pub replica: crate::app::replicas::Replica,
     /// The jobs running in this process.
     pub jobs_running: std::sync::Mutex<std::collections::HashSet<edith_types::JobId>>,
     /// For requests the control plane forwards to runtimes (their Desktop routes).

@@ -9,4 +9,4 @@ mod records;
 mod store;
 
 pub use records::{InstanceRecord, SessionPath, ToolHostRecord};
-pub use store::{Idempotency, SOLE_USE_LOCK, SoleUse, Store, StoreError};
+pub use store::{Announcement, Channel, Claim, Idempotency, Listener, Store, StoreError};

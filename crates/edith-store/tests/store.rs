@@ -5,7 +5,9 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use edith_store::{Idempotency, InstanceRecord, Store, StoreError, ToolHostRecord};
+use edith_store::{
+    Announcement, Channel, Claim, Idempotency, InstanceRecord, Store, StoreError, ToolHostRecord,
+};
 use edith_types::{
     ApiKey, ApiKeyId, Instance, InstanceId, InstanceState, Job, JobEventKind, JobId, JobKind,
     JobState, ModelConfig, Profile, ProfileId, ProviderKind, RestartPolicy, Scope, Session,
@@ -42,6 +44,8 @@ on_both_backends!(
     an_instance_changes_state_only_from_the_state_it_was_seen_in,
     purging_an_instance_removes_what_it_holds_but_keeps_its_jobs,
     a_job_is_leased_to_one_replica_until_its_lease_runs_out,
+    an_instance_is_owned_by_one_live_replica_at_a_time,
+    a_dead_drivers_turns_are_found_and_a_live_ones_are_not,
     job_events_are_numbered_in_order,
     profiles_are_unique_by_name_and_carry_their_tools,
     tools_and_hosts_in_use_are_not_deleted,
@@ -233,16 +237,6 @@ async fn instances_page_filter_and_count(store: Store) {
         .await
         .unwrap();
     assert_eq!(ids(&in_ready.items, |i| i.id.to_string()), [all[1].clone()]);
-    assert_eq!(
-        ids(
-            &store
-                .instances_in_state(InstanceState::Provisioning)
-                .await
-                .unwrap(),
-            |i| i.id.to_string()
-        ),
-        [all[0].clone(), all[2].clone()]
-    );
 
     let mut deleted = made[0].clone();
     deleted.state = InstanceState::Deleted;
@@ -314,7 +308,7 @@ async fn purging_an_instance_removes_what_it_holds_but_keeps_its_jobs(store: Sto
     assert_eq!(theirs[1..], [job.clone(), later.clone()]);
     assert_eq!(store.jobs_of_instance(&other.id).await.unwrap().len(), 1);
     let turn = turn_in(&session.id);
-    assert_eq!(store.insert_turn_if_idle(&turn).await.unwrap(), None);
+    assert_eq!(store.insert_turn_if_idle(&turn, "r").await.unwrap(), None);
     store
         .append_turn_event(&turn.id, &TurnEventKind::TurnStarted)
         .await
@@ -407,6 +401,155 @@ async fn a_job_is_leased_to_one_replica_until_its_lease_runs_out(store: Store) {
     );
     assert!(taken("a", 230).await.is_empty());
     assert_eq!(store.job(&job.id).await.unwrap(), Some(finished));
+}
+
+async fn an_instance_is_owned_by_one_live_replica_at_a_time(store: Store) {
+    let (a_one, _) = add_instance(&store, instance("i", ProviderKind::Embedded, &[])).await;
+    let id = a_one.id.clone();
+    assert_eq!(
+        store
+            .replica_alive("a", "http://a", 0, 100, false)
+            .await
+            .unwrap(),
+        None
+    );
+    assert_eq!(
+        store
+            .replica_alive("b", "http://b", 0, 100, false)
+            .await
+            .unwrap(),
+        None
+    );
+    assert_eq!(
+        store.claim_instance(&id, "a", 0, 100).await.unwrap(),
+        Claim::Mine { from: None }
+    );
+    assert_eq!(
+        store.claim_instance(&id, "b", 50, 150).await.unwrap(),
+        Claim::Theirs {
+            replica: "a".to_owned(),
+            url: Some("http://a".to_owned())
+        }
+    );
+    // a's heartbeat renews its instances with it.
+    assert_eq!(
+        store
+            .replica_alive("a", "http://a", 90, 200, false)
+            .await
+            .unwrap(),
+        None
+    );
+    assert!(matches!(
+        store.claim_instance(&id, "b", 150, 250).await.unwrap(),
+        Claim::Theirs { .. }
+    ));
+    assert!(
+        store
+            .instances_left_by_their_owner(150)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // a stops renewing: its lease runs out, and b takes the instance over from it.
+    assert_eq!(
+        store.instances_left_by_their_owner(201).await.unwrap(),
+        std::slice::from_ref(&id)
+    );
+    assert_eq!(
+        store.claim_instance(&id, "b", 201, 300).await.unwrap(),
+        Claim::Mine {
+            from: Some("a".to_owned())
+        }
+    );
+    assert!(matches!(
+        store.claim_instance(&id, "a", 210, 310).await.unwrap(),
+        Claim::Theirs { .. }
+    ));
+    assert_eq!(
+        store.claim_instance(&id, "b", 210, 310).await.unwrap(),
+        Claim::Mine { from: None },
+        "renewing its own"
+    );
+    assert_eq!(
+        store
+            .claim_instance(&"inst_none".parse().unwrap(), "b", 0, 1)
+            .await
+            .unwrap(),
+        Claim::Missing
+    );
+
+    // A second live replica by the same name at another address is refused, unless told to
+    // displace it; once the first's time runs out, the name is free.
+    assert_eq!(
+        store
+            .replica_alive("a", "http://elsewhere", 150, 250, false)
+            .await
+            .unwrap(),
+        Some("http://a".to_owned())
+    );
+    assert_eq!(
+        store
+            .replica_alive("a", "http://elsewhere", 150, 250, true)
+            .await
+            .unwrap(),
+        None
+    );
+    assert_eq!(
+        store
+            .replica_alive("b", "http://b2", 301, 400, false)
+            .await
+            .unwrap(),
+        None
+    );
+}
+
+async fn a_dead_drivers_turns_are_found_and_a_live_ones_are_not(store: Store) {
+    let (_, profile, first) = a_session(&store).await;
+    let second = add_session(&store, &profile).await;
+    let (by_a, by_b) = (turn_in(&first.id), turn_in(&second.id));
+    store.insert_turn_if_idle(&by_a, "a").await.unwrap();
+    store.insert_turn_if_idle(&by_b, "b").await.unwrap();
+    store
+        .replica_alive("a", "http://a", 0, 100, false)
+        .await
+        .unwrap();
+    store
+        .replica_alive("b", "http://b", 0, 200, false)
+        .await
+        .unwrap();
+    let left = |now: i64, restarted: Option<&'static str>| {
+        let store = store.clone();
+        async move {
+            let turns = store
+                .turns_left_by_their_driver(now, restarted)
+                .await
+                .unwrap();
+            turns.into_iter().map(|t| t.id).collect::<Vec<_>>()
+        }
+    };
+    assert!(left(50, None).await.is_empty(), "both drivers live");
+    assert_eq!(
+        left(50, Some("a")).await,
+        std::slice::from_ref(&by_a.id),
+        "a, restarted"
+    );
+    assert_eq!(
+        left(150, None).await,
+        std::slice::from_ref(&by_a.id),
+        "a died"
+    );
+    let mut ended = by_a.clone();
+    ended.state = TurnState::Interrupted;
+    let last = TurnEventKind::TurnFinished {
+        state: TurnState::Interrupted,
+        output: None,
+        error: None,
+    };
+    store.finish_turn(&ended, &last).await.unwrap().unwrap();
+    assert!(
+        left(150, None).await.is_empty(),
+        "finished turns are nobody's"
+    );
 }
 
 async fn job_events_are_numbered_in_order(store: Store) {
@@ -518,7 +661,7 @@ async fn profiles_are_unique_by_name_and_carry_their_tools(store: Store) {
     );
     let session = add_session(&store, &second).await;
     let turn = turn_in(&session.id);
-    store.insert_turn_if_idle(&turn).await.unwrap();
+    store.insert_turn_if_idle(&turn, "r").await.unwrap();
     assert_eq!(
         store.unfinished_turn_of_profile(&second.id).await.unwrap(),
         Some(turn.id.clone())
@@ -685,7 +828,7 @@ async fn a_session_runs_one_turn_at_a_time_even_when_inserts_race(store: Store) 
     for turn in racing.clone() {
         let store = store.clone();
         tasks.push(tokio::spawn(async move {
-            store.insert_turn_if_idle(&turn).await.unwrap()
+            store.insert_turn_if_idle(&turn, "r").await.unwrap()
         }));
     }
     let mut busy = Vec::new();
@@ -710,19 +853,26 @@ async fn a_session_runs_one_turn_at_a_time_even_when_inserts_race(store: Store) 
     done.state = TurnState::Completed;
     store.update_turn(&done).await.unwrap();
     let next = turn_in(&session.id);
-    assert_eq!(store.insert_turn_if_idle(&next).await.unwrap(), None);
+    assert_eq!(store.insert_turn_if_idle(&next, "r").await.unwrap(), None);
     let queued = store
         .list_turns(&session.id, None, 10, Some(TurnState::Queued))
         .await
         .unwrap();
     assert_eq!(queued.items, std::slice::from_ref(&next));
-    assert_eq!(store.unfinished_turns().await.unwrap(), [next]);
+    assert_eq!(
+        store
+            .turns_left_by_their_driver(0, Some("r"))
+            .await
+            .unwrap(),
+        [next],
+        "the unfinished one, when its driver restarted"
+    );
 }
 
 async fn concurrent_appends_to_one_log_get_every_number_once(store: Store) {
     let (_, _, session) = a_session(&store).await;
     let turn = turn_in(&session.id);
-    store.insert_turn_if_idle(&turn).await.unwrap();
+    store.insert_turn_if_idle(&turn, "r").await.unwrap();
     let turn_id = Arc::new(turn.id.clone());
     let mut tasks = Vec::new();
     for n in 0..24 {
@@ -751,7 +901,7 @@ async fn concurrent_appends_to_one_log_get_every_number_once(store: Store) {
 async fn a_finished_turn_has_its_last_event_and_readers_see_the_tail(store: Store) {
     let (_, _, session) = a_session(&store).await;
     let turn = turn_in(&session.id);
-    store.insert_turn_if_idle(&turn).await.unwrap();
+    store.insert_turn_if_idle(&turn, "r").await.unwrap();
     let started = store
         .append_turn_event(&turn.id, &TurnEventKind::TurnStarted)
         .await
@@ -770,8 +920,13 @@ async fn a_finished_turn_has_its_last_event_and_readers_see_the_tail(store: Stor
         output: finished.output.clone(),
         error: None,
     };
-    let event = store.finish_turn(&finished, &last).await.unwrap();
+    let event = store.finish_turn(&finished, &last).await.unwrap().unwrap();
     assert_eq!(event.seq, 3);
+    // A turn is finished once: a second end (another replica's, say) changes nothing.
+    let mut again = finished.clone();
+    again.state = TurnState::Interrupted;
+    assert_eq!(store.finish_turn(&again, &last).await.unwrap(), None);
+    assert_eq!(store.turn_events_after(&turn.id, 0).await.unwrap().len(), 3);
     assert_eq!(
         store.turn(&session.id, &turn.id).await.unwrap(),
         Some(finished.clone())
@@ -791,7 +946,7 @@ async fn a_finished_turn_has_its_last_event_and_readers_see_the_tail(store: Stor
 
     // A finished turn whose log lacks its end (as an older version could leave one) is found.
     let next = turn_in(&session.id);
-    store.insert_turn_if_idle(&next).await.unwrap();
+    store.insert_turn_if_idle(&next, "r").await.unwrap();
     let mut failed = next.clone();
     failed.state = TurnState::Failed;
     store.update_turn(&failed).await.unwrap();
@@ -804,7 +959,7 @@ async fn a_finished_turn_has_its_last_event_and_readers_see_the_tail(store: Stor
 async fn a_session_with_an_unfinished_turn_is_not_deleted(store: Store) {
     let (_, profile, session) = a_session(&store).await;
     let turn = turn_in(&session.id);
-    store.insert_turn_if_idle(&turn).await.unwrap();
+    store.insert_turn_if_idle(&turn, "r").await.unwrap();
     assert!(!store.delete_idle_session(&session.id).await.unwrap());
     let mut titled = session.clone();
     titled.title = Some("kept".to_owned());
@@ -939,7 +1094,7 @@ async fn what_is_stored_is_there_after_reopening(url: &str) {
     let store = Store::open(url).await.unwrap();
     let (instance, _, session) = a_session(&store).await;
     let turn = turn_in(&session.id);
-    store.insert_turn_if_idle(&turn).await.unwrap();
+    store.insert_turn_if_idle(&turn, "r").await.unwrap();
     store
         .append_turn_event(&turn.id, &TurnEventKind::TurnStarted)
         .await
@@ -1006,42 +1161,56 @@ async fn a_url_of_another_kind_is_refused_saying_which_kinds_are_known() {
     }
 }
 
-/// Until replicas share the work, one control plane uses a PostgreSQL database at a time; the
-/// claim goes with the process that held it.
-#[tokio::test]
-async fn a_second_control_plane_on_one_postgres_database_is_refused_until_the_first_goes() {
+/// What one replica announces on PostgreSQL, another hears; nobody hears itself, and SQLite
+/// has nobody else to tell.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_hear_each_others_announcements_but_not_their_own() {
     let database = testkit::postgres::database().await;
-    let first = Store::open(database.url()).await.unwrap();
-    let second = Store::open(database.url()).await.unwrap();
-    let held = first.claim_sole_use().await.unwrap();
-    assert!(matches!(
-        second.claim_sole_use().await,
-        Err(StoreError::InUse)
-    ));
-    drop(held);
-    // The claim's connection is closed in the background: the second gets it within a bound.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    loop {
-        match second.claim_sole_use().await {
-            Ok(_) => break,
-            Err(StoreError::InUse) if std::time::Instant::now() < deadline => {
-                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-            }
-            other => panic!("the second claim after the first went: {other:?}"),
-        }
-    }
-    first.close().await;
-    second.close().await;
-}
+    let a = Store::open(database.url()).await.unwrap().named("a");
+    let b = Store::open(database.url()).await.unwrap().named("b");
+    let mut hears_a = a.listen().await.unwrap().expect("PostgreSQL listens");
+    let mut hears_b = b.listen().await.unwrap().expect("PostgreSQL listens");
 
-#[tokio::test]
-async fn a_sqlite_store_is_its_own_claim() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open_sqlite(&dir.path().join("edith.db"))
+    let (_, _, session) = a_session(&a).await;
+    let turn = turn_in(&session.id);
+    a.insert_turn_if_idle(&turn, "a").await.unwrap();
+    a.append_turn_events(&turn.id, &[TurnEventKind::TurnStarted])
         .await
         .unwrap();
-    let _one = store.claim_sole_use().await.unwrap();
-    let _two = store.claim_sole_use().await.unwrap();
+    let within = std::time::Duration::from_secs(10);
+    let heard = tokio::time::timeout(within, hears_b.next()).await;
+    assert_eq!(
+        heard.expect("heard in time").unwrap(),
+        Announcement::Changed {
+            channel: Channel::TurnEvents,
+            id: turn.id.to_string()
+        }
+    );
+    b.revoke_api_key(
+        &edith_types::ApiKeyId::generate(),
+        &edith_types::Timestamp::now(),
+    )
+    .await
+    .unwrap();
+    match tokio::time::timeout(within, hears_a.next()).await {
+        Ok(Ok(Announcement::Changed { channel, .. })) => assert_eq!(channel, Channel::KeyRevoked),
+        other => panic!("a hears b's revocation, and not its own append first: {other:?}"),
+    }
+    let quiet = std::time::Duration::from_millis(300);
+    assert!(
+        tokio::time::timeout(quiet, hears_b.next()).await.is_err(),
+        "b does not hear itself"
+    );
+    // A listener holds a connection of its store's pool: closing waits for it to go.
+    drop((hears_a, hears_b));
+    a.close().await;
+    b.close().await;
+
+    let dir = tempfile::tempdir().unwrap();
+    let sqlite = Store::open_sqlite(&dir.path().join("edith.db"))
+        .await
+        .unwrap();
+    assert!(sqlite.listen().await.unwrap().is_none());
 }
 
 /// The two migration sets make the same tables with the same columns (PostgreSQL's `rowid`
@@ -1165,7 +1334,7 @@ async fn a_requests_path_is_read_at_once_as_far_as_it_exists(store: Store) {
 async fn events_appended_together_are_numbered_together(store: Store) {
     let (_, _, session) = a_session(&store).await;
     let turn = turn_in(&session.id);
-    store.insert_turn_if_idle(&turn).await.unwrap();
+    store.insert_turn_if_idle(&turn, "r").await.unwrap();
     let delta = |text: &str| TurnEventKind::MessageDelta {
         text: text.to_owned(),
     };

@@ -1,5 +1,7 @@
 //! Live fan-out of event-log entries to the streams that follow a turn or a job. The log in the
-//! store is the truth; the hub only wakes followers early.
+//! store is the truth; the hub only wakes followers early. Entries come from this replica's
+//! drivers and runners, or, for a log another replica writes, from the store when that replica
+//! announces it grew (`app::announcements`).
 //!
 //! A log's channel lives while someone follows it and the log is not finished: the last
 //! follower to leave takes it along, and so does the log's end. (A channel kept for a finished
@@ -15,13 +17,43 @@ use tokio::sync::broadcast;
 /// followed log holds this many slots, so it is what a waiting turn's stream costs in memory.
 const CAPACITY: usize = 64;
 
-type Channels<E> = Arc<Mutex<HashMap<String, broadcast::Sender<E>>>>;
+/// An entry of a durable, numbered event log.
+pub trait LogEvent: Clone + serde::Serialize + Send + 'static {
+    fn seq(&self) -> u64;
+    fn is_final(&self) -> bool;
+}
+
+impl LogEvent for edith_types::TurnEvent {
+    fn seq(&self) -> u64 {
+        self.seq
+    }
+    fn is_final(&self) -> bool {
+        self.kind.is_final()
+    }
+}
+
+impl LogEvent for edith_types::JobEvent {
+    fn seq(&self) -> u64 {
+        self.seq
+    }
+    fn is_final(&self) -> bool {
+        self.kind.is_final()
+    }
+}
+
+/// A followed log's channel, and the last entry published on it.
+struct Channel<E> {
+    sender: broadcast::Sender<E>,
+    last: u64,
+}
+
+type Channels<E> = Arc<Mutex<HashMap<String, Channel<E>>>>;
 
 pub struct Hub<E> {
     channels: Channels<E>,
 }
 
-impl<E: Clone> Default for Hub<E> {
+impl<E: LogEvent> Default for Hub<E> {
     fn default() -> Self {
         Self {
             channels: Arc::default(),
@@ -29,7 +61,7 @@ impl<E: Clone> Default for Hub<E> {
     }
 }
 
-impl<E: Clone> Hub<E> {
+impl<E: LogEvent> Hub<E> {
     /// Follows `key`'s log from now on. Read the store after subscribing, so nothing falls
     /// between the two.
     pub fn subscribe(&self, key: &str) -> Follower<E> {
@@ -38,7 +70,11 @@ impl<E: Clone> Hub<E> {
             .lock()
             .expect("not poisoned")
             .entry(key.to_owned())
-            .or_insert_with(|| broadcast::channel(CAPACITY).0)
+            .or_insert_with(|| Channel {
+                sender: broadcast::channel(CAPACITY).0,
+                last: 0,
+            })
+            .sender
             .subscribe();
         Follower {
             receiver: Some(receiver),
@@ -48,9 +84,23 @@ impl<E: Clone> Hub<E> {
     }
 
     pub fn publish(&self, key: &str, event: E) {
-        if let Some(sender) = self.channels.lock().expect("not poisoned").get(key) {
-            let _ = sender.send(event);
+        if let Some(channel) = self.channels.lock().expect("not poisoned").get_mut(key) {
+            channel.last = channel.last.max(event.seq());
+            let _ = channel.sender.send(event);
         }
+    }
+
+    /// The last entry published on `key`'s channel (0 before any), or `None` when nobody here
+    /// follows it.
+    pub fn last_published(&self, key: &str) -> Option<u64> {
+        let channels = self.channels.lock().expect("not poisoned");
+        channels.get(key).map(|channel| channel.last)
+    }
+
+    /// The logs followed here now.
+    pub fn followed_logs(&self) -> Vec<String> {
+        let channels = self.channels.lock().expect("not poisoned");
+        channels.keys().cloned().collect()
     }
 
     /// The log is complete: followers see the channel close once they have drained it.
@@ -72,7 +122,7 @@ pub struct Follower<E> {
     channels: Channels<E>,
 }
 
-impl<E: Clone> Follower<E> {
+impl<E: LogEvent> Follower<E> {
     /// The next live entry (as `broadcast::Receiver::recv`).
     pub async fn recv(&mut self) -> Result<E, broadcast::error::RecvError> {
         self.receiver
@@ -89,7 +139,7 @@ impl<E> Drop for Follower<E> {
         let mut channels = self.channels.lock().expect("not poisoned");
         if channels
             .get(&self.key)
-            .is_some_and(|sender| sender.receiver_count() == 0)
+            .is_some_and(|channel| channel.sender.receiver_count() == 0)
         {
             channels.remove(&self.key);
         }
@@ -99,6 +149,16 @@ impl<E> Drop for Follower<E> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A log entry that is only its number; 99 ends the log.
+    impl LogEvent for u64 {
+        fn seq(&self) -> u64 {
+            *self
+        }
+        fn is_final(&self) -> bool {
+            *self == 99
+        }
+    }
 
     #[tokio::test]
     async fn a_channel_lasts_while_followed_and_unfinished() {
@@ -111,8 +171,11 @@ mod tests {
 
         let mut first = hub.subscribe("running");
         let second = hub.subscribe("running");
+        assert_eq!(hub.last_published("running"), Some(0));
         hub.publish("running", 7);
         assert_eq!(first.recv().await.unwrap(), 7);
+        assert_eq!(hub.last_published("running"), Some(7));
+        assert_eq!(hub.followed_logs(), ["running"]);
         drop(second);
         assert_eq!(hub.followed(), 1, "one follower is still there");
         hub.finish("running");
@@ -122,5 +185,6 @@ mod tests {
         // Publishing with nobody following is a no-op, and makes no channel.
         hub.publish("nobody", 1);
         assert_eq!(hub.followed(), 0);
+        assert_eq!(hub.last_published("nobody"), None);
     }
 }

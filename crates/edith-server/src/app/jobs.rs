@@ -6,7 +6,6 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use edith_types::{
     Instance, InstanceId, InstanceState, Job, JobEventKind, JobId, JobKind, JobState, JobStep,
@@ -15,11 +14,6 @@ use edith_types::{
 
 use crate::error::{AppError, AppResult};
 use crate::state::AppState;
-
-/// How long a job's lease lasts without renewal …
-const LEASE: Duration = Duration::from_secs(15);
-/// … and how often its runner renews it.
-const RENEW_EVERY: Duration = Duration::from_secs(5);
 
 /// One step of a job. Its name is what jobs record and clients see.
 #[derive(
@@ -127,6 +121,20 @@ pub fn spawn(state: AppState, job: Job) {
     );
     let run_it = async move {
         let id = job.id.clone();
+        // A job works on its instance's runtime: it runs where the instance is owned.
+        match super::replicas::place(&state, &job.instance_id).await {
+            Ok(super::replicas::Place::Here) => {}
+            Ok(super::replicas::Place::There { .. }) => {
+                tracing::debug!("the instance is another replica's; it runs the job");
+                state.jobs_running.lock().expect("not poisoned").remove(&id);
+                return;
+            }
+            Err(e) => {
+                tracing::error!(detail = %e.detail, "cannot tell which replica runs the job");
+                state.jobs_running.lock().expect("not poisoned").remove(&id);
+                return;
+            }
+        }
         match Lease::take(&state, &id).await {
             Ok(Some(lease)) => {
                 if let Err(e) = run(&state, job, &lease).await {
@@ -146,17 +154,14 @@ pub fn spawn(state: AppState, job: Job) {
 /// Starts every unfinished job this replica may take: after a restart, and whenever another
 /// replica's lease ran out.
 pub async fn take_over(state: &AppState) -> AppResult<()> {
-    for job in state.store.jobs_to_take(&state.replica, now_ms()).await? {
+    for job in state
+        .store
+        .jobs_to_take(state.replica.name(), super::replicas::now_ms())
+        .await?
+    {
         spawn(state.clone(), job);
     }
     Ok(())
-}
-
-fn now_ms() -> i64 {
-    let since = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default();
-    i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
 }
 
 impl Drop for Lease {
@@ -176,11 +181,10 @@ struct Lease {
 
 impl Lease {
     async fn take(state: &AppState, job: &JobId) -> AppResult<Option<Lease>> {
-        let now = now_ms();
-        let until = now + LEASE.as_millis() as i64;
+        let (now, until) = state.replica.lease_from_now();
         if !state
             .store
-            .lease_job(job, &state.replica, now, until)
+            .lease_job(job, state.replica.name(), now, until)
             .await?
         {
             return Ok(None);
@@ -190,12 +194,11 @@ impl Lease {
             let (state, job, lost) = (state.clone(), job.clone(), lost.clone());
             tokio::spawn(async move {
                 loop {
-                    tokio::time::sleep(RENEW_EVERY).await;
-                    let now = now_ms();
-                    let until = now + LEASE.as_millis() as i64;
+                    tokio::time::sleep(state.replica.renew_every()).await;
+                    let (now, until) = state.replica.lease_from_now();
                     let renewed = state
                         .store
-                        .lease_job(&job, &state.replica, now, until)
+                        .lease_job(&job, state.replica.name(), now, until)
                         .await;
                     if !matches!(renewed, Ok(true)) {
                         tracing::warn!(job = %job, "lost the lease of a running job");
@@ -218,7 +221,11 @@ impl Lease {
     }
 
     async fn release(self, state: &AppState) {
-        if let Err(e) = state.store.release_job(&self.job, &state.replica).await {
+        if let Err(e) = state
+            .store
+            .release_job(&self.job, state.replica.name())
+            .await
+        {
             tracing::warn!(job = %self.job, error = %e, "cannot release a job's lease");
         }
     }
@@ -235,7 +242,11 @@ fn lease_lost(job: &Job) -> AppError {
 /// Records the job's progress and its event — only while this replica holds its lease.
 async fn record(state: &AppState, job: &mut Job, event: JobEventKind) -> AppResult<()> {
     job.updated_at = Timestamp::now();
-    if !state.store.update_leased_job(job, &state.replica).await? {
+    if !state
+        .store
+        .update_leased_job(job, state.replica.name())
+        .await?
+    {
         return Err(lease_lost(job));
     }
     let event = state.store.append_job_event(&job.id, &event).await?;
@@ -270,7 +281,11 @@ async fn run(state: &AppState, mut job: Job, lease: &Lease) -> AppResult<()> {
         state.metrics.job_step_took(&step, started.elapsed());
         if let Err(e) = ran {
             // Only the lease holder undoes: another runner may be building it again by now.
-            if !state.store.holds_job_lease(&job.id, &state.replica).await? {
+            if !state
+                .store
+                .holds_job_lease(&job.id, state.replica.name())
+                .await?
+            {
                 return Err(lease_lost(&job));
             }
             job.steps[index].state = StepState::Failed;
@@ -426,7 +441,11 @@ async fn instance(state: &AppState, id: &InstanceId) -> AppResult<edith_store::I
 }
 
 async fn finish(state: &AppState, mut job: Job, outcome: Result<(), String>) -> AppResult<()> {
-    if !state.store.holds_job_lease(&job.id, &state.replica).await? {
+    if !state
+        .store
+        .holds_job_lease(&job.id, state.replica.name())
+        .await?
+    {
         return Err(lease_lost(&job));
     }
     let instance_state = match (&outcome, job.kind) {

@@ -1,6 +1,7 @@
 //! What the control plane does, apart from how it is asked: instances and their provisioning
 //! jobs, profiles, sessions, tools, native calls, and the turn driver. HTTP handlers call these.
 
+pub mod announcements;
 pub mod desktop;
 mod hub;
 pub mod instances;
@@ -10,8 +11,9 @@ pub mod native;
 pub mod profiles;
 pub mod reconciler;
 pub mod relay;
+pub mod replicas;
 pub mod sessions;
 pub mod tools;
 pub mod turns;
 
-pub use hub::{Follower, Hub};
+pub use hub::{Follower, Hub, LogEvent};

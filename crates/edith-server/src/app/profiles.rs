@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 
 use edith_store::InstanceRecord;
 use edith_types::{
-    CreateProfile, ErrorCode, InstanceId, ModelConfig, ModelSpec, Profile, ProfileId, ProviderKind,
-    Session, SessionId, Timestamp, ToolId, UpdateProfile,
+    CreateProfile, ErrorCode, Instance, InstanceId, ModelConfig, ModelSpec, Profile, ProfileId,
+    ProviderKind, Session, SessionId, Timestamp, ToolId, UpdateProfile,
 };
 use hermes_native::config::{HermesConfig, McpServer, ModelSection, SCRIPTED, Seconds};
 use hermes_native::profile::{DEFAULT_PROFILE, PROFILE_NAME_RULE, valid_profile_name};
@@ -213,47 +213,34 @@ fn check_model(model: &ModelSpec) -> AppResult<()> {
     Ok(())
 }
 
-/// Points every profile's tool relay at the address this control plane serves on now. One
-/// that comes back on another address (a local context, an `edith serve` moved to another
-/// port) would otherwise leave its runtimes reaching for the old one, offering no callback
-/// tools. Called when the control plane starts, before any runtime does.
-pub async fn retarget_tool_relays(state: &AppState) -> AppResult<()> {
-    let mut instances = None;
+/// Points the tool relay of every profile of `instance` at the address this replica serves
+/// on. One that comes back on another address (a local context, an `edith serve` moved to
+/// another port), or another replica that takes the instance over, would otherwise leave its
+/// runtime reaching for the old one, offering no callback tools. Called when this replica takes
+/// the instance, before it starts a runtime for it.
+pub async fn retarget_tool_relays(state: &AppState, instance: &Instance) -> AppResult<()> {
+    let Ok(provider) = state.provider(instance.provider) else {
+        return Ok(());
+    };
+    if !provider.configures_profiles() {
+        return Ok(());
+    }
+    let mut profiles = None;
     loop {
-        let page = state
+        let listed = state
             .store
-            .list_instances(instances.as_ref(), 100, None, None)
+            .list_profiles(&instance.id, profiles.as_ref(), 100)
             .await?;
-        for instance in &page.items {
-            let Ok(provider) = state.provider(instance.provider) else {
-                continue;
-            };
-            if !provider.configures_profiles() {
-                continue;
-            }
-            let mut profiles = None;
-            loop {
-                let listed = state
-                    .store
-                    .list_profiles(&instance.id, profiles.as_ref(), 100)
-                    .await?;
-                for profile in &listed.items {
-                    let url = mcp_endpoint::url(state, &instance.id, &profile.id);
-                    let name = &profile.native_name;
-                    let moved =
-                        provider.retarget_mcp_server(&instance.id, name, MCP_SERVER_NAME, &url);
-                    if let Err(e) = moved.await {
-                        tracing::warn!(profile = %profile.id, error = %e, "tool relay not retargeted");
-                    }
-                }
-                match listed.next_cursor.and_then(|c| c.parse().ok()) {
-                    Some(next) => profiles = Some(next),
-                    None => break,
-                }
+        for profile in &listed.items {
+            let url = mcp_endpoint::url(state, &instance.id, &profile.id);
+            let name = &profile.native_name;
+            let moved = provider.retarget_mcp_server(&instance.id, name, MCP_SERVER_NAME, &url);
+            if let Err(e) = moved.await {
+                tracing::warn!(profile = %profile.id, error = %e, "tool relay not retargeted");
             }
         }
-        match page.next_cursor.and_then(|c| c.parse().ok()) {
-            Some(next) => instances = Some(next),
+        match listed.next_cursor.and_then(|c| c.parse().ok()) {
+            Some(next) => profiles = Some(next),
             None => return Ok(()),
         }
     }

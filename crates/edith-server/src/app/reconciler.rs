@@ -70,21 +70,22 @@ async fn mark_lost(state: &AppState, exited: &Exited) -> Option<Instance> {
         .then_some(instance)
 }
 
-/// After a restart of the control plane: instances left `lost` whose policy still allows a
-/// restart get one, as if their runtime had just exited.
-pub async fn resume_restarts(state: &AppState) -> crate::error::AppResult<()> {
-    for instance in state.store.instances_in_state(InstanceState::Lost).await? {
-        let within_limit = instance.restarts < instance.max_restarts.unwrap_or(0);
-        if instance.restart_policy == RestartPolicy::OnFailure && within_limit {
-            let how = instance
-                .state_reason
-                .clone()
-                .unwrap_or_else(|| "the runtime was lost".to_owned());
-            let state = state.clone();
-            tokio::spawn(async move { restart(&state, instance, &how).await });
-        }
+/// When a replica takes an instance (at its start, or from a replica that died): one left
+/// `lost` whose policy still allows a restart gets one, as if its runtime had just exited.
+pub fn resume_restart(state: &AppState, instance: Instance) {
+    let within_limit = instance.restarts < instance.max_restarts.unwrap_or(0);
+    if instance.state != InstanceState::Lost
+        || instance.restart_policy != RestartPolicy::OnFailure
+        || !within_limit
+    {
+        return;
     }
-    Ok(())
+    let how = instance
+        .state_reason
+        .clone()
+        .unwrap_or_else(|| "the runtime was lost".to_owned());
+    let state = state.clone();
+    tokio::spawn(async move { restart(&state, instance, &how).await });
 }
 
 /// Starts the restarts the instance's policy asks for, in the background.

@@ -96,9 +96,9 @@ const KEY_KEPT_FOR: Duration = Duration::from_secs(10);
 
 /// Keys found by the hash of their secret, so that a request need not read its key from the
 /// database each time. Only known, unrevoked keys are kept: an unknown secret never is, so
-/// guesses cannot fill it. A revocation (which goes through this process: the database has one
-/// server, see `SoleUse`) drops the key at once; any entry is read again after
-/// [`KEY_KEPT_FOR`].
+/// guesses cannot fill it. A revocation drops the key at once: here, or on another replica,
+/// which announces it (`app::announcements`); any entry is read again after [`KEY_KEPT_FOR`],
+/// the bound should an announcement be lost.
 #[derive(Default)]
 pub struct KnownKeys(Mutex<Known>);
 
@@ -127,6 +127,14 @@ impl KnownKeys {
         if known.revocations == seen && key.revoked_at.is_none() {
             known.by_hash.insert(hash, (key.clone(), Instant::now()));
         }
+    }
+
+    /// Drops every key kept (a revocation may have been missed); reads under way are not kept
+    /// either.
+    pub fn forget_all(&self) {
+        let mut known = self.0.lock().expect("not poisoned");
+        known.revocations += 1;
+        known.by_hash.clear();
     }
 
     /// Drops a revoked key; reads under way when it was revoked are not kept either.

@@ -31,7 +31,10 @@ pub fn routes(api: &mut Api) {
                   /api/…`) on the instance's runtime; only the routes of the pinned Desktop \
                   contract pass. The runtime's reply comes back as it is.";
     let ops: [(Op, MethodRouter<AppState>); 5] = [
-        (Op::get(PATH, "desktop_get").summary(read), get(forward)),
+        (
+            Op::get(PATH, "desktop_get").summary(read).on_owner(),
+            get(forward),
+        ),
         (
             Op::post(PATH, "desktop_post").summary(change),
             post(forward),

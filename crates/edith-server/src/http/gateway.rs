@@ -22,6 +22,7 @@ const PROFILE_GATEWAY: &str = "/v1/instances/{instance_id}/profiles/{profile_id}
 pub fn routes(api: &mut Api) {
     let op = Op::get(PROFILE_GATEWAY, "profile_gateway")
         .scope(Scope::Write)
+        .on_owner()
         .summary(
             "A WebSocket to the profile's native Hermes gateway: send native JSON-RPC requests, \
              receive numbered frames (replies and events); resume a dropped connection within \

@@ -36,12 +36,14 @@ pub fn routes(api: &mut Api) {
         .summary("Get an instance.")
         .returns::<Instance>(api, 200, "The instance.");
     let delete = Op::delete("/v1/instances/{instance_id}", "instance_delete")
+        .on_owner()
         .summary("Delete an instance: a job stops and destroys its runtime, then forgets it.")
         .returns::<InstanceWithJob>(api, 202, "The instance (deleting) and its job.");
     api.add(get_op, get(get_instance));
     api.add(delete, axum::routing::delete(delete_instance));
 
     let op = Op::get("/v1/instances/{instance_id}/log", "instance_log")
+        .on_owner()
         .summary("The last lines its runtime wrote (`process` instances).")
         .query(
             "lines",
@@ -55,6 +57,7 @@ pub fn routes(api: &mut Api) {
         .returns::<Capabilities>(api, 200, "The capabilities.");
     api.add(op, get(get_capabilities));
     let op = Op::get("/v1/instances/{instance_id}/capabilities", "instance_capabilities")
+        .on_owner()
         .summary("What the instance's runtime offers: which runtime it is, the native methods it implements.")
         .returns::<InstanceCapabilities>(api, 200, "The runtime's capabilities.");
     api.add(op, get(get_instance_capabilities));

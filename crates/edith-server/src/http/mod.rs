@@ -6,6 +6,7 @@ pub mod body;
 mod console;
 mod desktop;
 pub mod extract;
+pub mod forward;
 mod gateway;
 pub mod idempotency;
 mod instances;
@@ -34,7 +35,7 @@ use spec::Api;
 pub use spec::{Access, Op};
 
 /// The router (without state), the OpenAPI document describing it and each route's access rule.
-pub fn build() -> (Router<AppState>, Value, spec::AccessRules) {
+pub fn build() -> (Router<AppState>, Value, spec::Rules) {
     let mut api = Api::new();
     let op = Op::get("/healthz", "health_get")
         .public()
@@ -113,11 +114,22 @@ pub fn access(method: &Method, path: &str) -> Option<Access> {
     } else {
         method
     };
-    rules.get(path)?.get(method).copied()
+    rules.access.get(path)?.get(method).copied()
 }
 
-fn rules() -> &'static spec::AccessRules {
-    static RULES: std::sync::OnceLock<spec::AccessRules> = std::sync::OnceLock::new();
+/// Whether the route `path` (a pattern) with `method` is served by the replica owning the
+/// path's instance.
+pub fn on_owner(method: &Method, path: &str) -> bool {
+    let method = if method == Method::HEAD {
+        &Method::GET
+    } else {
+        method
+    };
+    rules().on_owner.contains(&(path, method.clone()))
+}
+
+fn rules() -> &'static spec::Rules {
+    static RULES: std::sync::OnceLock<spec::Rules> = std::sync::OnceLock::new();
     RULES.get_or_init(|| build().2)
 }
 
@@ -126,6 +138,7 @@ fn rules() -> &'static spec::AccessRules {
 pub fn unlisted_routes() -> Vec<(Method, &'static str, String)> {
     let contract = &openapi()["paths"];
     let mut routes: Vec<_> = rules()
+        .access
         .iter()
         .flat_map(|(path, methods)| methods.iter().map(move |(m, a)| (m.clone(), *path, a)))
         .filter(|(method, path, _)| {

@@ -38,9 +38,20 @@ impl std::fmt::Display for Access {
 /// The access rule of each route, by route pattern and method.
 pub type AccessRules = HashMap<&'static str, HashMap<Method, Access>>;
 
+/// What the router needs to know of each route besides its handler.
+#[derive(Default)]
+pub struct Rules {
+    pub access: AccessRules,
+    /// The routes (pattern, method) served by the replica owning the path's instance
+    /// (`http::forward`).
+    pub on_owner: std::collections::HashSet<(&'static str, Method)>,
+}
+
 /// One operation's contract.
 pub struct Op {
     access: Access,
+    /// Served by the replica that owns the path's instance (see [`Op::on_owner`]).
+    on_owner: bool,
     method: &'static str,
     path: &'static str,
     id: &'static str,
@@ -61,7 +72,7 @@ pub struct Api {
     router: Router<AppState>,
     paths: Map<String, Value>,
     generator: SchemaGenerator,
-    rules: AccessRules,
+    rules: Rules,
 }
 
 impl Op {
@@ -74,6 +85,8 @@ impl Op {
         };
         Self {
             access: Access::Key(scope),
+            // What changes something in an instance may touch its runtime.
+            on_owner: method != "get" && path.starts_with("/v1/instances/{instance_id}/"),
             method,
             path,
             id,
@@ -117,6 +130,17 @@ impl Op {
 
     pub fn delete(path: &'static str, id: &'static str) -> Self {
         Self::new("delete", path, id)
+    }
+
+    /// Reads from the instance's runtime, so it is served by the replica owning the instance
+    /// (what changes something in an instance always is).
+    pub fn on_owner(mut self) -> Self {
+        assert!(
+            self.path.starts_with("/v1/instances/{instance_id}"),
+            "only an instance's route has an owner"
+        );
+        self.on_owner = true;
+        self
     }
 
     /// Callable without a key.
@@ -378,7 +402,7 @@ impl Api {
             router: Router::new(),
             paths: Map::new(),
             generator,
-            rules: AccessRules::new(),
+            rules: Rules::default(),
         };
         api.generator.subschema_for::<edith_types::Problem>();
         api
@@ -392,7 +416,11 @@ impl Api {
             .or_insert_with(|| json!({}));
         entry[op.method] = op.to_openapi(&mut self.generator);
         let method = Method::from_bytes(op.method.to_uppercase().as_bytes()).expect("a method");
+        if op.on_owner {
+            self.rules.on_owner.insert((op.path, method.clone()));
+        }
         self.rules
+            .access
             .entry(op.path)
             .or_default()
             .insert(method, op.access);
@@ -410,7 +438,7 @@ impl Api {
         access: &[(Method, Access)],
         handler: MethodRouter<AppState>,
     ) {
-        let rules = self.rules.entry(path).or_default();
+        let rules = self.rules.access.entry(path).or_default();
         for (method, rule) in access {
             rules.insert(method.clone(), *rule);
         }
@@ -418,7 +446,7 @@ impl Api {
         self.router = router.route(path, handler);
     }
 
-    pub fn finish(mut self) -> (Router<AppState>, Value, AccessRules) {
+    pub fn finish(mut self) -> (Router<AppState>, Value, Rules) {
         let schemas = self.generator.take_definitions(true);
         let doc = json!({
             "openapi": "3.1.0",

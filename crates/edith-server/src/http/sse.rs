@@ -8,37 +8,13 @@ use std::time::Duration;
 
 use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, Sse};
-use edith_types::{JobEvent, TurnEvent, rules};
+use edith_types::rules;
 use futures_util::stream::{self, Stream, StreamExt};
-use serde::Serialize;
 use tokio::sync::broadcast;
 
 use super::limits::StreamPermit;
+use crate::app::LogEvent;
 use crate::error::{AppError, AppResult};
-
-/// An entry of a durable, numbered event log.
-pub trait LogEvent: Clone + Serialize + Send + 'static {
-    fn seq(&self) -> u64;
-    fn is_final(&self) -> bool;
-}
-
-impl LogEvent for TurnEvent {
-    fn seq(&self) -> u64 {
-        self.seq
-    }
-    fn is_final(&self) -> bool {
-        self.kind.is_final()
-    }
-}
-
-impl LogEvent for JobEvent {
-    fn seq(&self) -> u64 {
-        self.seq
-    }
-    fn is_final(&self) -> bool {
-        self.kind.is_final()
-    }
-}
 
 /// Serves a log to `caller` from the request's cursor: counts the stream against the caller's
 /// key, subscribes to live entries before replaying stored ones (`replay(after)`), and ends after

@@ -29,18 +29,6 @@ impl Homes {
         self.root.join(instance.as_str())
     }
 
-    /// Every instance directory there is, whatever the store says.
-    pub fn all_dirs(&self) -> Vec<PathBuf> {
-        let Ok(entries) = std::fs::read_dir(&self.root) else {
-            return Vec::new();
-        };
-        entries
-            .filter_map(|entry| entry.ok())
-            .map(|entry| entry.path())
-            .filter(|path| path.is_dir())
-            .collect()
-    }
-
     /// The runtime's `HERMES_HOME`.
     pub fn home(&self, instance: &InstanceId) -> PathBuf {
         self.dir(instance).join("home")

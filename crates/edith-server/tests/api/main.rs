@@ -11,6 +11,7 @@ mod metrics;
 mod postgres;
 mod providers;
 mod relay;
+mod replicas;
 mod resources;
 
 use std::time::Duration;
@@ -210,14 +211,6 @@ impl Ctx {
         }
     }
 
-    /// The pid of `edith serve`.
-    fn pid(&self) -> u32 {
-        match &self.server {
-            Server::Binary { process, .. } => process.pid(),
-            _ => panic!("only a control plane of its own has a pid of its own"),
-        }
-    }
-
     /// What `edith serve` wrote to stderr so far (its log).
     fn server_log(&self) -> Vec<String> {
         match &self.server {
@@ -246,16 +239,6 @@ impl Ctx {
         let status = process.stop(Duration::from_secs(30)).await;
         assert!(status.success(), "SIGTERM is a clean stop: {status}");
         self.take_dir()
-    }
-
-    /// How `edith serve`, which has exited by itself, ended.
-    async fn exit_status(mut self) -> std::process::ExitStatus {
-        let Server::Binary { process, .. } = std::mem::replace(&mut self.server, Server::Gone)
-        else {
-            panic!("only a control plane of its own has an exit status");
-        };
-        // Nothing is left to kill: this reaps it.
-        process.kill().await
     }
 
     fn take_dir(mut self) -> tempfile::TempDir {

@@ -1,6 +1,6 @@
 //! `edith serve` on PostgreSQL (`EDITH_DATABASE_URL`): the same control plane, its data in the
-//! database instead of `<data-dir>/edith.db`; killed and started again, it loses nothing; a
-//! second one on the same database is refused; the URL's password is never written out.
+//! database instead of `<data-dir>/edith.db`; killed and started again, it loses nothing; the
+//! URL's password is never written out. (Several on one database: `replicas`.)
 
 use std::time::Duration;
 
@@ -102,42 +102,6 @@ async fn on_postgres_a_killed_control_plane_loses_nothing_and_work_goes_on() {
 }
 
 #[tokio::test]
-async fn a_second_control_plane_on_the_same_postgres_database_is_refused() {
-    let database = testkit::postgres::database().await;
-    let ctx = serve_on(tempfile::tempdir().expect("temp dir"), database.url()).await;
-    let iid = ctx.ready_instance().await;
-
-    let other = tempfile::tempdir().expect("temp dir");
-    let mut second = tokio::process::Command::new(crate::edith_binary());
-    second
-        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
-        .arg(other.path())
-        .env("EDITH_DATABASE_URL", database.url())
-        .env("EDITH_API_KEY", crate::ADMIN_KEY)
-        .kill_on_drop(true);
-    let output = tokio::time::timeout(Duration::from_secs(30), second.output())
-        .await
-        .expect("the second control plane gives up at once")
-        .expect("it runs");
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(!output.status.success(), "{stderr}");
-    assert!(
-        stderr.contains("another edith serve is using this database"),
-        "{stderr}"
-    );
-    // The first goes on serving what it holds.
-    let (status, _) = ctx.get(&format!("/v1/instances/{iid}")).await;
-    assert_eq!(status, 200);
-
-    // Once the first stops, the database can be taken again, with everything in it.
-    let dir = ctx.stop().await;
-    let ctx = serve_on(dir, database.url()).await;
-    let (status, instance) = ctx.get(&format!("/v1/instances/{iid}")).await;
-    assert_eq!(status, 200, "{instance}");
-    ctx.stop().await;
-}
-
-#[tokio::test]
 async fn a_database_that_cannot_be_reached_is_said_at_start() {
     let dir = tempfile::tempdir().expect("temp dir");
     // Nothing listens on port 1; the password must not be echoed in the error.
@@ -191,94 +155,4 @@ async fn a_runtime_never_sees_the_database_url() {
         "the password reached the runtime"
     );
     ctx.stop().await;
-}
-
-/// The backend (pid) holding a control plane's claim on the database `admin` is connected to
-/// (the lock `edith_store::SOLE_USE_LOCK`, kept as its high and low halves).
-async fn claim_holder(admin: &mut sqlx::PgConnection) -> Option<i32> {
-    sqlx::query_scalar(
-        "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted \
-         AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) \
-         AND classid::bigint = $1 AND objid::bigint = $2 AND objsubid = 1",
-    )
-    .bind(edith_store::SOLE_USE_LOCK >> 32)
-    .bind(edith_store::SOLE_USE_LOCK & 0xffff_ffff)
-    .fetch_optional(admin)
-    .await
-    .unwrap()
-}
-
-/// A control plane whose claim's connection is ended takes the claim again and goes on; one
-/// that finds the claim taken by another meanwhile stops, saying why.
-#[tokio::test]
-async fn a_control_plane_that_loses_its_database_to_another_stops() {
-    use sqlx::Connection;
-    let database = testkit::postgres::database().await;
-    let ctx = serve_on(tempfile::tempdir().expect("temp dir"), database.url()).await;
-    let iid = ctx.ready_instance().await;
-    let mut admin = sqlx::PgConnection::connect(database.url()).await.unwrap();
-    let first = claim_holder(&mut admin)
-        .await
-        .expect("edith holds its claim");
-
-    // Its session ended (as a restart of the database would): the claim is taken again.
-    sqlx::query("SELECT pg_terminate_backend($1)")
-        .bind(first)
-        .execute(&mut admin)
-        .await
-        .unwrap();
-    let mut again = None;
-    for _ in 0..100 {
-        again = claim_holder(&mut admin).await.filter(|pid| *pid != first);
-        if again.is_some() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let again = again.expect("the claim taken again within 10 s");
-    let (status, _) = ctx.get(&format!("/v1/instances/{iid}")).await;
-    assert_eq!(status, 200, "it goes on serving");
-
-    // Ended again, and taken by another before it could: it stops. (Should it take the claim
-    // back first, its session is ended once more.)
-    let mut holder = Some(again);
-    let mut taken = false;
-    for _ in 0..100 {
-        if let Some(pid) = holder {
-            sqlx::query("SELECT pg_terminate_backend($1)")
-                .bind(pid)
-                .execute(&mut admin)
-                .await
-                .unwrap();
-        }
-        taken = sqlx::query_scalar("SELECT pg_try_advisory_lock($1)")
-            .bind(edith_store::SOLE_USE_LOCK)
-            .fetch_one(&mut admin)
-            .await
-            .unwrap();
-        if taken {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        holder = claim_holder(&mut admin).await;
-    }
-    assert!(taken, "the test took the claim");
-    let pid = ctx.pid();
-    let mut stopped = false;
-    for _ in 0..150 {
-        if !crate::crash::alive(&pid.to_string()) {
-            stopped = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let log = ctx.server_log().join("\n");
-    assert!(stopped, "edith serve stops within 15 s: {log}");
-    assert!(
-        log.contains("another edith serve took this database"),
-        "{log}"
-    );
-    let status = ctx.exit_status().await;
-    assert!(!status.success(), "it says it failed: {status}");
-    admin.close().await.unwrap();
 }

@@ -102,17 +102,6 @@ impl Store {
         })
     }
 
-    /// Every instance in `state`.
-    pub async fn instances_in_state(&self, state: InstanceState) -> Result<Vec<Instance>> {
-        on_db!(self, pool => {
-            let rows = sqlx::query("SELECT body FROM instances WHERE state = $1 ORDER BY rowid")
-                .bind(state.as_str())
-                .fetch_all(pool)
-                .await?;
-            rows.iter().map(from_body).collect()
-        })
-    }
-
     /// Writes the instance's new state (the whole resource is rewritten).
     pub async fn update_instance(&self, instance: &Instance) -> Result<()> {
         on_db!(self, pool => {

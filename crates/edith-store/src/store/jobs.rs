@@ -3,7 +3,7 @@
 use edith_types::{InstanceId, Job, JobEvent, JobEventKind, JobId, Timestamp};
 use sqlx::Row;
 
-use super::{Result, Store, from_body, seq_bound, to_json};
+use super::{Channel, Result, Store, from_body, seq_bound, to_json};
 
 impl Store {
     pub async fn insert_job(&self, job: &Job) -> Result<()> {
@@ -66,12 +66,15 @@ impl Store {
     }
 
     /// Unfinished jobs that `owner` may take now: not leased, leased by `owner` itself (an
-    /// earlier run of the same replica), or whose lease ran out before `now_ms`.
+    /// earlier run of the same replica), or whose lease ran out before `now_ms` — and whose
+    /// instance no other replica owns (a job runs where its instance's runtime does).
     pub async fn jobs_to_take(&self, owner: &str, now_ms: i64) -> Result<Vec<Job>> {
         on_db!(self, pool => {
             let rows = sqlx::query(
                 "SELECT body FROM jobs WHERE state IN ('queued', 'running') \
                  AND (lease_owner IS NULL OR lease_owner = $1 OR lease_expires_at < $2) \
+                 AND NOT EXISTS (SELECT 1 FROM instances i WHERE i.id = jobs.instance_id \
+                 AND i.owner <> $1 AND i.owner_until >= $2) \
                  ORDER BY rowid",
             )
             .bind(owner)
@@ -128,7 +131,7 @@ impl Store {
         let at = Timestamp::now();
         let body = to_json(kind);
         let seq = on_db!(self, pool => {
-            append_alone!(pool, "job_events", "job_id", job.as_str(), at.as_str(), &body)
+            append_alone!(self, pool, Channel::JobEvents, "job_events", "job_id", job.as_str(), at.as_str(), &body)
         });
         Ok(JobEvent {
             seq: seq as u64,

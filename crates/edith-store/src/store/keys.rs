@@ -2,7 +2,7 @@
 
 use edith_types::{ApiKey, ApiKeyId, Page, Timestamp};
 
-use super::{Result, Store, duplicate_or_db, from_body, is_postgres, to_json};
+use super::{Channel, Result, Store, duplicate_or_db, from_body, is_postgres, to_json};
 
 impl Store {
     /// Stores a key by the hash of its secret (never the secret).
@@ -59,9 +59,14 @@ impl Store {
         self.set_key_time(id, "last_used_at", at).await
     }
 
-    /// Writes a key's `revoked_at`, and nothing else.
+    /// Writes a key's `revoked_at`, and nothing else, and tells the other replicas.
     pub async fn revoke_api_key(&self, id: &ApiKeyId, at: &Timestamp) -> Result<()> {
-        self.set_key_time(id, "revoked_at", at).await
+        self.set_key_time(id, "revoked_at", at).await?;
+        on_db!(self, pool => {
+            let mut connection = pool.acquire().await?;
+            announce!(connection, self, pool, Channel::KeyRevoked, id.as_str());
+            Ok(())
+        })
     }
 
     /// Sets one time of a key in one statement, so that a change to another (a use recorded

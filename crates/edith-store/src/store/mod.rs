@@ -114,14 +114,34 @@ macro_rules! lock_row {
     };
 }
 
+/// On PostgreSQL, tells the other replicas listening on `$channel` (see [`Store::listen`]) that
+/// `$id` changed, once the transaction `$tx` commits (a notification sent in a transaction is
+/// delivered at its commit, or never). `$store` names the sender, so it does not hear itself.
+macro_rules! announce {
+    ($tx:expr, $store:expr, $pool:expr, $channel:expr, $id:expr) => {
+        if $crate::store::is_postgres($pool) {
+            sqlx::query("SELECT pg_notify($1, $2)")
+                .bind($channel.name())
+                .bind($crate::store::Announcement::payload(
+                    $store.origin.as_deref(),
+                    $id,
+                ))
+                .execute(&mut *$tx)
+                .await?;
+        }
+    };
+}
+
 /// Appends an event to a log on its own, as [`append_event!`] does: in one statement on
-/// SQLite, in a transaction holding the log's lock ([`lock_log!`]) on PostgreSQL.
+/// SQLite, in a transaction holding the log's lock ([`lock_log!`]) on PostgreSQL, where the
+/// append is announced on `$channel`.
 macro_rules! append_alone {
-    ($pool:expr, $table:literal, $key:literal, $id:expr, $at:expr, $body:expr) => {
+    ($store:expr, $pool:expr, $channel:expr, $table:literal, $key:literal, $id:expr, $at:expr, $body:expr) => {
         if $crate::store::is_postgres($pool) {
             let mut tx = $pool.begin().await?;
             lock_log!(tx, $pool, $id);
             let seq = append_event!(&mut *tx, $table, $key, $id, $at, $body)?;
+            announce!(tx, $store, $pool, $channel, $id);
             tx.commit().await?;
             seq
         } else {
@@ -130,19 +150,19 @@ macro_rules! append_alone {
     };
 }
 
-mod claim;
 mod idempotency;
 mod instances;
 mod jobs;
 mod keys;
 mod paths;
 mod profiles;
+mod replicas;
 mod sessions;
 mod tools;
 mod turns;
 
-pub use claim::{SOLE_USE_LOCK, SoleUse};
 pub use idempotency::Idempotency;
+pub use replicas::{Announcement, Channel, Claim, Listener};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -158,12 +178,9 @@ pub enum StoreError {
     /// The database URL is not one this store opens.
     #[error("{0}")]
     Url(String),
-    /// Another control plane holds the database (see [`Store::claim_sole_use`]).
-    #[error(
-        "another edith serve is using this database; several replicas on one database are not \
-         supported yet, so stop the other one or give this one its own database"
-    )]
-    InUse,
+    /// Other writers kept changing what a write depends on.
+    #[error("{0}; try again")]
+    Contended(String),
 }
 
 type Result<T> = std::result::Result<T, StoreError>;
@@ -197,6 +214,8 @@ fn is_postgres<P: Backend>(_pool: &P) -> bool {
 #[derive(Debug, Clone)]
 pub struct Store {
     db: Db,
+    /// The replica this store writes for, named in its announcements (see [`Store::named`]).
+    origin: Option<std::sync::Arc<str>>,
 }
 
 /// The schemes [`Store::open`] takes.
@@ -211,14 +230,13 @@ impl Store {
         Ok(store)
     }
 
-    /// Opens the store `url` names for this process alone: claims the database (see
-    /// [`Store::claim_sole_use`]) before anything else, migrations included, so a second control
-    /// plane never changes the schema under a running one.
-    pub async fn open_claimed(url: &str) -> Result<(Self, SoleUse)> {
-        let store = Self::connect(url).await?;
-        let claim = store.claim_sole_use().await?;
-        store.migrate().await?;
-        Ok((store, claim))
+    /// The same store, writing for the replica `name`: what it announces says so, and what
+    /// [`Store::listen`] hears leaves out its own announcements.
+    pub fn named(self, name: &str) -> Self {
+        Self {
+            origin: Some(name.into()),
+            ..self
+        }
     }
 
     /// Opens (creating) the SQLite database at `path` and applies pending migrations.
@@ -262,6 +280,7 @@ impl Store {
             .await?;
         Ok(Self {
             db: Db::Sqlite(pool),
+            origin: None,
         })
     }
 
@@ -278,6 +297,7 @@ impl Store {
             .await?;
         Ok(Self {
             db: Db::Postgres(pool),
+            origin: None,
         })
     }
 
@@ -294,17 +314,6 @@ impl Store {
         match self.db {
             Db::Sqlite(_) => "sqlite",
             Db::Postgres(_) => "postgres",
-        }
-    }
-
-    /// Claims the database for this process alone: a second control plane on the same
-    /// PostgreSQL database is refused with [`StoreError::InUse`] until the first stops (or
-    /// dies), as several replicas do not yet share the work. A SQLite file is this process's
-    /// own already.
-    pub async fn claim_sole_use(&self) -> Result<SoleUse> {
-        match &self.db {
-            Db::Sqlite(_) => Ok(SoleUse::not_needed()),
-            Db::Postgres(pool) => SoleUse::claim(pool).await,
         }
     }
 

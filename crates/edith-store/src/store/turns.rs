@@ -6,8 +6,8 @@ use edith_types::{
 use sqlx::Row;
 
 use super::{
-    Result, Store, StoreError, from_body, is_postgres, is_unique_violation, one_more, page,
-    seq_bound, to_json,
+    Channel, Result, Store, StoreError, from_body, is_postgres, is_unique_violation, one_more,
+    page, seq_bound, to_json,
 };
 
 /// How many times a turn is tried when other turns of its session keep starting and ending.
@@ -20,20 +20,22 @@ impl Store {
     /// Inserts a turn unless the session already has one that has not finished; returns the
     /// unfinished one in that case. The check is part of the insert, and a unique index on a
     /// session's unfinished turn stops the one of two racing inserts that a concurrent
-    /// database (PostgreSQL) would otherwise let through.
-    pub async fn insert_turn_if_idle(&self, turn: &Turn) -> Result<Option<TurnId>> {
+    /// database (PostgreSQL) would otherwise let through. `driver` names the replica that
+    /// drives it.
+    pub async fn insert_turn_if_idle(&self, turn: &Turn, driver: &str) -> Result<Option<TurnId>> {
         // The turn that kept this one out may finish before it is looked up: then try again.
         for _ in 0..INSERT_ATTEMPTS {
             let inserted: bool = on_db!(self, pool => {
                 let inserted = sqlx::query(
-                    "INSERT INTO turns (id, session_id, state, body) SELECT $1, $2, $3, $4 \
-                     WHERE NOT EXISTS (SELECT 1 FROM turns WHERE session_id = $2 \
+                    "INSERT INTO turns (id, session_id, state, body, driver) \
+                     SELECT $1, $2, $3, $4, $5 WHERE NOT EXISTS (SELECT 1 FROM turns WHERE session_id = $2 \
                      AND state IN ('queued', 'running', 'requires_action'))",
                 )
                 .bind(turn.id.as_str())
                 .bind(turn.session_id.as_str())
                 .bind(turn.state.as_str())
                 .bind(to_json(turn))
+                .bind(driver)
                 .execute(pool)
                 .await;
                 match inserted {
@@ -153,18 +155,6 @@ impl Store {
         })
     }
 
-    /// Turns that had not finished when the process stopped.
-    pub async fn unfinished_turns(&self) -> Result<Vec<Turn>> {
-        on_db!(self, pool => {
-            let rows = sqlx::query(
-                "SELECT body FROM turns WHERE state IN ('queued', 'running', 'requires_action')",
-            )
-            .fetch_all(pool)
-            .await?;
-            rows.iter().map(from_body).collect()
-        })
-    }
-
     /// Appends an event to a turn's log, numbered after the last one.
     pub async fn append_turn_event(
         &self,
@@ -210,6 +200,7 @@ impl Store {
                 let mut tx = pool.begin().await?;
                 lock_log!(tx, pool, turn.as_str());
                 let seqs = query.fetch_all(&mut *tx).await?;
+                announce!(tx, self, pool, Channel::TurnEvents, turn.as_str());
                 tx.commit().await?;
                 seqs
             } else {
@@ -225,19 +216,31 @@ impl Store {
     }
 
     /// Records a turn's final state and its final event together: a crash leaves both or
-    /// neither (a finished turn whose log lacks its end would keep its readers waiting).
-    pub async fn finish_turn(&self, turn: &Turn, last: &TurnEventKind) -> Result<TurnEvent> {
+    /// neither (a finished turn whose log lacks its end would keep its readers waiting). A turn
+    /// that has finished already (another replica ended it, its driver having stopped answering)
+    /// is left as it is: `None`.
+    pub async fn finish_turn(
+        &self,
+        turn: &Turn,
+        last: &TurnEventKind,
+    ) -> Result<Option<TurnEvent>> {
         let at = Timestamp::now();
         let body = to_json(last);
         let seq = on_db!(self, pool => {
             let mut tx = pool.begin().await?;
             lock_log!(tx, pool, turn.id.as_str());
-            sqlx::query(UPDATE_TURN)
-                .bind(turn.state.as_str())
-                .bind(to_json(turn))
-                .bind(turn.id.as_str())
-                .execute(&mut *tx)
-                .await?;
+            let ended = sqlx::query(
+                "UPDATE turns SET state = $1, body = $2 WHERE id = $3 \
+                 AND state IN ('queued', 'running', 'requires_action')",
+            )
+            .bind(turn.state.as_str())
+            .bind(to_json(turn))
+            .bind(turn.id.as_str())
+            .execute(&mut *tx)
+            .await?;
+            if ended.rows_affected() == 0 {
+                return Ok(None);
+            }
             let seq = append_event!(
                 &mut *tx,
                 "turn_events",
@@ -246,10 +249,11 @@ impl Store {
                 at.as_str(),
                 &body
             )?;
+            announce!(tx, self, pool, Channel::TurnEvents, turn.id.as_str());
             tx.commit().await?;
             seq
         });
-        Ok(turn_event(&turn.id, seq, at, last.clone()))
+        Ok(Some(turn_event(&turn.id, seq, at, last.clone())))
     }
 
     pub async fn turn_events_after(&self, turn: &TurnId, after: u64) -> Result<Vec<TurnEvent>> {

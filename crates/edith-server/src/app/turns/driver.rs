@@ -134,7 +134,12 @@ async fn finish(
         output: outcome.output,
         error: outcome.error,
     };
-    let event = state.store.finish_turn(&turn, &last).await?;
+    // Already ended by another replica (this one had stopped renewing its lease): that end
+    // stands.
+    let Some(event) = state.store.finish_turn(&turn, &last).await? else {
+        tracing::warn!("the turn was ended elsewhere meanwhile");
+        return Ok(());
+    };
     state.metrics.turn_event_appended();
     state.metrics.turn_ended(turn.state.as_str(), took);
     state.turn_events.publish(turn.id.as_str(), event);
@@ -457,19 +462,28 @@ pub async fn open_live_session(
     Ok(sid)
 }
 
-/// Turns left unfinished by an earlier process end as interrupted: nothing can resume them.
-/// A finished turn whose log lacks its end gets it, so its readers stop waiting.
-pub async fn recover(state: &AppState) -> AppResult<()> {
-    for turn in state.store.finished_turns_without_their_end().await? {
-        let end = TurnEventKind::TurnFinished {
-            state: turn.state,
-            output: turn.output.clone(),
-            error: turn.error.clone(),
-        };
-        state.store.append_turn_event(&turn.id, &end).await?;
-        state.metrics.turn_event_appended();
+/// Turns nobody drives any more end as interrupted: their driver's replica stopped (or is
+/// `restarted`, this replica's own name from its earlier run), and nothing can resume them.
+/// At a restart, too, a finished turn whose log lacks its end gets it, so its readers stop
+/// waiting.
+pub async fn recover(state: &AppState, restarted: Option<&str>) -> AppResult<()> {
+    if restarted.is_some() {
+        for turn in state.store.finished_turns_without_their_end().await? {
+            let end = TurnEventKind::TurnFinished {
+                state: turn.state,
+                output: turn.output.clone(),
+                error: turn.error.clone(),
+            };
+            state.store.append_turn_event(&turn.id, &end).await?;
+            state.metrics.turn_event_appended();
+        }
     }
-    for turn in state.store.unfinished_turns().await? {
+    let now = super::super::replicas::now_ms();
+    for turn in state
+        .store
+        .turns_left_by_their_driver(now, restarted)
+        .await?
+    {
         let outcome = Outcome {
             state: TurnState::Interrupted,
             output: None,

@@ -53,7 +53,11 @@ pub async fn start(
         created_at: now.clone(),
         updated_at: now,
     };
-    if let Some(busy) = state.store.insert_turn_if_idle(&turn).await? {
+    if let Some(busy) = state
+        .store
+        .insert_turn_if_idle(&turn, state.replica.name())
+        .await?
+    {
         return Err(AppError::new(
             ErrorCode::Conflict,
             format!(

@@ -131,23 +131,30 @@ impl ProcessProvider {
         })
     }
 
-    /// Stops the runtimes an earlier control-plane process started and left running (it was
-    /// killed): their instances start a fresh runtime on next use, so there are never two for
-    /// one instance. Call before serving.
-    pub async fn stop_orphans(&self) {
-        for dir in self.homes.all_dirs() {
-            let record = dir.join(PID_FILE);
-            let Ok(text) = tokio::fs::read_to_string(&record).await else {
-                continue;
-            };
-            if let Some((pid, started)) = pid_record(&text)
-                && process_group::start_time(pid) == Some(started)
-            {
-                tracing::warn!(pid, dir = %dir.display(), "stopping a runtime left by an earlier control plane");
-                process_group::stop_adopted(pid, started, STOP_GRACE).await;
-            }
-            let _ = tokio::fs::remove_file(&record).await;
+    /// Stops the instance's runtime if an earlier control-plane process (this replica's
+    /// earlier run, or a replica that died) started it and left it running: the instance
+    /// starts a fresh one on next use, so there are never two for one instance. Called when
+    /// this replica takes the instance, before it starts a runtime for it.
+    pub async fn stop_orphan(&self, instance: &InstanceId) {
+        // Held throughout, so that no start here races the stop.
+        let slot = self.slot(instance);
+        let current = slot.lock().await;
+        if current.is_some() {
+            // This process runs it: not an orphan.
+            return;
         }
+        let dir = self.homes.dir(instance);
+        let record = dir.join(PID_FILE);
+        let Ok(text) = tokio::fs::read_to_string(&record).await else {
+            return;
+        };
+        if let Some((pid, started)) = pid_record(&text)
+            && process_group::start_time(pid) == Some(started)
+        {
+            tracing::warn!(pid, dir = %dir.display(), "stopping a runtime left by an earlier control plane");
+            process_group::stop_adopted(pid, started, STOP_GRACE).await;
+        }
+        let _ = tokio::fs::remove_file(&record).await;
     }
 
     /// The runtimes that exited on their own since the last look, each reaped and forgotten,

@@ -1,0 +1,107 @@
+//! What other replicas announce (PostgreSQL's `LISTEN/NOTIFY`, see `edith_store::Listener`):
+//! a turn's or a job's log grew, so the streams following it here read the new entries from the
+//! store; a key was revoked, so it is no longer trusted here either. An announcement carries
+//! only an id: one that is lost costs a stream its liveness until the next, never an entry.
+
+use std::time::Duration;
+
+use edith_store::{Announcement, Channel};
+
+use super::{Hub, LogEvent};
+use crate::error::AppResult;
+use crate::state::AppState;
+
+/// How long to wait before listening again after the database could not be reached.
+const RETRY_AFTER: Duration = Duration::from_secs(1);
+
+/// Listens until the server stops (the task is aborted then); `None` on SQLite, which has one
+/// replica.
+pub async fn spawn(state: AppState) -> AppResult<Option<tokio::task::JoinHandle<()>>> {
+    let Some(mut listener) = state.store.listen().await? else {
+        return Ok(None);
+    };
+    Ok(Some(tokio::spawn(async move {
+        loop {
+            match listener.next().await {
+                Ok(Announcement::Changed { channel, id }) => heard(&state, channel, &id).await,
+                Ok(Announcement::MayHaveMissed) => catch_up_everything(&state).await,
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot hear the other replicas; trying again");
+                    tokio::time::sleep(RETRY_AFTER).await;
+                    catch_up_everything(&state).await;
+                }
+            }
+        }
+    })))
+}
+
+async fn heard(state: &AppState, channel: Channel, id: &str) {
+    match channel {
+        Channel::TurnEvents => catch_up_turn(state, id).await,
+        Channel::JobEvents => catch_up_job(state, id).await,
+        Channel::KeyRevoked => {
+            if let Ok(key) = id.parse() {
+                state.known_keys.forget(&key);
+                state.last_use.forget(&key);
+            }
+        }
+    }
+}
+
+/// Announcements may have been missed: every log followed here is read again, and every key
+/// kept is read again on its next use.
+async fn catch_up_everything(state: &AppState) {
+    state.known_keys.forget_all();
+    for id in state.turn_events.followed_logs() {
+        catch_up_turn(state, &id).await;
+    }
+    for id in state.job_events.followed_logs() {
+        catch_up_job(state, &id).await;
+    }
+}
+
+async fn catch_up_turn(state: &AppState, id: &str) {
+    let Ok(turn) = id.parse::<edith_types::TurnId>() else {
+        return;
+    };
+    let store = state.store.clone();
+    catch_up(&state.turn_events, id, |after| async move {
+        store.turn_events_after(&turn, after).await
+    })
+    .await;
+}
+
+async fn catch_up_job(state: &AppState, id: &str) {
+    let Ok(job) = id.parse::<edith_types::JobId>() else {
+        return;
+    };
+    let store = state.store.clone();
+    catch_up(&state.job_events, id, |after| async move {
+        store.job_events_after(&job, after).await
+    })
+    .await;
+}
+
+/// Publishes here what `key`'s log holds past what was published, if anybody here follows it;
+/// its final entry finishes it.
+async fn catch_up<E, F>(hub: &Hub<E>, key: &str, read_after: impl FnOnce(u64) -> F)
+where
+    E: LogEvent,
+    F: std::future::Future<Output = Result<Vec<E>, edith_store::StoreError>>,
+{
+    let Some(after) = hub.last_published(key) else {
+        return;
+    };
+    match read_after(after).await {
+        Ok(entries) => {
+            for entry in entries {
+                let last = entry.is_final();
+                hub.publish(key, entry);
+                if last {
+                    hub.finish(key);
+                }
+            }
+        }
+        Err(e) => tracing::warn!(log = key, error = %e, "cannot read a log another replica wrote"),
+    }
+}

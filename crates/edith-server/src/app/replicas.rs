@@ -1,0 +1,286 @@
+//! This control plane among the replicas sharing its database (`docs/scaling.md`). Each replica
+//! says it is alive, and owns instances under a lease: an instance's runtime, its gateway link,
+//! its turns and its jobs live on its owner, and a request that touches them is forwarded there
+//! (`http::forward`). What a replica that stopped renewing owned is taken over by another: its
+//! instances (their runtimes started afresh on next use), its turns (ended as interrupted), its
+//! jobs (run again). On SQLite there is one replica, and all of this is that one's.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use edith_store::Claim;
+use edith_types::{Instance, InstanceId};
+
+use crate::error::AppResult;
+use crate::state::AppState;
+
+/// This replica: its name, its lease, and the instances it knows it owns.
+pub struct Replica {
+    name: String,
+    lease: Duration,
+    /// Instances owned here, each with the moment until which that is known without asking the
+    /// database (half a lease after it was last renewed, so a replica that cannot renew stops
+    /// acting as owner well before another may take over).
+    owned: Mutex<HashMap<InstanceId, Instant>>,
+}
+
+impl Replica {
+    pub fn new(name: String, lease: Duration) -> Self {
+        Self {
+            name,
+            lease,
+            owned: Mutex::default(),
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// How long a lease lasts without renewal.
+    pub fn lease(&self) -> Duration {
+        self.lease
+    }
+
+    /// How often leases are renewed: three times a lease, so one missed renewal loses nothing.
+    pub fn renew_every(&self) -> Duration {
+        self.lease / 3
+    }
+
+    /// Now, and when a lease taken now runs out, in unix milliseconds.
+    pub fn lease_from_now(&self) -> (i64, i64) {
+        let now = now_ms();
+        (now, now.saturating_add(millis(self.lease)))
+    }
+
+    fn known_owned(&self, id: &InstanceId) -> bool {
+        let owned = self.owned.lock().expect("not poisoned");
+        owned.get(id).is_some_and(|until| Instant::now() < *until)
+    }
+
+    fn note_owned(&self, id: &InstanceId) {
+        let until = Instant::now() + self.lease / 2;
+        let mut owned = self.owned.lock().expect("not poisoned");
+        owned.insert(id.clone(), until);
+    }
+
+    /// Every lease was renewed in the database just now.
+    fn renewed(&self) {
+        let until = Instant::now() + self.lease / 2;
+        let mut owned = self.owned.lock().expect("not poisoned");
+        owned.values_mut().for_each(|known| *known = until);
+    }
+
+    fn not_owned(&self, id: &InstanceId) {
+        self.owned.lock().expect("not poisoned").remove(id);
+    }
+}
+
+/// Whether `name` may name a replica (it goes into headers and logs as it is).
+pub fn valid_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+}
+
+/// Unix milliseconds now.
+pub fn now_ms() -> i64 {
+    let since = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
+}
+
+fn millis(duration: Duration) -> i64 {
+    i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// Where what touches an instance's runtime is done.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Place {
+    /// Here: this replica owns the instance now (or there is no such instance).
+    Here,
+    /// On another live replica, which answers at `url`.
+    There {
+        replica: String,
+        url: Option<String>,
+    },
+}
+
+/// Where the instance is owned, taking it for this replica when no live replica owns it.
+pub async fn place(state: &AppState, id: &InstanceId) -> AppResult<Place> {
+    if state.replica.known_owned(id) {
+        return Ok(Place::Here);
+    }
+    let (now, until) = state.replica.lease_from_now();
+    match state
+        .store
+        .claim_instance(id, state.replica.name(), now, until)
+        .await?
+    {
+        Claim::Mine { from } => {
+            state.replica.note_owned(id);
+            if let Some(from) = from {
+                tracing::warn!(instance = %id, from, "taking over an instance whose replica stopped renewing");
+                adopt(state, id).await;
+            }
+            Ok(Place::Here)
+        }
+        Claim::Theirs { replica, url } => {
+            state.replica.not_owned(id);
+            Ok(Place::There { replica, url })
+        }
+        Claim::Missing => Ok(Place::Here),
+    }
+}
+
+/// Says this replica is alive before it serves. The name is refused while another live
+/// process answers by it (two replicas given the same `--replica`, or sharing a data dir
+/// without one); an earlier run of this replica that died left only a stale registration,
+/// which is taken over at once. `alone`: the database is this process's own (SQLite), so no
+/// other can be.
+pub async fn announce(state: &AppState, alone: bool) -> Result<(), String> {
+    let register = |displace| async move {
+        let (now, until) = state.replica.lease_from_now();
+        state
+            .store
+            .replica_alive(
+                state.replica.name(),
+                &state.public_url,
+                now,
+                until,
+                displace,
+            )
+            .await
+            .map_err(|e| format!("cannot register this replica: {e}"))
+    };
+    let Some(url) = register(alone).await? else {
+        return Ok(());
+    };
+    if answers_as(state, &url, state.replica.name()).await {
+        return Err(format!(
+            "another live replica is named `{}` (at {url}); give each replica its own \
+             --replica name",
+            state.replica.name()
+        ));
+    }
+    register(true).await.map(|_| ())
+}
+
+/// How long a replica registered under this one's name has to say it is alive.
+const PROBE_LIMIT: Duration = Duration::from_secs(2);
+
+/// Whether a replica named `name` answers at `url` (every answer says which replica gave it).
+async fn answers_as(state: &AppState, url: &str, name: &str) -> bool {
+    let probe = state
+        .http
+        .get(format!("{url}/healthz"))
+        .timeout(PROBE_LIMIT)
+        .send()
+        .await;
+    probe.is_ok_and(|answer| {
+        answer
+            .headers()
+            .get(crate::http::forward::REPLICA)
+            .is_some_and(|value| value.as_bytes() == name.as_bytes())
+    })
+}
+
+/// At start: takes every instance no live replica owns, and deals with what an earlier run of
+/// this replica, or a dead one, left on them; ends the turns nobody drives.
+pub async fn take_up(state: &AppState) -> AppResult<()> {
+    let mut cursor = None;
+    loop {
+        let page = state
+            .store
+            .list_instances(cursor.as_ref(), 100, None, None)
+            .await?;
+        for instance in &page.items {
+            let (now, until) = state.replica.lease_from_now();
+            let claim = state
+                .store
+                .claim_instance(&instance.id, state.replica.name(), now, until)
+                .await?;
+            if let Claim::Mine { .. } = claim {
+                state.replica.note_owned(&instance.id);
+                // Whatever runs for it was started by a process that is gone.
+                adopt(state, &instance.id).await;
+            }
+        }
+        match page.next_cursor.and_then(|c| c.parse().ok()) {
+            Some(next) => cursor = Some(next),
+            None => break,
+        }
+    }
+    super::turns::recover(state, Some(state.replica.name())).await
+}
+
+/// Makes an instance this replica just took its own: a runtime an earlier owner left running is
+/// stopped (the next use starts a fresh one here), its tool relays point here, and a restart its
+/// policy still allows is resumed.
+async fn adopt(state: &AppState, id: &InstanceId) {
+    state.gateways.forget(id).await;
+    state.providers.process.stop_orphan(id).await;
+    let Ok(Some(record)) = state.store.instance(id).await else {
+        return;
+    };
+    let instance: Instance = record.instance;
+    if let Err(e) = super::profiles::retarget_tool_relays(state, &instance).await {
+        tracing::warn!(instance = %id, detail = %e.detail, "tool relays not retargeted");
+    }
+    super::reconciler::resume_restart(state, instance);
+}
+
+/// Keeps this replica alive among the others until the server stops: renews its leases, and
+/// takes over what replicas that stopped renewing left.
+pub fn spawn(state: AppState) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut stopping = state.shutdown.clone();
+        let mut tick = tokio::time::interval(state.replica.renew_every());
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = stopping.wait_for(|stop| *stop) => return,
+                _ = tick.tick() => {}
+            }
+            renew(&state).await;
+            take_over(&state).await;
+        }
+    })
+}
+
+async fn renew(state: &AppState) {
+    let (now, until) = state.replica.lease_from_now();
+    let renewed = state
+        .store
+        .replica_alive(state.replica.name(), &state.public_url, now, until, false)
+        .await;
+    match renewed {
+        Ok(None) => state.replica.renewed(),
+        Ok(Some(url)) => tracing::error!(
+            url,
+            "another replica goes by this one's name; leases are not renewed"
+        ),
+        Err(e) => tracing::warn!(error = %e, "cannot renew this replica's leases"),
+    }
+}
+
+async fn take_over(state: &AppState) {
+    let left = match state.store.instances_left_by_their_owner(now_ms()).await {
+        Ok(left) => left,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot look for instances left by their owner");
+            return;
+        }
+    };
+    for id in left {
+        if let Err(e) = place(state, &id).await {
+            tracing::warn!(instance = %id, detail = %e.detail, "cannot take an instance over");
+        }
+    }
+    if let Err(e) = super::turns::recover(state, None).await {
+        tracing::warn!(detail = %e.detail, "cannot end the turns left by their driver");
+    }
+}
