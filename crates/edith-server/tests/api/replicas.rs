@@ -6,7 +6,10 @@
 
 use std::time::{Duration, Instant};
 
+use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 
 use crate::{ADMIN_KEY, client_with_key, edith_serve_with_env};
 
@@ -129,6 +132,46 @@ async fn read_until(
     events_in(text)
 }
 
+type Socket =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// Opens the relay at `path` on `replica` with `key`, with the replica that answered; a
+/// refusal is its status.
+async fn relay(replica: &Replica, path: &str, key: Option<&str>) -> Result<(Socket, String), u16> {
+    let url = format!("{}{path}", replica.url).replacen("http://", "ws://", 1);
+    let mut request = url.into_client_request().unwrap();
+    if let Some(key) = key {
+        let value = format!("Bearer {key}").parse().unwrap();
+        request.headers_mut().insert("authorization", value);
+    }
+    let connecting = tokio_tungstenite::connect_async(request);
+    match tokio::time::timeout(Duration::from_secs(30), connecting)
+        .await
+        .expect("a handshake within 30 s")
+    {
+        Ok((socket, answer)) => {
+            let replica = answer.headers()["edith-replica"].to_str().unwrap();
+            Ok((socket, replica.to_owned()))
+        }
+        Err(WsError::Http(response)) => Err(response.status().as_u16()),
+        Err(e) => panic!("handshake: {e}"),
+    }
+}
+
+/// The next text message, within 30 s.
+async fn next_text(socket: &mut Socket) -> Value {
+    loop {
+        let message = tokio::time::timeout(Duration::from_secs(30), socket.next())
+            .await
+            .expect("a message within 30 s")
+            .expect("the socket is open")
+            .expect("a message");
+        if let Message::Text(text) = message {
+            return serde_json::from_str(&text).expect("JSON");
+        }
+    }
+}
+
 /// Each event once, numbered 1, 2, 3… with no gap.
 fn assert_whole(events: &[(u64, Value)]) {
     let seqs: Vec<u64> = events.iter().map(|(seq, _)| *seq).collect();
@@ -248,6 +291,37 @@ async fn three_replicas_act_as_one_control_plane_and_take_over_from_a_killed_one
     .await;
     assert_eq!(events.last().unwrap().1["state"], "completed", "{events:?}");
     assert_whole(&events);
+    // The profile's gateway relay, a WebSocket, opened on the replica that does not own the
+    // instance: it reaches the owner's relay, refusals included.
+    let other = if owner == "r2" {
+        &replicas[2]
+    } else {
+        &replicas[1]
+    };
+    let gateway = format!(
+        "/v1/instances/{iid}/profiles/{}/gateway",
+        profile["id"].as_str().unwrap()
+    );
+    assert_eq!(relay(other, &gateway, None).await.unwrap_err(), 401);
+    let (mut socket, answered_by) = relay(other, &gateway, Some(ADMIN_KEY)).await.unwrap();
+    assert_eq!(answered_by, owner);
+    let attached = next_text(&mut socket).await;
+    assert_eq!(attached["type"], "attached", "{attached}");
+    let ask =
+        json!({"jsonrpc": "2.0", "id": 3, "method": "config.get", "params": {"key": "mtime"}});
+    socket
+        .send(Message::Text(ask.to_string().into()))
+        .await
+        .unwrap();
+    loop {
+        let message = next_text(&mut socket).await;
+        if message["type"] == "frame" && message["frame"]["id"] == 3 {
+            assert!(message["frame"]["result"]["mtime"].is_number(), "{message}");
+            break;
+        }
+    }
+    drop(socket);
+
     let capabilities = format!("/v1/instances/{iid}/capabilities");
     for replica in &replicas[1..] {
         let (status, answered_by, _) =

@@ -20,7 +20,9 @@ use crate::state::AppState;
 /// Marks a request one replica forwarded to another, with the forwarder's name: a replica
 /// that is not the owner either (ownership moved meanwhile) answers it rather than forwarding
 /// it again.
-const FORWARDED_BY: HeaderName = HeaderName::from_static("edith-forwarded-by");
+pub(super) const FORWARDED_BY: HeaderName = HeaderName::from_static("edith-forwarded-by");
+
+mod websocket;
 
 /// Names the replica that gave an answer, on every answer.
 pub const REPLICA: HeaderName = HeaderName::from_static("edith-replica");
@@ -40,7 +42,7 @@ pub async fn name_replica(State(state): State<AppState>, request: Request, next:
 const FORWARD_LIMIT: Duration = Duration::from_secs(300);
 
 /// Headers that belong to one connection, not to the request or answer they carry.
-const HOP_BY_HOP: [HeaderName; 7] = [
+pub(super) const HOP_BY_HOP: [HeaderName; 7] = [
     header::CONNECTION,
     header::HOST,
     header::CONTENT_LENGTH,
@@ -98,16 +100,12 @@ async fn forward(
             "handed it on as its owner changed; try again".to_owned(),
         ));
     }
-    if request.headers().contains_key(header::UPGRADE) {
-        // A WebSocket is not forwarded: the client connects to the owner itself.
-        return Err(unavailable(format!(
-            "holds its gateway: connect there ({})",
-            url.as_deref().unwrap_or("its address is not known")
-        )));
-    }
     let Some(base) = url else {
         return Err(unavailable("has not said where it answers".to_owned()));
     };
+    if request.headers().contains_key(header::UPGRADE) {
+        return websocket::relay(state, &base, request, unavailable).await;
+    }
     let (parts, body) = request.into_parts();
     let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
     let body = axum::body::to_bytes(body, usize::MAX)
