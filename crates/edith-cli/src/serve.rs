@@ -35,6 +35,11 @@ pub struct Serve {
     /// before another takes it over.
     #[arg(long, value_name = "SECONDS", default_value_t = 15, value_parser = clap::value_parser!(u64).range(3..=3600))]
     lease_seconds: u64,
+    /// Where runtimes (for callback tools) and the other replicas reach this one, e.g.
+    /// `https://replica-1.internal:8443` (default: `http://<listen address>`). Requests another
+    /// replica forwards here carry the caller's API key: across machines, make it https.
+    #[arg(long, value_name = "URL", env = "EDITH_ADVERTISE_URL")]
+    advertise_url: Option<String>,
     /// Allow listening beyond loopback: say so only when TLS terminates in front of this
     /// server (API keys must not cross a network in clear).
     #[arg(long)]
@@ -150,6 +155,7 @@ pub async fn run(serve: Serve) -> ExitCode {
         database_url: serve.database_url.filter(|url| !url.is_empty()),
         replica: serve.replica.filter(|name| !name.is_empty()),
         lease: std::time::Duration::from_secs(serve.lease_seconds),
+        advertise_url: serve.advertise_url.filter(|url| !url.is_empty()),
         // From the environment, never a flag: a flag shows in every process listing.
         admin_key: std::env::var(edith_server::ADMIN_KEY_VARIABLE)
             .ok()

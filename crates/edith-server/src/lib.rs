@@ -44,6 +44,9 @@ pub struct ServerConfig {
     /// How long a replica that stops renewing keeps what it owns (instances, the turns it
     /// drives, jobs) before another replica takes it over.
     pub lease: std::time::Duration,
+    /// Where runtimes (their callback tools) and the other replicas reach this one, e.g.
+    /// `https://replica-1.internal:8443`; `None` for `http://<listen address>`.
+    pub advertise_url: Option<String>,
     /// The first admin API key (`EDITH_API_KEY`). Without it, one is made on a store that has
     /// none and written to `<data_dir>/admin.key` (mode 0600).
     pub admin_key: Option<String>,
@@ -71,6 +74,7 @@ impl ServerConfig {
             database_url: None,
             replica: None,
             lease: std::time::Duration::from_secs(15),
+            advertise_url: None,
             admin_key: None,
             behind_tls_proxy: false,
             runtimes: builtin_runtimes(),
@@ -192,6 +196,10 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         source,
     })?;
     let url = format!("http://{addr}");
+    let public_url = match &config.advertise_url {
+        Some(advertised) => advertised_url(advertised)?,
+        None => url.clone(),
+    };
     let (stop, stopping) = tokio::sync::watch::channel(false);
     let metrics = metrics::Metrics::default();
     let state = AppState::new(Inner {
@@ -217,7 +225,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
             .pool_idle_timeout(std::time::Duration::from_secs(30))
             .build()
             .unwrap_or_default(),
-        public_url: url.clone(),
+        public_url,
         shutdown: stopping.clone(),
     });
     app::replicas::announce(&state, config.database_url.is_none())
@@ -298,6 +306,25 @@ async fn recover(state: &AppState) -> Result<(), StartError> {
     app::replicas::take_up(state).await.map_err(recover_error)?;
     app::jobs::take_over(state).await.map_err(recover_error)?;
     Ok(())
+}
+
+/// An advertised URL as it is kept: `http(s)://host[:port]`, without a path or a trailing `/`.
+fn advertised_url(raw: &str) -> Result<String, StartError> {
+    let trimmed = raw.trim_end_matches('/');
+    let parsed = reqwest::Url::parse(trimmed).ok();
+    match parsed {
+        Some(url)
+            if matches!(url.scheme(), "http" | "https")
+                && url.host().is_some()
+                && url.path() == "/"
+                && url.query().is_none() =>
+        {
+            Ok(trimmed.to_owned())
+        }
+        _ => Err(StartError::Replica(format!(
+            "--advertise-url must be http(s)://HOST[:PORT] with no path, got `{raw}`"
+        ))),
+    }
 }
 
 /// This replica's name in job leases, kept in `<data-dir>/replica.id` (made on first start).

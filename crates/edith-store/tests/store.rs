@@ -103,7 +103,7 @@ async fn add_instance(store: &Store, instance: Instance) -> (Instance, Job) {
         runtime_token: "runtime-secret".to_owned(),
         mcp_token: "mcp-secret".to_owned(),
     };
-    store.insert_instance(&record, &job).await.unwrap();
+    store.insert_instance(&record, &job, None).await.unwrap();
     (instance, job)
 }
 

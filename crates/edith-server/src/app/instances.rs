@@ -66,7 +66,11 @@ pub async fn create(
         mcp_token: secret(),
     };
     let job = jobs::new_job(&instance.id, JobKind::InstanceProvision);
-    state.store.insert_instance(&record, &job).await?;
+    // Its maker owns it from the start, and so runs its job.
+    let (_, until) = state.replica.lease_from_now();
+    let owner = Some((state.replica.name(), until));
+    state.store.insert_instance(&record, &job, owner).await?;
+    state.replica.note_owned(&instance.id);
     jobs::spawn(state.clone(), job.clone());
     Ok(InstanceWithJob { instance, job })
 }

@@ -59,7 +59,8 @@ impl Replica {
         owned.get(id).is_some_and(|until| Instant::now() < *until)
     }
 
-    fn note_owned(&self, id: &InstanceId) {
+    /// This replica owns `id` now (it took it, or made it).
+    pub fn note_owned(&self, id: &InstanceId) {
         let until = Instant::now() + self.lease / 2;
         let mut owned = self.owned.lock().expect("not poisoned");
         owned.insert(id.clone(), until);

@@ -427,20 +427,29 @@ async fn a_key_revoked_on_one_replica_is_refused_by_the_others() {
     }
 }
 
-/// Two live processes cannot go by one replica name; a name that is not one is refused.
+/// Two live processes cannot go by one replica name; a name that is not one, or an advertised
+/// URL that is not one, is refused; the other replicas reach a replica where it advertises.
 #[tokio::test]
-async fn a_replica_name_belongs_to_one_live_process() {
+async fn a_replica_is_named_once_and_reached_where_it_advertises() {
     let database = testkit::postgres::database().await;
     let dir = tempfile::tempdir().expect("temp dir");
-    let _first = Replica::start(dir.path(), "same", database.url()).await;
-    for (name, says) in [
-        ("same", "another live replica is named `same`"),
-        ("no spaces", "is not a replica name"),
+    let first = Replica::start(dir.path(), "same", database.url()).await;
+    for (flags, says) in [
+        (
+            ["--replica", "same"],
+            "another live replica is named `same`",
+        ),
+        (["--replica", "no spaces"], "is not a replica name"),
+        (
+            ["--advertise-url", "ftp://host/x"],
+            "--advertise-url must be",
+        ),
     ] {
         let output = tokio::time::timeout(
             Duration::from_secs(30),
             tokio::process::Command::new(crate::edith_binary())
-                .args(["serve", "--listen", "127.0.0.1:0", "--replica", name])
+                .args(["serve", "--listen", "127.0.0.1:0"])
+                .args(flags)
                 .arg("--data-dir")
                 .arg(dir.path())
                 .env("EDITH_DATABASE_URL", database.url())
@@ -455,4 +464,40 @@ async fn a_replica_name_belongs_to_one_live_process() {
         assert!(!output.status.success(), "{stderr}");
         assert!(stderr.contains(says), "{stderr}");
     }
+
+    // A replica that advertises an address where nothing answers owns an instance: what
+    // another replica forwards to it fails, saying so.
+    let env = [("EDITH_DATABASE_URL", database.url())];
+    let flags = [
+        "--replica",
+        "away",
+        "--advertise-url",
+        "http://127.0.0.1:9/",
+    ];
+    let away = edith_serve_with_env(dir.path(), "127.0.0.1:0", &flags, Some(ADMIN_KEY), &env).await;
+    let http = client_with_key(ADMIN_KEY);
+    let url = format!("{}/v1/instances", away.ready_value("url"));
+    let (status, _, created) = send(
+        &http,
+        reqwest::Method::POST,
+        url,
+        Some(json!({"name": "a"})),
+    )
+    .await;
+    assert_eq!(status, 202, "{created}");
+    let iid = created["instance"]["id"].as_str().unwrap();
+    let profiles = format!("{}/v1/instances/{iid}/profiles", first.url);
+    let (status, _, refused) = send(
+        &http,
+        reqwest::Method::POST,
+        profiles,
+        Some(json!({"name": "p"})),
+    )
+    .await;
+    assert_eq!(status, 503, "{refused}");
+    let detail = refused["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("replica `away`") && detail.contains("does not answer"),
+        "{detail}"
+    );
 }

@@ -7,19 +7,27 @@ use super::{Result, Store, from_body, is_postgres, one_more, page, to_json};
 use crate::records::InstanceRecord;
 
 impl Store {
-    /// Records a new instance together with the job that provisions it.
-    pub async fn insert_instance(&self, record: &InstanceRecord, job: &Job) -> Result<()> {
+    /// Records a new instance together with the job that provisions it; `owner`: the replica
+    /// that owns it from the start, and until when (see [`Store::claim_instance`]).
+    pub async fn insert_instance(
+        &self,
+        record: &InstanceRecord,
+        job: &Job,
+        owner: Option<(&str, i64)>,
+    ) -> Result<()> {
         on_db!(self, pool => {
             let mut tx = pool.begin().await?;
             sqlx::query(
-                "INSERT INTO instances (id, state, body, runtime_token, mcp_token) \
-                 VALUES ($1, $2, $3, $4, $5)",
+                "INSERT INTO instances (id, state, body, runtime_token, mcp_token, owner, \
+                 owner_until) VALUES ($1, $2, $3, $4, $5, $6, $7)",
             )
             .bind(record.instance.id.as_str())
             .bind(record.instance.state.as_str())
             .bind(to_json(&record.instance))
             .bind(&record.runtime_token)
             .bind(&record.mcp_token)
+            .bind(owner.map(|(replica, _)| replica))
+            .bind(owner.map(|(_, until)| until))
             .execute(&mut *tx)
             .await?;
             insert_job!(job).execute(&mut *tx).await?;
