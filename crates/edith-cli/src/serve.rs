@@ -181,9 +181,20 @@ pub async fn run(serve: Serve) -> ExitCode {
         }
     };
     println!("EDITH_READY url={}", server.url());
-    wait_for_signal().await;
+    let displaced = tokio::select! {
+        _ = wait_for_signal() => false,
+        _ = server.displaced() => true,
+    };
     server.shutdown().await;
-    ExitCode::SUCCESS
+    if displaced {
+        tracing::error!(
+            "another edith serve took this replica's name while this one could not renew it; \
+             stopped"
+        );
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
 }
 
 async fn wait_for_signal() {

@@ -63,6 +63,9 @@ impl From<edith_store::StoreError> for AppError {
             edith_store::StoreError::Duplicate(what) => {
                 AppError::new(ErrorCode::Conflict, format!("{what} already exists"))
             }
+            ended @ edith_store::StoreError::TurnEnded(_) => {
+                AppError::new(ErrorCode::Conflict, ended.to_string())
+            }
             other => AppError::internal(other),
         }
     }

@@ -228,12 +228,12 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         public_url,
         shutdown: stopping.clone(),
     });
-    app::replicas::announce(&state, config.database_url.is_none())
+    app::replicas::announce(&state, state.store.backend() == "sqlite")
         .await
         .map_err(StartError::Replica)?;
     recover(&state).await?;
     app::reconciler::spawn(state.clone());
-    let mut background = vec![app::replicas::spawn(state.clone())];
+    let mut background = Vec::from(app::replicas::spawn(state.clone()));
     background.extend(
         app::announcements::spawn(state.clone())
             .await
@@ -362,6 +362,13 @@ impl RunningServer {
         self.state.replica.name()
     }
 
+    /// Returns once another process has taken this replica's name (it had lost the database
+    /// for longer than a lease): it must stop, as both would act as the owner of its
+    /// instances.
+    pub async fn displaced(&self) {
+        self.state.replica.displaced().await
+    }
+
     /// Stops serving, ends open streams, stops the embedded runtimes and closes the store.
     pub async fn shutdown(mut self) {
         let _ = self.stop.send(true);
@@ -375,7 +382,15 @@ impl RunningServer {
             task.abort();
             let _ = task.await;
         }
-        self.state.store.close().await;
+        app::replicas::leave(&self.state).await;
+        // Bounded: a database that stopped answering does not hold the stop up.
+        let closing = self.state.store.close();
+        if tokio::time::timeout(std::time::Duration::from_secs(10), closing)
+            .await
+            .is_err()
+        {
+            tracing::warn!("the database did not close within 10 s");
+        }
     }
 }
 

@@ -406,20 +406,17 @@ async fn a_job_is_leased_to_one_replica_until_its_lease_runs_out(store: Store) {
 async fn an_instance_is_owned_by_one_live_replica_at_a_time(store: Store) {
     let (a_one, _) = add_instance(&store, instance("i", ProviderKind::Embedded, &[])).await;
     let id = a_one.id.clone();
-    assert_eq!(
-        store
-            .replica_alive("a", "http://a", 0, 100, false)
-            .await
-            .unwrap(),
-        None
-    );
-    assert_eq!(
-        store
-            .replica_alive("b", "http://b", 0, 100, false)
-            .await
-            .unwrap(),
-        None
-    );
+    let alive = |replica: &'static str, url: &'static str, now: i64, until: i64| {
+        let store = store.clone();
+        async move {
+            store
+                .replica_alive(replica, url, now, until, false)
+                .await
+                .unwrap()
+        }
+    };
+    assert_eq!(alive("a", "http://a", 0, 100).await, Ok(vec![]));
+    assert_eq!(alive("b", "http://b", 0, 100).await, Ok(vec![]));
     assert_eq!(
         store.claim_instance(&id, "a", 0, 100).await.unwrap(),
         Claim::Mine { from: None }
@@ -431,14 +428,8 @@ async fn an_instance_is_owned_by_one_live_replica_at_a_time(store: Store) {
             url: Some("http://a".to_owned())
         }
     );
-    // a's heartbeat renews its instances with it.
-    assert_eq!(
-        store
-            .replica_alive("a", "http://a", 90, 200, false)
-            .await
-            .unwrap(),
-        None
-    );
+    // a's heartbeat renews its instances with it, and says which they are.
+    assert_eq!(alive("a", "http://a", 90, 200).await, Ok(vec![id.clone()]));
     assert!(matches!(
         store.claim_instance(&id, "b", 150, 250).await.unwrap(),
         Claim::Theirs { .. }
@@ -465,8 +456,10 @@ async fn an_instance_is_owned_by_one_live_replica_at_a_time(store: Store) {
         store.claim_instance(&id, "a", 210, 310).await.unwrap(),
         Claim::Theirs { .. }
     ));
+    // a comes back: its renewal no longer names the instance b took.
+    assert_eq!(alive("a", "http://a", 220, 320).await, Ok(vec![]));
     assert_eq!(
-        store.claim_instance(&id, "b", 210, 310).await.unwrap(),
+        store.claim_instance(&id, "b", 230, 330).await.unwrap(),
         Claim::Mine { from: None },
         "renewing its own"
     );
@@ -481,25 +474,37 @@ async fn an_instance_is_owned_by_one_live_replica_at_a_time(store: Store) {
     // A second live replica by the same name at another address is refused, unless told to
     // displace it; once the first's time runs out, the name is free.
     assert_eq!(
-        store
-            .replica_alive("a", "http://elsewhere", 150, 250, false)
-            .await
-            .unwrap(),
-        Some("http://a".to_owned())
+        alive("a", "http://elsewhere", 250, 350).await,
+        Err("http://a".to_owned())
     );
     assert_eq!(
         store
-            .replica_alive("a", "http://elsewhere", 150, 250, true)
+            .replica_alive("a", "http://elsewhere", 250, 350, true)
             .await
             .unwrap(),
-        None
+        Ok(vec![])
     );
     assert_eq!(
-        store
-            .replica_alive("b", "http://b2", 301, 400, false)
-            .await
-            .unwrap(),
-        None
+        alive("b", "http://b2", 401, 500).await,
+        Ok(vec![id.clone()]),
+        "b's own lease, renewed at its new address"
+    );
+
+    // b leaves cleanly: its instance is free at once, without waiting for its lease.
+    store.replica_leaving("b").await.unwrap();
+    assert_eq!(
+        store.claim_instance(&id, "a", 410, 510).await.unwrap(),
+        Claim::Mine {
+            from: Some("b".to_owned())
+        }
+    );
+    // On a SQLite file every other registration is stale: expired at once.
+    store.expire_other_replicas("b").await.unwrap();
+    assert_eq!(
+        store.claim_instance(&id, "b", 420, 520).await.unwrap(),
+        Claim::Mine {
+            from: Some("a".to_owned())
+        }
     );
 }
 
@@ -509,14 +514,10 @@ async fn a_dead_drivers_turns_are_found_and_a_live_ones_are_not(store: Store) {
     let (by_a, by_b) = (turn_in(&first.id), turn_in(&second.id));
     store.insert_turn_if_idle(&by_a, "a").await.unwrap();
     store.insert_turn_if_idle(&by_b, "b").await.unwrap();
-    store
-        .replica_alive("a", "http://a", 0, 100, false)
-        .await
-        .unwrap();
-    store
-        .replica_alive("b", "http://b", 0, 200, false)
-        .await
-        .unwrap();
+    for (replica, until) in [("a", 100), ("b", 200)] {
+        let alive = store.replica_alive(replica, "http://r", 0, until, false);
+        alive.await.unwrap().unwrap();
+    }
     let left = |now: i64, restarted: Option<&'static str>| {
         let store = store.clone();
         async move {
@@ -922,10 +923,21 @@ async fn a_finished_turn_has_its_last_event_and_readers_see_the_tail(store: Stor
     };
     let event = store.finish_turn(&finished, &last).await.unwrap().unwrap();
     assert_eq!(event.seq, 3);
-    // A turn is finished once: a second end (another replica's, say) changes nothing.
+    // A turn is finished once: a second end (another replica's, say) changes nothing, and a
+    // driver that had been cut off writes nothing more to it.
     let mut again = finished.clone();
     again.state = TurnState::Interrupted;
     assert_eq!(store.finish_turn(&again, &last).await.unwrap(), None);
+    assert!(matches!(
+        store.update_turn(&again).await,
+        Err(StoreError::TurnEnded(_))
+    ));
+    assert!(matches!(
+        store
+            .append_turn_events(&turn.id, std::slice::from_ref(&delta))
+            .await,
+        Err(StoreError::TurnEnded(_))
+    ));
     assert_eq!(store.turn_events_after(&turn.id, 0).await.unwrap().len(), 3);
     assert_eq!(
         store.turn(&session.id, &turn.id).await.unwrap(),
@@ -952,7 +964,21 @@ async fn a_finished_turn_has_its_last_event_and_readers_see_the_tail(store: Stor
     store.update_turn(&failed).await.unwrap();
     assert_eq!(
         store.finished_turns_without_their_end().await.unwrap(),
-        [failed]
+        [failed.clone()]
+    );
+    // Its end is appended, though the turn has finished.
+    let end = TurnEventKind::TurnFinished {
+        state: TurnState::Failed,
+        output: None,
+        error: None,
+    };
+    store.append_missing_end(&failed.id, &end).await.unwrap();
+    assert!(
+        store
+            .finished_turns_without_their_end()
+            .await
+            .unwrap()
+            .is_empty()
     );
 }
 

@@ -1,6 +1,7 @@
 //! What other replicas announce (PostgreSQL's `LISTEN/NOTIFY`, see `edith_store::Listener`):
 //! a turn's or a job's log grew, so the streams following it here read the new entries from the
-//! store; a key was revoked, so it is no longer trusted here either. An announcement carries
+//! store; a key was revoked, so it is no longer trusted here either; a tool host changed, so
+//! the connection kept to it is dropped. An announcement carries
 //! only an id: one that is lost costs a stream its liveness until the next, never an entry.
 
 use std::time::Duration;
@@ -41,17 +42,22 @@ async fn heard(state: &AppState, channel: Channel, id: &str) {
         Channel::JobEvents => catch_up_job(state, id).await,
         Channel::KeyRevoked => {
             if let Ok(key) = id.parse() {
-                state.known_keys.forget(&key);
-                state.last_use.forget(&key);
+                super::keys::forget(state, &key);
+            }
+        }
+        Channel::ToolHostChanged => {
+            if let Ok(host) = id.parse() {
+                state.tool_hosts.forget(&host).await;
             }
         }
     }
 }
 
 /// Announcements may have been missed: every log followed here is read again, and every key
-/// kept is read again on its next use.
+/// and tool host kept is read again on its next use.
 async fn catch_up_everything(state: &AppState) {
     state.known_keys.forget_all();
+    state.tool_hosts.forget_all().await;
     for id in state.turn_events.followed_logs() {
         catch_up_turn(state, &id).await;
     }

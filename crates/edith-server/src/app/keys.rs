@@ -55,10 +55,16 @@ pub async fn revoke(state: &AppState, id: &ApiKeyId) -> AppResult<ApiKey> {
         let now = Timestamp::now();
         state.store.revoke_api_key(&key.id, &now).await?;
         key.revoked_at = Some(now);
-        state.known_keys.forget(&key.id);
-        state.gate.forget(&key.id);
-        state.last_use.forget(&key.id);
-        state.relays.end_for_key(&key.id);
+        forget(state, &key.id);
     }
     Ok(key)
+}
+
+/// Forgets what this replica holds for a revoked key (here, or on another replica that said
+/// so): it is not trusted from memory, and its relays end.
+pub fn forget(state: &AppState, id: &ApiKeyId) {
+    state.known_keys.forget(id);
+    state.gate.forget(id);
+    state.last_use.forget(id);
+    state.relays.end_for_key(id);
 }

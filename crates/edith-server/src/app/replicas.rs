@@ -23,6 +23,8 @@ pub struct Replica {
     /// database (half a lease after it was last renewed, so a replica that cannot renew stops
     /// acting as owner well before another may take over).
     owned: Mutex<HashMap<InstanceId, Instant>>,
+    /// Flips to `true` when another process took this replica's name: this one must stop.
+    displaced: tokio::sync::watch::Sender<bool>,
 }
 
 impl Replica {
@@ -31,7 +33,15 @@ impl Replica {
             name,
             lease,
             owned: Mutex::default(),
+            displaced: tokio::sync::watch::Sender::new(false),
         }
+    }
+
+    /// Returns once another process has taken this replica's name (it had stopped renewing,
+    /// and the other found it gone): this one must stop, as both would act as owner.
+    pub async fn displaced(&self) {
+        let mut displaced = self.displaced.subscribe();
+        let _ = displaced.wait_for(|displaced| *displaced).await;
     }
 
     pub fn name(&self) -> &str {
@@ -66,15 +76,28 @@ impl Replica {
         owned.insert(id.clone(), until);
     }
 
-    /// Every lease was renewed in the database just now.
-    fn renewed(&self) {
-        let until = Instant::now() + self.lease / 2;
+    /// The leases on `now_owned` were renewed by a write asked for at `asked`: those are known
+    /// owned for half a lease from then. Returns the instances this replica thought it owned
+    /// and no longer does (another took them while it could not renew).
+    fn renewed(&self, now_owned: Vec<InstanceId>, asked: Instant) -> Vec<InstanceId> {
+        let until = asked + self.lease / 2;
         let mut owned = self.owned.lock().expect("not poisoned");
-        owned.values_mut().for_each(|known| *known = until);
+        let lost = owned
+            .keys()
+            .filter(|id| !now_owned.contains(id))
+            .cloned()
+            .collect();
+        *owned = now_owned.into_iter().map(|id| (id, until)).collect();
+        lost
     }
 
-    fn not_owned(&self, id: &InstanceId) {
-        self.owned.lock().expect("not poisoned").remove(id);
+    /// Whether this replica thought it owned `id` (and no longer does).
+    fn not_owned(&self, id: &InstanceId) -> bool {
+        self.owned
+            .lock()
+            .expect("not poisoned")
+            .remove(id)
+            .is_some()
     }
 }
 
@@ -130,7 +153,9 @@ pub async fn place(state: &AppState, id: &InstanceId) -> AppResult<Place> {
             Ok(Place::Here)
         }
         Claim::Theirs { replica, url } => {
-            state.replica.not_owned(id);
+            if state.replica.not_owned(id) {
+                step_down(state, id).await;
+            }
             Ok(Place::There { replica, url })
         }
         Claim::Missing => Ok(Place::Here),
@@ -140,9 +165,17 @@ pub async fn place(state: &AppState, id: &InstanceId) -> AppResult<Place> {
 /// Says this replica is alive before it serves. The name is refused while another live
 /// process answers by it (two replicas given the same `--replica`, or sharing a data dir
 /// without one); an earlier run of this replica that died left only a stale registration,
-/// which is taken over at once. `alone`: the database is this process's own (SQLite), so no
-/// other can be.
+/// which is taken over at once. `alone`: the database is this process's own (SQLite), so any
+/// other registration is stale.
 pub async fn announce(state: &AppState, alone: bool) -> Result<(), String> {
+    let cannot = |e: edith_store::StoreError| format!("cannot register this replica: {e}");
+    if alone {
+        state
+            .store
+            .expire_other_replicas(state.replica.name())
+            .await
+            .map_err(cannot)?;
+    }
     let register = |displace| async move {
         let (now, until) = state.replica.lease_from_now();
         state
@@ -155,9 +188,9 @@ pub async fn announce(state: &AppState, alone: bool) -> Result<(), String> {
                 displace,
             )
             .await
-            .map_err(|e| format!("cannot register this replica: {e}"))
+            .map_err(cannot)
     };
-    let Some(url) = register(alone).await? else {
+    let Err(url) = register(alone).await? else {
         return Ok(());
     };
     if answers_as(state, &url, state.replica.name()).await {
@@ -168,6 +201,14 @@ pub async fn announce(state: &AppState, alone: bool) -> Result<(), String> {
         ));
     }
     register(true).await.map(|_| ())
+}
+
+/// This replica stops: what it owns is left to the others at once (a clean stop, unlike a
+/// death, need not wait out a lease).
+pub async fn leave(state: &AppState) {
+    if let Err(e) = state.store.replica_leaving(state.replica.name()).await {
+        tracing::warn!(error = %e, "cannot hand this replica's instances over; they wait out its lease");
+    }
 }
 
 /// How long a replica registered under this one's name has to say it is alive.
@@ -234,9 +275,22 @@ async fn adopt(state: &AppState, id: &InstanceId) {
     super::reconciler::resume_restart(state, instance);
 }
 
-/// Keeps this replica alive among the others until the server stops: renews its leases, and
-/// takes over what replicas that stopped renewing left.
-pub fn spawn(state: AppState) -> tokio::task::JoinHandle<()> {
+/// Keeps this replica alive among the others until the server stops: one task renews its
+/// leases, another takes over what replicas that stopped renewing left (apart, so that a slow
+/// take-over never delays a renewal).
+pub fn spawn(state: AppState) -> [tokio::task::JoinHandle<()>; 2] {
+    [
+        every_renewal(state.clone(), |state| async move { renew(&state).await }),
+        every_renewal(state, |state| async move { take_over(&state).await }),
+    ]
+}
+
+/// Runs `work` every [`Replica::renew_every`] until the server stops.
+fn every_renewal<F, Fut>(state: AppState, work: F) -> tokio::task::JoinHandle<()>
+where
+    F: Fn(AppState) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send,
+{
     tokio::spawn(async move {
         let mut stopping = state.shutdown.clone();
         let mut tick = tokio::time::interval(state.replica.renew_every());
@@ -246,25 +300,43 @@ pub fn spawn(state: AppState) -> tokio::task::JoinHandle<()> {
                 _ = stopping.wait_for(|stop| *stop) => return,
                 _ = tick.tick() => {}
             }
-            renew(&state).await;
-            take_over(&state).await;
+            work(state.clone()).await;
         }
     })
 }
 
 async fn renew(state: &AppState) {
+    let asked = Instant::now();
     let (now, until) = state.replica.lease_from_now();
     let renewed = state
         .store
         .replica_alive(state.replica.name(), &state.public_url, now, until, false)
         .await;
     match renewed {
-        Ok(None) => state.replica.renewed(),
-        Ok(Some(url)) => tracing::error!(
-            url,
-            "another replica goes by this one's name; leases are not renewed"
-        ),
+        Ok(Ok(owned)) => {
+            for id in state.replica.renewed(owned, asked) {
+                tracing::warn!(instance = %id, "another replica took this instance over");
+                step_down(state, &id).await;
+            }
+        }
+        Ok(Err(url)) => {
+            tracing::error!(url, "another process took this replica's name; stopping");
+            state.replica.displaced.send_replace(true);
+        }
         Err(e) => tracing::warn!(error = %e, "cannot renew this replica's leases"),
+    }
+}
+
+/// Lets go of an instance another replica took over while this one could not renew: its
+/// runtime here stops, its link and relays end (the other starts its own).
+async fn step_down(state: &AppState, id: &InstanceId) {
+    state.gateways.forget(id).await;
+    state.relays.end_for_instance(id);
+    if let Ok(Some(record)) = state.store.instance(id).await
+        && let Ok(provider) = state.provider(record.instance.provider)
+        && let Err(e) = provider.stop(id).await
+    {
+        tracing::warn!(instance = %id, error = %e, "cannot stop a runtime this replica let go of");
     }
 }
 

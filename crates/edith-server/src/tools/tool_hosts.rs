@@ -47,9 +47,14 @@ impl ToolHosts {
         Ok(client)
     }
 
-    /// Drops the connection to a host (it is being deleted).
+    /// Drops the connection to a host (it was changed or deleted).
     pub async fn forget(&self, host: &ToolHostId) {
         self.clients.lock().await.remove(host);
+    }
+
+    /// Drops every connection (a change to any host may have gone unheard).
+    pub async fn forget_all(&self) {
+        self.clients.lock().await.clear();
     }
 
     /// Calls `tool` on the host. Failures to reach it are told to the model as a failed call.

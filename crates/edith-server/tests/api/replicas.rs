@@ -260,21 +260,98 @@ async fn three_replicas_act_as_one_control_plane_and_take_over_from_a_killed_one
         "r3 streams what r1 writes: {before:?}"
     );
 
-    // r1 dies holding the instance and driving the turn. r3's stream goes on: the turn ends
-    // interrupted once r1's lease runs out, nothing lost or repeated.
-    replicas[0].kill().await;
-    let after = read_until(&mut turn_stream, &mut text, TAKE_OVER_LIMIT, |e| {
-        e["type"] == "turn.finished"
+    // And a turn streaming its answer, on a profile whose model answers slowly, also driven
+    // by r1 and followed on r3.
+    let model = testkit::FakeModel::start_with(testkit::FakeModelOptions {
+        piece_delay: Duration::from_millis(40),
+        ..Default::default()
     })
     .await;
-    assert_eq!(after[..before.len()], before[..]);
-    let last = &after.last().unwrap().1;
-    assert_eq!(
-        (&last["type"], &last["state"]),
-        (&json!("turn.finished"), &json!("interrupted")),
-        "{after:?}"
+    let talker = json!({"name": "talker", "model": {"provider": "openai_compatible",
+        "base_url": model.base_url(), "model": "fake-model", "api_key": "sk-fake-0123456789"}});
+    let profiles = format!("/v1/instances/{iid}/profiles");
+    let (status, _, talker) = send(
+        &http,
+        post.clone(),
+        at(&replicas[2], &profiles),
+        Some(talker),
+    )
+    .await;
+    assert_eq!(status, 201, "{talker}");
+    let talks = format!("{profiles}/{}/sessions", talker["id"].as_str().unwrap());
+    let (_, _, talk) = send(
+        &http,
+        post.clone(),
+        at(&replicas[2], &talks),
+        Some(json!({})),
+    )
+    .await;
+    let talk = format!("{talks}/{}/turns", talk["id"].as_str().unwrap());
+    let long = (0..200)
+        .map(|n| format!("word{n}"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let (status, _, streaming) = send(
+        &http,
+        post.clone(),
+        at(&replicas[1], &talk),
+        Some(json!({"input": long})),
+    )
+    .await;
+    assert_eq!(status, 202, "{streaming}");
+    let streaming_events = format!("{talk}/{}/events", streaming["id"].as_str().unwrap());
+    let mut talk_stream = stream(&http, at(&replicas[2], &streaming_events)).await;
+    let mut talk_text = String::new();
+    let talking = read_until(&mut talk_stream, &mut talk_text, TAKE_OVER_LIMIT, |e| {
+        e["type"] == "message.delta"
+    })
+    .await;
+    assert!(
+        talking.iter().any(|(_, e)| e["type"] == "message.delta"),
+        "{talking:?}"
     );
-    assert_whole(&after);
+
+    // r1 dies holding the instance and driving both turns, one of them mid-answer. r3's
+    // streams go on: each turn ends interrupted once r1's lease runs out, nothing lost or
+    // repeated; read again from r2 after what r3 had seen before the kill, each log gives
+    // exactly the rest.
+    replicas[0].kill().await;
+    for (stream, text, path, seen) in [
+        (&mut turn_stream, &mut text, &events_path, before.len()),
+        (
+            &mut talk_stream,
+            &mut talk_text,
+            &streaming_events,
+            talking.len(),
+        ),
+    ] {
+        let after = read_until(stream, text, TAKE_OVER_LIMIT, |e| {
+            e["type"] == "turn.finished"
+        })
+        .await;
+        let last = &after.last().unwrap().1;
+        assert_eq!(
+            (&last["type"], &last["state"]),
+            (&json!("turn.finished"), &json!("interrupted")),
+            "{after:?}"
+        );
+        assert_whole(&after);
+        let resumed = http
+            .get(at(&replicas[1], path))
+            .header("Last-Event-ID", after[seen - 1].0.to_string())
+            .timeout(Duration::from_secs(30))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert_eq!(
+            events_in(&resumed),
+            after[seen..],
+            "resumed on r2 after {seen}"
+        );
+    }
 
     // The instance moves to a live replica, which starts its runtime afresh from the shared
     // data dir: the session goes on there.

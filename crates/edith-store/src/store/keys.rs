@@ -56,22 +56,24 @@ impl Store {
 
     /// Writes a key's `last_used_at`, and nothing else.
     pub async fn record_api_key_use(&self, id: &ApiKeyId, at: &Timestamp) -> Result<()> {
-        self.set_key_time(id, "last_used_at", at).await
+        self.set_key_time(id, "last_used_at", at, None).await
     }
 
     /// Writes a key's `revoked_at`, and nothing else, and tells the other replicas.
     pub async fn revoke_api_key(&self, id: &ApiKeyId, at: &Timestamp) -> Result<()> {
-        self.set_key_time(id, "revoked_at", at).await?;
-        on_db!(self, pool => {
-            let mut connection = pool.acquire().await?;
-            announce!(connection, self, pool, Channel::KeyRevoked, id.as_str());
-            Ok(())
-        })
+        self.set_key_time(id, "revoked_at", at, Some(Channel::KeyRevoked))
+            .await
     }
 
     /// Sets one time of a key in one statement, so that a change to another (a use recorded
-    /// while a revocation is written) is never written over.
-    async fn set_key_time(&self, id: &ApiKeyId, field: &'static str, at: &Timestamp) -> Result<()> {
+    /// while a revocation is written) is never written over; announced on `channel` if given.
+    async fn set_key_time(
+        &self,
+        id: &ApiKeyId,
+        field: &'static str,
+        at: &Timestamp,
+        channel: Option<Channel>,
+    ) -> Result<()> {
         on_db!(self, pool => {
             let sql = if is_postgres(pool) {
                 format!(
@@ -81,12 +83,17 @@ impl Store {
             } else {
                 format!("UPDATE api_keys SET body = json_set(body, '$.{field}', $1) WHERE id = $2")
             };
+            let mut tx = pool.begin().await?;
             // Only the constant names above are spliced into `sql`.
             sqlx::query(sqlx::AssertSqlSafe(sql))
                 .bind(at.as_str())
                 .bind(id.as_str())
-                .execute(pool)
+                .execute(&mut *tx)
                 .await?;
+            if let Some(channel) = channel {
+                announce!(tx, self, pool, channel, id.as_str());
+            }
+            tx.commit().await?;
             Ok(())
         })
     }

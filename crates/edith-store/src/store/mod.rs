@@ -178,6 +178,9 @@ pub enum StoreError {
     /// The database URL is not one this store opens.
     #[error("{0}")]
     Url(String),
+    /// The turn has ended (another replica may have ended it): nothing more is written to it.
+    #[error("turn `{0}` has ended; nothing more is written to it")]
+    TurnEnded(String),
     /// Other writers kept changing what a write depends on.
     #[error("{0}; try again")]
     Contended(String),

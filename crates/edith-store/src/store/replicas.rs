@@ -38,10 +38,17 @@ pub enum Channel {
     JobEvents,
     /// An API key was revoked; the id is the key's.
     KeyRevoked,
+    /// A tool host was changed or removed; the id is the host's.
+    ToolHostChanged,
 }
 
 impl Channel {
-    const ALL: [Channel; 3] = [Channel::TurnEvents, Channel::JobEvents, Channel::KeyRevoked];
+    const ALL: [Channel; 4] = [
+        Channel::TurnEvents,
+        Channel::JobEvents,
+        Channel::KeyRevoked,
+        Channel::ToolHostChanged,
+    ];
 
     /// The PostgreSQL channel's name.
     pub fn name(self) -> &'static str {
@@ -49,6 +56,7 @@ impl Channel {
             Channel::TurnEvents => "edith_turn_events",
             Channel::JobEvents => "edith_job_events",
             Channel::KeyRevoked => "edith_key_revoked",
+            Channel::ToolHostChanged => "edith_tool_host_changed",
         }
     }
 }
@@ -112,9 +120,9 @@ const UNFINISHED: &str = "('queued', 'running', 'requires_action')";
 
 impl Store {
     /// Says that `replica` is alive and answers at `url` until `until_ms`, and renews its
-    /// leases on the instances it owns until then. Refused (returning the other's URL) while
-    /// another live replica — at another URL — goes by the same name, unless `displace` (the
-    /// caller knows there can be no other, as with a SQLite file).
+    /// leases on the instances it owns until then; returns those instances. Refused (the
+    /// other's URL) while another live replica — at another URL — goes by the same name, unless
+    /// `displace` (the caller knows the other is gone).
     pub async fn replica_alive(
         &self,
         replica: &str,
@@ -122,7 +130,7 @@ impl Store {
         now_ms: i64,
         until_ms: i64,
         displace: bool,
-    ) -> Result<Option<String>> {
+    ) -> Result<std::result::Result<Vec<InstanceId>, String>> {
         on_db!(self, pool => {
             let mut tx = pool.begin().await?;
             let done = sqlx::query(
@@ -143,15 +151,51 @@ impl Store {
                     .bind(replica)
                     .fetch_one(&mut *tx)
                     .await?;
-                return Ok(Some(other));
+                return Ok(Err(other));
             }
-            sqlx::query("UPDATE instances SET owner_until = $1 WHERE owner = $2")
-                .bind(until_ms)
-                .bind(replica)
-                .execute(&mut *tx)
-                .await?;
+            let owned: Vec<String> = sqlx::query_scalar(
+                "UPDATE instances SET owner_until = $1 WHERE owner = $2 RETURNING id",
+            )
+            .bind(until_ms)
+            .bind(replica)
+            .fetch_all(&mut *tx)
+            .await?;
             tx.commit().await?;
-            Ok(None)
+            Ok(Ok(owned.into_iter().filter_map(|id| id.parse().ok()).collect()))
+        })
+    }
+
+    /// `replica` stops: its registration and its leases run out now, so the others take over
+    /// what it owned at once rather than after a lease.
+    pub async fn replica_leaving(&self, replica: &str) -> Result<()> {
+        self.expire_replicas("id = $1", replica).await
+    }
+
+    /// Every replica but `replica` is gone (a SQLite file is one process's): their
+    /// registrations and leases run out now.
+    pub async fn expire_other_replicas(&self, replica: &str) -> Result<()> {
+        self.expire_replicas("id <> $1", replica).await
+    }
+
+    /// Ends the registrations and instance leases of the replicas `which` (a condition on `id`
+    /// against `$1`) selects.
+    async fn expire_replicas(&self, which: &'static str, replica: &str) -> Result<()> {
+        let replicas = format!("UPDATE replicas SET alive_until = 0 WHERE {which}");
+        let instances = format!(
+            "UPDATE instances SET owner_until = 0 WHERE owner IN \
+             (SELECT id FROM replicas WHERE {which})"
+        );
+        on_db!(self, pool => {
+            let mut tx = pool.begin().await?;
+            // Only the constant conditions above are spliced in.
+            for sql in [instances.as_str(), replicas.as_str()] {
+                sqlx::query(sqlx::AssertSqlSafe(sql.to_owned()))
+                    .bind(replica)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            tx.commit().await?;
+            Ok(())
         })
     }
 

@@ -2,7 +2,7 @@
 
 use edith_types::{Page, Tool, ToolHost, ToolHostId, ToolId};
 
-use super::{Result, Store, duplicate_or_db, from_body, to_json};
+use super::{Channel, Result, Store, duplicate_or_db, from_body, to_json};
 use crate::records::ToolHostRecord;
 
 impl Store {
@@ -18,17 +18,21 @@ impl Store {
         })
     }
 
-    /// Rewrites a tool host: its resource, and its secret when `secret` is given.
+    /// Rewrites a tool host: its resource, and its secret when `secret` is given; the other
+    /// replicas are told (their connections to it are to the old place or with the old secret).
     pub async fn update_tool_host(&self, host: &ToolHost, secret: Option<&str>) -> Result<()> {
         on_db!(self, pool => {
+            let mut tx = pool.begin().await?;
             sqlx::query(
                 "UPDATE tool_hosts SET body = $1, secret = COALESCE($2, secret) WHERE id = $3",
             )
             .bind(to_json(host))
             .bind(secret)
             .bind(host.id.as_str())
-            .execute(pool)
+            .execute(&mut *tx)
             .await?;
+            announce!(tx, self, pool, Channel::ToolHostChanged, host.id.as_str());
+            tx.commit().await?;
             Ok(())
         })
     }
@@ -81,6 +85,9 @@ impl Store {
             .bind(host.as_str())
             .execute(&mut *tx)
             .await?;
+            if done.rows_affected() > 0 {
+                announce!(tx, self, pool, Channel::ToolHostChanged, host.as_str());
+            }
             tx.commit().await?;
             Ok(done.rows_affected() > 0)
         })

@@ -13,8 +13,10 @@ use super::{
 /// How many times a turn is tried when other turns of its session keep starting and ending.
 const INSERT_ATTEMPTS: usize = 8;
 
-/// Rewrites a turn's state and resource.
-const UPDATE_TURN: &str = "UPDATE turns SET state = $1, body = $2 WHERE id = $3";
+/// Rewrites an unfinished turn's state and resource (a finished turn is never written again:
+/// another replica may have ended it while its driver, cut off, still ran).
+const UPDATE_TURN: &str = "UPDATE turns SET state = $1, body = $2 WHERE id = $3 \
+                           AND state IN ('queued', 'running', 'requires_action')";
 
 impl Store {
     /// Inserts a turn unless the session already has one that has not finished; returns the
@@ -108,12 +110,15 @@ impl Store {
 
     pub async fn update_turn(&self, turn: &Turn) -> Result<()> {
         on_db!(self, pool => {
-            sqlx::query(UPDATE_TURN)
+            let done = sqlx::query(UPDATE_TURN)
                 .bind(turn.state.as_str())
                 .bind(to_json(turn))
                 .bind(turn.id.as_str())
                 .execute(pool)
                 .await?;
+            if done.rows_affected() == 0 {
+                return Err(StoreError::TurnEnded(turn.id.to_string()));
+            }
             Ok(())
         })
     }
@@ -168,7 +173,8 @@ impl Store {
     }
 
     /// Appends `kinds` to the turn's log, in order, as one write (the events that arrived while
-    /// the last write was under way, say): numbered after the last one, all or none.
+    /// the last write was under way, say): numbered after the last one, all or none. Nothing is
+    /// appended after a turn's end ([`StoreError::TurnEnded`]).
     pub async fn append_turn_events(
         &self,
         turn: &TurnId,
@@ -187,7 +193,8 @@ impl Store {
             "INSERT INTO turn_events (turn_id, seq, at, body) \
              SELECT $1, last.seq + added.column1, added.column2, added.column3 \
              FROM (SELECT COALESCE(MAX(seq), 0) AS seq FROM turn_events WHERE turn_id = $1) AS last, \
-             (VALUES {}) AS added RETURNING seq",
+             (VALUES {}) AS added WHERE EXISTS (SELECT 1 FROM turns WHERE id = $1 \
+             AND state IN ('queued', 'running', 'requires_action')) RETURNING seq",
             values.join(", ")
         );
         let mut seqs: Vec<i64> = on_db!(self, pool => {
@@ -207,12 +214,26 @@ impl Store {
                 query.fetch_all(pool).await?
             }
         });
+        if seqs.is_empty() {
+            return Err(StoreError::TurnEnded(turn.to_string()));
+        }
         seqs.sort_unstable();
         Ok(seqs
             .into_iter()
             .zip(kinds)
             .map(|(seq, kind)| turn_event(turn, seq, at.clone(), kind.clone()))
             .collect())
+    }
+
+    /// Appends the final event a finished turn's log lacks (an older version recorded the two
+    /// apart, and could stop between them).
+    pub async fn append_missing_end(&self, turn: &TurnId, end: &TurnEventKind) -> Result<()> {
+        let at = Timestamp::now();
+        let body = to_json(end);
+        on_db!(self, pool => {
+            append_alone!(self, pool, Channel::TurnEvents, "turn_events", "turn_id", turn.as_str(), at.as_str(), &body);
+            Ok(())
+        })
     }
 
     /// Records a turn's final state and its final event together: a crash leaves both or

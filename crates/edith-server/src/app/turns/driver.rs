@@ -474,7 +474,7 @@ pub async fn recover(state: &AppState, restarted: Option<&str>) -> AppResult<()>
                 output: turn.output.clone(),
                 error: turn.error.clone(),
             };
-            state.store.append_turn_event(&turn.id, &end).await?;
+            state.store.append_missing_end(&turn.id, &end).await?;
             state.metrics.turn_event_appended();
         }
     }

@@ -1,10 +1,15 @@
 //! Benchmark: one `edith serve` (embedded runtime, scripted model) under many sessions at once.
 //! Prints, side by side: turns per second and the control plane's CPU per turn when every
 //! session sends one turn at once (a session's first turn, then its next), resident memory per
-//! idle session, and how many event streams it serves at once without an error. Asserts
-//! nothing. Run with `scripts/bench-scale [SESSIONS] [STREAMS]`.
+//! idle session, and how many event streams it serves at once without an error. Then, when
+//! `replica sessions` is not 0, the same turns and the fan-out of one turn's end to many
+//! streams with one and with three replicas on PostgreSQL (`replicas`). Asserts nothing. Run
+//! with `scripts/bench-scale`.
 //!
-//! Usage: scale <edith binary> [sessions = 2000] [streams = 10000]
+//! Usage: scale <edith binary> [sessions = 2000] [streams = 10000] [replica sessions = 1000]
+//! [fan-out streams = 3000]
+
+mod replicas;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -21,6 +26,18 @@ const SETUP_IN_FLIGHT: usize = 128;
 const LIMIT: Duration = Duration::from_secs(600);
 /// A command the runtime asks approval for: a turn with it waits, its stream open.
 const WAITING_INPUT: &str = r#"terminal {"command": "rm -rf /tmp/edith-scale-nothing"}"#;
+
+/// The flags that lift `edith serve`'s per-key limits out of the benchmark's way.
+const UNLIMITED: [&str; 8] = [
+    "--requests-per-second",
+    "1000000000",
+    "--burst",
+    "1000000000",
+    "--streams-per-key",
+    "1000000",
+    "--max-connections",
+    "1000000",
+];
 
 /// What `/proc` says of a process.
 struct Usage {
@@ -57,6 +74,14 @@ struct ControlPlane {
 }
 
 impl ControlPlane {
+    fn new(url: String) -> Self {
+        Self {
+            // Every request, streams included, ends within the benchmark's bound.
+            http: reqwest::Client::builder().timeout(LIMIT).build().unwrap(),
+            url: url.into(),
+        }
+    }
+
     async fn post(&self, path: &str, body: Value) -> Result<Value, String> {
         let response = self
             .http
@@ -190,11 +215,27 @@ impl Round {
 
 /// Every session sends one turn at once; waits for all of them to end.
 async fn round(cp: &ControlPlane, pid: u32, sessions: &[String]) -> Round {
-    let before = usage_of(pid).cpu;
-    let started = Instant::now();
-    let tasks: Vec<_> = sessions
+    let by_turn: Vec<_> = sessions
         .iter()
-        .map(|turns| {
+        .map(|turns| (cp.clone(), turns.clone()))
+        .collect();
+    round_over(&[pid], &by_turn).await
+}
+
+/// Every session sends one turn at once, each to the control plane paired with it; waits for
+/// all of them to end. The CPU is that of all the `servers`.
+async fn round_over(servers: &[u32], by_turn: &[(ControlPlane, String)]) -> Round {
+    let cpu = || {
+        servers
+            .iter()
+            .map(|pid| usage_of(*pid).cpu)
+            .sum::<Duration>()
+    };
+    let before = cpu();
+    let started = Instant::now();
+    let tasks: Vec<_> = by_turn
+        .iter()
+        .map(|(cp, turns)| {
             let cp = cp.clone();
             let turns = turns.clone();
             tokio::spawn(async move { cp.turn(&turns, "hello").await })
@@ -208,8 +249,8 @@ async fn round(cp: &ControlPlane, pid: u32, sessions: &[String]) -> Round {
     }
     Round {
         wall: started.elapsed(),
-        cpu: usage_of(pid).cpu - before,
-        turns: sessions.len(),
+        cpu: cpu() - before,
+        turns: by_turn.len(),
         errors,
     }
 }
@@ -335,6 +376,8 @@ async fn main() {
     );
     let sessions: usize = args.next().map_or(2000, |n| n.parse().expect("a count"));
     let stream_count: usize = args.next().map_or(10_000, |n| n.parse().expect("a count"));
+    let replica_sessions: usize = args.next().map_or(1000, |n| n.parse().expect("a count"));
+    let fanout: usize = args.next().map_or(3000, |n| n.parse().expect("a count"));
     raise_open_files();
 
     let dir = tempfile::tempdir().unwrap();
@@ -342,26 +385,11 @@ async fn main() {
     command
         .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
         .arg(dir.path())
-        .args([
-            "--requests-per-second",
-            "1000000000",
-            "--burst",
-            "1000000000",
-        ])
-        .args([
-            "--streams-per-key",
-            "1000000",
-            "--max-connections",
-            "1000000",
-        ])
+        .args(UNLIMITED)
         .env("EDITH_API_KEY", KEY);
     let server = ReadyProcess::spawn(command, "EDITH_READY url=", Duration::from_secs(60)).await;
     let pid = server.pid();
-    let cp = ControlPlane {
-        // Every request, streams included, ends within the benchmark's bound.
-        http: reqwest::Client::builder().timeout(LIMIT).build().unwrap(),
-        url: server.ready_value("url").into(),
-    };
+    let cp = ControlPlane::new(server.ready_value("url"));
     let profiles = cp.instance().await;
     let turns = cp.sessions(&profiles, "turns", sessions).await;
     let idle_before = usage_of(pid).rss_kib;
@@ -397,4 +425,35 @@ async fn main() {
     report_errors("next turns", &next.errors);
     report_errors("streams", &held.errors);
     server.stop(Duration::from_secs(30)).await;
+    if replica_sessions == 0 {
+        return;
+    }
+
+    let mut deployments = Vec::new();
+    for count in [1, 3] {
+        deployments.push(replicas::measure(&edith, count, replica_sessions, fanout).await);
+    }
+    println!();
+    println!(
+        "replicas on one PostgreSQL database; {replica_sessions} sessions (each turn sent to the \
+         next replica in turn), then {fanout} streams on one turn spread over the replicas"
+    );
+    println!(
+        "| replicas | turns/s | CPU per turn, all replicas | errors | the turn's end reached \
+         every stream after | stream errors |"
+    );
+    println!("|---:|---:|---:|---:|---:|---:|");
+    for figures in &deployments {
+        println!(
+            "| {} | {:.0} | {:.2} ms | {} | {} ms | {} |",
+            figures.replicas,
+            figures.next.turns_per_second(),
+            figures.next.cpu_per_turn_ms(),
+            figures.next.errors.len(),
+            figures.fanout.as_millis(),
+            figures.stream_errors.len()
+        );
+        report_errors("turns", &figures.next.errors);
+        report_errors("streams", &figures.stream_errors);
+    }
 }
