@@ -14,6 +14,10 @@ use crate::state::AppState;
 
 /// How long to wait before listening again after the database could not be reached.
 const RETRY_AFTER: Duration = Duration::from_secs(1);
+/// How many times a log another replica wrote is read before its announcement is given up
+/// (its followers then wait for the next one), and the pause between tries.
+const READ_ATTEMPTS: u32 = 3;
+const READ_PAUSE: Duration = Duration::from_millis(200);
 
 /// Listens until the server stops (the task is aborted then); `None` on SQLite, which has one
 /// replica.
@@ -70,9 +74,9 @@ async fn catch_up_turn(state: &AppState, id: &str) {
     let Ok(turn) = id.parse::<edith_types::TurnId>() else {
         return;
     };
-    let store = state.store.clone();
-    catch_up(&state.turn_events, id, |after| async move {
-        store.turn_events_after(&turn, after).await
+    let (store, turn) = (&state.store, &turn);
+    catch_up(&state.turn_events, id, |after| {
+        store.turn_events_after(turn, after)
     })
     .await;
 }
@@ -81,33 +85,40 @@ async fn catch_up_job(state: &AppState, id: &str) {
     let Ok(job) = id.parse::<edith_types::JobId>() else {
         return;
     };
-    let store = state.store.clone();
-    catch_up(&state.job_events, id, |after| async move {
-        store.job_events_after(&job, after).await
+    let (store, job) = (&state.store, &job);
+    catch_up(&state.job_events, id, |after| {
+        store.job_events_after(job, after)
     })
     .await;
 }
 
 /// Publishes here what `key`'s log holds past what was published, if anybody here follows it;
-/// its final entry finishes it.
-async fn catch_up<E, F>(hub: &Hub<E>, key: &str, read_after: impl FnOnce(u64) -> F)
+/// its final entry finishes it. A failed read is tried again a few times: its announcement
+/// will not come again.
+async fn catch_up<E, F>(hub: &Hub<E>, key: &str, read_after: impl Fn(u64) -> F)
 where
     E: LogEvent,
     F: std::future::Future<Output = Result<Vec<E>, edith_store::StoreError>>,
 {
-    let Some(after) = hub.last_published(key) else {
-        return;
-    };
-    match read_after(after).await {
-        Ok(entries) => {
-            for entry in entries {
-                let last = entry.is_final();
-                hub.publish(key, entry);
-                if last {
-                    hub.finish(key);
+    for attempt in 1..=READ_ATTEMPTS {
+        let Some(after) = hub.last_published(key) else {
+            return;
+        };
+        match read_after(after).await {
+            Ok(entries) => {
+                for entry in entries {
+                    let last = entry.is_final();
+                    hub.publish(key, entry);
+                    if last {
+                        hub.finish(key);
+                    }
                 }
+                return;
             }
+            Err(e) if attempt == READ_ATTEMPTS => {
+                tracing::warn!(log = key, error = %e, "cannot read a log another replica wrote");
+            }
+            Err(_) => tokio::time::sleep(READ_PAUSE).await,
         }
-        Err(e) => tracing::warn!(log = key, error = %e, "cannot read a log another replica wrote"),
     }
 }

@@ -52,7 +52,8 @@ pub(super) async fn relay(
         Ok(Err(e)) => return Err(unavailable(format!("could not be reached ({e})"))),
         Err(_) => return Err(unavailable("did not answer".to_owned())),
     };
-    let mut response = upgrade.on_upgrade(move |client| pass_both_ways(client, upstream));
+    let stopping = state.shutdown.clone();
+    let mut response = upgrade.on_upgrade(move |client| pass_both_ways(client, upstream, stopping));
     // The owner's name, as on any answer it gave.
     if let Some(owner) = answered.headers().get(super::REPLICA) {
         response.headers_mut().insert(super::REPLICA, owner.clone());
@@ -72,13 +73,19 @@ fn refusal(refused: tungstenite::http::Response<Option<Vec<u8>>>) -> Response {
     response
 }
 
-/// Passes messages until either side closes or fails; then closes the other. (Each hop answers
-/// its own pings.)
-async fn pass_both_ways(client: WebSocket, upstream: Upstream) {
+/// Passes messages until either side closes or fails, or this replica stops; then closes both.
+/// (Each hop answers its own pings; the owner's relay drops a client that stops answering its
+/// pings, which ends this pass too.)
+async fn pass_both_ways(
+    client: WebSocket,
+    upstream: Upstream,
+    mut stopping: tokio::sync::watch::Receiver<bool>,
+) {
     let (mut to_client, mut from_client) = client.split();
     let (mut to_owner, mut from_owner) = upstream.split();
     loop {
         tokio::select! {
+            _ = crate::state::stopped(&mut stopping) => break,
             message = from_client.next() => {
                 let Some(Ok(message)) = message else { break };
                 let Some(message) = to_owner_message(message) else { continue };
