@@ -10,7 +10,7 @@ use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 
 use crate::{ADMIN_KEY, Ctx};
 
-type Socket =
+pub(crate) type Socket =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
 impl Ctx {
@@ -31,30 +31,41 @@ impl Ctx {
         path: &str,
         key: Option<&str>,
     ) -> Result<Socket, (u16, Value)> {
-        let url = self.url(path).replacen("http://", "ws://", 1);
-        let mut request = url.into_client_request().unwrap();
-        if let Some(key) = key {
-            let value = format!("Bearer {key}").parse().unwrap();
-            request.headers_mut().insert("authorization", value);
-        }
-        let connecting = tokio_tungstenite::connect_async(request);
-        match tokio::time::timeout(Duration::from_secs(30), connecting)
+        open_relay(&self.url(path), key)
             .await
-            .expect("a handshake within 30 s")
-        {
-            Ok((socket, _)) => Ok(socket),
-            Err(WsError::Http(response)) => {
-                let body = response.body().clone().unwrap_or_default();
-                let problem = serde_json::from_slice(&body).unwrap_or(Value::Null);
-                Err((response.status().as_u16(), problem))
-            }
-            Err(e) => panic!("handshake: {e}"),
+            .map(|(socket, _)| socket)
+    }
+}
+
+/// Opens the relay at `url` (`http://…`) with `key`: the socket and the handshake's answer
+/// headers, or a refusal's status and problem.
+pub(crate) async fn open_relay(
+    url: &str,
+    key: Option<&str>,
+) -> Result<(Socket, reqwest::header::HeaderMap), (u16, Value)> {
+    let url = url.replacen("http://", "ws://", 1);
+    let mut request = url.into_client_request().unwrap();
+    if let Some(key) = key {
+        let value = format!("Bearer {key}").parse().unwrap();
+        request.headers_mut().insert("authorization", value);
+    }
+    let connecting = tokio_tungstenite::connect_async(request);
+    match tokio::time::timeout(Duration::from_secs(30), connecting)
+        .await
+        .expect("a handshake within 30 s")
+    {
+        Ok((socket, answer)) => Ok((socket, answer.headers().clone())),
+        Err(WsError::Http(response)) => {
+            let body = response.body().clone().unwrap_or_default();
+            let problem = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            Err((response.status().as_u16(), problem))
         }
+        Err(e) => panic!("handshake: {e}"),
     }
 }
 
 /// The next relay message, within 30 s.
-async fn next(socket: &mut Socket) -> Value {
+pub(crate) async fn next(socket: &mut Socket) -> Value {
     loop {
         let message = tokio::time::timeout(Duration::from_secs(30), socket.next())
             .await

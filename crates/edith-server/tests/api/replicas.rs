@@ -6,11 +6,11 @@
 
 use std::time::{Duration, Instant};
 
-use futures_util::{SinkExt, StreamExt};
+use futures_util::SinkExt;
 use serde_json::{Value, json};
-use tokio_tungstenite::tungstenite::client::IntoClientRequest;
-use tokio_tungstenite::tungstenite::{Error as WsError, Message};
+use tokio_tungstenite::tungstenite::Message;
 
+use crate::relay::{Socket, next as next_message, open_relay};
 use crate::{ADMIN_KEY, client_with_key, edith_serve_with_env};
 
 /// The lease the replicas run with: short, so that take-overs happen within the test.
@@ -132,43 +132,16 @@ async fn read_until(
     events_in(text)
 }
 
-type Socket =
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
-
 /// Opens the relay at `path` on `replica` with `key`, with the replica that answered; a
 /// refusal is its status.
 async fn relay(replica: &Replica, path: &str, key: Option<&str>) -> Result<(Socket, String), u16> {
-    let url = format!("{}{path}", replica.url).replacen("http://", "ws://", 1);
-    let mut request = url.into_client_request().unwrap();
-    if let Some(key) = key {
-        let value = format!("Bearer {key}").parse().unwrap();
-        request.headers_mut().insert("authorization", value);
-    }
-    let connecting = tokio_tungstenite::connect_async(request);
-    match tokio::time::timeout(Duration::from_secs(30), connecting)
-        .await
-        .expect("a handshake within 30 s")
-    {
-        Ok((socket, answer)) => {
-            let replica = answer.headers()["edith-replica"].to_str().unwrap();
-            Ok((socket, replica.to_owned()))
+    let url = format!("{}{path}", replica.url);
+    match open_relay(&url, key).await {
+        Ok((socket, headers)) => {
+            let replica = headers["edith-replica"].to_str().unwrap().to_owned();
+            Ok((socket, replica))
         }
-        Err(WsError::Http(response)) => Err(response.status().as_u16()),
-        Err(e) => panic!("handshake: {e}"),
-    }
-}
-
-/// The next text message, within 30 s.
-async fn next_text(socket: &mut Socket) -> Value {
-    loop {
-        let message = tokio::time::timeout(Duration::from_secs(30), socket.next())
-            .await
-            .expect("a message within 30 s")
-            .expect("the socket is open")
-            .expect("a message");
-        if let Message::Text(text) = message {
-            return serde_json::from_str(&text).expect("JSON");
-        }
+        Err((status, _)) => Err(status),
     }
 }
 
@@ -382,7 +355,7 @@ async fn three_replicas_act_as_one_control_plane_and_take_over_from_a_killed_one
     assert_eq!(relay(other, &gateway, None).await.unwrap_err(), 401);
     let (mut socket, answered_by) = relay(other, &gateway, Some(ADMIN_KEY)).await.unwrap();
     assert_eq!(answered_by, owner);
-    let attached = next_text(&mut socket).await;
+    let attached = next_message(&mut socket).await;
     assert_eq!(attached["type"], "attached", "{attached}");
     let ask =
         json!({"jsonrpc": "2.0", "id": 3, "method": "config.get", "params": {"key": "mtime"}});
@@ -391,7 +364,7 @@ async fn three_replicas_act_as_one_control_plane_and_take_over_from_a_killed_one
         .await
         .unwrap();
     loop {
-        let message = next_text(&mut socket).await;
+        let message = next_message(&mut socket).await;
         if message["type"] == "frame" && message["frame"]["id"] == 3 {
             assert!(message["frame"]["result"]["mtime"].is_number(), "{message}");
             break;
