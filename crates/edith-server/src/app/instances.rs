@@ -67,10 +67,11 @@ pub async fn create(
     };
     let job = jobs::new_job(&instance.id, JobKind::InstanceProvision);
     // Its maker owns it from the start, and so runs its job.
+    let asked = std::time::Instant::now();
     let (_, until) = state.replica.lease_from_now();
     let owner = Some((state.replica.name(), until));
     state.store.insert_instance(&record, &job, owner).await?;
-    state.replica.note_owned(&instance.id);
+    state.replica.note_owned(&instance.id, asked);
     jobs::spawn(state.clone(), job.clone());
     Ok(InstanceWithJob { instance, job })
 }

@@ -69,9 +69,10 @@ impl Replica {
         owned.get(id).is_some_and(|until| Instant::now() < *until)
     }
 
-    /// This replica owns `id` now (it took it, or made it).
-    pub fn note_owned(&self, id: &InstanceId) {
-        let until = Instant::now() + self.lease / 2;
+    /// This replica owns `id` by a write asked for at `asked` (it took it, or made it): known
+    /// owned for half a lease from then.
+    pub fn note_owned(&self, id: &InstanceId, asked: Instant) {
+        let until = asked + self.lease / 2;
         let mut owned = self.owned.lock().expect("not poisoned");
         owned.insert(id.clone(), until);
     }
@@ -138,6 +139,7 @@ pub async fn place(state: &AppState, id: &InstanceId) -> AppResult<Place> {
     if state.replica.known_owned(id) {
         return Ok(Place::Here);
     }
+    let asked = Instant::now();
     let (now, until) = state.replica.lease_from_now();
     match state
         .store
@@ -145,7 +147,7 @@ pub async fn place(state: &AppState, id: &InstanceId) -> AppResult<Place> {
         .await?
     {
         Claim::Mine { from } => {
-            state.replica.note_owned(id);
+            state.replica.note_owned(id, asked);
             if let Some(from) = from {
                 tracing::warn!(instance = %id, from, "taking over an instance whose replica stopped renewing");
                 adopt(state, id).await;
@@ -240,13 +242,14 @@ pub async fn take_up(state: &AppState) -> AppResult<()> {
             .list_instances(cursor.as_ref(), 100, None, None)
             .await?;
         for instance in &page.items {
+            let asked = Instant::now();
             let (now, until) = state.replica.lease_from_now();
             let claim = state
                 .store
                 .claim_instance(&instance.id, state.replica.name(), now, until)
                 .await?;
             if let Claim::Mine { .. } = claim {
-                state.replica.note_owned(&instance.id);
+                state.replica.note_owned(&instance.id, asked);
                 // Whatever runs for it was started by a process that is gone.
                 adopt(state, &instance.id).await;
             }
