@@ -79,16 +79,26 @@ impl Replica {
 
     /// The leases on `now_owned` were renewed by a write asked for at `asked`: those are known
     /// owned for half a lease from then. Returns the instances this replica thought it owned
-    /// and no longer does (another took them while it could not renew).
+    /// before that write and no longer does (another took them while it could not renew). One
+    /// noted after the write was asked (made or claimed meanwhile) is kept as it is: the write
+    /// may have run before it existed.
     fn renewed(&self, now_owned: Vec<InstanceId>, asked: Instant) -> Vec<InstanceId> {
         let until = asked + self.lease / 2;
+        let now_owned: std::collections::HashSet<InstanceId> = now_owned.into_iter().collect();
         let mut owned = self.owned.lock().expect("not poisoned");
-        let lost = owned
-            .keys()
-            .filter(|id| !now_owned.contains(id))
-            .cloned()
-            .collect();
-        *owned = now_owned.into_iter().map(|id| (id, until)).collect();
+        let mut lost = Vec::new();
+        owned.retain(|id, known| {
+            let noted_since = *known > until;
+            if now_owned.contains(id) || noted_since {
+                return true;
+            }
+            lost.push(id.clone());
+            false
+        });
+        for id in now_owned {
+            let known = owned.entry(id).or_insert(until);
+            *known = (*known).max(until);
+        }
         lost
     }
 
@@ -358,5 +368,34 @@ async fn take_over(state: &AppState) {
     }
     if let Err(e) = super::turns::recover(state, None).await {
         tracing::warn!(detail = %e.detail, "cannot end the turns left by their driver");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_renewal_drops_what_was_taken_and_keeps_what_came_after_it_was_asked() {
+        let replica = Replica::new("r".to_owned(), Duration::from_secs(15));
+        let (kept, taken, made_since) = (
+            InstanceId::generate(),
+            InstanceId::generate(),
+            InstanceId::generate(),
+        );
+        let before = Instant::now();
+        replica.note_owned(&kept, before);
+        replica.note_owned(&taken, before);
+        let asked = before + Duration::from_millis(10);
+        // Made while the renewal was under way: its write may have run before it existed.
+        replica.note_owned(&made_since, asked + Duration::from_millis(5));
+        let lost = replica.renewed(vec![kept.clone()], asked);
+        assert_eq!(lost, std::slice::from_ref(&taken));
+        assert!(replica.known_owned(&kept));
+        assert!(replica.known_owned(&made_since));
+        assert!(!replica.known_owned(&taken));
+        // The next renewal, asked after it was made, does not name it: then it is lost too.
+        let lost = replica.renewed(vec![kept], asked + Duration::from_millis(20));
+        assert_eq!(lost, [made_since]);
     }
 }
