@@ -327,7 +327,8 @@ fn advertised_url(raw: &str) -> Result<String, StartError> {
     }
 }
 
-/// This replica's name in job leases, kept in `<data-dir>/replica.id` (made on first start).
+/// This replica's name, kept in `<data-dir>/replica.id` (made on first start, and again when
+/// the file holds no valid name).
 async fn replica_id(data_dir: &std::path::Path) -> Result<String, StartError> {
     let path = data_dir.join("replica.id");
     let data_dir_error = |source| StartError::DataDir {
@@ -335,7 +336,7 @@ async fn replica_id(data_dir: &std::path::Path) -> Result<String, StartError> {
         source,
     };
     match tokio::fs::read_to_string(&path).await {
-        Ok(id) if !id.trim().is_empty() => Ok(id.trim().to_owned()),
+        Ok(id) if app::replicas::valid_name(id.trim()) => Ok(id.trim().to_owned()),
         Ok(_) | Err(_) => {
             let id = format!("replica_{}", uuid::Uuid::new_v4().simple());
             tokio::fs::write(&path, format!("{id}\n"))
@@ -382,9 +383,11 @@ impl RunningServer {
             task.abort();
             let _ = task.await;
         }
-        app::replicas::leave(&self.state).await;
         // Bounded: a database that stopped answering does not hold the stop up.
-        let closing = self.state.store.close();
+        let closing = async {
+            app::replicas::leave(&self.state).await;
+            self.state.store.close().await;
+        };
         if tokio::time::timeout(std::time::Duration::from_secs(10), closing)
             .await
             .is_err()

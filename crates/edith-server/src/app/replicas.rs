@@ -22,9 +22,18 @@ pub struct Replica {
     /// Instances owned here, each with the moment until which that is known without asking the
     /// database (half a lease after it was last renewed, so a replica that cannot renew stops
     /// acting as owner well before another may take over).
-    owned: Mutex<HashMap<InstanceId, Instant>>,
+    owned: Mutex<HashMap<InstanceId, Owned>>,
     /// Flips to `true` when another process took this replica's name: this one must stop.
     displaced: tokio::sync::watch::Sender<bool>,
+}
+
+/// What this replica knows of an instance it owns.
+#[derive(Clone, Copy)]
+struct Owned {
+    /// Until when it is trusted without asking the database.
+    until: Instant,
+    /// When this replica learnt it (its claim or its insert had committed).
+    noted: Instant,
 }
 
 impl Replica {
@@ -66,38 +75,47 @@ impl Replica {
 
     fn known_owned(&self, id: &InstanceId) -> bool {
         let owned = self.owned.lock().expect("not poisoned");
-        owned.get(id).is_some_and(|until| Instant::now() < *until)
+        owned
+            .get(id)
+            .is_some_and(|known| Instant::now() < known.until)
     }
 
-    /// This replica owns `id` by a write asked for at `asked` (it took it, or made it): known
-    /// owned for half a lease from then.
+    /// This replica owns `id` by a write asked for at `asked` (it took it, or made it), which
+    /// has committed: known owned for half a lease from when it was asked.
     pub fn note_owned(&self, id: &InstanceId, asked: Instant) {
-        let until = asked + self.lease / 2;
-        let mut owned = self.owned.lock().expect("not poisoned");
-        owned.insert(id.clone(), until);
+        let known = Owned {
+            until: asked + self.lease / 2,
+            noted: Instant::now(),
+        };
+        self.owned
+            .lock()
+            .expect("not poisoned")
+            .insert(id.clone(), known);
     }
 
     /// The leases on `now_owned` were renewed by a write asked for at `asked`: those are known
-    /// owned for half a lease from then. Returns the instances this replica thought it owned
-    /// before that write and no longer does (another took them while it could not renew). One
-    /// noted after the write was asked (made or claimed meanwhile) is kept as it is: the write
-    /// may have run before it existed.
+    /// owned for half a lease from then. Returns the instances this replica learnt it owned
+    /// before that write was asked and that it no longer names (another took them while this
+    /// one could not renew). One learnt since is kept as it is: the write may have run before
+    /// its claim or insert committed.
     fn renewed(&self, now_owned: Vec<InstanceId>, asked: Instant) -> Vec<InstanceId> {
         let until = asked + self.lease / 2;
         let now_owned: std::collections::HashSet<InstanceId> = now_owned.into_iter().collect();
         let mut owned = self.owned.lock().expect("not poisoned");
         let mut lost = Vec::new();
         owned.retain(|id, known| {
-            let noted_since = *known > until;
-            if now_owned.contains(id) || noted_since {
+            if now_owned.contains(id) || known.noted > asked {
                 return true;
             }
             lost.push(id.clone());
             false
         });
         for id in now_owned {
-            let known = owned.entry(id).or_insert(until);
-            *known = (*known).max(until);
+            let known = owned.entry(id).or_insert(Owned {
+                until,
+                noted: asked,
+            });
+            known.until = known.until.max(until);
         }
         lost
     }
@@ -216,8 +234,12 @@ pub async fn announce(state: &AppState, alone: bool) -> Result<(), String> {
 }
 
 /// This replica stops: what it owns is left to the others at once (a clean stop, unlike a
-/// death, need not wait out a lease).
+/// death, need not wait out a lease). Not when another process took its name: what is
+/// registered under it is that one's.
 pub async fn leave(state: &AppState) {
+    if *state.replica.displaced.borrow() {
+        return;
+    }
     if let Err(e) = state.store.replica_leaving(state.replica.name()).await {
         tracing::warn!(error = %e, "cannot hand this replica's instances over; they wait out its lease");
     }
@@ -329,7 +351,10 @@ async fn renew(state: &AppState) {
         Ok(Ok(owned)) => {
             for id in state.replica.renewed(owned, asked) {
                 tracing::warn!(instance = %id, "another replica took this instance over");
-                step_down(state, &id).await;
+                // In the background: a runtime's stop may take seconds, and the next renewal
+                // must not wait for it.
+                let state = state.clone();
+                tokio::spawn(async move { step_down(&state, &id).await });
             }
         }
         Ok(Err(url)) => {
@@ -386,16 +411,19 @@ mod tests {
         let before = Instant::now();
         replica.note_owned(&kept, before);
         replica.note_owned(&taken, before);
-        let asked = before + Duration::from_millis(10);
-        // Made while the renewal was under way: its write may have run before it existed.
-        replica.note_owned(&made_since, asked + Duration::from_millis(5));
+        std::thread::sleep(Duration::from_millis(2));
+        let asked = Instant::now();
+        std::thread::sleep(Duration::from_millis(2));
+        // Claimed before the renewal was asked, committed while it was under way: the
+        // renewal's write may have run before it.
+        replica.note_owned(&made_since, before);
         let lost = replica.renewed(vec![kept.clone()], asked);
         assert_eq!(lost, std::slice::from_ref(&taken));
         assert!(replica.known_owned(&kept));
         assert!(replica.known_owned(&made_since));
         assert!(!replica.known_owned(&taken));
-        // The next renewal, asked after it was made, does not name it: then it is lost too.
-        let lost = replica.renewed(vec![kept], asked + Duration::from_millis(20));
+        // The next renewal, asked after it was learnt, does not name it: then it is lost too.
+        let lost = replica.renewed(vec![kept], Instant::now());
         assert_eq!(lost, [made_since]);
     }
 }

@@ -141,12 +141,17 @@ pub async fn answer(
             }
         }
     }
-    let event = state
-        .store
-        .append_turn_event(&turn.id, &TurnEventKind::ActionAnswered { action })
-        .await?;
-    state.metrics.turn_event_appended();
-    state.turn_events.publish(turn.id.as_str(), event);
+    let answered = TurnEventKind::ActionAnswered { action };
+    match state.store.append_turn_event(&turn.id, &answered).await {
+        Ok(event) => {
+            state.metrics.turn_event_appended();
+            state.turn_events.publish(turn.id.as_str(), event);
+        }
+        // The runtime had the answer and the turn ended at once (a denial, say): the answer
+        // took effect; its entry comes too late for the log.
+        Err(edith_store::StoreError::TurnEnded(_)) => {}
+        Err(e) => return Err(e.into()),
+    }
     Ok(turn)
 }
 
