@@ -4,6 +4,7 @@
 mod chat;
 mod client;
 mod config;
+mod logs;
 mod output;
 mod serve;
 
@@ -96,23 +97,17 @@ enum Command {
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
-    let log_format = match &cli.command {
-        Command::Serve(serve) => serve.log_format(),
-        _ => serve::LogFormat::Text,
+    let (log_format, otlp_endpoint) = match &cli.command {
+        Command::Serve(serve) => (serve.log_format(), serve.otlp_endpoint()),
+        _ => (serve::LogFormat::Text, None),
     };
-    // Colours only for a person at a terminal who did not ask for none (`NO_COLOR`), never in
-    // a file or a log collector's pipe.
-    let no_color = std::env::var_os("NO_COLOR").is_some_and(|value| !value.is_empty());
-    let logs = tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()) && !no_color)
-        .with_target(false);
-    match log_format {
-        serve::LogFormat::Text => logs.init(),
-        // One JSON object a line, with the fields of every span it happened in (a turn's
-        // instance, profile, session and turn ids; a request's method and URI).
-        serve::LogFormat::Json => logs.json().init(),
-    }
+    let exporter = match logs::install(log_format, otlp_endpoint) {
+        Ok(exporter) => exporter,
+        Err(e) => {
+            eprintln!("edith: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let saved = config::load();
     // The saved key goes only to the control plane it was saved for.
     let saved_key = match (&cli.target.url, &saved.url) {
@@ -129,7 +124,13 @@ async fn main() -> ExitCode {
     let client = || hermes::Hermes::remote(&url, api_key.as_deref());
     let out = cli.target.output;
     let done = match cli.command {
-        Command::Serve(serve) => return serve::run(serve).await,
+        Command::Serve(serve) => {
+            let code = serve::run(serve).await;
+            if let Some(exporter) = exporter {
+                exporter.stop().await;
+            }
+            return code;
+        }
         Command::Openapi => {
             let contract = serde_json::to_string_pretty(edith_server::openapi());
             println!("{}", contract.expect("JSON"));

@@ -77,6 +77,12 @@ pub struct Serve {
     /// log collector. Either way each line names the ids of what it is about.
     #[arg(long, value_enum, default_value_t = LogFormat::Text, env = "EDITH_LOG_FORMAT")]
     log_format: LogFormat,
+    /// Send spans (each request, the turn it starts, the calls on the runtime's gateway, the
+    /// tool calls) to an OpenTelemetry collector, as OTLP/JSON over HTTP to
+    /// `<URL>/v1/traces`, e.g. `http://127.0.0.1:4318`. A request's `traceparent` header
+    /// continues the caller's trace.
+    #[arg(long, value_name = "URL", env = "OTEL_EXPORTER_OTLP_ENDPOINT")]
+    otlp_endpoint: Option<String>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -88,6 +94,11 @@ pub enum LogFormat {
 impl Serve {
     pub fn log_format(&self) -> LogFormat {
         self.log_format
+    }
+
+    /// The collector spans go to, if any.
+    pub fn otlp_endpoint(&self) -> Option<&str> {
+        self.otlp_endpoint.as_deref().filter(|url| !url.is_empty())
     }
 }
 

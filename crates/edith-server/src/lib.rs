@@ -11,6 +11,7 @@ mod http;
 mod metrics;
 mod runtime;
 mod state;
+mod telemetry;
 mod tools;
 
 use std::collections::BTreeMap;
@@ -213,6 +214,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         replica: app::replicas::Replica::new(replica, config.lease),
         jobs_running: Default::default(),
         cancels: Default::default(),
+        running_turns: Default::default(),
         last_use: Default::default(),
         known_keys: Default::default(),
         gate: http::limits::Gate::new(config.limits.clone(), metrics.streams_open()),

@@ -38,6 +38,8 @@ pub struct Inner {
     pub known_keys: crate::auth::KnownKeys,
     /// Turns a client asked to cancel; their driver ends them `cancelled`.
     pub cancels: std::sync::Mutex<std::collections::HashSet<edith_types::TurnId>>,
+    /// The spans of the turns driven here, which their tool calls belong to.
+    pub running_turns: crate::telemetry::RunningTurns,
     /// This replica among those sharing the database: its name (in leases), and the instances
     /// it owns.
     pub replica: crate::app::replicas::Replica,

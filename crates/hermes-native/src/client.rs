@@ -278,7 +278,12 @@ impl GatewayClient {
         })
     }
 
-    /// Calls `method` and waits for its reply.
+    /// Calls `method` and waits for its reply (in a span of its own, named for the method).
+    #[tracing::instrument(
+        name = "gateway.call",
+        skip_all,
+        fields(rpc.method = method, otel.name = method, otel.kind = "client")
+    )]
     pub async fn call(&self, method: &str, params: Value) -> Result<Value, GatewayError> {
         if self.is_closed() {
             return Err(GatewayError::Closed);

@@ -208,16 +208,58 @@ async fn openapi_json(State(state): State<AppState>) -> axum::Json<Value> {
 }
 
 /// One log line per request: method, path, status and time taken — never a header (the
-/// `Authorization` header carries a key) or a body.
-pub fn request_log() -> tower_http::trace::TraceLayer<
+/// `Authorization` header carries a key) or a body. Its span is the root of what the request
+/// does (a turn it starts, a job), or continues the caller's trace (`traceparent`).
+pub fn request_log() -> RequestLog {
+    tower_http::trace::TraceLayer::new_for_http()
+        .make_span_with(request_span as MakeRequestSpan)
+        .on_request(())
+        .on_response(request_answered as OnRequestAnswered)
+}
+
+type MakeRequestSpan = fn(&axum::extract::Request) -> tracing::Span;
+type OnRequestAnswered = fn(&axum::response::Response, std::time::Duration, &tracing::Span);
+pub type RequestLog = tower_http::trace::TraceLayer<
     tower_http::classify::SharedClassifier<tower_http::classify::ServerErrorsAsFailures>,
-> {
-    use tower_http::trace::{DefaultMakeSpan, DefaultOnResponse, TraceLayer};
-    TraceLayer::new_for_http()
-        .make_span_with(
-            DefaultMakeSpan::new()
-                .level(tracing::Level::INFO)
-                .include_headers(false),
-        )
-        .on_response(DefaultOnResponse::new().level(tracing::Level::INFO))
+    MakeRequestSpan,
+    (),
+    OnRequestAnswered,
+>;
+
+fn request_span(request: &axum::extract::Request) -> tracing::Span {
+    let route = request
+        .extensions()
+        .get::<axum::extract::MatchedPath>()
+        .map_or("unmatched", axum::extract::MatchedPath::as_str);
+    // `otel.*` fields name and kind the span for an OpenTelemetry exporter; the route, not
+    // the path, so that spans group by what was asked, not by ids.
+    let span = tracing::info_span!(
+        "request",
+        method = %request.method(),
+        uri = %request.uri(),
+        version = ?request.version(),
+        otel.name = format!("{} {route}", request.method()),
+        otel.kind = "server",
+        http.response.status_code = tracing::field::Empty,
+        otel.status_code = tracing::field::Empty,
+    );
+    crate::telemetry::continue_trace(&span, request.headers());
+    span
+}
+
+fn request_answered(
+    response: &axum::response::Response,
+    latency: std::time::Duration,
+    span: &tracing::Span,
+) {
+    let status = response.status();
+    span.record("http.response.status_code", status.as_u16());
+    if status.is_server_error() {
+        span.record("otel.status_code", "ERROR");
+    }
+    tracing::info!(
+        latency = %format_args!("{} ms", latency.as_millis()),
+        status = status.as_u16(),
+        "finished processing request"
+    );
 }

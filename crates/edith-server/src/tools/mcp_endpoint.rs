@@ -29,6 +29,7 @@ pub fn url(state: &AppState, instance: &InstanceId, profile: &ProfileId) -> Stri
 
 struct ProfileTools {
     state: AppState,
+    instance: InstanceId,
     profile: ProfileId,
 }
 
@@ -61,7 +62,19 @@ impl ToolService for ProfileTools {
             .into_iter()
             .find(|(tool, _)| tool.name == name)
             .ok_or_else(|| ToolCallError::UnknownTool(name.to_owned()))?;
-        Ok(self.state.tool_hosts.call(&host, &tool.name, args).await)
+        // The call belongs to the turn that asked for it, not to the runtime's request.
+        let turn = self
+            .state
+            .running_turns
+            .only_one(&self.instance, &self.profile);
+        let span = match turn {
+            Some(turn) => {
+                tracing::info_span!(parent: &turn, "tool.call", tool = %tool.name, tool_host = %host.host.id)
+            }
+            None => tracing::info_span!("tool.call", tool = %tool.name, tool_host = %host.host.id),
+        };
+        let called = self.state.tool_hosts.call(&host, &tool.name, args);
+        Ok(tracing::Instrument::instrument(called, span).await)
     }
 }
 
@@ -86,7 +99,11 @@ pub async fn post(
     if state.store.profile(&instance, &profile).await?.is_none() {
         return Err(AppError::not_found("profile"));
     }
-    let service = ProfileTools { state, profile };
+    let service = ProfileTools {
+        state,
+        instance,
+        profile,
+    };
     Ok(handle_post(&service, &body).await)
 }
 

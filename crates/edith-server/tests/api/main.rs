@@ -13,6 +13,7 @@ mod providers;
 mod relay;
 mod replicas;
 mod resources;
+mod telemetry;
 
 use std::time::Duration;
 

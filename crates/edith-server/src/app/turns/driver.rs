@@ -38,6 +38,12 @@ pub fn spawn(
     );
     let driven = async move {
         let id = turn.id.clone();
+        let _running = state.running_turns.started(
+            &profile.instance_id,
+            &profile.id,
+            &id,
+            tracing::Span::current(),
+        );
         if let Err(e) = drive(&state, &instance, turn, session, profile).await {
             tracing::error!(detail = %e.detail, "turn could not record its outcome");
         }
