@@ -49,11 +49,16 @@ struct Usage {
 
 fn usage_of(pid: u32) -> Usage {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("the server runs");
-    // Fields after the command name (in parentheses): state is the first, utime the 12th.
+    // Fields after the command name (in parentheses): state is the first, then utime, stime,
+    // cutime and cstime from the 12th: the server's time and that of the processes it started
+    // and waited for (a runtime's `git`, say), which are its work as much.
     let fields: Vec<&str> = stat[stat.rfind(')').expect("a stat line") + 2..]
         .split(' ')
         .collect();
-    let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
+    let ticks: u64 = fields[11..15]
+        .iter()
+        .map(|field| field.parse::<u64>().unwrap())
+        .sum();
     let per_second = rustix::param::clock_ticks_per_second();
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
     let rss_kib = status

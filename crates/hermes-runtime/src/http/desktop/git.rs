@@ -1,9 +1,10 @@
 //! `/api/git/{status,branches}` of a directory in the workspace, read with the git CLI. A
 //! directory outside any repository answers `null` / no branches, as Hermes does.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, LazyLock, Mutex};
+use std::time::{Duration, Instant};
 
 use axum::Json;
 use axum::extract::State;
@@ -44,9 +45,47 @@ async fn git(dir: &Path, ceiling: &Path, args: &[&str]) -> Option<String> {
     }
 }
 
+/// Whether git would find no repository from `dir`: no `.git` (directory or file) in it or
+/// above it, none of them a bare repository, and no `GIT_DIR` set. Asked before the per-session
+/// probes, which would otherwise start git processes (two for the branch) for every session
+/// opened in a directory outside any repository — the usual case on a server.
+fn outside_any_repository(dir: &Path) -> bool {
+    if std::env::var_os("GIT_DIR").is_some() {
+        return false;
+    }
+    !dir.ancestors().any(|place| {
+        place.join(".git").symlink_metadata().is_ok()
+            || (place.join("HEAD").is_file() && place.join("objects").is_dir())
+    })
+}
+
+/// How long a directory's branch, once read, is shown without asking git again.
+const BRANCH_KEPT: Duration = Duration::from_secs(1);
+
+/// Branches read lately, by directory; sessions opened together in one directory (a burst of
+/// them, each announcing its info) share one git probe.
+type BranchReads = HashMap<PathBuf, (Instant, Arc<tokio::sync::OnceCell<String>>)>;
+static BRANCHES: LazyLock<Mutex<BranchReads>> = LazyLock::new(Default::default);
+
 /// The branch checked out in `dir` (else the short commit, for a detached head), as Hermes
-/// shows a session's; `""` outside a repository.
+/// shows a session's; `""` outside a repository. A read at most [`BRANCH_KEPT`] old may answer.
 pub async fn branch_of(dir: &Path) -> String {
+    if outside_any_repository(dir) {
+        return String::new();
+    }
+    let read = {
+        let mut reads = BRANCHES.lock().expect("not poisoned");
+        let now = Instant::now();
+        reads.retain(|_, (since, _)| now.duration_since(*since) < BRANCH_KEPT);
+        let (_, read) = reads
+            .entry(dir.to_owned())
+            .or_insert_with(|| (now, Default::default()));
+        read.clone()
+    };
+    read.get_or_init(|| read_branch(dir)).await.clone()
+}
+
+async fn read_branch(dir: &Path) -> String {
     let unbounded = Path::new("");
     let branch = match git(dir, unbounded, &["branch", "--show-current"]).await {
         Some(branch) if !branch.trim().is_empty() => branch,
@@ -60,6 +99,9 @@ pub async fn branch_of(dir: &Path) -> String {
 /// Where `dir` sits in git, as Hermes stores it with a session: its branch, and the root of
 /// its repository (for a linked worktree, the main checkout's). Unknown parts are `None`.
 pub async fn place_of(dir: &Path) -> GitPlace {
+    if outside_any_repository(dir) {
+        return GitPlace::default();
+    }
     let unbounded = Path::new("");
     let common = git(
         dir,
@@ -396,4 +438,41 @@ async fn worktrees(dir: &Path, ceiling: &Path) -> Vec<(String, String)> {
         }
     }
     found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn git_in(dir: &Path, args: &[&str]) {
+        let status = std::process::Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .stdout(std::process::Stdio::null())
+            .status()
+            .expect("git runs");
+        assert!(status.success(), "git {args:?}");
+    }
+
+    #[tokio::test]
+    async fn a_branch_is_known_without_git_outside_a_repository_and_read_once_a_second_inside() {
+        let outside = tempfile::tempdir().unwrap();
+        let nested = outside.path().join("a/b");
+        std::fs::create_dir_all(&nested).unwrap();
+        assert!(outside_any_repository(&nested));
+        assert_eq!(branch_of(&nested).await, "");
+
+        git_in(outside.path(), &["init", "-q", "-b", "trunk"]);
+        assert!(!outside_any_repository(&nested), "below a checkout");
+        assert_eq!(branch_of(&nested).await, "trunk");
+        // A read is kept for a second: a switch shows after it.
+        git_in(outside.path(), &["checkout", "-q", "-b", "other"]);
+        assert_eq!(branch_of(&nested).await, "trunk", "read a moment ago");
+        tokio::time::sleep(BRANCH_KEPT + Duration::from_millis(100)).await;
+        assert_eq!(branch_of(&nested).await, "other");
+
+        let bare = tempfile::tempdir().unwrap();
+        git_in(bare.path(), &["init", "-q", "--bare"]);
+        assert!(!outside_any_repository(bare.path()), "a bare repository");
+    }
 }
