@@ -213,13 +213,21 @@ impl Relay {
         mut queued: mpsc::Receiver<Message>,
     ) {
         let (mut sink, mut stream) = socket.split();
+        // A runtime that stops reading (a hung Hermes) ends the connection within the send
+        // bound, rather than filling the queue and stalling the client's side behind it.
+        // Weak: the writer ends when the connection goes (its queue closes with it).
+        let relay = Arc::downgrade(self);
         let writer = tokio::spawn(async move {
             while let Some(message) = queued.recv().await {
-                if sink.send(message).await.is_err() {
-                    break;
+                let sent = tokio::time::timeout(SEND_TIMEOUT, sink.send(message)).await;
+                if !matches!(sent, Ok(Ok(()))) {
+                    if let Some(relay) = relay.upgrade() {
+                        relay.end("the runtime did not take a request");
+                    }
+                    return;
                 }
             }
-            let _ = sink.close().await;
+            let _ = tokio::time::timeout(SEND_TIMEOUT, sink.close()).await;
         });
         let relay = self.clone();
         let reader = tokio::spawn(async move {

@@ -73,6 +73,10 @@ fn refusal(refused: tungstenite::http::Response<Option<Vec<u8>>>) -> Response {
     response
 }
 
+/// How long one message, or the closing of both sides, may take to be passed on: a side that
+/// stops reading (its buffers full) ends the pass rather than holding it forever.
+const HOP_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Passes messages until either side closes or fails, or this replica stops; then closes both.
 /// (Each hop answers its own pings; the owner's relay drops a client that stops answering its
 /// pings, which ends this pass too.)
@@ -89,21 +93,21 @@ async fn pass_both_ways(
             message = from_client.next() => {
                 let Some(Ok(message)) = message else { break };
                 let Some(message) = to_owner_message(message) else { continue };
-                if to_owner.send(message).await.is_err() {
+                if !matches!(tokio::time::timeout(HOP_LIMIT, to_owner.send(message)).await, Ok(Ok(()))) {
                     break;
                 }
             }
             message = from_owner.next() => {
                 let Some(Ok(message)) = message else { break };
                 let Some(message) = to_client_message(message) else { continue };
-                if to_client.send(message).await.is_err() {
+                if !matches!(tokio::time::timeout(HOP_LIMIT, to_client.send(message)).await, Ok(Ok(()))) {
                     break;
                 }
             }
         }
     }
-    let _ = to_owner.close().await;
-    let _ = to_client.close().await;
+    let closing = futures_util::future::join(to_owner.close(), to_client.close());
+    let _ = tokio::time::timeout(HOP_LIMIT, closing).await;
 }
 
 fn to_owner_message(message: ws::Message) -> Option<tungstenite::Message> {
