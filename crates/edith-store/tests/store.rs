@@ -44,6 +44,7 @@ on_both_backends!(
     an_instance_changes_state_only_from_the_state_it_was_seen_in,
     purging_an_instance_removes_what_it_holds_but_keeps_its_jobs,
     a_job_is_leased_to_one_replica_until_its_lease_runs_out,
+    a_leaving_replicas_job_leases_end_with_it,
     an_instance_is_owned_by_one_live_replica_at_a_time,
     a_dead_drivers_turns_are_found_and_a_live_ones_are_not,
     job_events_are_numbered_in_order,
@@ -401,6 +402,29 @@ async fn a_job_is_leased_to_one_replica_until_its_lease_runs_out(store: Store) {
     );
     assert!(taken("a", 230).await.is_empty());
     assert_eq!(store.job(&job.id).await.unwrap(), Some(finished));
+}
+
+async fn a_leaving_replicas_job_leases_end_with_it(store: Store) {
+    let (_, job) = add_instance(&store, instance("i", ProviderKind::Embedded, &[])).await;
+    for (replica, until) in [("a", 1000), ("b", 1000)] {
+        let alive = store.replica_alive(replica, "http://r", 0, until, false);
+        alive.await.unwrap().unwrap();
+    }
+    assert!(store.lease_job(&job.id, "a", 0, 1000).await.unwrap());
+    assert!(!store.lease_job(&job.id, "b", 10, 1010).await.unwrap());
+    store.replica_leaving("b").await.unwrap();
+    assert!(
+        !store.lease_job(&job.id, "b", 20, 1020).await.unwrap(),
+        "another's leaving leaves a's lease alone"
+    );
+    store.replica_leaving("a").await.unwrap();
+    assert!(
+        store.lease_job(&job.id, "b", 30, 1030).await.unwrap(),
+        "a left: its job is b's at once"
+    );
+    // On a SQLite file every other replica is gone at start: their job leases too.
+    store.expire_other_replicas("a").await.unwrap();
+    assert!(store.lease_job(&job.id, "a", 40, 1040).await.unwrap());
 }
 
 async fn an_instance_is_owned_by_one_live_replica_at_a_time(store: Store) {

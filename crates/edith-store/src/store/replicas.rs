@@ -177,18 +177,22 @@ impl Store {
         self.expire_replicas("id <> $1", replica).await
     }
 
-    /// Ends the registrations and instance leases of the replicas `which` (a condition on `id`
-    /// against `$1`) selects.
+    /// Ends the registrations, instance leases and job leases of the replicas `which` (a
+    /// condition on `id` against `$1`) selects: what they held is free to take at once.
     async fn expire_replicas(&self, which: &'static str, replica: &str) -> Result<()> {
         let replicas = format!("UPDATE replicas SET alive_until = 0 WHERE {which}");
         let instances = format!(
             "UPDATE instances SET owner_until = 0 WHERE owner IN \
              (SELECT id FROM replicas WHERE {which})"
         );
+        let jobs = format!(
+            "UPDATE jobs SET lease_expires_at = 0 WHERE lease_owner IN \
+             (SELECT id FROM replicas WHERE {which})"
+        );
         on_db!(self, pool => {
             let mut tx = pool.begin().await?;
             // Only the constant conditions above are spliced in.
-            for sql in [instances.as_str(), replicas.as_str()] {
+            for sql in [instances.as_str(), jobs.as_str(), replicas.as_str()] {
                 sqlx::query(sqlx::AssertSqlSafe(sql.to_owned()))
                     .bind(replica)
                     .execute(&mut *tx)
