@@ -4,46 +4,86 @@
 //! the connection kept to it is dropped. An announcement carries
 //! only an id: one that is lost costs a stream its liveness until the next, never an entry.
 
+use std::collections::HashSet;
 use std::time::Duration;
 
 use edith_store::{Announcement, Channel};
+use futures_util::StreamExt;
+use tokio::sync::mpsc;
 
 use super::{Hub, LogEvent};
 use crate::error::AppResult;
 use crate::state::AppState;
 
-/// How long to wait before listening again after the database could not be reached.
+/// How long to wait before listening again after the database could not be reached, and
+/// between tries at reading the logs that could not be read.
 const RETRY_AFTER: Duration = Duration::from_secs(1);
-/// How many times a log another replica wrote is read before its announcement is given up
-/// (its followers then wait for the next one), and the pause between tries.
-const READ_ATTEMPTS: u32 = 3;
-const READ_PAUSE: Duration = Duration::from_millis(200);
+/// How many logs are read at once when every followed log is read again.
+const READ_AT_ONCE: usize = 8;
+
+/// A log followed here that another replica writes.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Log {
+    Turn(String),
+    Job(String),
+}
 
 /// Listens until the server stops (the task is aborted then); `None` on SQLite, which has one
-/// replica.
+/// replica. Listening and reading are apart, so a slow or failing read never keeps the next
+/// announcement waiting (PostgreSQL queues them for a listener that does not take them, and
+/// its queue is shared by every writer).
 pub async fn spawn(state: AppState) -> AppResult<Option<tokio::task::JoinHandle<()>>> {
     let Some(mut listener) = state.store.listen().await? else {
         return Ok(None);
     };
-    Ok(Some(tokio::spawn(async move {
+    let (heard, mut to_read) = mpsc::unbounded_channel();
+    let listening = async move {
         loop {
-            match listener.next().await {
-                Ok(Announcement::Changed { channel, id }) => heard(&state, channel, &id).await,
-                Ok(Announcement::MayHaveMissed) => catch_up_everything(&state).await,
+            let announcement = match listener.next().await {
+                Ok(announcement) => announcement,
                 Err(e) => {
                     tracing::warn!(error = %e, "cannot hear the other replicas; trying again");
                     tokio::time::sleep(RETRY_AFTER).await;
-                    catch_up_everything(&state).await;
+                    Announcement::MayHaveMissed
+                }
+            };
+            if heard.send(announcement).is_err() {
+                return;
+            }
+        }
+    };
+    let reading = async move {
+        // Logs whose read failed: tried again every second while anybody here follows them.
+        let mut unread = HashSet::new();
+        let mut retry = tokio::time::interval(RETRY_AFTER);
+        loop {
+            tokio::select! {
+                announcement = to_read.recv() => match announcement {
+                    Some(Announcement::Changed { channel, id }) => {
+                        unread.extend(act_on(&state, channel, id).await);
+                    }
+                    Some(Announcement::MayHaveMissed) => {
+                        unread.extend(catch_up_everything(&state).await);
+                    }
+                    None => return,
+                },
+                _ = retry.tick(), if !unread.is_empty() => {
+                    let logs = std::mem::take(&mut unread);
+                    unread.extend(read_logs(&state, logs).await);
                 }
             }
         }
+    };
+    Ok(Some(tokio::spawn(async move {
+        tokio::join!(listening, reading);
     })))
 }
 
-async fn heard(state: &AppState, channel: Channel, id: &str) {
+/// Does what an announcement asks; the log it names if it could not be read.
+async fn act_on(state: &AppState, channel: Channel, id: String) -> Option<Log> {
     match channel {
-        Channel::TurnEvents => catch_up_turn(state, id).await,
-        Channel::JobEvents => catch_up_job(state, id).await,
+        Channel::TurnEvents => return read_log(state, Log::Turn(id)).await,
+        Channel::JobEvents => return read_log(state, Log::Job(id)).await,
         Channel::KeyRevoked => {
             if let Ok(key) = id.parse() {
                 super::keys::forget(state, &key);
@@ -55,70 +95,81 @@ async fn heard(state: &AppState, channel: Channel, id: &str) {
             }
         }
     }
+    None
 }
 
 /// Announcements may have been missed: every log followed here is read again, and every key
-/// and tool host kept is read again on its next use.
-async fn catch_up_everything(state: &AppState) {
+/// and tool host kept is read again on its next use. Returns the logs that could not be read.
+async fn catch_up_everything(state: &AppState) -> Vec<Log> {
     state.known_keys.forget_all();
     state.tool_hosts.forget_all().await;
-    for id in state.turn_events.followed_logs() {
-        catch_up_turn(state, &id).await;
-    }
-    for id in state.job_events.followed_logs() {
-        catch_up_job(state, &id).await;
-    }
+    let turns = state.turn_events.followed_logs().into_iter().map(Log::Turn);
+    let jobs = state.job_events.followed_logs().into_iter().map(Log::Job);
+    read_logs(state, turns.chain(jobs)).await
 }
 
-async fn catch_up_turn(state: &AppState, id: &str) {
-    let Ok(turn) = id.parse::<edith_types::TurnId>() else {
-        return;
+/// Reads `logs`, a few at once; returns those that could not be read.
+async fn read_logs(state: &AppState, logs: impl IntoIterator<Item = Log>) -> Vec<Log> {
+    futures_util::stream::iter(logs)
+        .map(|log| read_log(state, log))
+        .buffer_unordered(READ_AT_ONCE)
+        .filter_map(std::future::ready)
+        .collect()
+        .await
+}
+
+/// Publishes here what the log holds past what was published, if anybody here follows it;
+/// its final entry finishes it. Returns the log if it could not be read.
+async fn read_log(state: &AppState, log: Log) -> Option<Log> {
+    let store = &state.store;
+    let read = match &log {
+        Log::Turn(id) => {
+            let Ok(turn) = id.parse::<edith_types::TurnId>() else {
+                return None;
+            };
+            catch_up(&state.turn_events, id, |after| {
+                store.turn_events_after(&turn, after)
+            })
+            .await
+        }
+        Log::Job(id) => {
+            let Ok(job) = id.parse::<edith_types::JobId>() else {
+                return None;
+            };
+            catch_up(&state.job_events, id, |after| {
+                store.job_events_after(&job, after)
+            })
+            .await
+        }
     };
-    let (store, turn) = (&state.store, &turn);
-    catch_up(&state.turn_events, id, |after| {
-        store.turn_events_after(turn, after)
-    })
-    .await;
+    match read {
+        Ok(()) => None,
+        Err(e) => {
+            tracing::warn!(log = ?log, error = %e, "cannot read a log another replica wrote; trying again");
+            Some(log)
+        }
+    }
 }
 
-async fn catch_up_job(state: &AppState, id: &str) {
-    let Ok(job) = id.parse::<edith_types::JobId>() else {
-        return;
-    };
-    let (store, job) = (&state.store, &job);
-    catch_up(&state.job_events, id, |after| {
-        store.job_events_after(job, after)
-    })
-    .await;
-}
-
-/// Publishes here what `key`'s log holds past what was published, if anybody here follows it;
-/// its final entry finishes it. A failed read is tried again a few times: its announcement
-/// will not come again.
-async fn catch_up<E, F>(hub: &Hub<E>, key: &str, read_after: impl Fn(u64) -> F)
+/// Publishes what `key`'s log holds past what was published, if anybody here follows it.
+async fn catch_up<E, F>(
+    hub: &Hub<E>,
+    key: &str,
+    read_after: impl FnOnce(u64) -> F,
+) -> Result<(), edith_store::StoreError>
 where
     E: LogEvent,
     F: std::future::Future<Output = Result<Vec<E>, edith_store::StoreError>>,
 {
-    for attempt in 1..=READ_ATTEMPTS {
-        let Some(after) = hub.last_published(key) else {
-            return;
-        };
-        match read_after(after).await {
-            Ok(entries) => {
-                for entry in entries {
-                    let last = entry.is_final();
-                    hub.publish(key, entry);
-                    if last {
-                        hub.finish(key);
-                    }
-                }
-                return;
-            }
-            Err(e) if attempt == READ_ATTEMPTS => {
-                tracing::warn!(log = key, error = %e, "cannot read a log another replica wrote");
-            }
-            Err(_) => tokio::time::sleep(READ_PAUSE).await,
+    let Some(after) = hub.last_published(key) else {
+        return Ok(());
+    };
+    for entry in read_after(after).await? {
+        let last = entry.is_final();
+        hub.publish(key, entry);
+        if last {
+            hub.finish(key);
         }
     }
+    Ok(())
 }
