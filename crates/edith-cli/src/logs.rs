@@ -84,11 +84,15 @@ fn tracer_provider(endpoint: &str) -> Result<SdkTracerProvider, String> {
         .build()
         .map_err(|e| format!("--otlp-endpoint: {e}"))?;
     // `OTEL_SERVICE_NAME` and `OTEL_RESOURCE_ATTRIBUTES` (e.g. `service.instance.id=` the
-    // replica's name) are honoured; without a name, the service is `edith`.
+    // replica's name) are honoured; without a name in either, the service is `edith`.
     let mut resource = opentelemetry_sdk::Resource::builder().with_attribute(
         opentelemetry::KeyValue::new("service.version", env!("CARGO_PKG_VERSION")),
     );
-    if std::env::var_os("OTEL_SERVICE_NAME").is_none() {
+    let named_in_attributes = std::env::var("OTEL_RESOURCE_ATTRIBUTES").is_ok_and(|attributes| {
+        (attributes.split(','))
+            .any(|pair| pair.split('=').next().map(str::trim) == Some("service.name"))
+    });
+    if std::env::var_os("OTEL_SERVICE_NAME").is_none() && !named_in_attributes {
         resource = resource.with_service_name("edith");
     }
     Ok(SdkTracerProvider::builder()

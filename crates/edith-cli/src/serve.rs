@@ -80,8 +80,9 @@ pub struct Serve {
     /// Send spans (each request, the turn it starts, the calls on the runtime's gateway, the
     /// tool calls) to an OpenTelemetry collector, as OTLP/JSON over HTTP to
     /// `<URL>/v1/traces`, e.g. `http://127.0.0.1:4318`. A request's `traceparent` header
-    /// continues the caller's trace.
-    #[arg(long, value_name = "URL", env = "OTEL_EXPORTER_OTLP_ENDPOINT")]
+    /// continues the caller's trace. (Not read from `OTEL_EXPORTER_OTLP_ENDPOINT`, which a
+    /// platform may set for other programs: traces are sent only when asked for here.)
+    #[arg(long, value_name = "URL", env = "EDITH_OTLP_ENDPOINT")]
     otlp_endpoint: Option<String>,
 }
 

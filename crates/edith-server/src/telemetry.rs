@@ -7,9 +7,10 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use axum::http::HeaderMap;
-use edith_types::{InstanceId, ProfileId, TurnId};
+use edith_types::{InstanceId, ProfileId};
 use opentelemetry::trace::TraceContextExt;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
@@ -22,6 +23,31 @@ pub fn continue_trace(span: &tracing::Span, headers: &HeaderMap) {
     if context.span().span_context().is_valid() {
         // Without an OpenTelemetry layer there is no trace to continue, which is no error.
         let _ = span.set_parent(context);
+    }
+}
+
+/// Writes the current span's trace context into `headers` (`traceparent`, `tracestate`), over
+/// any the caller sent: a request passed on to another replica continues this one's trace.
+/// Without an exporter there is none, and `headers` stay as they are.
+pub fn pass_on_trace(headers: &mut HeaderMap) {
+    let context = tracing::Span::current().context();
+    if context.span().span_context().is_valid() {
+        opentelemetry::global::get_text_map_propagator(|propagator| {
+            propagator.inject_context(&context, &mut HeadersMut(headers));
+        });
+    }
+}
+
+struct HeadersMut<'a>(&'a mut HeaderMap);
+
+impl opentelemetry::propagation::Injector for HeadersMut<'_> {
+    fn set(&mut self, key: &str, value: String) {
+        if let (Ok(name), Ok(value)) = (
+            axum::http::HeaderName::from_bytes(key.as_bytes()),
+            axum::http::HeaderValue::from_str(&value),
+        ) {
+            self.0.insert(name, value);
+        }
     }
 }
 
@@ -43,37 +69,40 @@ impl opentelemetry::propagation::Extractor for Headers<'_> {
 #[derive(Default)]
 pub struct RunningTurns {
     by_profile: Mutex<HashMap<(InstanceId, ProfileId), Vec<RunningTurn>>>,
+    /// Tells apart the places given out, whatever turn they are for.
+    places: AtomicU64,
 }
 
-type RunningTurn = (TurnId, tracing::Span);
+/// A place in [`RunningTurns`] and the span of the turn holding it.
+type RunningTurn = (u64, tracing::Span);
 
 /// A turn's place in [`RunningTurns`], given up when dropped.
 pub struct Running<'a> {
     turns: &'a RunningTurns,
     key: (InstanceId, ProfileId),
-    turn: TurnId,
+    place: u64,
 }
 
 impl RunningTurns {
-    /// Notes that `turn`, in `span`, runs on `profile` until the returned guard is dropped.
+    /// Notes that a turn, in `span`, runs on `profile` until the returned guard is dropped.
     pub fn started(
         &self,
         instance: &InstanceId,
         profile: &ProfileId,
-        turn: &TurnId,
         span: tracing::Span,
     ) -> Running<'_> {
         let key = (instance.clone(), profile.clone());
+        let place = self.places.fetch_add(1, Ordering::Relaxed);
         self.by_profile
             .lock()
             .expect("not poisoned")
             .entry(key.clone())
             .or_default()
-            .push((turn.clone(), span));
+            .push((place, span));
         Running {
             turns: self,
             key,
-            turn: turn.clone(),
+            place,
         }
     }
 
@@ -95,7 +124,7 @@ impl Drop for Running<'_> {
     fn drop(&mut self) {
         let mut by_profile = self.turns.by_profile.lock().expect("not poisoned");
         if let Some(running) = by_profile.get_mut(&self.key) {
-            running.retain(|(turn, _)| *turn != self.turn);
+            running.retain(|(place, _)| *place != self.place);
             if running.is_empty() {
                 by_profile.remove(&self.key);
             }
@@ -112,12 +141,11 @@ mod tests {
         let turns = RunningTurns::default();
         let instance = InstanceId::generate();
         let profile = ProfileId::generate();
-        let (first, second) = (TurnId::generate(), TurnId::generate());
         assert!(turns.only_one(&instance, &profile).is_none());
-        let running = turns.started(&instance, &profile, &first, tracing::Span::none());
+        let running = turns.started(&instance, &profile, tracing::Span::none());
         assert!(turns.only_one(&instance, &profile).is_some());
         assert!(turns.only_one(&instance, &ProfileId::generate()).is_none());
-        let other = turns.started(&instance, &profile, &second, tracing::Span::none());
+        let other = turns.started(&instance, &profile, tracing::Span::none());
         assert!(turns.only_one(&instance, &profile).is_none(), "two run");
         drop(running);
         assert!(turns.only_one(&instance, &profile).is_some());

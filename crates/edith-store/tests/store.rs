@@ -417,12 +417,21 @@ async fn a_leaving_replicas_job_leases_end_with_it(store: Store) {
         !store.lease_job(&job.id, "b", 20, 1020).await.unwrap(),
         "another's leaving leaves a's lease alone"
     );
+    let back = store.replica_alive("b", "http://r", 15, 1015, false);
+    back.await.unwrap().unwrap();
     store.replica_leaving("a").await.unwrap();
+    assert!(
+        !store.lease_job(&job.id, "a", 25, 1025).await.unwrap(),
+        "a runner of a replica that left cannot renew what it gave up"
+    );
     assert!(
         store.lease_job(&job.id, "b", 30, 1030).await.unwrap(),
         "a left: its job is b's at once"
     );
-    // On a SQLite file every other replica is gone at start: their job leases too.
+    // a starts again (alive again), and on a SQLite file every other replica is gone at start:
+    // their job leases too.
+    let alive = store.replica_alive("a", "http://r", 35, 1035, false);
+    alive.await.unwrap().unwrap();
     store.expire_other_replicas("a").await.unwrap();
     assert!(store.lease_job(&job.id, "a", 40, 1040).await.unwrap());
 }

@@ -278,13 +278,27 @@ impl GatewayClient {
         })
     }
 
-    /// Calls `method` and waits for its reply (in a span of its own, named for the method).
+    /// Calls `method` and waits for its reply (in a span of its own, named for the method and
+    /// marked as an error when the call fails).
     #[tracing::instrument(
         name = "gateway.call",
         skip_all,
-        fields(rpc.method = method, otel.name = method, otel.kind = "client")
+        fields(
+            rpc.method = method,
+            otel.name = method,
+            otel.kind = "client",
+            otel.status_code = tracing::field::Empty,
+        )
     )]
     pub async fn call(&self, method: &str, params: Value) -> Result<Value, GatewayError> {
+        let answered = self.exchange(method, params).await;
+        if answered.is_err() {
+            tracing::Span::current().record("otel.status_code", "ERROR");
+        }
+        answered
+    }
+
+    async fn exchange(&self, method: &str, params: Value) -> Result<Value, GatewayError> {
         if self.is_closed() {
             return Err(GatewayError::Closed);
         }

@@ -56,20 +56,29 @@ pub async fn spawn(state: AppState) -> AppResult<Option<tokio::task::JoinHandle<
         // Logs whose read failed: tried again every second while anybody here follows them.
         let mut unread = HashSet::new();
         let mut retry = tokio::time::interval(RETRY_AFTER);
+        retry.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
-                announcement = to_read.recv() => match announcement {
-                    Some(Announcement::Changed { channel, id }) => {
-                        unread.extend(act_on(&state, channel, id).await);
+                first = to_read.recv() => {
+                    let Some(first) = first else { return };
+                    // What arrived meanwhile is done with it, each log read once.
+                    let mut pending = Pending::default();
+                    pending.add(first);
+                    while let Ok(next) = to_read.try_recv() {
+                        pending.add(next);
                     }
-                    Some(Announcement::MayHaveMissed) => {
-                        unread.extend(catch_up_everything(&state).await);
+                    let failed = pending.act_on(&state).await;
+                    for (log, e) in &failed {
+                        tracing::warn!(log = ?log, error = %e, "cannot read a log another replica wrote; trying again every second");
                     }
-                    None => return,
+                    if unread.is_empty() && !failed.is_empty() {
+                        retry.reset();
+                    }
+                    unread.extend(failed.into_iter().map(|(log, _)| log));
                 },
                 _ = retry.tick(), if !unread.is_empty() => {
                     let logs = std::mem::take(&mut unread);
-                    unread.extend(read_logs(&state, logs).await);
+                    unread.extend(read_logs(&state, logs).await.into_iter().map(|(log, _)| log));
                 }
             }
         }
@@ -79,28 +88,47 @@ pub async fn spawn(state: AppState) -> AppResult<Option<tokio::task::JoinHandle<
     })))
 }
 
-/// Does what an announcement asks; the log it names if it could not be read.
-async fn act_on(state: &AppState, channel: Channel, id: String) -> Option<Log> {
-    match channel {
-        Channel::TurnEvents => return read_log(state, Log::Turn(id)).await,
-        Channel::JobEvents => return read_log(state, Log::Job(id)).await,
-        Channel::KeyRevoked => {
-            if let Ok(key) = id.parse() {
-                super::keys::forget(state, &key);
-            }
-        }
-        Channel::ToolHostChanged => {
-            if let Ok(host) = id.parse() {
-                state.tool_hosts.forget(&host).await;
-            }
+/// What the announcements heard together ask for.
+#[derive(Default)]
+struct Pending {
+    missed: bool,
+    logs: HashSet<Log>,
+    keys: Vec<String>,
+    tool_hosts: Vec<String>,
+}
+
+impl Pending {
+    fn add(&mut self, announcement: Announcement) {
+        match announcement {
+            Announcement::MayHaveMissed => self.missed = true,
+            Announcement::Changed { channel, id } => match channel {
+                Channel::TurnEvents => drop(self.logs.insert(Log::Turn(id))),
+                Channel::JobEvents => drop(self.logs.insert(Log::Job(id))),
+                Channel::KeyRevoked => self.keys.push(id),
+                Channel::ToolHostChanged => self.tool_hosts.push(id),
+            },
         }
     }
-    None
+
+    /// Does what was asked; the logs that could not be read, and why.
+    async fn act_on(self, state: &AppState) -> Vec<(Log, edith_store::StoreError)> {
+        for key in self.keys.iter().filter_map(|id| id.parse().ok()) {
+            super::keys::forget(state, &key);
+        }
+        for host in self.tool_hosts.iter().filter_map(|id| id.parse().ok()) {
+            state.tool_hosts.forget(&host).await;
+        }
+        if self.missed {
+            catch_up_everything(state).await
+        } else {
+            read_logs(state, self.logs).await
+        }
+    }
 }
 
 /// Announcements may have been missed: every log followed here is read again, and every key
 /// and tool host kept is read again on its next use. Returns the logs that could not be read.
-async fn catch_up_everything(state: &AppState) -> Vec<Log> {
+async fn catch_up_everything(state: &AppState) -> Vec<(Log, edith_store::StoreError)> {
     state.known_keys.forget_all();
     state.tool_hosts.forget_all().await;
     let turns = state.turn_events.followed_logs().into_iter().map(Log::Turn);
@@ -108,10 +136,16 @@ async fn catch_up_everything(state: &AppState) -> Vec<Log> {
     read_logs(state, turns.chain(jobs)).await
 }
 
-/// Reads `logs`, a few at once; returns those that could not be read.
-async fn read_logs(state: &AppState, logs: impl IntoIterator<Item = Log>) -> Vec<Log> {
+/// Reads `logs`, a few at once; returns those that could not be read, and why.
+async fn read_logs(
+    state: &AppState,
+    logs: impl IntoIterator<Item = Log>,
+) -> Vec<(Log, edith_store::StoreError)> {
     futures_util::stream::iter(logs)
-        .map(|log| read_log(state, log))
+        .map(|log| async move {
+            let read = read_log(state, &log).await;
+            read.err().map(|e| (log, e))
+        })
         .buffer_unordered(READ_AT_ONCE)
         .filter_map(std::future::ready)
         .collect()
@@ -119,13 +153,13 @@ async fn read_logs(state: &AppState, logs: impl IntoIterator<Item = Log>) -> Vec
 }
 
 /// Publishes here what the log holds past what was published, if anybody here follows it;
-/// its final entry finishes it. Returns the log if it could not be read.
-async fn read_log(state: &AppState, log: Log) -> Option<Log> {
+/// its final entry finishes it.
+async fn read_log(state: &AppState, log: &Log) -> Result<(), edith_store::StoreError> {
     let store = &state.store;
-    let read = match &log {
+    match log {
         Log::Turn(id) => {
             let Ok(turn) = id.parse::<edith_types::TurnId>() else {
-                return None;
+                return Ok(());
             };
             catch_up(&state.turn_events, id, |after| {
                 store.turn_events_after(&turn, after)
@@ -134,19 +168,12 @@ async fn read_log(state: &AppState, log: Log) -> Option<Log> {
         }
         Log::Job(id) => {
             let Ok(job) = id.parse::<edith_types::JobId>() else {
-                return None;
+                return Ok(());
             };
             catch_up(&state.job_events, id, |after| {
                 store.job_events_after(&job, after)
             })
             .await
-        }
-    };
-    match read {
-        Ok(()) => None,
-        Err(e) => {
-            tracing::warn!(log = ?log, error = %e, "cannot read a log another replica wrote; trying again");
-            Some(log)
         }
     }
 }

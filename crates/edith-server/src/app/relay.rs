@@ -36,7 +36,7 @@ use crate::state::{AppState, stopped};
 
 /// How long a connection whose client dropped is kept for the client to resume it.
 pub const RESUME_WINDOW: Duration = Duration::from_secs(60);
-/// How long one message to the client may take to send.
+/// How long one message to the client, or one request to the runtime, may take to send.
 const SEND_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long opening the runtime's gateway may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -222,7 +222,9 @@ impl Relay {
                 let sent = tokio::time::timeout(SEND_TIMEOUT, sink.send(message)).await;
                 if !matches!(sent, Ok(Ok(()))) {
                     if let Some(relay) = relay.upgrade() {
-                        relay.end("the runtime did not take a request");
+                        relay.end(
+                            "the runtime did not take a request (it closed, or stopped reading)",
+                        );
                     }
                     return;
                 }

@@ -208,7 +208,7 @@ async fn openapi_json(State(state): State<AppState>) -> axum::Json<Value> {
 }
 
 /// One log line per request: method, path, status and time taken — never a header (the
-/// `Authorization` header carries a key) or a body. Its span is the root of what the request
+/// `Authorization` header carries a key), a query or a body. Its span is the root of what the request
 /// does (a turn it starts, a job), or continues the caller's trace (`traceparent`).
 pub fn request_log() -> RequestLog {
     tower_http::trace::TraceLayer::new_for_http()
@@ -236,7 +236,8 @@ fn request_span(request: &axum::extract::Request) -> tracing::Span {
     let span = tracing::info_span!(
         "request",
         method = %request.method(),
-        uri = %request.uri(),
+        // The path, not the query: Desktop routes carry what a user searched or opened there.
+        path = %request.uri().path(),
         version = ?request.version(),
         otel.name = format!("{} {route}", request.method()),
         otel.kind = "server",

@@ -63,16 +63,16 @@ impl ToolService for ProfileTools {
             .find(|(tool, _)| tool.name == name)
             .ok_or_else(|| ToolCallError::UnknownTool(name.to_owned()))?;
         // The call belongs to the turn that asked for it, not to the runtime's request.
-        let turn = self
-            .state
-            .running_turns
-            .only_one(&self.instance, &self.profile);
-        let span = match turn {
-            Some(turn) => {
-                tracing::info_span!(parent: &turn, "tool.call", tool = %tool.name, tool_host = %host.host.id)
-            }
-            None => tracing::info_span!("tool.call", tool = %tool.name, tool_host = %host.host.id),
-        };
+        let parent = (self.state.running_turns)
+            .only_one(&self.instance, &self.profile)
+            .unwrap_or_else(tracing::Span::current);
+        let span = tracing::info_span!(
+            parent: &parent,
+            "tool.call",
+            tool = %tool.name,
+            tool_host = %host.host.id,
+            otel.kind = "client",
+        );
         let called = self.state.tool_hosts.call(&host, &tool.name, args);
         Ok(tracing::Instrument::instrument(called, span).await)
     }

@@ -324,6 +324,11 @@ impl Ctx {
         let (_, profile) = self
             .post(&format!("/v1/instances/{iid}/profiles"), r#"{"name": "p"}"#)
             .await;
+        self.new_session_turns(iid, &profile).await
+    }
+
+    /// The turns of a new session of `profile` (as created) of instance `iid`.
+    async fn new_session_turns(&self, iid: &str, profile: &Value) -> String {
         let sessions = format!(
             "/v1/instances/{iid}/profiles/{}/sessions",
             profile["id"].as_str().unwrap()

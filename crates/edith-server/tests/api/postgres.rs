@@ -40,12 +40,7 @@ async fn on_postgres_a_killed_control_plane_loses_nothing_and_work_goes_on() {
     let profile = ctx
         .profile_on(&iid, &model, json!({"name": "talker"}))
         .await;
-    let sessions = format!(
-        "/v1/instances/{iid}/profiles/{}/sessions",
-        profile["id"].as_str().unwrap()
-    );
-    let (_, session) = ctx.post(&sessions, "{}").await;
-    let turns = format!("{sessions}/{}/turns", session["id"].as_str().unwrap());
+    let turns = ctx.new_session_turns(&iid, &profile).await;
     let finished = ctx.turn_on(&turns, "hello").await;
     assert_eq!(finished["state"], "completed", "{finished}");
     let mut log = ctx.server_log();

@@ -242,12 +242,7 @@ async fn tools_and_tool_hosts_are_changed_and_the_next_call_uses_the_change() {
             &json!({"name": "p", "tools": [tool]}).to_string(),
         )
         .await;
-    let sessions = format!(
-        "/v1/instances/{iid}/profiles/{}/sessions",
-        profile["id"].as_str().unwrap()
-    );
-    let (_, session) = ctx.post(&sessions, "{}").await;
-    let turns = format!("{sessions}/{}/turns", session["id"].as_str().unwrap());
+    let turns = ctx.new_session_turns(&iid, &profile).await;
     let call = r#"echo {"text": "hi"}"#;
     assert_eq!(
         ctx.turn_on(&turns, call).await["output"],

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::Ctx;
+use crate::{ADMIN_KEY, Ctx};
 
 /// The caller's trace and span, sent as `traceparent` with the turn's request.
 const TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
@@ -146,12 +146,7 @@ async fn a_turns_spans_follow_it_from_the_request_through_the_gateway_to_the_too
     let profile = ctx
         .profile_on(&iid, &model, json!({"name": "traced", "tools": [tool]}))
         .await;
-    let sessions = format!(
-        "/v1/instances/{iid}/profiles/{}/sessions",
-        profile["id"].as_str().unwrap()
-    );
-    let (_, session) = ctx.post(&sessions, "{}").await;
-    let turns = format!("{sessions}/{}/turns", session["id"].as_str().unwrap());
+    let turns = ctx.new_session_turns(&iid, &profile).await;
     let response = ctx
         .http
         .post(ctx.url(&turns))
@@ -234,5 +229,91 @@ async fn an_otlp_endpoint_that_is_not_plain_http_is_refused_at_start() {
         assert_eq!(output.status.code(), Some(2), "{endpoint}");
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(stderr.contains(says), "{endpoint}: {stderr}");
+    }
+}
+
+/// Two replicas on one database: a turn asked of the one that does not own the instance is
+/// forwarded to the owner, and the owner's spans go on in the trace of the replica that
+/// forwarded it, which goes on in the caller's.
+#[tokio::test]
+async fn a_request_forwarded_to_the_owning_replica_stays_in_the_callers_trace() {
+    let database = testkit::postgres::database().await;
+    let collector = Collector::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let env = [
+        ("EDITH_DATABASE_URL", database.url()),
+        ("OTEL_BSP_SCHEDULE_DELAY", "100"),
+    ];
+    let mut replicas = Vec::new();
+    for name in ["owner", "other"] {
+        let flags = ["--replica", name, "--otlp-endpoint", collector.url.as_str()];
+        let process =
+            crate::edith_serve_with_env(dir.path(), "127.0.0.1:0", &flags, Some(ADMIN_KEY), &env)
+                .await;
+        replicas.push(process);
+    }
+    let (owner, other) = (
+        replicas[0].ready_value("url"),
+        replicas[1].ready_value("url"),
+    );
+    let http = crate::client_with_key(ADMIN_KEY);
+    let post = async |url: String, body: Value| {
+        let answer = http.post(url).json(&body).send().await.unwrap();
+        assert!(answer.status().is_success(), "{}", answer.status());
+        answer.json::<Value>().await.unwrap()
+    };
+    let created = post(format!("{owner}/v1/instances"), json!({"name": "i"})).await;
+    let iid = created["instance"]["id"].as_str().unwrap().to_owned();
+    let mut ready = false;
+    for _ in 0..600 {
+        let answer = http.get(format!("{owner}/v1/instances/{iid}")).send().await;
+        let instance: Value = answer.unwrap().json().await.unwrap();
+        if instance["state"] == "ready" {
+            ready = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(ready, "the instance was made within 30 s");
+    let profile = post(
+        format!("{owner}/v1/instances/{iid}/profiles"),
+        json!({"name": "p"}),
+    )
+    .await;
+    let sessions = format!(
+        "/v1/instances/{iid}/profiles/{}/sessions",
+        profile["id"].as_str().unwrap()
+    );
+    let session = post(format!("{owner}{sessions}"), json!({})).await;
+    let turns = format!("{sessions}/{}/turns", session["id"].as_str().unwrap());
+    let answer = http
+        .post(format!("{other}{turns}"))
+        .header("traceparent", format!("00-{TRACE}-{CALLER_SPAN}-01"))
+        .json(&json!({"input": "hello"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 202);
+    assert_eq!(answer.headers()["edith-replica"], "owner", "forwarded");
+
+    let route = "/v1/instances/{instance_id}/profiles/{profile_id}/sessions/{session_id}/turns";
+    let request_name = format!("POST {route}");
+    let spans = collector.trace_with(TRACE, &[&request_name, "turn"]).await;
+    let requests: Vec<&Span> = spans.iter().filter(|s| s.name == request_name).collect();
+    let forwarding = requests
+        .iter()
+        .find(|span| span.parent == CALLER_SPAN)
+        .unwrap_or_else(|| panic!("the forwarding replica's request: {spans:#?}"));
+    let owning = requests
+        .iter()
+        .find(|span| span.parent == forwarding.id)
+        .unwrap_or_else(|| panic!("the owner's request, under the forwarding one: {spans:#?}"));
+    assert_eq!(
+        named(&spans, "turn").parent,
+        owning.id,
+        "the turn is the owner's request's"
+    );
+    for replica in replicas {
+        replica.stop(Duration::from_secs(30)).await;
     }
 }

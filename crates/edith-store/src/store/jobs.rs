@@ -87,8 +87,9 @@ impl Store {
 
     /// Leases the job to `owner` until `until_ms` if nobody else holds a live lease on it
     /// (`now_ms` decides what is live), or renews `owner`'s own lease; returns whether `owner`
-    /// holds it now. A finished job is never leased. The check and the write are one
-    /// statement, so two replicas racing for a job cannot both win.
+    /// holds it now. A finished job is never leased, nor is any job to a replica that left
+    /// (its runners may still be running while it stops; what it gave up stays given up). The
+    /// check and the write are one statement, so two replicas racing for a job cannot both win.
     pub async fn lease_job(
         &self,
         id: &JobId,
@@ -100,7 +101,8 @@ impl Store {
             let done = sqlx::query(
                 "UPDATE jobs SET lease_owner = $1, lease_expires_at = $2 \
                  WHERE id = $3 AND state IN ('queued', 'running') \
-                 AND (lease_owner IS NULL OR lease_owner = $1 OR lease_expires_at < $4)",
+                 AND (lease_owner IS NULL OR lease_owner = $1 OR lease_expires_at < $4) \
+                 AND NOT EXISTS (SELECT 1 FROM replicas WHERE id = $1 AND alive_until = 0)",
             )
             .bind(owner)
             .bind(until_ms)

@@ -41,7 +41,6 @@ pub fn spawn(
         let _running = state.running_turns.started(
             &profile.instance_id,
             &profile.id,
-            &id,
             tracing::Span::current(),
         );
         if let Err(e) = drive(&state, &instance, turn, session, profile).await {

@@ -111,17 +111,20 @@ async fn forward(
     let body = axum::body::to_bytes(body, usize::MAX)
         .await
         .map_err(|_| AppError::invalid("the request's body could not be read"))?;
-    let mut outgoing = state
+    let mut headers = header::HeaderMap::new();
+    for (name, value) in &parts.headers {
+        if !HOP_BY_HOP.contains(name) {
+            headers.append(name, value.clone());
+        }
+    }
+    crate::telemetry::pass_on_trace(&mut headers);
+    let outgoing = state
         .http
         .request(parts.method.clone(), format!("{base}{path}"))
         .timeout(FORWARD_LIMIT)
+        .headers(headers)
         .header(FORWARDED_BY, state.replica.name())
         .body(body);
-    for (name, value) in &parts.headers {
-        if !HOP_BY_HOP.contains(name) {
-            outgoing = outgoing.header(name, value);
-        }
-    }
     let answer = outgoing.send().await.map_err(|e| {
         let lease = state.replica.lease();
         unavailable(if e.is_timeout() {

@@ -45,6 +45,7 @@ pub(super) async fn relay(
         .parse()
         .expect("a replica name is a header value");
     outgoing.headers_mut().insert(FORWARDED_BY, by);
+    crate::telemetry::pass_on_trace(outgoing.headers_mut());
     let connect = tokio_tungstenite::connect_async(outgoing);
     let (upstream, answered) = match tokio::time::timeout(super::FORWARD_LIMIT, connect).await {
         Ok(Ok(connected)) => connected,
@@ -73,13 +74,16 @@ fn refusal(refused: tungstenite::http::Response<Option<Vec<u8>>>) -> Response {
     response
 }
 
-/// How long one message, or the closing of both sides, may take to be passed on: a side that
-/// stops reading (its buffers full) ends the pass rather than holding it forever.
-const HOP_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
+/// How long one message, or closing the client's side, may take to be passed on: a side that
+/// stops reading (its buffers full) ends the pass rather than holding it forever. As long as
+/// the owner's relay gives a client of its own.
+const HOP_LIMIT: std::time::Duration = std::time::Duration::from_secs(30);
 
-/// Passes messages until either side closes or fails, or this replica stops; then closes both.
-/// (Each hop answers its own pings; the owner's relay drops a client that stops answering its
-/// pings, which ends this pass too.)
+/// Passes messages until either side closes or fails, or this replica stops; then closes the
+/// client's side. The owner's side is dropped, never closed with a Close the client did not
+/// send (one it sent was passed on): to the owner's relay a Close is a goodbye that ends the
+/// connection, a drop one the client may resume from. (Each hop answers its own pings; the
+/// owner's relay drops a client that stops answering its pings, which ends this pass too.)
 async fn pass_both_ways(
     client: WebSocket,
     upstream: Upstream,
@@ -106,8 +110,7 @@ async fn pass_both_ways(
             }
         }
     }
-    let closing = futures_util::future::join(to_owner.close(), to_client.close());
-    let _ = tokio::time::timeout(HOP_LIMIT, closing).await;
+    let _ = tokio::time::timeout(HOP_LIMIT, to_client.close()).await;
 }
 
 fn to_owner_message(message: ws::Message) -> Option<tungstenite::Message> {

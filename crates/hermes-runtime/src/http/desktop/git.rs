@@ -46,17 +46,26 @@ async fn git(dir: &Path, ceiling: &Path, args: &[&str]) -> Option<String> {
 }
 
 /// Whether git would find no repository from `dir`: no `.git` (directory or file) in it or
-/// above it, none of them a bare repository, and no `GIT_DIR` set. Asked before the per-session
-/// probes, which would otherwise start git processes (two for the branch) for every session
-/// opened in a directory outside any repository — the usual case on a server.
-fn outside_any_repository(dir: &Path) -> bool {
+/// above it (as git walks up: from the directory's real path), none of them a bare repository,
+/// and no `GIT_DIR` set. Asked before the per-session probes, which would otherwise start git
+/// processes (two for the branch) for every session opened in a directory outside any
+/// repository — the usual case on a server. Anything it cannot tell is left to git.
+async fn outside_any_repository(dir: &Path) -> bool {
     if std::env::var_os("GIT_DIR").is_some() {
         return false;
     }
-    !dir.ancestors().any(|place| {
-        place.join(".git").symlink_metadata().is_ok()
-            || (place.join("HEAD").is_file() && place.join("objects").is_dir())
-    })
+    let dir = dir.to_owned();
+    // Off the async threads: the directory may be on a slow (network) disk.
+    let looked = tokio::task::spawn_blocking(move || {
+        let Ok(real) = std::fs::canonicalize(&dir) else {
+            return false;
+        };
+        !real.ancestors().any(|place| {
+            place.join(".git").symlink_metadata().is_ok()
+                || (place.join("HEAD").is_file() && place.join("objects").is_dir())
+        })
+    });
+    looked.await.unwrap_or(false)
 }
 
 /// How long a directory's branch, once read, is shown without asking git again.
@@ -70,7 +79,7 @@ static BRANCHES: LazyLock<Mutex<BranchReads>> = LazyLock::new(Default::default);
 /// The branch checked out in `dir` (else the short commit, for a detached head), as Hermes
 /// shows a session's; `""` outside a repository. A read at most [`BRANCH_KEPT`] old may answer.
 pub async fn branch_of(dir: &Path) -> String {
-    if outside_any_repository(dir) {
+    if outside_any_repository(dir).await {
         return String::new();
     }
     let read = {
@@ -99,7 +108,7 @@ async fn read_branch(dir: &Path) -> String {
 /// Where `dir` sits in git, as Hermes stores it with a session: its branch, and the root of
 /// its repository (for a linked worktree, the main checkout's). Unknown parts are `None`.
 pub async fn place_of(dir: &Path) -> GitPlace {
-    if outside_any_repository(dir) {
+    if outside_any_repository(dir).await {
         return GitPlace::default();
     }
     let unbounded = Path::new("");
@@ -455,24 +464,35 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_branch_is_known_without_git_outside_a_repository_and_read_once_a_second_inside() {
+    async fn a_branch_is_known_without_git_outside_a_repository_and_at_most_a_second_old_inside() {
         let outside = tempfile::tempdir().unwrap();
         let nested = outside.path().join("a/b");
         std::fs::create_dir_all(&nested).unwrap();
-        assert!(outside_any_repository(&nested));
+        assert!(outside_any_repository(&nested).await);
         assert_eq!(branch_of(&nested).await, "");
 
         git_in(outside.path(), &["init", "-q", "-b", "trunk"]);
-        assert!(!outside_any_repository(&nested), "below a checkout");
+        assert!(!outside_any_repository(&nested).await, "below a checkout");
         assert_eq!(branch_of(&nested).await, "trunk");
-        // A read is kept for a second: a switch shows after it.
+        // A read is kept for a second at most: a switch shows after it.
         git_in(outside.path(), &["checkout", "-q", "-b", "other"]);
-        assert_eq!(branch_of(&nested).await, "trunk", "read a moment ago");
         tokio::time::sleep(BRANCH_KEPT + Duration::from_millis(100)).await;
         assert_eq!(branch_of(&nested).await, "other");
 
+        // Reached through a link from outside, the directory is still in the checkout.
+        let elsewhere = tempfile::tempdir().unwrap();
+        let link = elsewhere.path().join("link");
+        std::os::unix::fs::symlink(&nested, &link).unwrap();
+        assert!(
+            !outside_any_repository(&link).await,
+            "a link into a checkout"
+        );
+
         let bare = tempfile::tempdir().unwrap();
         git_in(bare.path(), &["init", "-q", "--bare"]);
-        assert!(!outside_any_repository(bare.path()), "a bare repository");
+        assert!(
+            !outside_any_repository(bare.path()).await,
+            "a bare repository"
+        );
     }
 }
