@@ -116,6 +116,18 @@ impl FakeModel {
         self.shared.requests.lock().expect("not poisoned").clone()
     }
 
+    /// Forgets every request received so far (and which conversations already failed once), as
+    /// if it had just started: a runtime shared by several checks gets a clean log for each.
+    pub fn forget_requests(&self) {
+        self.shared.requests.lock().expect("not poisoned").clear();
+        (self.shared.authorizations.lock().expect("not poisoned")).clear();
+        self.shared
+            .failed_once
+            .lock()
+            .expect("not poisoned")
+            .clear();
+    }
+
     /// The `Authorization` header of every chat-completions request, in order.
     pub fn authorizations(&self) -> Vec<String> {
         self.shared

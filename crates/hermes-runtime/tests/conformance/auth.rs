@@ -1,12 +1,15 @@
 //! Authentication of the gateway socket and the REST routes.
 
-use crate::conformance;
-use crate::harness::{Peer, TOKEN, Target};
+use crate::harness::{Peer, TOKEN};
+use crate::shared;
 
-conformance!(a_wrong_token_is_refused_and_status_is_public, auth);
+shared!(a_wrong_token_is_refused_and_status_is_public, auth);
 
-async fn auth(target: Target) {
-    let peer = Peer::start(target).await;
+/// The checks here that share a runtime (`shared`).
+pub(crate) const SHARED: &[crate::shared::Check] =
+    &[a_wrong_token_is_refused_and_status_is_public::CHECK];
+
+async fn auth(peer: &Peer) {
     let wrong = format!("ws://127.0.0.1:{}/api/ws?token=wrong", peer.port);
     let refused = tokio_tungstenite::connect_async(wrong).await;
     assert!(refused.is_err(), "a wrong token must not get a socket");
@@ -32,5 +35,4 @@ async fn auth(target: Target) {
         .await
         .unwrap();
     assert_eq!(authorized.status(), 200);
-    peer.stop().await;
 }

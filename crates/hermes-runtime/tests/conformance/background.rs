@@ -4,8 +4,8 @@
 
 use serde_json::{Value, json};
 
-use crate::conformance;
-use crate::harness::{Client, Peer, Target};
+use crate::harness::{Client, Peer};
+use crate::shared;
 
 /// The result of `method` once the session has settled (Hermes stays busy a moment after a
 /// turn's `message.complete`; at most 10 s here).
@@ -22,13 +22,12 @@ async fn when_idle(client: &mut Client, method: &str, params: Value) -> Value {
     panic!("{method}: the session stayed busy for 10 s");
 }
 
-conformance!(
+shared!(
     a_session_is_taken_over_by_the_connection_that_activates_it,
     activate
 );
 
-async fn activate(target: Target) {
-    let peer = Peer::start(target).await;
+async fn activate(peer: &Peer) {
     let mut client = peer.connect().await;
     for params in [json!({}), json!({"session_id": "nope"})] {
         let got = client.refusal("session.activate", params).await;
@@ -118,16 +117,14 @@ async fn activate(target: Target) {
     let done = other.any_event("background.complete").await;
     assert_eq!(done["session_id"], sid);
     assert_eq!(done["payload"]["task_id"], started["task_id"]);
-    peer.stop().await;
 }
 
-conformance!(
+shared!(
     a_prompt_runs_in_the_background_on_its_own,
     background_prompt
 );
 
-async fn background_prompt(target: Target) {
-    let peer = Peer::start(target).await;
+async fn background_prompt(peer: &Peer) {
     let mut client = peer.connect().await;
     let unknown = json!({"session_id": "nope", "text": "x"});
     let got = client.refusal("prompt.background", unknown).await;
@@ -190,16 +187,21 @@ async fn background_prompt(target: Target) {
         .call("session.interrupt", json!({"session_id": sid}))
         .await;
     client.events_until("message.complete").await;
-    peer.stop().await;
 }
 
-conformance!(
+shared!(
     background_processes_and_subagents_are_stopped_by_id,
     processes_and_subagents
 );
 
-async fn processes_and_subagents(target: Target) {
-    let peer = Peer::start(target).await;
+/// The checks here that share a runtime (`shared`).
+pub(crate) const SHARED: &[crate::shared::Check] = &[
+    a_session_is_taken_over_by_the_connection_that_activates_it::CHECK,
+    a_prompt_runs_in_the_background_on_its_own::CHECK,
+    background_processes_and_subagents_are_stopped_by_id::CHECK,
+];
+
+async fn processes_and_subagents(peer: &Peer) {
     let mut client = peer.connect().await;
     for params in [json!({}), json!({"subagent_id": "  "})] {
         let got = client.refusal("subagent.interrupt", params).await;
@@ -230,5 +232,4 @@ async fn processes_and_subagents(target: Target) {
     let unknown = json!({"session_id": sid, "process_id": "proc_000000000000"});
     let got = client.refusal("process.kill", unknown).await;
     assert_eq!(got, (4044, "no such process: proc_000000000000".to_owned()));
-    peer.stop().await;
 }

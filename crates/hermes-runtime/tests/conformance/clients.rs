@@ -4,13 +4,16 @@
 
 use serde_json::json;
 
-use crate::conformance;
-use crate::harness::{Peer, Target};
+use crate::harness::Peer;
+use crate::shared;
 
-conformance!(the_terminal_ui_starts_without_an_error, terminal_ui_start);
+shared!(the_terminal_ui_starts_without_an_error, terminal_ui_start);
 
-async fn terminal_ui_start(target: Target) {
-    let peer = Peer::start(target).await;
+/// The checks here that share a runtime (`shared`).
+pub(crate) const SHARED: &[crate::shared::Check] =
+    &[the_terminal_ui_starts_without_an_error::CHECK];
+
+async fn terminal_ui_start(peer: &Peer) {
     let mut client = peer.connect().await;
     // On `gateway.ready`: the slash-command catalog, the whole config, the first-run check.
     let catalog = client.call("commands.catalog", json!({})).await;
@@ -28,8 +31,12 @@ async fn terminal_ui_start(target: Target) {
     let active = client
         .call("session.active_list", json!({"current_session_id": sid}))
         .await;
+    // Its own session is listed as the current one (a shared runtime lists others' too).
+    let sessions = active["sessions"].as_array().unwrap();
     assert!(
-        active["sessions"].as_array().unwrap().len() == 1,
+        sessions
+            .iter()
+            .any(|s| s["id"] == sid && s["current"] == true),
         "{active}"
     );
     let pet = client
@@ -54,5 +61,4 @@ async fn terminal_ui_start(target: Target) {
     let usage = &complete["payload"]["usage"];
     assert_eq!(usage["context_max"], 131072, "{complete}");
     assert!(usage["context_used"].as_u64().unwrap() > 0, "{complete}");
-    peer.stop().await;
 }

@@ -5,18 +5,17 @@
 
 use serde_json::{Value, json};
 
-use crate::conformance;
-use crate::harness::{Peer, Target};
+use crate::harness::Peer;
+use crate::shared;
 
 /// Hermes's code for a live session that does not exist.
 const SESSION_NOT_FOUND: i64 = 4001;
 /// Hermes's code for a `config.get` key it does not know.
 const UNKNOWN_CONFIG_KEY: i64 = 4002;
 
-conformance!(setup_and_background_work_are_reported, setup_and_work);
+shared!(setup_and_background_work_are_reported, setup_and_work);
 
-async fn setup_and_work(target: Target) {
-    let peer = Peer::start(target).await;
+async fn setup_and_work(peer: &Peer) {
     let mut client = peer.connect().await;
     let setup = client.call("setup.status", json!({})).await;
     assert_eq!(setup, json!({"provider_configured": true}));
@@ -31,13 +30,11 @@ async fn setup_and_work(target: Target) {
         .call("process.list", json!({"session_id": sid}))
         .await;
     assert_eq!(processes, json!({"processes": []}));
-    peer.stop().await;
 }
 
-conformance!(toolsets_and_tools_are_listed_by_name, toolsets_and_tools);
+shared!(toolsets_and_tools_are_listed_by_name, toolsets_and_tools);
 
-async fn toolsets_and_tools(target: Target) {
-    let peer = Peer::start(target).await;
+async fn toolsets_and_tools(peer: &Peer) {
     let mut client = peer.connect().await;
     let toolsets = client.call("toolsets.list", json!({})).await["toolsets"].clone();
     let toolsets = toolsets.as_array().expect("a list of toolsets");
@@ -101,13 +98,11 @@ async fn toolsets_and_tools(target: Target) {
     let tool = tools.iter().find(|t| t["name"] == "terminal");
     let description = tool.expect("the terminal tool")["description"].as_str();
     assert!(!description.unwrap().is_empty(), "{terminal}");
-    peer.stop().await;
 }
 
-conformance!(configuration_is_read_by_key, configuration);
+shared!(configuration_is_read_by_key, configuration);
 
-async fn configuration(target: Target) {
-    let peer = Peer::start(target).await;
+async fn configuration(peer: &Peer) {
     let mut client = peer.connect().await;
     let full = client.call("config.get", json!({"key": "full"})).await;
     let config = &full["config"];
@@ -131,14 +126,20 @@ async fn configuration(target: Target) {
         let code = client.error_code("config.get", json!({"key": key})).await;
         assert_eq!(code, UNKNOWN_CONFIG_KEY, "{key}");
     }
-    peer.stop().await;
 }
 
-conformance!(the_command_catalog_has_hermes_shape, command_catalog);
+shared!(the_command_catalog_has_hermes_shape, command_catalog);
+
+/// The checks here that share a runtime (`shared`).
+pub(crate) const SHARED: &[crate::shared::Check] = &[
+    setup_and_background_work_are_reported::CHECK,
+    toolsets_and_tools_are_listed_by_name::CHECK,
+    configuration_is_read_by_key::CHECK,
+    the_command_catalog_has_hermes_shape::CHECK,
+];
 
 /// The catalog's shape (ours offers no commands: see `docs/runtimes.md`).
-async fn command_catalog(target: Target) {
-    let peer = Peer::start(target).await;
+async fn command_catalog(peer: &Peer) {
     let mut client = peer.connect().await;
     let catalog = client.call("commands.catalog", json!({})).await;
     let is_command = |pair: &Value| {
@@ -160,5 +161,4 @@ async fn command_catalog(target: Target) {
     assert!(catalog["sub"].is_object(), "{catalog}");
     assert!(catalog["skill_count"].is_u64(), "{catalog}");
     assert!(catalog["warning"].is_string(), "{catalog}");
-    peer.stop().await;
 }

@@ -4,13 +4,16 @@
 
 use serde_json::json;
 
-use crate::conformance;
-use crate::harness::{Peer, Target};
+use crate::harness::Peer;
+use crate::shared;
 
-conformance!(switched_off_features_answer_without_error, switched_off);
+shared!(switched_off_features_answer_without_error, switched_off);
 
-async fn switched_off(target: Target) {
-    let peer = Peer::start(target).await;
+/// The checks here that share a runtime (`shared`).
+pub(crate) const SHARED: &[crate::shared::Check] =
+    &[switched_off_features_answer_without_error::CHECK];
+
+async fn switched_off(peer: &Peer) {
     let mut client = peer.connect().await;
     for method in ["pet.info", "pet.info.meta"] {
         let reply = client.call(method, json!({})).await;
@@ -23,5 +26,4 @@ async fn switched_off(target: Target) {
     let usage = client.call("usage.bars", json!({})).await;
     assert_eq!(usage["ok"], true, "{usage}");
     assert_eq!(usage["available"], false, "{usage}");
-    peer.stop().await;
 }

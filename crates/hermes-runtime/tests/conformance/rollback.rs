@@ -4,9 +4,13 @@ use serde_json::{Value, json};
 
 use crate::conformance;
 use crate::harness::{Peer, PeerOptions, Target};
+use crate::shared;
 
 conformance!(a_changed_file_is_restored_from_its_checkpoint, rollback);
-conformance!(without_checkpoints_none_are_listed, no_checkpoints);
+shared!(without_checkpoints_none_are_listed, no_checkpoints);
+
+/// The checks here that share a runtime (`shared`).
+pub(crate) const SHARED: &[crate::shared::Check] = &[without_checkpoints_none_are_listed::CHECK];
 
 /// Hermes's gateway keeps checkpoints when `hermes --tui --checkpoints` starts it: that flag
 /// sets this variable.
@@ -134,8 +138,7 @@ async fn rollback(target: Target) {
     peer.stop().await;
 }
 
-async fn no_checkpoints(target: Target) {
-    let peer = Peer::start(target).await;
+async fn no_checkpoints(peer: &Peer) {
     let notes = peer.work.join("notes.txt");
     std::fs::write(&notes, "kept\n").unwrap();
     let mut client = peer.connect().await;
@@ -149,5 +152,4 @@ async fn no_checkpoints(target: Target) {
             .await,
         json!({"enabled": false, "checkpoints": []})
     );
-    peer.stop().await;
 }

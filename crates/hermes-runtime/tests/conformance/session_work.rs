@@ -6,6 +6,7 @@ use serde_json::{Value, json};
 
 use crate::conformance;
 use crate::harness::{Peer, Target};
+use crate::shared;
 
 /// Hermes's code for a live session that does not exist.
 const SESSION_NOT_FOUND: i64 = 4001;
@@ -50,10 +51,9 @@ fn conversation_sent(peer: &Peer) -> Vec<String> {
         .collect()
 }
 
-conformance!(the_last_exchange_is_taken_back, undo);
+shared!(the_last_exchange_is_taken_back, undo);
 
-async fn undo(target: Target) {
-    let peer = Peer::start(target).await;
+async fn undo(peer: &Peer) {
     let mut client = peer.connect().await;
     let code = client
         .error_code("session.undo", json!({"session_id": "nope"}))
@@ -72,23 +72,21 @@ async fn undo(target: Target) {
     client.submit(&sid, "third").await;
     client.events_until("message.complete").await;
     assert_eq!(
-        conversation_sent(&peer),
+        conversation_sent(peer),
         ["user: first", "assistant: You said: first", "user: third"]
     );
     when_idle(&mut client, "session.undo", undo.clone()).await;
     client.call("session.undo", undo.clone()).await;
     let nothing = client.call("session.undo", undo).await;
     assert_eq!(nothing, json!({"removed": 0}));
-    peer.stop().await;
 }
 
-conformance!(
+shared!(
     a_session_says_its_status_and_is_saved_to_a_file,
     status_and_save
 );
 
-async fn status_and_save(target: Target) {
-    let peer = Peer::start(target).await;
+async fn status_and_save(peer: &Peer) {
     let mut client = peer.connect().await;
     for method in ["session.status", "session.save"] {
         let code = client
@@ -154,22 +152,27 @@ async fn status_and_save(target: Target) {
             ("assistant", "You said: hello there")
         ]
     );
-    peer.stop().await;
 }
 
-conformance!(insights_count_recent_sessions_and_their_messages, insights);
+shared!(insights_count_recent_sessions_and_their_messages, insights);
 
-async fn insights(target: Target) {
-    let peer = Peer::start(target).await;
+async fn insights(peer: &Peer) {
     let mut client = peer.connect().await;
-    let none = client.call("insights.get", json!({})).await;
-    assert_eq!(none, json!({"days": 30, "sessions": 0, "messages": 0}));
+    // Counted from what the runtime holds, other checks' sessions too: one more session with
+    // its two messages is one more, and two more.
+    let count = |insights: &serde_json::Value, key: &str| insights[key].as_u64().unwrap();
+    let month = client.call("insights.get", json!({})).await;
+    assert_eq!(month["days"], 30, "{month}");
+    let before = client.call("insights.get", json!({"days": 7})).await;
     let sid = client.new_session().await;
     client.submit(&sid, "hello").await;
     client.events_until("message.complete").await;
-    let one = client.call("insights.get", json!({"days": 7})).await;
-    assert_eq!(one, json!({"days": 7, "sessions": 1, "messages": 2}));
-    peer.stop().await;
+    let after = client.call("insights.get", json!({"days": 7})).await;
+    let keys: Vec<&String> = after.as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["days", "sessions", "messages"], "{after}");
+    assert_eq!(after["days"], 7);
+    assert_eq!(count(&after, "sessions"), count(&before, "sessions") + 1);
+    assert_eq!(count(&after, "messages"), count(&before, "messages") + 2);
 }
 
 conformance!(paths_and_commands_are_completed, completion);
@@ -244,10 +247,9 @@ async fn completion(target: Target) {
     peer.stop().await;
 }
 
-conformance!(a_branch_goes_on_from_the_conversation, branch);
+shared!(a_branch_goes_on_from_the_conversation, branch);
 
-async fn branch(target: Target) {
-    let peer = Peer::start(target).await;
+async fn branch(peer: &Peer) {
     let mut client = peer.connect().await;
     let code = client
         .error_code("session.branch", json!({"session_id": "nope"}))
@@ -277,7 +279,7 @@ async fn branch(target: Target) {
     client.submit(&live, "and then?").await;
     client.events_until("message.complete").await;
     assert_eq!(
-        conversation_sent(&peer),
+        conversation_sent(peer),
         [
             "user: hello there",
             "assistant: You said: hello there",
@@ -302,16 +304,14 @@ async fn branch(target: Target) {
         .filter_map(|s| s["title"].as_str())
         .collect();
     assert!(titles.contains(&"Greetings #2"), "{listed}");
-    peer.stop().await;
 }
 
-conformance!(
+shared!(
     the_context_window_is_broken_down_by_what_fills_it,
     context_breakdown
 );
 
-async fn context_breakdown(target: Target) {
-    let peer = Peer::start(target).await;
+async fn context_breakdown(peer: &Peer) {
     let mut client = peer.connect().await;
     let code = client
         .error_code("session.context_breakdown", json!({"session_id": "nope"}))
@@ -376,13 +376,11 @@ async fn context_breakdown(target: Target) {
         "{after}"
     );
     assert_eq!(after["model"], "fake-model", "{after}");
-    peer.stop().await;
 }
 
-conformance!(a_steer_reaches_the_model_with_the_next_tool_result, steer);
+shared!(a_steer_reaches_the_model_with_the_next_tool_result, steer);
 
-async fn steer(target: Target) {
-    let peer = Peer::start(target).await;
+async fn steer(peer: &Peer) {
     let mut client = peer.connect().await;
     let empty = json!({"session_id": "nope", "text": " "});
     assert_eq!(
@@ -437,16 +435,25 @@ async fn steer(target: Target) {
                   mid-turn; not tool output]\nmind the tests\n[/OUT-OF-BAND USER MESSAGE]";
     let content = result["content"].as_str().unwrap();
     assert!(content.ends_with(marked), "{result}");
-    peer.stop().await;
 }
 
-conformance!(
+shared!(
     the_middle_of_a_conversation_is_compressed_into_a_summary,
     compress
 );
 
-async fn compress(target: Target) {
-    let peer = Peer::start(target).await;
+/// The checks here that share a runtime (`shared`).
+pub(crate) const SHARED: &[crate::shared::Check] = &[
+    the_last_exchange_is_taken_back::CHECK,
+    a_session_says_its_status_and_is_saved_to_a_file::CHECK,
+    insights_count_recent_sessions_and_their_messages::CHECK,
+    a_branch_goes_on_from_the_conversation::CHECK,
+    the_context_window_is_broken_down_by_what_fills_it::CHECK,
+    a_steer_reaches_the_model_with_the_next_tool_result::CHECK,
+    the_middle_of_a_conversation_is_compressed_into_a_summary::CHECK,
+];
+
+async fn compress(peer: &Peer) {
     let mut client = peer.connect().await;
     assert_eq!(
         client
@@ -479,7 +486,7 @@ async fn compress(target: Target) {
             .filter(|r| r["stream"] != true && !r["messages"].to_string().contains("title"))
             .collect::<Vec<_>>()
     };
-    assert_eq!(unstreamed(&peer), Vec::<Value>::new());
+    assert_eq!(unstreamed(peer), Vec::<Value>::new());
 
     for said in ["three", "four", "five"] {
         client.submit(&live, said).await;
@@ -526,7 +533,7 @@ async fn compress(target: Target) {
             break;
         }
     }
-    let asked = unstreamed(&peer);
+    let asked = unstreamed(peer);
     assert_eq!(asked.len(), 1, "one summary asked for");
     let prompt = asked[0]["messages"][0]["content"].as_str().unwrap();
     assert!(
@@ -555,7 +562,7 @@ async fn compress(target: Target) {
     // The next prompt is made on the compressed conversation.
     client.submit(&live, "six").await;
     client.events_until("message.complete").await;
-    let sent = conversation_sent(&peer);
+    let sent = conversation_sent(peer);
     assert_eq!(sent[..8], now[..]);
     assert_eq!(sent[8], "user: six");
 
@@ -576,5 +583,4 @@ async fn compress(target: Target) {
         "{resumed}"
     );
     assert_eq!(messages[8]["text"], "six", "{resumed}");
-    peer.stop().await;
 }

@@ -6,6 +6,7 @@ use serde_json::{Value, json};
 
 use crate::conformance;
 use crate::harness::{Client, Peer, Target};
+use crate::shared;
 use crate::tools::{delete_without_asking, tool_result};
 
 /// The value at a dotted path of the peer's `config.yaml`, as JSON (`null` when absent).
@@ -386,10 +387,9 @@ async fn config_of_a_session(target: Target) {
     peer.stop().await;
 }
 
-conformance!(a_session_works_where_it_is_told, working_directory);
+shared!(a_session_works_where_it_is_told, working_directory);
 
-async fn working_directory(target: Target) {
-    let peer = Peer::start(target).await;
+async fn working_directory(peer: &Peer) {
     let mut client = peer.connect().await;
     let unknown = json!({"session_id": "nope", "cwd": "/tmp"});
     let got = client.refusal("session.cwd.set", unknown).await;
@@ -445,7 +445,6 @@ async fn working_directory(target: Target) {
         .await;
     let other = created["session_id"].clone();
     assert_eq!(pwd(&mut client, &other).await, opened.display().to_string());
-    peer.stop().await;
 }
 
 /// Where the session's commands run: the output of `pwd` there.
@@ -606,6 +605,9 @@ async fn reload_mcp(target: Target) {
 }
 
 conformance!(the_models_a_client_may_pick_are_listed, model_options);
+
+/// The checks here that share a runtime (`shared`).
+pub(crate) const SHARED: &[crate::shared::Check] = &[a_session_works_where_it_is_told::CHECK];
 
 async fn model_options(target: Target) {
     let peer = Peer::start(target).await;

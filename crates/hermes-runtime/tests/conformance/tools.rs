@@ -5,15 +5,22 @@ use serde_json::{Value, json};
 
 use crate::conformance;
 use crate::harness::{Client, McpServer, Peer, PeerOptions, Target, last_message_to_model, types};
+use crate::shared;
 
 conformance!(an_mcp_tool_is_called_with_the_models_arguments, mcp_tool);
 conformance!(
     an_mcp_tool_failure_reaches_the_model_as_an_error,
     mcp_tool_failure
 );
-conformance!(a_denied_approval_blocks_the_command, approval_deny);
+shared!(a_denied_approval_blocks_the_command, approval_deny);
 conformance!(approvals_once_session_and_always, approval_grants);
-conformance!(a_clarify_question_gets_the_users_answer, clarify);
+shared!(a_clarify_question_gets_the_users_answer, clarify);
+
+/// The checks here that share a runtime (`shared`).
+pub(crate) const SHARED: &[crate::shared::Check] = &[
+    a_denied_approval_blocks_the_command::CHECK,
+    a_clarify_question_gets_the_users_answer::CHECK,
+];
 
 async fn session(client: &mut Client) -> Value {
     client.new_session().await
@@ -153,8 +160,7 @@ pub(crate) async fn tool_result(client: &mut Client) -> Value {
     complete["payload"]["result"].clone()
 }
 
-async fn approval_deny(target: Target) {
-    let peer = Peer::start(target).await;
+async fn approval_deny(peer: &Peer) {
     let mut client = peer.connect().await;
     let live = session(&mut client).await;
     let victim = peer.work.join("victim");
@@ -193,7 +199,6 @@ async fn approval_deny(target: Target) {
         )
         .await;
     assert_eq!(none["resolved"], 0, "nothing pending");
-    peer.stop().await;
 }
 
 async fn approval_grants(target: Target) {
@@ -245,8 +250,7 @@ async fn approval_grants(target: Target) {
     peer.stop().await;
 }
 
-async fn clarify(target: Target) {
-    let peer = Peer::start(target).await;
+async fn clarify(peer: &Peer) {
     let mut client = peer.connect().await;
     let live = session(&mut client).await;
     let text = r#"CALL clarify {"question": "Which color?", "choices": ["red", "blue"]}"#;
@@ -283,5 +287,4 @@ async fn clarify(target: Target) {
     assert_eq!(complete["payload"]["name"], "clarify");
     assert_eq!(complete["payload"]["result"]["user_response"], "blue");
     assert_eq!(complete["payload"]["result"]["question"], "Which color?");
-    peer.stop().await;
 }
