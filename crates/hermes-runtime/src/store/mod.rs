@@ -55,7 +55,17 @@ CREATE TABLE IF NOT EXISTS messages (
     finish_reason TEXT
 );
 CREATE INDEX IF NOT EXISTS messages_by_session ON messages(session_id, id);
+CREATE INDEX IF NOT EXISTS sessions_by_title ON sessions(title);
 "#;
+
+/// The titles of a lineage: its base (`?1`) and those that start with `<base> #`, which are the
+/// titles from `<base> #` (`?2`) up to `<base> $` (`?3`; `$` follows `#`) in SQLite's binary
+/// order: a range of `sessions_by_title`, where a `substr` test would read every session.
+const LINEAGE_TITLES: &str =
+    "SELECT title FROM sessions WHERE title = ?1 OR (title >= ?2 AND title < ?3)";
+
+/// Whether a session has the title `?1`.
+const TITLE_TAKEN: &str = "SELECT EXISTS (SELECT 1 FROM sessions WHERE title = ?1)";
 
 /// A stored session row.
 #[derive(Debug, Clone, PartialEq)]
@@ -208,14 +218,12 @@ impl StateDb {
             Some((base, n)) if number(n).is_some() => base,
             _ => title,
         };
-        let titles: Vec<String> = sqlx::query_scalar(
-            "SELECT title FROM sessions WHERE title = ? OR substr(title, 1, ?) = ?",
-        )
-        .bind(base)
-        .bind(base.chars().count() as i64 + 2)
-        .bind(format!("{base} #"))
-        .fetch_all(&self.pool)
-        .await?;
+        let titles: Vec<String> = sqlx::query_scalar(LINEAGE_TITLES)
+            .bind(base)
+            .bind(format!("{base} #"))
+            .bind(format!("{base} $"))
+            .fetch_all(&self.pool)
+            .await?;
         let highest = titles
             .iter()
             .filter_map(|t| match t.strip_prefix(base) {
@@ -476,7 +484,7 @@ impl StateDb {
 
     /// Whether a session has this title.
     pub async fn title_taken(&self, title: &str) -> Result<bool, sqlx::Error> {
-        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM sessions WHERE title = ?)")
+        sqlx::query_scalar(TITLE_TAKEN)
             .bind(title)
             .fetch_one(&self.pool)
             .await
@@ -636,12 +644,43 @@ mod tests {
             db.next_title_in_lineage("Plans #2").await.unwrap(),
             "Plans #8"
         );
+        // At the borders of the range the lineage is read from: `Plans $9` and `Plans "9` sort
+        // either side of `Plans #…`, and a title under another case is another lineage.
+        db.ensure_session(&row("g", "Plans $90")).await.unwrap();
+        db.ensure_session(&row("h", "Plans \"90")).await.unwrap();
+        db.ensure_session(&row("i", "plans #90")).await.unwrap();
+        db.ensure_session(&row("j", "Plans #12")).await.unwrap();
+        assert_eq!(
+            db.next_title_in_lineage("Plans").await.unwrap(),
+            "Plans #13"
+        );
         // A number too large to count on stays at the largest.
         db.ensure_session(&row("f", "Huge #18446744073709551615"))
             .await
             .unwrap();
         let next = db.next_title_in_lineage("Huge").await.unwrap();
         assert_eq!(next, "Huge #18446744073709551615");
+        db.close().await;
+    }
+
+    /// Titles are looked up through their index, not by reading every session (a runtime with
+    /// many sessions gives each new one a title).
+    #[tokio::test]
+    async fn titles_are_found_through_their_index() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = StateDb::open(dir.path()).await.unwrap();
+        for (sql, binds) in [(LINEAGE_TITLES, 3), (TITLE_TAKEN, 1)] {
+            let explain = format!("EXPLAIN QUERY PLAN {sql}");
+            let mut query = sqlx::query(sqlx::AssertSqlSafe(explain));
+            for _ in 0..binds {
+                query = query.bind("a");
+            }
+            let rows = query.fetch_all(&db.pool).await.unwrap();
+            let details: Vec<String> = rows.iter().map(|r| r.get("detail")).collect();
+            let details = details.join("; ");
+            assert!(details.contains("sessions_by_title"), "{sql}: {details}");
+            assert!(!details.contains("SCAN sessions"), "{sql}: {details}");
+        }
         db.close().await;
     }
 }
