@@ -579,7 +579,11 @@ async fn a_dead_drivers_turns_are_found_and_a_live_ones_are_not(store: Store) {
         output: None,
         error: None,
     };
-    store.finish_turn(&ended, &last).await.unwrap().unwrap();
+    store
+        .finish_turn(&ended, &[], &last)
+        .await
+        .unwrap()
+        .unwrap();
     assert!(
         left(150, None).await.is_empty(),
         "finished turns are nobody's"
@@ -954,13 +958,34 @@ async fn a_finished_turn_has_its_last_event_and_readers_see_the_tail(store: Stor
         output: finished.output.clone(),
         error: None,
     };
-    let event = store.finish_turn(&finished, &last).await.unwrap().unwrap();
-    assert_eq!(event.seq, 3);
+    // The runtime's last events go to the log with the turn's end, in one write.
+    let completed = TurnEventKind::MessageCompleted {
+        text: "héllo ✓".to_owned(),
+        usage: None,
+    };
+    let ended = store
+        .finish_turn(&finished, std::slice::from_ref(&completed), &last)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        ended
+            .iter()
+            .map(|e| (e.seq, e.kind.clone()))
+            .collect::<Vec<_>>(),
+        [(3, completed.clone()), (4, last.clone())]
+    );
     // A turn is finished once: a second end (another replica's, say) changes nothing, and a
-    // driver that had been cut off writes nothing more to it.
+    // driver that had been cut off writes nothing more to it, not even the events before it.
     let mut again = finished.clone();
     again.state = TurnState::Interrupted;
-    assert_eq!(store.finish_turn(&again, &last).await.unwrap(), None);
+    assert_eq!(
+        store
+            .finish_turn(&again, std::slice::from_ref(&delta), &last)
+            .await
+            .unwrap(),
+        None
+    );
     assert!(matches!(
         store.update_turn(&again).await,
         Err(StoreError::TurnEnded(_))
@@ -971,7 +996,7 @@ async fn a_finished_turn_has_its_last_event_and_readers_see_the_tail(store: Stor
             .await,
         Err(StoreError::TurnEnded(_))
     ));
-    assert_eq!(store.turn_events_after(&turn.id, 0).await.unwrap().len(), 3);
+    assert_eq!(store.turn_events_after(&turn.id, 0).await.unwrap().len(), 4);
     assert_eq!(
         store.turn(&session.id, &turn.id).await.unwrap(),
         Some(finished.clone())
@@ -979,7 +1004,7 @@ async fn a_finished_turn_has_its_last_event_and_readers_see_the_tail(store: Stor
     let tail = store.turn_events_after(&turn.id, 1).await.unwrap();
     assert_eq!(
         tail.iter().map(|e| e.kind.clone()).collect::<Vec<_>>(),
-        [delta, last]
+        [delta, completed, last]
     );
     assert!(
         store

@@ -10,6 +10,20 @@ use super::{
     page, seq_bound, to_json,
 };
 
+/// [`insert_events`]'s statement `$sql` with its values bound: the turn `$turn`, and each of
+/// `$bodies` at the time `$at`.
+macro_rules! bind_events {
+    ($sql:expr, $turn:expr, $at:expr, $bodies:expr) => {{
+        // Only constant text and numbers are spliced into the statement.
+        let mut query =
+            sqlx::query_scalar::<_, i64>(sqlx::AssertSqlSafe($sql.as_str())).bind($turn.as_str());
+        for body in $bodies {
+            query = query.bind($at.as_str()).bind(body.as_str());
+        }
+        query
+    }};
+}
+
 /// How many times a turn is tried when other turns of its session keep starting and ending.
 const INSERT_ATTEMPTS: usize = 8;
 
@@ -185,24 +199,9 @@ impl Store {
         }
         let at = Timestamp::now();
         let bodies: Vec<String> = kinds.iter().map(to_json).collect();
-        // Each event's number is the log's last one plus its place in `kinds`.
-        let values: Vec<String> = (0..kinds.len())
-            .map(|i| format!("({}, ${}, ${})", i + 1, 2 * i + 2, 2 * i + 3))
-            .collect();
-        let sql = format!(
-            "INSERT INTO turn_events (turn_id, seq, at, body) \
-             SELECT $1, last.seq + added.column1, added.column2, added.column3 \
-             FROM (SELECT COALESCE(MAX(seq), 0) AS seq FROM turn_events WHERE turn_id = $1) AS last, \
-             (VALUES {}) AS added WHERE EXISTS (SELECT 1 FROM turns WHERE id = $1 \
-             AND state IN ('queued', 'running', 'requires_action')) RETURNING seq",
-            values.join(", ")
-        );
-        let mut seqs: Vec<i64> = on_db!(self, pool => {
-            // Only constant text and numbers are spliced into `sql`.
-            let mut query = sqlx::query_scalar(sqlx::AssertSqlSafe(sql)).bind(turn.as_str());
-            for body in &bodies {
-                query = query.bind(at.as_str()).bind(body.as_str());
-            }
+        let sql = insert_events(kinds.len(), Guard::OnlyUnfinished);
+        let seqs: Vec<i64> = on_db!(self, pool => {
+            let query = bind_events!(sql, turn, at, &bodies);
             if is_postgres(pool) {
                 let mut tx = pool.begin().await?;
                 lock_log!(tx, pool, turn.as_str());
@@ -217,12 +216,7 @@ impl Store {
         if seqs.is_empty() {
             return Err(StoreError::TurnEnded(turn.to_string()));
         }
-        seqs.sort_unstable();
-        Ok(seqs
-            .into_iter()
-            .zip(kinds)
-            .map(|(seq, kind)| turn_event(turn, seq, at.clone(), kind.clone()))
-            .collect())
+        Ok(numbered(turn, seqs, &at, kinds))
     }
 
     /// Appends the final event a finished turn's log lacks (an older version recorded the two
@@ -236,18 +230,24 @@ impl Store {
         })
     }
 
-    /// Records a turn's final state and its final event together: a crash leaves both or
-    /// neither (a finished turn whose log lacks its end would keep its readers waiting). A turn
-    /// that has finished already (another replica ended it, its driver having stopped answering)
-    /// is left as it is: `None`.
+    /// Records a turn's final state and the last events of its log together: `before` (what
+    /// the runtime sent last, its completed message say) and then `last`, the turn's end. A crash
+    /// leaves all or none (a finished turn whose log lacks its end would keep its readers
+    /// waiting). A turn that has finished already (another replica ended it, its driver having
+    /// stopped answering) is left as it is: `None`. Otherwise the events appended, `last` the
+    /// final one.
     pub async fn finish_turn(
         &self,
         turn: &Turn,
+        before: &[TurnEventKind],
         last: &TurnEventKind,
-    ) -> Result<Option<TurnEvent>> {
+    ) -> Result<Option<Vec<TurnEvent>>> {
         let at = Timestamp::now();
-        let body = to_json(last);
-        let seq = on_db!(self, pool => {
+        let kinds: Vec<TurnEventKind> = before.iter().chain([last]).cloned().collect();
+        let bodies: Vec<String> = kinds.iter().map(to_json).collect();
+        // The turn has just been ended in the same transaction: the events follow its end.
+        let sql = insert_events(kinds.len(), Guard::None);
+        let seqs = on_db!(self, pool => {
             let mut tx = pool.begin().await?;
             lock_log!(tx, pool, turn.id.as_str());
             let ended = sqlx::query(
@@ -262,19 +262,14 @@ impl Store {
             if ended.rows_affected() == 0 {
                 return Ok(None);
             }
-            let seq = append_event!(
-                &mut *tx,
-                "turn_events",
-                "turn_id",
-                turn.id.as_str(),
-                at.as_str(),
-                &body
-            )?;
+            let seqs = bind_events!(sql, turn.id, at, &bodies)
+                .fetch_all(&mut *tx)
+                .await?;
             announce!(tx, self, pool, Channel::TurnEvents, turn.id.as_str());
             tx.commit().await?;
-            seq
+            seqs
         });
-        Ok(Some(turn_event(&turn.id, seq, at, last.clone())))
+        Ok(Some(numbered(&turn.id, seqs, &at, &kinds)))
     }
 
     pub async fn turn_events_after(&self, turn: &TurnId, after: u64) -> Result<Vec<TurnEvent>> {
@@ -296,6 +291,51 @@ impl Store {
                 .collect()
         })
     }
+}
+
+/// Which turns [`insert_events`] appends to.
+enum Guard {
+    /// Only to a turn that has not finished: nothing follows a turn's end.
+    OnlyUnfinished,
+    /// To any (the caller ends the turn in the same transaction).
+    None,
+}
+
+/// The statement appending `n` events to a turn's log (`$1`), each numbered after the log's last
+/// one by its place: `$2`, `$3` are the first's time and body, `$4`, `$5` the second's, and so
+/// on. It returns the numbers given.
+fn insert_events(n: usize, guard: Guard) -> String {
+    let values: Vec<String> = (0..n)
+        .map(|i| format!("({}, ${}, ${})", i + 1, 2 * i + 2, 2 * i + 3))
+        .collect();
+    let guard = match guard {
+        Guard::OnlyUnfinished => {
+            " WHERE EXISTS (SELECT 1 FROM turns WHERE id = $1 \
+             AND state IN ('queued', 'running', 'requires_action'))"
+        }
+        Guard::None => "",
+    };
+    format!(
+        "INSERT INTO turn_events (turn_id, seq, at, body) \
+         SELECT $1, last.seq + added.column1, added.column2, added.column3 \
+         FROM (SELECT COALESCE(MAX(seq), 0) AS seq FROM turn_events WHERE turn_id = $1) AS last, \
+         (VALUES {}) AS added{guard} RETURNING seq",
+        values.join(", ")
+    )
+}
+
+/// The events `kinds`, in order, given the numbers `seqs` the store gave them (in any order).
+fn numbered(
+    turn: &TurnId,
+    mut seqs: Vec<i64>,
+    at: &Timestamp,
+    kinds: &[TurnEventKind],
+) -> Vec<TurnEvent> {
+    seqs.sort_unstable();
+    seqs.into_iter()
+        .zip(kinds)
+        .map(|(seq, kind)| turn_event(turn, seq, at.clone(), kind.clone()))
+        .collect()
 }
 
 fn turn_event(turn: &TurnId, seq: i64, at: Timestamp, kind: TurnEventKind) -> TurnEvent {

@@ -80,6 +80,9 @@ struct Outcome {
     output: Option<String>,
     error: Option<String>,
     usage: Option<Usage>,
+    /// What the runtime sent last, not logged yet: it goes to the log with the turn's end, in
+    /// one write (the completed message, say).
+    last_events: Vec<TurnEventKind>,
 }
 
 impl Outcome {
@@ -89,6 +92,7 @@ impl Outcome {
             output: None,
             error: Some(error.into()),
             usage: None,
+            last_events: Vec::new(),
         }
     }
 }
@@ -141,13 +145,19 @@ async fn finish(
     };
     // Already ended by another replica (this one had stopped renewing its lease): that end
     // stands.
-    let Some(event) = state.store.finish_turn(&turn, &last).await? else {
+    let finished = state
+        .store
+        .finish_turn(&turn, &outcome.last_events, &last)
+        .await?;
+    let Some(events) = finished else {
         tracing::warn!("the turn was ended elsewhere meanwhile");
         return Ok(());
     };
-    state.metrics.turn_event_appended();
     state.metrics.turn_ended(turn.state.as_str(), took);
-    state.turn_events.publish(turn.id.as_str(), event);
+    for event in events {
+        state.metrics.turn_event_appended();
+        state.turn_events.publish(turn.id.as_str(), event);
+    }
     Ok(())
 }
 
@@ -230,10 +240,13 @@ async fn run(
                 next = events.try_recv().ok();
             }
         }
-        log(state, turn, &mut pending).await?;
         if let Some(outcome) = ended {
-            break outcome;
+            break Outcome {
+                last_events: pending,
+                ..outcome
+            };
         }
+        log(state, turn, &mut pending).await?;
     };
     link.gateway.unsubscribe(&sid);
     Ok(outcome)
@@ -332,6 +345,7 @@ fn translate(turn: &Turn, event: NativeEvent) -> Step {
                     output: Some(complete.text),
                     error: None,
                     usage: Some(usage),
+                    last_events: Vec::new(),
                 },
                 // The completion's text says what failed (Hermes sends no `error` event).
                 CompletionStatus::Error if !complete.text.trim().is_empty() => Outcome {
@@ -351,6 +365,7 @@ fn translate(turn: &Turn, event: NativeEvent) -> Step {
                     output: Some(complete.text),
                     error: None,
                     usage: Some(usage),
+                    last_events: Vec::new(),
                 },
             };
             return Step {
@@ -491,9 +506,7 @@ pub async fn recover(state: &AppState, restarted: Option<&str>) -> AppResult<()>
     {
         let outcome = Outcome {
             state: TurnState::Interrupted,
-            output: None,
-            error: Some("the control plane stopped during the turn".to_owned()),
-            usage: None,
+            ..Outcome::failed("the control plane stopped during the turn")
         };
         finish(state, turn, outcome, None).await?;
     }
