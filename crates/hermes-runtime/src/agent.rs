@@ -86,7 +86,13 @@ async fn run_model_loop(
             state.settings.clone(),
         )
     };
-    record(session, &db, &mut history, ChatMessage::user(text)).await?;
+    // The prompt is stored while the tools are listed (an MCP server's listing is a round trip):
+    // neither needs the other.
+    let (recorded, (toolbox, problems)) = tokio::join!(
+        record(session, &db, &mut history, ChatMessage::user(text)),
+        ToolBox::for_turn(runtime, &config)
+    );
+    recorded?;
     if first_turn {
         let chosen_cwd = settings.cwd_chosen.then_some(settings.cwd.as_path());
         // What the session was started with is for its listing: the turn goes on without it.
@@ -99,7 +105,6 @@ async fn run_model_loop(
     }
     let billing = Billing::of(&config);
 
-    let (toolbox, problems) = ToolBox::for_turn(runtime, &config).await;
     for problem in problems {
         session.status("warn", problem);
     }

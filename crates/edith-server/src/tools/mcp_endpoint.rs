@@ -87,17 +87,30 @@ pub async fn post(
 ) -> AppResult<Response> {
     let instance: InstanceId = ids.get("instance_id")?;
     let profile: ProfileId = ids.get("profile_id")?;
-    // An unknown instance is refused like a wrong token: without the token, nobody learns
-    // which instances exist.
-    let record = state.store.instance(&instance).await?;
-    if !record.is_some_and(|record| bearer_matches(&headers, &record.mcp_token)) {
-        return Err(AppError::new(
+    let unauthorized = || {
+        AppError::new(
             ErrorCode::Unauthorized,
             "this endpoint needs the instance's MCP token",
-        ));
-    }
-    if state.store.profile(&instance, &profile).await?.is_none() {
-        return Err(AppError::not_found("profile"));
+        )
+    };
+    // Read in one go for every message (a runtime lists the tools at each turn); only when it
+    // finds nothing is it told apart which is missing.
+    match state
+        .store
+        .mcp_token_of_profile(&instance, &profile)
+        .await?
+    {
+        Some(token) if bearer_matches(&headers, &token) => {}
+        Some(_) => return Err(unauthorized()),
+        None => {
+            // An unknown instance is refused like a wrong token: without the token, nobody
+            // learns which instances exist.
+            let record = state.store.instance(&instance).await?;
+            if !record.is_some_and(|record| bearer_matches(&headers, &record.mcp_token)) {
+                return Err(unauthorized());
+            }
+            return Err(AppError::not_found("profile"));
+        }
     }
     let service = ProfileTools {
         state,

@@ -164,6 +164,55 @@ async fn every_route_outside_the_contract_has_its_own_rule_and_keeps_it() {
             .await;
         assert_problem(&refused, 401, "unauthorized");
     }
+    // With the instance's token it answers, for the instance's profiles only; the token
+    // does not tell a holder about other instances either.
+    let db = format!("sqlite://{}", ctx.dir.path().join("edith.db").display());
+    let mut db = <sqlx::SqliteConnection as sqlx::Connection>::connect(&db)
+        .await
+        .unwrap();
+    let token: String = sqlx::query_scalar("SELECT mcp_token FROM instances WHERE id = $1")
+        .bind(&iid)
+        .fetch_one(&mut db)
+        .await
+        .unwrap();
+    let with_token = reqwest::Client::builder()
+        .default_headers(reqwest::header::HeaderMap::from_iter([(
+            reqwest::header::AUTHORIZATION,
+            format!("Bearer {token}").parse().unwrap(),
+        )]))
+        .build()
+        .unwrap();
+    let mcp =
+        |instance: &str, profile: &str| format!("/v1/instances/{instance}/profiles/{profile}/mcp");
+    let (status, listed) = ctx
+        .send_with(
+            &with_token,
+            reqwest::Method::POST,
+            &mcp(&iid, pid),
+            Some(&list),
+        )
+        .await;
+    assert_eq!(status, 200, "{listed}");
+    assert_eq!(listed["result"]["tools"], json!([]), "{listed}");
+    let unknown = ctx
+        .send_with(
+            &with_token,
+            reqwest::Method::POST,
+            &mcp(&iid, "prof_0"),
+            Some(&list),
+        )
+        .await;
+    assert_problem(&unknown, 404, "not_found");
+    let elsewhere = ctx
+        .send_with(
+            &with_token,
+            reqwest::Method::POST,
+            &mcp("inst_0", pid),
+            Some(&list),
+        )
+        .await;
+    assert_problem(&elsewhere, 401, "unauthorized");
+
     // Nor is what it is sent kept for `Idempotency-Key` replay: nobody without a key may fill
     // the store. The same key with another body would be a 409 if the first had been kept.
     let path = format!("/v1/instances/{iid}/profiles/{pid}/mcp");

@@ -80,6 +80,26 @@ impl Store {
         Ok(id.and_then(|id| id.parse().ok()))
     }
 
+    /// The MCP token of `instance` when it has the profile `id`: what the profile's MCP endpoint
+    /// checks, in one read. `None` when either is missing.
+    pub async fn mcp_token_of_profile(
+        &self,
+        instance: &InstanceId,
+        id: &ProfileId,
+    ) -> Result<Option<String>> {
+        on_db!(self, pool => {
+            let token = sqlx::query_scalar(
+                "SELECT i.mcp_token FROM profiles p JOIN instances i ON i.id = p.instance_id \
+                 WHERE p.id = $1 AND p.instance_id = $2",
+            )
+            .bind(id.as_str())
+            .bind(instance.as_str())
+            .fetch_optional(pool)
+            .await?;
+            Ok(token)
+        })
+    }
+
     pub async fn profile(&self, instance: &InstanceId, id: &ProfileId) -> Result<Option<Profile>> {
         let row = on_db!(self, pool => {
             let row = sqlx::query("SELECT body FROM profiles WHERE id = $1 AND instance_id = $2")
