@@ -1,7 +1,7 @@
 //! The client side: one MCP server over Streamable HTTP.
 
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -10,8 +10,9 @@ use futures_util::{Stream, StreamExt, stream};
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderValue};
 use serde_json::{Value, json};
 
-use crate::protocol::{PROTOCOL_VERSIONS, ToolDescriptor, ToolOutput};
+use crate::protocol::{PROTOCOL_VERSIONS, RELISTS_ON_CHANGE, ToolDescriptor, ToolOutput};
 use crate::server::SESSION_HEADER;
+use crate::tool_list::ToolList;
 
 /// `tools/list` pages followed at most (a server that pages forever is refused, not followed).
 pub const MAX_PAGES: usize = 100;
@@ -53,9 +54,64 @@ impl ClientError {
     }
 }
 
-/// A connection to one MCP server.
+/// A connection to one MCP server. When the server announces changes to its tools, the tools it
+/// listed are kept until it says they changed (see [`crate::RELISTS_ON_CHANGE`]).
 #[derive(Debug)]
 pub struct McpClient {
+    connection: Arc<Connection>,
+    /// `Some` when the server announces changes to its tools.
+    pub(crate) tools: Option<Arc<ToolList>>,
+}
+
+impl McpClient {
+    /// Connects: `initialize`, then the `notifications/initialized` notification.
+    pub async fn connect(
+        http: reqwest::Client,
+        url: impl Into<String>,
+        headers: HeaderMap,
+        connect_timeout: Duration,
+        call_timeout: Duration,
+    ) -> Result<Self, ClientError> {
+        let (connection, announces) =
+            Connection::open(http, url.into(), headers, connect_timeout, call_timeout).await?;
+        Ok(Self {
+            connection: Arc::new(connection),
+            tools: announces.then(|| Arc::new(ToolList::default())),
+        })
+    }
+
+    pub fn url(&self) -> &str {
+        &self.connection.url
+    }
+
+    /// Every tool the server offers: as last listed while the server has not said they changed
+    /// since, or else listed now (following its pages, at most [`MAX_PAGES`]).
+    pub async fn list_tools(&self) -> Result<Vec<ToolDescriptor>, ClientError> {
+        match &self.tools {
+            Some(tools) => tools.list(&self.connection).await,
+            None => self.connection.list_tools().await,
+        }
+    }
+
+    /// Calls a tool. When the call takes longer than the call deadline, the server is told the
+    /// request is cancelled (best effort) before the timeout is returned.
+    pub async fn call_tool(&self, name: &str, args: Value) -> Result<ToolOutput, ClientError> {
+        self.connection.call_tool(name, args).await
+    }
+}
+
+impl Drop for McpClient {
+    /// The server's event stream is read while the client lives.
+    fn drop(&mut self) {
+        if let Some(tools) = &self.tools {
+            tools.stop_watching();
+        }
+    }
+}
+
+/// One MCP session with a server.
+#[derive(Debug)]
+pub(crate) struct Connection {
     http: reqwest::Client,
     url: String,
     /// Extra headers on every request (credentials).
@@ -69,22 +125,23 @@ pub struct McpClient {
     next_id: AtomicU64,
 }
 
-impl McpClient {
-    /// Connects: `initialize`, then the `notifications/initialized` notification.
-    pub async fn connect(
+impl Connection {
+    /// `initialize`, then the `notifications/initialized` notification; whether the server
+    /// announces changes to its tools.
+    async fn open(
         http: reqwest::Client,
-        url: impl Into<String>,
+        url: String,
         mut headers: HeaderMap,
         connect_timeout: Duration,
         call_timeout: Duration,
-    ) -> Result<Self, ClientError> {
+    ) -> Result<(Self, bool), ClientError> {
         // The extra headers carry credentials: keep them out of any Debug output.
         for value in headers.values_mut() {
             value.set_sensitive(true);
         }
-        let client = Self {
+        let connection = Self {
             http,
-            url: url.into(),
+            url,
             headers,
             call_timeout,
             connect_timeout,
@@ -92,32 +149,30 @@ impl McpClient {
             protocol_version: Mutex::new(PROTOCOL_VERSIONS[0].to_owned()),
             next_id: AtomicU64::new(1),
         };
-        let init = client
+        let init = connection
             .request(
                 "initialize",
                 json!({
                     "protocolVersion": PROTOCOL_VERSIONS[0],
-                    "capabilities": {},
+                    // This client lists the tools again as soon as a server says they changed.
+                    "capabilities": {"experimental": {RELISTS_ON_CHANGE: {}}},
                     "clientInfo": {"name": "edith", "version": env!("CARGO_PKG_VERSION")},
                 }),
                 connect_timeout,
             )
             .await?;
         if let Some(version) = init["protocolVersion"].as_str() {
-            *client.protocol_version.lock().expect("not poisoned") = version.to_owned();
+            *connection.protocol_version.lock().expect("not poisoned") = version.to_owned();
         }
-        client
+        connection
             .notify("notifications/initialized", connect_timeout)
             .await?;
-        Ok(client)
-    }
-
-    pub fn url(&self) -> &str {
-        &self.url
+        let announces = init["capabilities"]["tools"]["listChanged"] == json!(true);
+        Ok((connection, announces))
     }
 
     /// Every tool the server offers, following its pages (at most [`MAX_PAGES`]).
-    pub async fn list_tools(&self) -> Result<Vec<ToolDescriptor>, ClientError> {
+    pub(crate) async fn list_tools(&self) -> Result<Vec<ToolDescriptor>, ClientError> {
         let mut tools = Vec::new();
         let mut cursor: Option<String> = None;
         for _ in 0..MAX_PAGES {
@@ -145,9 +200,37 @@ impl McpClient {
         })
     }
 
-    /// Calls a tool. When the call takes longer than the call deadline, the server is told the
-    /// request is cancelled (best effort) before the timeout is returned.
-    pub async fn call_tool(&self, name: &str, args: Value) -> Result<ToolOutput, ClientError> {
+    /// Opens the server's event stream (`GET`); `None` when the server offers none. Only the
+    /// reply's head is waited for within the connect deadline: the stream itself lasts.
+    pub(crate) async fn open_events(&self) -> Result<Option<reqwest::Response>, ClientError> {
+        let mut request = self
+            .http
+            .get(&self.url)
+            .headers(self.headers.clone())
+            .header(ACCEPT, "text/event-stream")
+            .header(
+                "mcp-protocol-version",
+                self.protocol_version.lock().expect("not poisoned").as_str(),
+            );
+        if let Some(session) = self.session.lock().expect("not poisoned").clone() {
+            request = request.header(SESSION_HEADER, session);
+        }
+        let timeout = self.connect_timeout;
+        let response = tokio::time::timeout(timeout, request.send())
+            .await
+            .map_err(|_| ClientError::Timeout {
+                url: self.url.clone(),
+                timeout,
+            })?
+            .map_err(|source| self.transport(source, timeout))?;
+        let status = response.status();
+        if status.is_server_error() {
+            return Err(self.http_error(response).await);
+        }
+        Ok((status.is_success() && is_event_stream(&response)).then_some(response))
+    }
+
+    async fn call_tool(&self, name: &str, args: Value) -> Result<ToolOutput, ClientError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let params = json!({"name": name, "arguments": args});
         match self
@@ -227,12 +310,7 @@ impl McpClient {
         if let Some(session) = response.headers().get(SESSION_HEADER) {
             *self.session.lock().expect("not poisoned") = Some(session.clone());
         }
-        let is_sse = response
-            .headers()
-            .get(CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.starts_with("text/event-stream"));
-        let message = if is_sse {
+        let message = if is_event_stream(&response) {
             self.reply_in_stream(response, id, method, timeout).await?
         } else {
             let body = response
@@ -314,7 +392,7 @@ impl McpClient {
 /// panics on one (it cuts a single byte off the three-byte character, upstream PR
 /// jpopesculian/eventsource-stream#10). After the empty line it never sees a BOM first, even
 /// when the body starts with two.
-fn without_bom<E>(
+pub(crate) fn without_bom<E>(
     body: impl Stream<Item = Result<Bytes, E>>,
 ) -> impl Stream<Item = Result<Bytes, E>> {
     const BOM: &[u8] = "\u{feff}".as_bytes();
@@ -346,6 +424,14 @@ fn without_bom<E>(
         },
     );
     stream::once(async { Ok(Bytes::from_static(b"\n")) }).chain(rest)
+}
+
+fn is_event_stream(response: &reqwest::Response) -> bool {
+    response
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/event-stream"))
 }
 
 fn truncate(body: &str) -> String {

@@ -88,6 +88,35 @@ impl ToolOutput {
     }
 }
 
+/// The notification a server sends on its event stream (`GET`) when its tools changed.
+pub const LIST_CHANGED: &str = "notifications/tools/list_changed";
+
+/// The experimental capability a client declares at `initialize` to say that it lists the tools
+/// again as soon as the server says they changed ([`LIST_CHANGED`]). A server that knows it may
+/// then wait for that listing before it relies on the change (a control plane, before it sends
+/// the runtime a prompt that may use a tool just attached).
+pub const RELISTS_ON_CHANGE: &str = "edith/relistsOnChange";
+
+/// How the server marks the session of a client that declared [`RELISTS_ON_CHANGE`] (the session
+/// id is the server's to choose and opaque to the client), so the stream that client opens is
+/// known for one that lists again without the server keeping anything per session.
+const RELISTING_SESSION: &str = "relist-";
+
+/// A new session id: marked when its client lists again on a change.
+pub fn new_session(relists: bool) -> String {
+    let id = uuid::Uuid::new_v4().simple().to_string();
+    if relists {
+        format!("{RELISTING_SESSION}{id}")
+    } else {
+        id
+    }
+}
+
+/// Whether a session's client declared [`RELISTS_ON_CHANGE`] (see [`new_session`]).
+pub fn session_relists(session: &str) -> bool {
+    session.starts_with(RELISTING_SESSION)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

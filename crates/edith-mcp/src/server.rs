@@ -10,7 +10,9 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 use subtle::ConstantTimeEq;
 
-use crate::protocol::{PROTOCOL_VERSIONS, ToolDescriptor, ToolOutput};
+use crate::protocol::{
+    LIST_CHANGED, PROTOCOL_VERSIONS, RELISTS_ON_CHANGE, ToolDescriptor, ToolOutput, new_session,
+};
 
 /// Why a tool call could not be made at all (a tool that ran and failed returns
 /// [`ToolOutput::error`] instead).
@@ -24,6 +26,11 @@ pub enum ToolCallError {
 
 /// The tools one endpoint serves.
 pub trait ToolService: Send + Sync {
+    /// Whether the endpoint tells clients on their event stream when its tools change (see
+    /// [`list_changes`]); then it says so at `initialize`.
+    fn announces_list_changes(&self) -> bool {
+        false
+    }
     fn list_tools(&self) -> impl Future<Output = Result<Vec<ToolDescriptor>, String>> + Send;
     fn call_tool(
         &self,
@@ -82,15 +89,21 @@ pub async fn handle_post<S: ToolService>(service: &S, body: &[u8]) -> Response {
                 .iter()
                 .find(|v| **v == requested)
                 .unwrap_or(&PROTOCOL_VERSIONS[0]);
+            // Changes are announced to the clients that list again on them: those are the
+            // ones the endpoint may wait for (other clients list when they need to, as before).
+            let announced = service.announces_list_changes()
+                && params["capabilities"]["experimental"]
+                    .get(RELISTS_ON_CHANGE)
+                    .is_some();
             let mut response = rpc_result(
                 id,
                 json!({
                     "protocolVersion": version,
-                    "capabilities": {"tools": {"listChanged": false}},
+                    "capabilities": {"tools": {"listChanged": announced}},
                     "serverInfo": {"name": "edith", "version": env!("CARGO_PKG_VERSION")},
                 }),
             );
-            let session = uuid::Uuid::new_v4().simple().to_string();
+            let session = new_session(announced);
             if let Ok(value) = HeaderValue::from_str(&session) {
                 response.headers_mut().insert(SESSION_HEADER, value);
             }
@@ -125,6 +138,26 @@ pub async fn handle_post<S: ToolService>(service: &S, body: &[u8]) -> Response {
         }
         other => rpc_error(id, METHOD_NOT_FOUND, format!("method not found: {other}")),
     }
+}
+
+/// How often an idle event stream sends a comment, so both ends see a dead connection.
+pub const KEEP_ALIVE: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// The reply to a client's `GET` (its event stream): one [`LIST_CHANGED`] notification for each
+/// item of `changes`, until `changes` ends; a comment every [`KEEP_ALIVE`] meanwhile.
+pub fn list_changes<S>(changes: S) -> Response
+where
+    S: futures_util::Stream<Item = ()> + Send + 'static,
+{
+    use axum::response::sse::{Event, KeepAlive, Sse};
+    use futures_util::StreamExt;
+    let notification = json!({"jsonrpc": "2.0", "method": LIST_CHANGED}).to_string();
+    let events = changes.map(move |()| {
+        Ok::<_, std::convert::Infallible>(Event::default().event("message").data(&notification))
+    });
+    Sse::new(events)
+        .keep_alive(KeepAlive::new().interval(KEEP_ALIVE))
+        .into_response()
 }
 
 fn rpc_result(id: Value, result: Value) -> Response {

@@ -210,6 +210,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         turn_events: Default::default(),
         job_events: Default::default(),
         tool_hosts: Default::default(),
+        tool_lists: Default::default(),
         relays: Default::default(),
         replica: app::replicas::Replica::new(replica, config.lease),
         jobs_running: Default::default(),

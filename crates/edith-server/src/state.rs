@@ -26,6 +26,8 @@ pub struct Inner {
     pub relays: crate::app::relay::Relays,
     /// MCP connections to tool hosts.
     pub tool_hosts: ToolHosts,
+    /// The runtimes that keep a profile's tool list, told when it changes.
+    pub tool_lists: Arc<crate::tools::ToolLists>,
     /// Held while the reconciler looks at runtimes (see `app::reconciler::check`).
     pub reconciling: tokio::sync::Mutex<()>,
     /// Per-key request rates and open streams, and the size limits.

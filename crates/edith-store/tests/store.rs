@@ -1255,7 +1255,8 @@ async fn replicas_hear_each_others_announcements_but_not_their_own() {
     let mut hears_a = a.listen().await.unwrap().expect("PostgreSQL listens");
     let mut hears_b = b.listen().await.unwrap().expect("PostgreSQL listens");
 
-    let (_, _, session) = a_session(&a).await;
+    let (_, profile, session) = a_session(&a).await;
+    let (tool, _) = add_tool(&a, "t").await;
     let turn = turn_in(&session.id);
     a.insert_turn_if_idle(&turn, "a").await.unwrap();
     a.append_turn_events(&turn.id, &[TurnEventKind::TurnStarted])
@@ -1279,6 +1280,25 @@ async fn replicas_hear_each_others_announcements_but_not_their_own() {
     match tokio::time::timeout(within, hears_a.next()).await {
         Ok(Ok(Announcement::Changed { channel, .. })) => assert_eq!(channel, Channel::KeyRevoked),
         other => panic!("a hears b's revocation, and not its own append first: {other:?}"),
+    }
+    // A profile's tools changing is heard with the profile's id; a tool's definition changing,
+    // as touching every profile.
+    a.attach_tool(&profile.id, &tool.id).await.unwrap();
+    a.detach_tool(&profile.id, &tool.id).await.unwrap();
+    a.update_tool(&tool).await.unwrap();
+    for id in [
+        profile.id.as_str(),
+        profile.id.as_str(),
+        Channel::EVERY_PROFILE,
+    ] {
+        let heard = tokio::time::timeout(within, hears_b.next()).await;
+        assert_eq!(
+            heard.expect("heard in time").unwrap(),
+            Announcement::Changed {
+                channel: Channel::ToolsChanged,
+                id: id.to_owned()
+            }
+        );
     }
     let quiet = std::time::Duration::from_millis(300);
     assert!(

@@ -1,7 +1,8 @@
 //! What other replicas announce (PostgreSQL's `LISTEN/NOTIFY`, see `edith_store::Listener`):
 //! a turn's or a job's log grew, so the streams following it here read the new entries from the
 //! store; a key was revoked, so it is no longer trusted here either; a tool host changed, so
-//! the connection kept to it is dropped. An announcement carries
+//! the connection kept to it is dropped; a profile's tools changed, so the runtimes that keep
+//! its tool list here are told. An announcement carries
 //! only an id: one that is lost costs a stream its liveness until the next, never an entry.
 
 use std::collections::HashSet;
@@ -14,6 +15,7 @@ use tokio::sync::mpsc;
 use super::{Hub, LogEvent};
 use crate::error::AppResult;
 use crate::state::AppState;
+use crate::tools::Touched;
 
 /// How long to wait before listening again after the database could not be reached, and
 /// between tries at reading the logs that could not be read.
@@ -95,6 +97,7 @@ struct Pending {
     logs: HashSet<Log>,
     keys: Vec<String>,
     tool_hosts: Vec<String>,
+    tool_lists: Vec<String>,
 }
 
 impl Pending {
@@ -106,6 +109,7 @@ impl Pending {
                 Channel::JobEvents => drop(self.logs.insert(Log::Job(id))),
                 Channel::KeyRevoked => self.keys.push(id),
                 Channel::ToolHostChanged => self.tool_hosts.push(id),
+                Channel::ToolsChanged => self.tool_lists.push(id),
             },
         }
     }
@@ -117,6 +121,13 @@ impl Pending {
         }
         for host in self.tool_hosts.iter().filter_map(|id| id.parse().ok()) {
             state.tool_hosts.forget(&host).await;
+        }
+        for id in &self.tool_lists {
+            let touched = match id.parse() {
+                Ok(profile) => Touched::Profile(profile),
+                Err(_) => Touched::All,
+            };
+            state.tool_lists.changed(&touched);
         }
         if self.missed {
             catch_up_everything(state).await
@@ -131,6 +142,7 @@ impl Pending {
 async fn catch_up_everything(state: &AppState) -> Vec<(Log, edith_store::StoreError)> {
     state.known_keys.forget_all();
     state.tool_hosts.forget_all().await;
+    state.tool_lists.changed(&Touched::All);
     let turns = state.turn_events.followed_logs().into_iter().map(Log::Turn);
     let jobs = state.job_events.followed_logs().into_iter().map(Log::Job);
     read_logs(state, turns.chain(jobs)).await

@@ -14,7 +14,7 @@ use hermes_native::profile::{DEFAULT_PROFILE, PROFILE_NAME_RULE, valid_profile_n
 use super::{instances, tools};
 use crate::error::{AppError, AppResult};
 use crate::state::AppState;
-use crate::tools::{MCP_SERVER_NAME, mcp_endpoint};
+use crate::tools::{MCP_SERVER_NAME, Touched, mcp_endpoint};
 
 pub async fn load(state: &AppState, instance: &InstanceId, id: &ProfileId) -> AppResult<Profile> {
     Ok(load_path(state, instance, id, None).await?.1)
@@ -320,6 +320,9 @@ pub async fn attach_tool(
     let tool = tools::load(state, tool).await?;
     let restart = root_change_needs_restart(state, &record, &profile.native_name).await?;
     state.store.attach_tool(&profile.id, &tool.id).await?;
+    state
+        .tool_lists
+        .changed(&Touched::Profile(profile.id.clone()));
     if restart {
         restart_runtime(state, &record).await?;
     }
@@ -341,6 +344,9 @@ pub async fn detach_tool(
             "tool `{tool}` attached to profile `{id}`"
         )));
     }
+    state
+        .tool_lists
+        .changed(&Touched::Profile(profile.id.clone()));
     if restart {
         restart_runtime(state, &record).await?;
     }

@@ -118,7 +118,7 @@ pub async fn update_host(
     Ok(host)
 }
 
-/// Changes a tool's description or argument schema; runtimes see it on their next listing.
+/// Changes a tool's description or argument schema; runtimes see it at their next turn.
 pub async fn update(state: &AppState, id: &ToolId, body: UpdateTool) -> AppResult<Tool> {
     let mut tool = load(state, id).await?;
     if let Some(schema) = body.input_schema {
@@ -129,6 +129,7 @@ pub async fn update(state: &AppState, id: &ToolId, body: UpdateTool) -> AppResul
         tool.description = description;
     }
     state.store.update_tool(&tool).await?;
+    state.tool_lists.changed(&crate::tools::Touched::All);
     Ok(tool)
 }
 

@@ -4,11 +4,14 @@
 
 use axum::body::Bytes;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
-use edith_mcp::server::{ToolCallError, ToolService, bearer_matches, handle_post};
-use edith_mcp::{ToolDescriptor, ToolOutput};
+use axum::http::HeaderMap;
+use axum::response::Response;
+use edith_mcp::server::{
+    SESSION_HEADER, ToolCallError, ToolService, bearer_matches, handle_post, list_changes,
+};
+use edith_mcp::{ToolDescriptor, ToolOutput, session_relists};
 use edith_types::{ErrorCode, InstanceId, ProfileId};
+use futures_util::StreamExt;
 use serde_json::Value;
 
 use crate::error::{AppError, AppResult};
@@ -31,16 +34,27 @@ struct ProfileTools {
     state: AppState,
     instance: InstanceId,
     profile: ProfileId,
+    /// The MCP session the message came in.
+    session: Option<String>,
 }
 
 impl ToolService for ProfileTools {
+    fn announces_list_changes(&self) -> bool {
+        true
+    }
+
     async fn list_tools(&self) -> Result<Vec<ToolDescriptor>, String> {
+        let lists = &self.state.tool_lists;
+        let seen = lists.changes();
         let tools = self
             .state
             .store
             .profile_tools(&self.profile)
             .await
             .map_err(|e| e.to_string())?;
+        if let Some(session) = &self.session {
+            lists.listed(&self.profile, session, seen);
+        }
         Ok(tools
             .into_iter()
             .map(|(tool, _)| ToolDescriptor {
@@ -85,6 +99,51 @@ pub async fn post(
     headers: HeaderMap,
     body: Bytes,
 ) -> AppResult<Response> {
+    let (instance, profile) = authenticate(&state, &ids, &headers).await?;
+    let service = ProfileTools {
+        state,
+        instance,
+        profile,
+        session: session_of(&headers),
+    };
+    Ok(handle_post(&service, &body).await)
+}
+
+/// `GET`: the event stream of a runtime whose MCP client lists the tools again as soon as it is
+/// told they changed (its session says so): told each time the profile's tools change, until it
+/// disconnects or the server stops. Other clients list the tools when they need them; they get
+/// no stream.
+pub async fn get(
+    State(state): State<AppState>,
+    ids: Ids,
+    headers: HeaderMap,
+) -> AppResult<Response> {
+    let (_, profile) = authenticate(&state, &ids, &headers).await?;
+    let Some(session) = session_of(&headers).filter(|s| session_relists(s)) else {
+        return Err(AppError::new(
+            ErrorCode::MethodNotAllowed,
+            "this endpoint sends an event stream only to a session whose client lists the tools \
+             again when told they changed",
+        ));
+    };
+    let (watcher, wake) = state.tool_lists.watch(&profile, &session);
+    let changes = futures_util::stream::unfold((watcher, wake), |(watcher, wake)| async move {
+        wake.notified().await;
+        Some(((), (watcher, wake)))
+    });
+    let mut shutdown = state.shutdown.clone();
+    let stopping = async move {
+        let _ = shutdown.wait_for(|stop| *stop).await;
+    };
+    Ok(list_changes(changes.take_until(Box::pin(stopping))))
+}
+
+/// The instance and profile of the path, when the request carries the instance's MCP token.
+async fn authenticate(
+    state: &AppState,
+    ids: &Ids,
+    headers: &HeaderMap,
+) -> AppResult<(InstanceId, ProfileId)> {
     let instance: InstanceId = ids.get("instance_id")?;
     let profile: ProfileId = ids.get("profile_id")?;
     let unauthorized = || {
@@ -93,34 +152,28 @@ pub async fn post(
             "this endpoint needs the instance's MCP token",
         )
     };
-    // Read in one go for every message (a runtime lists the tools at each turn); only when it
-    // finds nothing is it told apart which is missing.
+    // Read in one go for every message; only when it finds nothing is it told apart which is
+    // missing.
     match state
         .store
         .mcp_token_of_profile(&instance, &profile)
         .await?
     {
-        Some(token) if bearer_matches(&headers, &token) => {}
-        Some(_) => return Err(unauthorized()),
+        Some(token) if bearer_matches(headers, &token) => Ok((instance, profile)),
+        Some(_) => Err(unauthorized()),
         None => {
             // An unknown instance is refused like a wrong token: without the token, nobody
             // learns which instances exist.
             let record = state.store.instance(&instance).await?;
-            if !record.is_some_and(|record| bearer_matches(&headers, &record.mcp_token)) {
+            if !record.is_some_and(|record| bearer_matches(headers, &record.mcp_token)) {
                 return Err(unauthorized());
             }
-            return Err(AppError::not_found("profile"));
+            Err(AppError::not_found("profile"))
         }
     }
-    let service = ProfileTools {
-        state,
-        instance,
-        profile,
-    };
-    Ok(handle_post(&service, &body).await)
 }
 
-/// `GET` would open a server-to-client stream; this endpoint never sends one.
-pub async fn get() -> Response {
-    StatusCode::METHOD_NOT_ALLOWED.into_response()
+fn session_of(headers: &HeaderMap) -> Option<String> {
+    let session = headers.get(SESSION_HEADER)?.to_str().ok()?;
+    Some(session.to_owned())
 }

@@ -163,6 +163,11 @@ async fn every_route_outside_the_contract_has_its_own_rule_and_keeps_it() {
             .send_with(client, reqwest::Method::POST, &path, Some(&list))
             .await;
         assert_problem(&refused, 401, "unauthorized");
+        // Its event stream likewise.
+        let refused = ctx
+            .send_with(client, reqwest::Method::GET, &path, None)
+            .await;
+        assert_problem(&refused, 401, "unauthorized");
     }
     // With the instance's token it answers, for the instance's profiles only; the token
     // does not tell a holder about other instances either.
@@ -212,6 +217,12 @@ async fn every_route_outside_the_contract_has_its_own_rule_and_keeps_it() {
         )
         .await;
     assert_problem(&elsewhere, 401, "unauthorized");
+    // An event stream is only for a session whose client lists again on a change (and this
+    // request is in none); others are told the method is not served, as before.
+    let refused = ctx
+        .send_with(&with_token, reqwest::Method::GET, &mcp(&iid, pid), None)
+        .await;
+    assert_problem(&refused, 405, "method_not_allowed");
 
     // Nor is what it is sent kept for `Idempotency-Key` replay: nobody without a key may fill
     // the store. The same key with another body would be a 409 if the first had been kept.

@@ -14,6 +14,7 @@ mod relay;
 mod replicas;
 mod resources;
 mod telemetry;
+mod tool_lists;
 
 use std::time::Duration;
 

@@ -45,7 +45,7 @@ impl Ctx {
     }
 
     /// Runs one turn on a new session of `profile`; returns the finished turn and its log.
-    async fn turn(&self, iid: &str, pid: &str, input: &str) -> (Value, Vec<Value>) {
+    pub(crate) async fn turn(&self, iid: &str, pid: &str, input: &str) -> (Value, Vec<Value>) {
         let sessions = format!("/v1/instances/{iid}/profiles/{pid}/sessions");
         let (_, session) = self.post(&sessions, "{}").await;
         let turns = format!("{sessions}/{}/turns", session["id"].as_str().unwrap());

@@ -3,7 +3,7 @@
 use edith_types::{InstanceId, Page, Profile, ProfileId, Tool, ToolHost, ToolId, TurnId};
 use sqlx::Row;
 
-use super::{Result, Store, duplicate_or_db, from_body, one_more, page, to_json};
+use super::{Channel, Result, Store, duplicate_or_db, from_body, one_more, page, to_json};
 use crate::records::ToolHostRecord;
 
 /// Attaching twice is a no-op.
@@ -157,27 +157,35 @@ impl Store {
         Ok(tool_ids(&ids))
     }
 
-    /// Attaches a tool; attaching twice is a no-op.
+    /// Attaches a tool; attaching twice is a no-op. The other replicas are told the profile's
+    /// tools changed.
     pub async fn attach_tool(&self, profile: &ProfileId, tool: &ToolId) -> Result<()> {
         on_db!(self, pool => {
+            let mut tx = pool.begin().await?;
             sqlx::query(ATTACH)
                 .bind(profile.as_str())
                 .bind(tool.as_str())
-                .execute(pool)
+                .execute(&mut *tx)
                 .await?;
+            announce!(tx, self, pool, Channel::ToolsChanged, profile.as_str());
+            tx.commit().await?;
             Ok(())
         })
     }
 
-    /// Detaches a tool; returns whether it was attached.
+    /// Detaches a tool; returns whether it was attached. The other replicas are told the
+    /// profile's tools changed.
     pub async fn detach_tool(&self, profile: &ProfileId, tool: &ToolId) -> Result<bool> {
         on_db!(self, pool => {
+            let mut tx = pool.begin().await?;
             let done =
                 sqlx::query("DELETE FROM profile_tools WHERE profile_id = $1 AND tool_id = $2")
                     .bind(profile.as_str())
                     .bind(tool.as_str())
-                    .execute(pool)
+                    .execute(&mut *tx)
                     .await?;
+            announce!(tx, self, pool, Channel::ToolsChanged, profile.as_str());
+            tx.commit().await?;
             Ok(done.rows_affected() > 0)
         })
     }

@@ -40,15 +40,22 @@ pub enum Channel {
     KeyRevoked,
     /// A tool host was changed or removed; the id is the host's.
     ToolHostChanged,
+    /// A profile's tool list changed; the id is the profile's, or [`Channel::EVERY_PROFILE`]
+    /// when a tool's definition changed.
+    ToolsChanged,
 }
 
 impl Channel {
-    const ALL: [Channel; 4] = [
+    const ALL: [Channel; 5] = [
         Channel::TurnEvents,
         Channel::JobEvents,
         Channel::KeyRevoked,
         Channel::ToolHostChanged,
+        Channel::ToolsChanged,
     ];
+
+    /// The id of a [`Channel::ToolsChanged`] announcement that touches every profile.
+    pub const EVERY_PROFILE: &str = "*";
 
     /// The PostgreSQL channel's name.
     pub fn name(self) -> &'static str {
@@ -57,6 +64,7 @@ impl Channel {
             Channel::JobEvents => "edith_job_events",
             Channel::KeyRevoked => "edith_key_revoked",
             Channel::ToolHostChanged => "edith_tool_host_changed",
+            Channel::ToolsChanged => "edith_tools_changed",
         }
     }
 }

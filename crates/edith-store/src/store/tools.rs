@@ -107,14 +107,18 @@ impl Store {
         })
     }
 
-    /// Rewrites a tool's resource (its name and host stay).
+    /// Rewrites a tool's resource (its name and host stay); the other replicas are told that
+    /// tool lists changed.
     pub async fn update_tool(&self, tool: &Tool) -> Result<()> {
         on_db!(self, pool => {
+            let mut tx = pool.begin().await?;
             sqlx::query("UPDATE tools SET body = $1 WHERE id = $2")
                 .bind(to_json(tool))
                 .bind(tool.id.as_str())
-                .execute(pool)
+                .execute(&mut *tx)
                 .await?;
+            announce!(tx, self, pool, Channel::ToolsChanged, Channel::EVERY_PROFILE);
+            tx.commit().await?;
             Ok(())
         })
     }

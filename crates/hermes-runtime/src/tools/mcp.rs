@@ -1,4 +1,5 @@
-//! MCP servers from a home's config: connections kept across turns, tools listed each turn.
+//! MCP servers from a home's config: connections kept across turns; tools listed each turn, or
+//! kept until the server says they changed when it announces changes (`edith_mcp::McpClient`).
 
 use std::collections::HashMap;
 use std::sync::Arc;

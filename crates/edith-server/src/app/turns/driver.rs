@@ -176,6 +176,15 @@ async fn run(
         });
     }
 
+    // A runtime that keeps the profile's tools between turns has listed them since they last
+    // changed, so the turn sees the change.
+    if !state.tool_lists.settled(&profile.id, RELIST_LIMIT).await {
+        tracing::warn!(
+            "the runtime did not list the profile's changed tools within {} s; the turn goes on",
+            RELIST_LIMIT.as_secs()
+        );
+    }
+
     // A live session may have been reaped by the runtime (Hermes caps idle live sessions):
     // then the stored session is resumed once and the prompt sent again.
     let mut retried = false;
@@ -425,6 +434,9 @@ fn tool_result(result: Value) -> Value {
 /// A turn whose runtime sends nothing for this long is given up. Longer than anything a runtime
 /// waits on by itself (Hermes: 300 s for an approval or a question, 120 s for a tool call).
 const IDLE_LIMIT: std::time::Duration = std::time::Duration::from_secs(15 * 60);
+
+/// How long a turn waits for its runtime to list the profile's tools after they changed.
+const RELIST_LIMIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// How sessions the control plane opens are marked in the runtime's store.
 const SOURCE: &str = "edith";
