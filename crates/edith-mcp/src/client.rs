@@ -167,7 +167,14 @@ impl Connection {
         connection
             .notify("notifications/initialized", connect_timeout)
             .await?;
-        let announces = init["capabilities"]["tools"]["listChanged"] == json!(true);
+        // Kept only for a server that said it takes the capability into account: one that
+        // merely says `listChanged` may announce late or never (or sit behind a proxy that
+        // holds its stream back), and is asked at every listing as before.
+        let capabilities = &init["capabilities"];
+        let announces = capabilities["tools"]["listChanged"] == json!(true)
+            && capabilities["experimental"]
+                .get(RELISTS_ON_CHANGE)
+                .is_some();
         Ok((connection, announces))
     }
 
@@ -225,7 +232,11 @@ impl Connection {
             .map_err(|source| self.transport(source, timeout))?;
         let status = response.status();
         if status.is_server_error() {
-            return Err(self.http_error(response).await);
+            let error = tokio::time::timeout(timeout, self.http_error(response)).await;
+            return Err(error.unwrap_or_else(|_| ClientError::Timeout {
+                url: self.url.clone(),
+                timeout,
+            }));
         }
         Ok((status.is_success() && is_event_stream(&response)).then_some(response))
     }
@@ -464,9 +475,11 @@ mod tests {
             let reply = |result: Value| json!({"jsonrpc": "2.0", "id": id, "result": result});
             let tool = |name: &str| json!({"name": name, "inputSchema": {"type": "object"}});
             match message["method"].as_str().unwrap_or_default() {
-                "initialize" => {
-                    Json(reply(json!({"protocolVersion": "2025-11-25"}))).into_response()
-                }
+                // Says it announces changes, as many servers do, without saying it takes our
+                // capability into account.
+                "initialize" => Json(reply(json!({"protocolVersion": "2025-11-25",
+                    "capabilities": {"tools": {"listChanged": true}}})))
+                .into_response(),
                 "tools/list" if message["params"]["cursor"].is_null() => {
                     Json(reply(json!({"tools": [tool("first")], "nextCursor": "p2"})))
                         .into_response()
@@ -520,10 +533,19 @@ mod tests {
 
     #[tokio::test]
     async fn tools_are_listed_across_pages_and_sse_replies() {
-        let (url, _) = scripted_server().await;
-        let tools = connect(&url).await.list_tools().await.expect("list");
-        let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
-        assert_eq!(names, ["first", "second", "third"]);
+        let (url, seen) = scripted_server().await;
+        let client = connect(&url).await;
+        for _ in 0..2 {
+            let tools = client.list_tools().await.expect("list");
+            let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+            assert_eq!(names, ["first", "second", "third"]);
+        }
+        // A server that announces changes but does not take `RELISTS_ON_CHANGE` into account
+        // is asked each time: its tools are not kept.
+        assert!(client.tools.is_none());
+        let seen = seen.lock().unwrap();
+        let lists = seen.iter().filter(|m| m["method"] == "tools/list").count();
+        assert_eq!(lists, 6);
     }
 
     #[tokio::test]

@@ -94,7 +94,8 @@ pub const LIST_CHANGED: &str = "notifications/tools/list_changed";
 /// The experimental capability a client declares at `initialize` to say that it lists the tools
 /// again as soon as the server says they changed ([`LIST_CHANGED`]). A server that knows it may
 /// then wait for that listing before it relies on the change (a control plane, before it sends
-/// the runtime a prompt that may use a tool just attached).
+/// the runtime a prompt that may use a tool just attached), and says so by declaring it back; a
+/// client keeps the tools it listed only from such a server.
 pub const RELISTS_ON_CHANGE: &str = "edith/relistsOnChange";
 
 /// How the server marks the session of a client that declared [`RELISTS_ON_CHANGE`] (the session

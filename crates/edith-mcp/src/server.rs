@@ -95,11 +95,16 @@ pub async fn handle_post<S: ToolService>(service: &S, body: &[u8]) -> Response {
                 && params["capabilities"]["experimental"]
                     .get(RELISTS_ON_CHANGE)
                     .is_some();
+            let mut capabilities = json!({"tools": {"listChanged": announced}});
+            if announced {
+                // Says the server waits for such a client's listings: the client may keep them.
+                capabilities["experimental"] = json!({RELISTS_ON_CHANGE: {}});
+            }
             let mut response = rpc_result(
                 id,
                 json!({
                     "protocolVersion": version,
-                    "capabilities": {"tools": {"listChanged": announced}},
+                    "capabilities": capabilities,
                     "serverInfo": {"name": "edith", "version": env!("CARGO_PKG_VERSION")},
                 }),
             );
@@ -155,9 +160,15 @@ where
     let events = changes.map(move |()| {
         Ok::<_, std::convert::Infallible>(Event::default().event("message").data(&notification))
     });
-    Sse::new(events)
+    let mut response = Sse::new(events)
         .keep_alive(KeepAlive::new().interval(KEEP_ALIVE))
-        .into_response()
+        .into_response();
+    // A proxy in front must pass each notification on as it comes, not hold it back.
+    response.headers_mut().insert(
+        "x-accel-buffering",
+        axum::http::HeaderValue::from_static("no"),
+    );
+    response
 }
 
 fn rpc_result(id: Value, result: Value) -> Response {

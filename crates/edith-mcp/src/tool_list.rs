@@ -7,7 +7,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use eventsource_stream::Eventsource;
 use futures_util::{StreamExt, stream};
@@ -21,6 +21,10 @@ use crate::server::KEEP_ALIVE;
 /// every [`KEEP_ALIVE`]; ours does).
 const SILENCE_LIMIT: Duration = Duration::from_secs(3 * KEEP_ALIVE.as_secs());
 
+/// After the event stream could not be opened, listings ask the server without trying again
+/// for this long (a server whose stream hangs would otherwise hold up each listing).
+const RETRY_STREAM_AFTER: Duration = Duration::from_secs(30);
+
 #[derive(Debug, Default)]
 pub(crate) struct ToolList {
     /// The last listing and the generation it was made in. Held while the tools are listed, so
@@ -33,6 +37,8 @@ pub(crate) struct ToolList {
     watcher: std::sync::Mutex<Option<AbortHandle>>,
     /// The server offers no event stream: every listing asks it.
     no_stream: AtomicBool,
+    /// When opening the event stream failed last, if it did.
+    failed_at: std::sync::Mutex<Option<Instant>>,
 }
 
 impl ToolList {
@@ -48,10 +54,11 @@ impl ToolList {
         {
             return Ok(tools.clone());
         }
-        if !self.watching() && !self.no_stream.load(Ordering::SeqCst) {
+        if !self.watching() && self.may_open_stream() {
             // Without the stream the tools are listed all the same, only not kept.
             if let Err(e) = self.watch(connection).await {
                 tracing::debug!(error = %e, "the MCP server's event stream could not be opened");
+                *self.failed_at.lock().expect("not poisoned") = Some(Instant::now());
             }
         }
         let generation = self.generation.load(Ordering::SeqCst);
@@ -65,6 +72,12 @@ impl ToolList {
         if let Some(watcher) = self.watcher.lock().expect("not poisoned").take() {
             watcher.abort();
         }
+    }
+
+    fn may_open_stream(&self) -> bool {
+        let failed_at = *self.failed_at.lock().expect("not poisoned");
+        !self.no_stream.load(Ordering::SeqCst)
+            && failed_at.is_none_or(|at| at.elapsed() >= RETRY_STREAM_AFTER)
     }
 
     pub(crate) fn watching(&self) -> bool {
@@ -146,6 +159,9 @@ mod tests {
     #[derive(Default)]
     struct Changing {
         announces: bool,
+        /// Answers the event stream's `GET` with 405 all the same.
+        refuses_stream: bool,
+        stream_asks: AtomicUsize,
         tools: Mutex<Vec<String>>,
         listings: AtomicUsize,
         /// The open event streams, and the sessions they were opened with.
@@ -201,7 +217,8 @@ mod tests {
             handle_post(service.as_ref(), &body).await
         }
         async fn get(State(service): State<Arc<Changing>>, headers: HeaderMap) -> Response {
-            if !service.announces {
+            service.stream_asks.fetch_add(1, Ordering::SeqCst);
+            if !service.announces || service.refuses_stream {
                 return StatusCode::METHOD_NOT_ALLOWED.into_response();
             }
             let session = headers
@@ -309,9 +326,27 @@ mod tests {
             assert_eq!(service.listings(), n);
         }
         assert!(client.tools.is_none());
-        assert!(
-            service.streams.lock().unwrap().is_empty(),
+        assert_eq!(
+            service.stream_asks.load(Ordering::SeqCst),
+            0,
             "no stream asked for"
         );
+    }
+
+    #[tokio::test]
+    async fn a_server_that_refuses_the_stream_is_asked_each_time_and_the_stream_once() {
+        let service = Changing {
+            announces: true,
+            refuses_stream: true,
+            ..Default::default()
+        };
+        service.set(&["only"]);
+        let (url, service) = serve(service).await;
+        let client = connect(&url).await;
+        for n in 1..=3 {
+            assert_eq!(names(&client.list_tools().await.unwrap()), ["only"]);
+            assert_eq!(service.listings(), n);
+        }
+        assert_eq!(service.stream_asks.load(Ordering::SeqCst), 1);
     }
 }

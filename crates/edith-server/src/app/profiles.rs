@@ -148,6 +148,7 @@ pub async fn delete(state: &AppState, instance: &InstanceId, id: &ProfileId) -> 
     let record = instances::load(state, instance).await?;
     let restart = root_change_needs_restart(state, &record, &profile.native_name).await?;
     state.store.delete_profile(&profile.id).await?;
+    state.tool_lists.forget(&profile.id);
     let provider = state.provider(record.instance.provider)?;
     if provider.configures_profiles() {
         provider
@@ -319,10 +320,9 @@ pub async fn attach_tool(
     }
     let tool = tools::load(state, tool).await?;
     let restart = root_change_needs_restart(state, &record, &profile.native_name).await?;
+    let changing = (state.tool_lists).changing(Touched::Profile(profile.id.clone()));
     state.store.attach_tool(&profile.id, &tool.id).await?;
-    state
-        .tool_lists
-        .changed(&Touched::Profile(profile.id.clone()));
+    drop(changing);
     if restart {
         restart_runtime(state, &record).await?;
     }
@@ -339,14 +339,13 @@ pub async fn detach_tool(
     let profile = load(state, instance, id).await?;
     let record = instances::load(state, instance).await?;
     let restart = root_change_needs_restart(state, &record, &profile.native_name).await?;
+    let changing = (state.tool_lists).changing(Touched::Profile(profile.id.clone()));
     if !state.store.detach_tool(&profile.id, tool).await? {
         return Err(AppError::not_found(format!(
             "tool `{tool}` attached to profile `{id}`"
         )));
     }
-    state
-        .tool_lists
-        .changed(&Touched::Profile(profile.id.clone()));
+    drop(changing);
     if restart {
         restart_runtime(state, &record).await?;
     }

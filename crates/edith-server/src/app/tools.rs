@@ -118,7 +118,9 @@ pub async fn update_host(
     Ok(host)
 }
 
-/// Changes a tool's description or argument schema; runtimes see it at their next turn.
+/// Changes a tool's description or argument schema. The runtimes of this replica's instances
+/// see it at their next turn; with replicas, the others' runtimes once this replica's
+/// announcement reaches them (`docs/decisions.md`, 2026-12-05).
 pub async fn update(state: &AppState, id: &ToolId, body: UpdateTool) -> AppResult<Tool> {
     let mut tool = load(state, id).await?;
     if let Some(schema) = body.input_schema {
@@ -128,8 +130,9 @@ pub async fn update(state: &AppState, id: &ToolId, body: UpdateTool) -> AppResul
     if let Some(description) = body.description {
         tool.description = description;
     }
+    let changing = (state.tool_lists).changing(crate::tools::Touched::All);
     state.store.update_tool(&tool).await?;
-    state.tool_lists.changed(&crate::tools::Touched::All);
+    drop(changing);
     Ok(tool)
 }
 

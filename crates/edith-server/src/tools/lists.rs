@@ -8,6 +8,7 @@
 //! started after a change always sees it, as it did when runtimes listed at every turn.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -45,19 +46,46 @@ struct Watcher {
     wanted: u64,
     /// The changes its last listing saw (those made before it began).
     listed: u64,
-    /// Tells its stream to announce a change.
+    /// Tells its stream to announce a change, or that the profile is gone.
     wake: Arc<Notify>,
+    /// The profile was deleted: its stream ends.
+    ended: Arc<AtomicBool>,
+}
+
+/// One event stream's watch of a profile's tools; it stops watching when dropped.
+pub struct Watching {
+    _place: WatcherGuard,
+    wake: Arc<Notify>,
+    ended: Arc<AtomicBool>,
+}
+
+impl Watching {
+    /// Waits for the next change to announce; `false` once the profile is gone.
+    pub async fn next_change(&self) -> bool {
+        self.wake.notified().await;
+        !self.ended.load(Ordering::SeqCst)
+    }
+}
+
+/// Tells the watchers of a change when dropped: made before the change is stored and dropped
+/// after, so a request cut off while the change was being stored still tells them (telling
+/// them of a change that was not made only costs each a listing).
+pub struct Changing {
+    lists: Arc<ToolLists>,
+    touched: Touched,
+}
+
+impl Drop for Changing {
+    fn drop(&mut self) {
+        self.lists.changed(&self.touched);
+    }
 }
 
 impl ToolLists {
-    /// Registers the event stream of `session` on `profile`'s endpoint; it leaves when the
-    /// returned guard is dropped. Each wake-up of the [`Notify`] is a change to announce.
-    pub fn watch(
-        self: &Arc<Self>,
-        profile: &ProfileId,
-        session: &str,
-    ) -> (WatcherGuard, Arc<Notify>) {
+    /// Registers the event stream of `session` on `profile`'s endpoint.
+    pub fn watch(self: &Arc<Self>, profile: &ProfileId, session: &str) -> Watching {
         let wake = Arc::new(Notify::new());
+        let ended = Arc::new(AtomicBool::new(false));
         let mut registry = self.registry.lock().expect("not poisoned");
         let id = registry.next_watcher;
         registry.next_watcher += 1;
@@ -73,13 +101,38 @@ impl ToolLists {
                 wanted: seen,
                 listed: seen,
                 wake: wake.clone(),
+                ended: ended.clone(),
             });
-        let guard = WatcherGuard {
+        let place = WatcherGuard {
             lists: self.clone(),
             profile: profile.clone(),
             id,
         };
-        (guard, wake)
+        Watching {
+            _place: place,
+            wake,
+            ended,
+        }
+    }
+
+    /// A change to the tools of `touched` is being stored: their watchers are told once the
+    /// returned guard is dropped.
+    pub fn changing(self: &Arc<Self>, touched: Touched) -> Changing {
+        Changing {
+            lists: self.clone(),
+            touched,
+        }
+    }
+
+    /// The profile was deleted: the streams watching it end, and nobody waits for them.
+    pub fn forget(&self, profile: &ProfileId) {
+        let mut registry = self.registry.lock().expect("not poisoned");
+        for watcher in registry.watchers.remove(profile).unwrap_or_default() {
+            watcher.ended.store(true, Ordering::SeqCst);
+            watcher.wake.notify_one();
+        }
+        drop(registry);
+        self.progress.send_modify(|n| *n += 1);
     }
 
     /// The tools of `touched` changed (the change is stored): their watchers are told.
@@ -177,9 +230,9 @@ mod tests {
         let lists = Arc::new(ToolLists::default());
         let (p, q) = (ProfileId::generate(), ProfileId::generate());
         assert!(lists.settled(&p, SHORT).await, "nobody watches");
-        let (first, first_wake) = lists.watch(&p, "s1");
-        let (_second, second_wake) = lists.watch(&p, "s2");
-        let (_other, other_wake) = lists.watch(&q, "s3");
+        let first = lists.watch(&p, "s1");
+        let second = lists.watch(&p, "s2");
+        let other = lists.watch(&q, "s3");
         assert!(lists.settled(&p, SHORT).await, "nothing changed");
 
         // A listing that read the store before the change does not count for it.
@@ -188,14 +241,12 @@ mod tests {
         lists.listed(&p, "s1", before);
         assert!(!lists.settled(&p, SHORT).await);
         assert!(lists.settled(&q, SHORT).await, "another profile's change");
-        tokio::time::timeout(SHORT, first_wake.notified())
-            .await
-            .expect("told");
-        tokio::time::timeout(SHORT, second_wake.notified())
-            .await
-            .expect("told");
+        let told = tokio::time::timeout(SHORT, first.next_change()).await;
+        assert!(told.expect("told"));
+        let told = tokio::time::timeout(SHORT, second.next_change()).await;
+        assert!(told.expect("told"));
         assert!(
-            tokio::time::timeout(SHORT, other_wake.notified())
+            tokio::time::timeout(SHORT, other.next_change())
                 .await
                 .is_err(),
             "another profile's watcher is not told"
@@ -220,5 +271,29 @@ mod tests {
         assert!(lists.settled(&p, SHORT).await);
         assert!(!lists.settled(&q, SHORT).await, "all were touched");
         assert_eq!(lists.watchers(), 2);
+
+        // A change being stored is told when its guard goes, also when cut off.
+        let (_, other_told) = tokio::join!(
+            async {
+                let changing = lists.changing(Touched::Profile(q.clone()));
+                tokio::time::sleep(SHORT).await;
+                drop(changing);
+            },
+            async {
+                // Told of the `All` above first, then of this one.
+                assert!(other.next_change().await);
+                tokio::time::timeout(Duration::from_secs(10), other.next_change()).await
+            }
+        );
+        assert!(other_told.expect("told when the guard went"));
+
+        // A deleted profile's streams end, and are not waited for.
+        lists.changed(&Touched::All);
+        assert!(!lists.settled(&p, SHORT).await);
+        lists.forget(&p);
+        assert!(lists.settled(&p, SHORT).await);
+        let ended = tokio::time::timeout(SHORT, second.next_change()).await;
+        assert!(!ended.expect("woken"), "the stream ends");
+        assert_eq!(lists.watchers(), 1);
     }
 }

@@ -111,8 +111,8 @@ pub async fn post(
 
 /// `GET`: the event stream of a runtime whose MCP client lists the tools again as soon as it is
 /// told they changed (its session says so): told each time the profile's tools change, until it
-/// disconnects or the server stops. Other clients list the tools when they need them; they get
-/// no stream.
+/// disconnects, the profile is deleted or the server stops. Other clients list the tools when
+/// they need them; they get no stream.
 pub async fn get(
     State(state): State<AppState>,
     ids: Ids,
@@ -126,10 +126,9 @@ pub async fn get(
              again when told they changed",
         ));
     };
-    let (watcher, wake) = state.tool_lists.watch(&profile, &session);
-    let changes = futures_util::stream::unfold((watcher, wake), |(watcher, wake)| async move {
-        wake.notified().await;
-        Some(((), (watcher, wake)))
+    let watching = state.tool_lists.watch(&profile, &session);
+    let changes = futures_util::stream::unfold(watching, |watching| async move {
+        watching.next_change().await.then_some(((), watching))
     });
     let mut shutdown = state.shutdown.clone();
     let stopping = async move {

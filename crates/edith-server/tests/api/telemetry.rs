@@ -70,17 +70,21 @@ impl Collector {
         Self { url, spans }
     }
 
-    /// The spans of `trace` once one of each of `names` arrived (bounded).
+    /// The spans of `trace` once as many of each name as `names` holds arrived (bounded).
     async fn trace_with(&self, trace: &str, names: &[&str]) -> Vec<Span> {
         for _ in 0..300 {
             let spans: Vec<Span> = (self.spans.lock().unwrap().iter())
                 .filter(|span| span.trace == trace)
                 .cloned()
                 .collect();
-            if names
-                .iter()
-                .all(|name| spans.iter().any(|span| span.name == *name))
-            {
+            // A name given n times needs n spans of that name.
+            let count = |name: &&str, among: &mut dyn Iterator<Item = &str>| {
+                among.filter(|n| n == name).count()
+            };
+            if names.iter().all(|name| {
+                count(name, &mut spans.iter().map(|s| s.name.as_str()))
+                    >= count(name, &mut names.iter().copied())
+            }) {
                 return spans;
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
@@ -298,7 +302,10 @@ async fn a_request_forwarded_to_the_owning_replica_stays_in_the_callers_trace() 
 
     let route = "/v1/instances/{instance_id}/profiles/{profile_id}/sessions/{session_id}/turns";
     let request_name = format!("POST {route}");
-    let spans = collector.trace_with(TRACE, &[&request_name, "turn"]).await;
+    // The forwarding replica's request and the owner's (each replica exports its own).
+    let spans = (collector)
+        .trace_with(TRACE, &[&request_name, &request_name, "turn"])
+        .await;
     let requests: Vec<&Span> = spans.iter().filter(|s| s.name == request_name).collect();
     let forwarding = requests
         .iter()

@@ -175,13 +175,27 @@ async fn a_turn_waits_until_the_profiles_watchers_listed_its_changed_tools() {
     let events = ctx.sse(&format!("{turn_path}/events"), None).await;
     assert_eq!(tools_called(&events), ["echo"], "{events:?}");
 
-    // A watcher that does not list holds a turn up for a while only.
+    // A watcher that does not list holds a turn up for a while only (the turn goes on after
+    // the driver's bound, 2 s).
     let (status, _) = ctx.send(reqwest::Method::DELETE, &attachment, None).await;
     assert_eq!(status, 200);
     let (status, turn) = ctx.post(&turns, &input).await;
     assert_eq!(status, 202, "{turn}");
     let turn_path = format!("{turns}/{}", turn["id"].as_str().unwrap());
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let (_, waiting) = ctx.get(&turn_path).await;
+    assert_eq!(waiting["state"], "queued", "{waiting}");
     let events = ctx.sse(&format!("{turn_path}/events"), None).await;
     assert!(tools_called(&events).is_empty(), "{events:?}");
     assert_eq!(events.last().unwrap()["state"], "completed", "{events:?}");
+
+    // The profile deleted, its event streams end.
+    let (status, deleted) = ctx
+        .send(reqwest::Method::DELETE, &format!("{profiles}/{pid}"), None)
+        .await;
+    assert_eq!(status, 200, "{deleted}");
+    let ended = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+        while stream.chunk().await.unwrap().is_some() {}
+    });
+    ended.await.expect("the stream ended with its profile");
 }
