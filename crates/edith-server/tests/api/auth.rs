@@ -171,15 +171,7 @@ async fn every_route_outside_the_contract_has_its_own_rule_and_keeps_it() {
     }
     // With the instance's token it answers, for the instance's profiles only; the token
     // does not tell a holder about other instances either.
-    let db = format!("sqlite://{}", ctx.dir.path().join("edith.db").display());
-    let mut db = <sqlx::SqliteConnection as sqlx::Connection>::connect(&db)
-        .await
-        .unwrap();
-    let token: String = sqlx::query_scalar("SELECT mcp_token FROM instances WHERE id = $1")
-        .bind(&iid)
-        .fetch_one(&mut db)
-        .await
-        .unwrap();
+    let token = ctx.mcp_token(&iid).await;
     let with_token = reqwest::Client::builder()
         .default_headers(reqwest::header::HeaderMap::from_iter([(
             reqwest::header::AUTHORIZATION,

@@ -352,6 +352,19 @@ impl Ctx {
         (id, created["secret"].as_str().unwrap().to_owned())
     }
 
+    /// The MCP token of instance `iid`, as this in-process control plane stored it.
+    async fn mcp_token(&self, iid: &str) -> String {
+        let db = format!("sqlite://{}", self.dir.path().join("edith.db").display());
+        let mut db = <sqlx::SqliteConnection as sqlx::Connection>::connect(&db)
+            .await
+            .unwrap();
+        sqlx::query_scalar("SELECT mcp_token FROM instances WHERE id = $1")
+            .bind(iid)
+            .fetch_one(&mut db)
+            .await
+            .unwrap()
+    }
+
     /// An instance that finished provisioning.
     async fn ready_instance(&self) -> String {
         let (status, created) = self.post("/v1/instances", r#"{"name": "t"}"#).await;

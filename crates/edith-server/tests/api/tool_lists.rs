@@ -18,22 +18,23 @@ fn tools_called(events: &[Value]) -> Vec<&str> {
         .collect()
 }
 
-#[tokio::test]
-async fn runtimes_keep_a_profiles_tools_until_they_change_and_a_turn_after_a_change_sees_it() {
-    let ctx = Ctx::start().await;
+/// The tool `echo`, served by a tool host in this process; its id.
+async fn echo_tool(ctx: &Ctx) -> String {
     let url = echo_tool_host(SECRET).await;
-    let (status, host) = ctx
-        .post(
-            "/v1/tool-hosts",
-            &json!({"url": url, "secret": SECRET}).to_string(),
-        )
-        .await;
+    let body = json!({"url": url, "secret": SECRET});
+    let (status, host) = ctx.post("/v1/tool-hosts", &body.to_string()).await;
     assert_eq!(status, 201, "{host}");
     let body = json!({"name": "echo", "description": "Echoes its text",
         "input_schema": {"type": "object"}, "host_id": host["id"]});
     let (status, tool) = ctx.post("/v1/tools", &body.to_string()).await;
     assert_eq!(status, 201, "{tool}");
-    let tool = tool["id"].as_str().unwrap();
+    tool["id"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn runtimes_keep_a_profiles_tools_until_they_change_and_a_turn_after_a_change_sees_it() {
+    let ctx = Ctx::start().await;
+    let tool = echo_tool(&ctx).await;
 
     for iid in [
         ctx.ready_instance().await,
@@ -83,32 +84,15 @@ async fn runtimes_keep_a_profiles_tools_until_they_change_and_a_turn_after_a_cha
 #[tokio::test]
 async fn a_turn_waits_until_the_profiles_watchers_listed_its_changed_tools() {
     let ctx = Ctx::start().await;
-    let url = echo_tool_host(SECRET).await;
-    let (_, host) = ctx
-        .post(
-            "/v1/tool-hosts",
-            &json!({"url": url, "secret": SECRET}).to_string(),
-        )
-        .await;
-    let body = json!({"name": "echo", "description": "Echoes its text",
-        "input_schema": {"type": "object"}, "host_id": host["id"]});
-    let (_, tool) = ctx.post("/v1/tools", &body.to_string()).await;
+    let tool = echo_tool(&ctx).await;
     let iid = ctx.ready_instance().await;
     let profiles = format!("/v1/instances/{iid}/profiles");
     let (_, profile) = ctx.post(&profiles, r#"{"name": "watched"}"#).await;
     let pid = profile["id"].as_str().unwrap();
-    let attachment = format!("{profiles}/{pid}/tools/{}", tool["id"].as_str().unwrap());
+    let attachment = format!("{profiles}/{pid}/tools/{tool}");
 
     // The watcher: a session that declared it lists again, and its event stream.
-    let db = format!("sqlite://{}", ctx.dir.path().join("edith.db").display());
-    let mut db = <sqlx::SqliteConnection as sqlx::Connection>::connect(&db)
-        .await
-        .unwrap();
-    let token: String = sqlx::query_scalar("SELECT mcp_token FROM instances WHERE id = $1")
-        .bind(&iid)
-        .fetch_one(&mut db)
-        .await
-        .unwrap();
+    let token = ctx.mcp_token(&iid).await;
     let endpoint = ctx.url(&format!("{profiles}/{pid}/mcp"));
     let http = reqwest::Client::new();
     let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
