@@ -40,6 +40,10 @@ pub struct Inner {
     pub known_keys: crate::auth::KnownKeys,
     /// Turns a client asked to cancel; their driver ends them `cancelled`.
     pub cancels: std::sync::Mutex<std::collections::HashSet<edith_types::TurnId>>,
+    /// For each turn driven here, held while an answer is given to its runtime and logged, and
+    /// while its driver writes to its log: what the runtime does after an answer is logged after
+    /// the answer.
+    pub answering: crate::app::AnswerGates,
     /// The spans of the turns driven here, which their tool calls belong to.
     pub running_turns: crate::telemetry::RunningTurns,
     /// This replica among those sharing the database: its name (in leases), and the instances

@@ -17,3 +17,4 @@ pub mod tools;
 pub mod turns;
 
 pub use hub::{Follower, Hub, LogEvent};
+pub use turns::AnswerGates;

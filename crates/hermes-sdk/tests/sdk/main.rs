@@ -694,11 +694,17 @@ async fn a_question_is_answered_through_the_control_plane() {
     })
     .await;
     assert_eq!(result["user_response"], "blue");
+    // The answer is logged before what the runtime did after it.
     let log: Vec<TurnEvent> = collect(turn.events()).await;
-    assert!(
-        log.iter()
-            .any(|e| matches!(&e.kind, TurnEventKind::ActionAnswered { .. }))
-    );
+    let answered = log
+        .iter()
+        .position(|e| matches!(&e.kind, TurnEventKind::ActionAnswered { .. }))
+        .expect("the answer is logged");
+    let used = log
+        .iter()
+        .position(|e| matches!(&e.kind, TurnEventKind::ToolCompleted { .. }))
+        .expect("the tool's result");
+    assert!(answered < used, "{log:?}");
     assert_eq!(turn.wait().await.unwrap().state, TurnState::Completed);
     hermes.close().await.expect("close");
 }

@@ -36,6 +36,7 @@ pub fn spawn(
         session = %session.id,
         turn = %turn.id,
     );
+    state.answering.open(&turn.id);
     let driven = async move {
         let id = turn.id.clone();
         let _running = state.running_turns.started(
@@ -47,6 +48,7 @@ pub fn spawn(
             tracing::error!(detail = %e.detail, "turn could not record its outcome");
         }
         state.cancels.lock().expect("not poisoned").remove(&id);
+        state.answering.close(&id);
         state.turn_events.finish(id.as_str());
     };
     tokio::spawn(tracing::Instrument::instrument(driven, span));
@@ -66,6 +68,11 @@ const MOST_AT_ONCE: usize = 64;
 /// Writes `kinds` to the turn's log in one go, then publishes them: nobody is shown an event
 /// the log does not hold.
 async fn log(state: &AppState, turn: &Turn, kinds: &mut Vec<TurnEventKind>) -> AppResult<()> {
+    if kinds.is_empty() {
+        return Ok(());
+    }
+    // After an answer being given meanwhile (`turns::answer`), which comes first in the log.
+    let _after_answers = state.answering.hold(&turn.id).await;
     for event in state.store.append_turn_events(&turn.id, kinds).await? {
         state.metrics.turn_event_appended();
         state.turn_events.publish(turn.id.as_str(), event);
@@ -143,6 +150,8 @@ async fn finish(
         output: outcome.output,
         error: outcome.error,
     };
+    // After an answer being given meanwhile (`turns::answer`), which comes first in the log.
+    let _after_answers = state.answering.hold(&turn.id).await;
     // Already ended by another replica (this one had stopped renewing its lease): that end
     // stands.
     let finished = state

@@ -1,5 +1,6 @@
 //! Turns: started, answered and cancelled on behalf of clients; run by the driver.
 
+mod answers;
 mod driver;
 
 use std::sync::Arc;
@@ -16,6 +17,7 @@ use hermes_native::methods::{
     LiveSessionParams, SessionInterrupt,
 };
 
+pub use answers::AnswerGates;
 pub use driver::{open_live_session, recover};
 
 use super::instances;
@@ -114,6 +116,8 @@ pub async fn answer(
     let Some((link, sid)) = live_session(state, profile, session).await? else {
         return Err(conflict(format!("turn `{}` has no live session", turn.id)));
     };
+    // Held until the answer is logged: the driver logs what the runtime does next after it.
+    let _logged_first = state.answering.hold(&turn.id).await;
     match &action {
         TurnAction::Approval { choice, all } => {
             let params = ApprovalRespondParams {
