@@ -13,9 +13,7 @@ use edith_types::Page;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
-use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
-};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous};
 
 /// Runs `$body` with `$pool` bound to the store's pool: the same text compiles once for SQLite
 /// and once for PostgreSQL, so a query and the code reading its rows exist once.
@@ -150,6 +148,7 @@ macro_rules! append_alone {
     };
 }
 
+mod connections;
 mod idempotency;
 mod instances;
 mod jobs;
@@ -161,6 +160,7 @@ mod sessions;
 mod tools;
 mod turns;
 
+use connections::Connections;
 pub use idempotency::Idempotency;
 pub use replicas::{Announcement, Channel, Claim, Listener};
 
@@ -191,7 +191,7 @@ type Result<T> = std::result::Result<T, StoreError>;
 /// The database behind a store.
 #[derive(Debug, Clone)]
 enum Db {
-    Sqlite(SqlitePool),
+    Sqlite(Connections),
     Postgres(PgPool),
 }
 
@@ -201,7 +201,7 @@ trait Backend {
     const POSTGRES: bool;
 }
 
-impl Backend for SqlitePool {
+impl Backend for Connections {
     const POSTGRES: bool = false;
 }
 
@@ -220,6 +220,9 @@ pub struct Store {
     /// The replica this store writes for, named in its announcements (see [`Store::named`]).
     origin: Option<std::sync::Arc<str>>,
 }
+
+/// How long closing a store waits for the queries under way to end.
+const CLOSE_LIMIT: Duration = Duration::from_secs(10);
 
 /// The schemes [`Store::open`] takes.
 const URL_SCHEMES: &str = "postgres://, postgresql:// or sqlite:";
@@ -274,13 +277,7 @@ impl Store {
             .synchronous(SqliteSynchronous::Normal)
             .foreign_keys(true)
             .busy_timeout(Duration::from_secs(10));
-        let pool = SqlitePoolOptions::new()
-            .max_connections(8)
-            // A connection to a local file does not go stale: checking it before each use (a
-            // round trip to its worker thread) only costs time.
-            .test_before_acquire(false)
-            .connect_with(options)
-            .await?;
+        let pool = Connections::open(options, 8).await?;
         Ok(Self {
             db: Db::Sqlite(pool),
             origin: None,
@@ -306,7 +303,17 @@ impl Store {
 
     async fn migrate(&self) -> Result<()> {
         match &self.db {
-            Db::Sqlite(pool) => crate::migrate::run_sqlite(pool).await?,
+            // On a pool of its own: sqlx's migrator takes a pool, or a connection in a way that
+            // makes futures that are not `Send`.
+            Db::Sqlite(connections) => {
+                let pool = sqlx::sqlite::SqlitePoolOptions::new()
+                    .max_connections(1)
+                    .connect_with(connections.options().clone())
+                    .await?;
+                let migrated = crate::migrate::run_sqlite(&pool).await;
+                pool.close().await;
+                migrated?
+            }
             Db::Postgres(pool) => crate::migrate::run_postgres(pool).await?,
         }
         Ok(())
@@ -321,7 +328,10 @@ impl Store {
     }
 
     pub async fn close(&self) {
-        on_db!(self, pool => pool.close().await)
+        match &self.db {
+            Db::Sqlite(connections) => connections.close(CLOSE_LIMIT).await,
+            Db::Postgres(pool) => pool.close().await,
+        }
     }
 }
 

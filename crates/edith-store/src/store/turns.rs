@@ -6,17 +6,16 @@ use edith_types::{
 use sqlx::Row;
 
 use super::{
-    Channel, Result, Store, StoreError, from_body, is_postgres, is_unique_violation, one_more,
+    Channel, Db, Result, Store, StoreError, from_body, is_postgres, is_unique_violation, one_more,
     page, seq_bound, to_json,
 };
 
-/// [`insert_events`]'s statement `$sql` with its values bound: the turn `$turn`, and each of
-/// `$bodies` at the time `$at`.
+/// [`insert_events`]'s statement `$sql`, made by `$make` (`sqlx::query`, say), with its values
+/// bound: the turn `$turn`, and each of `$bodies` at the time `$at`.
 macro_rules! bind_events {
-    ($sql:expr, $turn:expr, $at:expr, $bodies:expr) => {{
+    ($make:expr, $sql:expr, $turn:expr, $at:expr, $bodies:expr) => {{
         // Only constant text and numbers are spliced into the statement.
-        let mut query =
-            sqlx::query_scalar::<_, i64>(sqlx::AssertSqlSafe($sql.as_str())).bind($turn.as_str());
+        let mut query = $make(sqlx::AssertSqlSafe($sql.as_str())).bind($turn.as_str());
         for body in $bodies {
             query = query.bind($at.as_str()).bind(body.as_str());
         }
@@ -28,9 +27,14 @@ macro_rules! bind_events {
 const INSERT_ATTEMPTS: usize = 8;
 
 /// Rewrites an unfinished turn's state and resource (a finished turn is never written again:
-/// another replica may have ended it while its driver, cut off, still ran).
-const UPDATE_TURN: &str = "UPDATE turns SET state = $1, body = $2 WHERE id = $3 \
-                           AND state IN ('queued', 'running', 'requires_action')";
+/// another replica may have ended it while its driver, cut off, still ran): the turn whose id
+/// is the parameter numbered `id`, with those numbered `state` and `body`.
+fn update_unfinished(state: usize, body: usize, id: usize) -> String {
+    format!(
+        "UPDATE turns SET state = ${state}, body = ${body} WHERE id = ${id} \
+         AND state IN ('queued', 'running', 'requires_action')"
+    )
+}
 
 impl Store {
     /// Inserts a turn unless the session already has one that has not finished; returns the
@@ -124,7 +128,7 @@ impl Store {
 
     pub async fn update_turn(&self, turn: &Turn) -> Result<()> {
         on_db!(self, pool => {
-            let done = sqlx::query(UPDATE_TURN)
+            let done = sqlx::query(sqlx::AssertSqlSafe(update_unfinished(1, 2, 3)))
                 .bind(turn.state.as_str())
                 .bind(to_json(turn))
                 .bind(turn.id.as_str())
@@ -201,7 +205,7 @@ impl Store {
         let bodies: Vec<String> = kinds.iter().map(to_json).collect();
         let sql = insert_events(kinds.len(), Guard::OnlyUnfinished);
         let seqs: Vec<i64> = on_db!(self, pool => {
-            let query = bind_events!(sql, turn, at, &bodies);
+            let query = bind_events!(sqlx::query_scalar::<_, i64>, sql, turn, at, &bodies);
             if is_postgres(pool) {
                 let mut tx = pool.begin().await?;
                 lock_log!(tx, pool, turn.as_str());
@@ -245,30 +249,54 @@ impl Store {
         let at = Timestamp::now();
         let kinds: Vec<TurnEventKind> = before.iter().chain([last]).cloned().collect();
         let bodies: Vec<String> = kinds.iter().map(to_json).collect();
-        // The turn has just been ended in the same transaction: the events follow its end.
-        let sql = insert_events(kinds.len(), Guard::None);
-        let seqs = on_db!(self, pool => {
-            let mut tx = pool.begin().await?;
-            lock_log!(tx, pool, turn.id.as_str());
-            let ended = sqlx::query(
-                "UPDATE turns SET state = $1, body = $2 WHERE id = $3 \
-                 AND state IN ('queued', 'running', 'requires_action')",
-            )
-            .bind(turn.state.as_str())
-            .bind(to_json(turn))
-            .bind(turn.id.as_str())
-            .execute(&mut *tx)
-            .await?;
-            if ended.rows_affected() == 0 {
-                return Ok(None);
+        let n = kinds.len();
+        let seqs: Vec<i64> = match &self.db {
+            // One round trip: the turn's end, then its events if it did end here.
+            Db::Sqlite(connections) => {
+                let script = format!(
+                    "BEGIN IMMEDIATE; {}; {}; COMMIT",
+                    update_unfinished(2 * n + 2, 2 * n + 3, 1),
+                    insert_events(n, Guard::AfterTheEnd)
+                );
+                let rows = connections
+                    .transact(
+                        bind_events!(sqlx::query, script, turn.id, at, &bodies)
+                            .bind(turn.state.as_str())
+                            .bind(to_json(turn)),
+                    )
+                    .await?;
+                let seqs = rows
+                    .iter()
+                    .map(|row| row.try_get::<i64, _>(0))
+                    .collect::<std::result::Result<Vec<_>, _>>()?;
+                if seqs.is_empty() {
+                    return Ok(None);
+                }
+                seqs
             }
-            let seqs = bind_events!(sql, turn.id, at, &bodies)
-                .fetch_all(&mut *tx)
-                .await?;
-            announce!(tx, self, pool, Channel::TurnEvents, turn.id.as_str());
-            tx.commit().await?;
-            seqs
-        });
+            Db::Postgres(pool) => {
+                let mut tx = pool.begin().await?;
+                lock_log!(tx, pool, turn.id.as_str());
+                let ended = sqlx::query(sqlx::AssertSqlSafe(update_unfinished(1, 2, 3)))
+                    .bind(turn.state.as_str())
+                    .bind(to_json(turn))
+                    .bind(turn.id.as_str())
+                    .execute(&mut *tx)
+                    .await?;
+                if ended.rows_affected() == 0 {
+                    return Ok(None);
+                }
+                // The turn has just been ended in the same transaction: the events follow its
+                // end.
+                let sql = insert_events(n, Guard::None);
+                let seqs = bind_events!(sqlx::query_scalar::<_, i64>, sql, turn.id, at, &bodies)
+                    .fetch_all(&mut *tx)
+                    .await?;
+                announce!(tx, self, pool, Channel::TurnEvents, turn.id.as_str());
+                tx.commit().await?;
+                seqs
+            }
+        };
         Ok(Some(numbered(&turn.id, seqs, &at, &kinds)))
     }
 
@@ -299,6 +327,10 @@ enum Guard {
     OnlyUnfinished,
     /// To any (the caller ends the turn in the same transaction).
     None,
+    /// Only after the statement before it changed one row: in a script that ends the turn
+    /// first ([`update_unfinished`]), the events follow the end it wrote, and none is written
+    /// when the turn had already ended.
+    AfterTheEnd,
 }
 
 /// The statement appending `n` events to a turn's log (`$1`), each numbered after the log's last
@@ -314,6 +346,7 @@ fn insert_events(n: usize, guard: Guard) -> String {
              AND state IN ('queued', 'running', 'requires_action'))"
         }
         Guard::None => "",
+        Guard::AfterTheEnd => " WHERE changes() = 1",
     };
     format!(
         "INSERT INTO turn_events (turn_id, seq, at, body) \
