@@ -573,8 +573,12 @@ mod tests {
             ("hermes-native", &[]),
             ("edith-mcp", &[]),
             ("testkit", &[]),
-            ("edith-store", &["edith-types"]),
-            ("hermes-runtime", &["edith-mcp", "hermes-native"]),
+            ("edith-sqlite", &[]),
+            ("edith-store", &["edith-sqlite", "edith-types"]),
+            (
+                "hermes-runtime",
+                &["edith-mcp", "edith-sqlite", "hermes-native"],
+            ),
             (
                 "edith-server",
                 &[
@@ -672,6 +676,7 @@ mod tests {
             "hermes-runtime ",
             "edith-server ",
             "edith-store ",
+            "edith-sqlite ",
         ] {
             assert!(
                 !tree.contains(heavy),

@@ -940,11 +940,28 @@ async fn a_finished_turn_has_its_last_event_and_readers_see_the_tail(store: Stor
     let (_, _, session) = a_session(&store).await;
     let turn = turn_in(&session.id);
     store.insert_turn_if_idle(&turn, "r").await.unwrap();
+    // The turn's new state and the event that tells it, together.
+    let mut turn = turn;
+    turn.state = TurnState::Running;
     let started = store
-        .append_turn_event(&turn.id, &TurnEventKind::TurnStarted)
+        .update_turn_and_log(&turn, &[TurnEventKind::TurnStarted])
         .await
+        .unwrap()
         .unwrap();
-    assert_eq!(started.seq, 1);
+    assert_eq!(
+        started.iter().map(|e| e.seq).collect::<Vec<_>>(),
+        [1],
+        "numbered after the rewrite"
+    );
+    assert_eq!(
+        store
+            .turn(&session.id, &turn.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .state,
+        TurnState::Running
+    );
     let delta = TurnEventKind::MessageDelta {
         text: "héllo ✓".to_owned(),
     };
@@ -990,6 +1007,13 @@ async fn a_finished_turn_has_its_last_event_and_readers_see_the_tail(store: Stor
         store.update_turn(&again).await,
         Err(StoreError::TurnEnded(_))
     ));
+    assert_eq!(
+        store
+            .update_turn_and_log(&again, std::slice::from_ref(&delta))
+            .await
+            .unwrap(),
+        None
+    );
     assert!(matches!(
         store
             .append_turn_events(&turn.id, std::slice::from_ref(&delta))

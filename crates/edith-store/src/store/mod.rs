@@ -148,7 +148,6 @@ macro_rules! append_alone {
     };
 }
 
-mod connections;
 mod idempotency;
 mod instances;
 mod jobs;
@@ -160,7 +159,7 @@ mod sessions;
 mod tools;
 mod turns;
 
-use connections::Connections;
+use edith_sqlite::Connections;
 pub use idempotency::Idempotency;
 pub use replicas::{Announcement, Channel, Claim, Listener};
 

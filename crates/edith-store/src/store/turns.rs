@@ -246,12 +246,24 @@ impl Store {
         before: &[TurnEventKind],
         last: &TurnEventKind,
     ) -> Result<Option<Vec<TurnEvent>>> {
-        let at = Timestamp::now();
         let kinds: Vec<TurnEventKind> = before.iter().chain([last]).cloned().collect();
+        self.update_turn_and_log(turn, &kinds).await
+    }
+
+    /// Rewrites an unfinished turn (its state and resource) and appends `kinds` to its log after
+    /// it, together: the events that explain the new state are never seen without it, and a
+    /// crash leaves all or none. A turn that has finished already (another replica may have
+    /// ended it) is left as it is, and nothing is appended: `None`.
+    pub async fn update_turn_and_log(
+        &self,
+        turn: &Turn,
+        kinds: &[TurnEventKind],
+    ) -> Result<Option<Vec<TurnEvent>>> {
+        let at = Timestamp::now();
         let bodies: Vec<String> = kinds.iter().map(to_json).collect();
         let n = kinds.len();
         let seqs: Vec<i64> = match &self.db {
-            // One round trip: the turn's end, then its events if it did end here.
+            // One round trip: the turn rewritten, then its events if it was.
             Db::Sqlite(connections) => {
                 let script = format!(
                     "BEGIN IMMEDIATE; {}; {}; COMMIT",
@@ -286,8 +298,7 @@ impl Store {
                 if ended.rows_affected() == 0 {
                     return Ok(None);
                 }
-                // The turn has just been ended in the same transaction: the events follow its
-                // end.
+                // The turn has just been rewritten in the same transaction: the events follow.
                 let sql = insert_events(n, Guard::None);
                 let seqs = bind_events!(sqlx::query_scalar::<_, i64>, sql, turn.id, at, &bodies)
                     .fetch_all(&mut *tx)
@@ -297,7 +308,7 @@ impl Store {
                 seqs
             }
         };
-        Ok(Some(numbered(&turn.id, seqs, &at, &kinds)))
+        Ok(Some(numbered(&turn.id, seqs, &at, kinds)))
     }
 
     pub async fn turn_events_after(&self, turn: &TurnId, after: u64) -> Result<Vec<TurnEvent>> {
@@ -325,11 +336,11 @@ impl Store {
 enum Guard {
     /// Only to a turn that has not finished: nothing follows a turn's end.
     OnlyUnfinished,
-    /// To any (the caller ends the turn in the same transaction).
+    /// To any (the caller rewrote the unfinished turn in the same transaction).
     None,
-    /// Only after the statement before it changed one row: in a script that ends the turn
-    /// first ([`update_unfinished`]), the events follow the end it wrote, and none is written
-    /// when the turn had already ended.
+    /// Only after the statement before it changed one row: in a script that rewrites the turn
+    /// first ([`update_unfinished`]), the events follow what it wrote, and none is written when
+    /// the turn had already ended.
     AfterTheEnd,
 }
 

@@ -6,9 +6,8 @@ use std::path::Path;
 use std::str::FromStr;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
-};
+use edith_sqlite::Connections;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous};
 use sqlx::{Row, SqliteConnection};
 
 use crate::model::{ChatMessage, Role, TokenUsage, ToolCall};
@@ -120,9 +119,12 @@ pub struct GitPlace {
     pub repo_root: Option<String>,
 }
 
+/// How long closing waits for the queries under way to end.
+const CLOSE_LIMIT: std::time::Duration = std::time::Duration::from_secs(5);
+
 #[derive(Debug, Clone)]
 pub struct StateDb {
-    pool: SqlitePool,
+    pool: Connections,
 }
 
 pub fn unix_now() -> f64 {
@@ -146,17 +148,14 @@ impl StateDb {
         // commits, a crash of this process loses nothing.
         .synchronous(SqliteSynchronous::Normal)
         .busy_timeout(std::time::Duration::from_secs(5));
-        let pool = SqlitePoolOptions::new()
-            .max_connections(4)
-            .connect_with(options)
-            .await?;
+        let pool = Connections::open(options, 4).await?;
         sqlx::raw_sql(SCHEMA).execute(&pool).await?;
         add_missing_columns(&pool).await?;
         Ok(Self { pool })
     }
 
     pub async fn close(&self) {
-        self.pool.close().await;
+        self.pool.close(CLOSE_LIMIT).await;
     }
 
     /// Writes the session row if it is not there yet (Hermes writes it at the first prompt).
@@ -554,7 +553,7 @@ const ADDED_COLUMNS: &[(&str, &str, &str)] = &[
     ("messages", "finish_reason", "TEXT"),
 ];
 
-async fn add_missing_columns(pool: &SqlitePool) -> Result<(), sqlx::Error> {
+async fn add_missing_columns(pool: &Connections) -> Result<(), sqlx::Error> {
     for table in ["sessions", "messages"] {
         let present: Vec<String> = sqlx::query_scalar("SELECT name FROM pragma_table_info(?)")
             .bind(table)

@@ -73,12 +73,29 @@ async fn log(state: &AppState, turn: &Turn, kinds: &mut Vec<TurnEventKind>) -> A
     }
     // After an answer being given meanwhile (`turns::answer`), which comes first in the log.
     let _after_answers = state.answering.hold(&turn.id).await;
-    for event in state.store.append_turn_events(&turn.id, kinds).await? {
+    let events = state.store.append_turn_events(&turn.id, kinds).await?;
+    publish(state, turn, events);
+    kinds.clear();
+    Ok(())
+}
+
+/// Writes the turn's state and `kinds`, the events that explain it, in one go, then publishes
+/// them.
+async fn log_with_state(state: &AppState, turn: &Turn, kinds: &[TurnEventKind]) -> AppResult<()> {
+    let _after_answers = state.answering.hold(&turn.id).await;
+    let Some(events) = state.store.update_turn_and_log(turn, kinds).await? else {
+        return Err(edith_store::StoreError::TurnEnded(turn.id.to_string()).into());
+    };
+    publish(state, turn, events);
+    Ok(())
+}
+
+/// Shows `events`, just written to the turn's log, to those who follow it.
+fn publish(state: &AppState, turn: &Turn, events: Vec<edith_types::TurnEvent>) {
+    for event in events {
         state.metrics.turn_event_appended();
         state.turn_events.publish(turn.id.as_str(), event);
     }
-    kinds.clear();
-    Ok(())
 }
 
 /// How a turn ended.
@@ -163,10 +180,7 @@ async fn finish(
         return Ok(());
     };
     state.metrics.turn_ended(turn.state.as_str(), took);
-    for event in events {
-        state.metrics.turn_event_appended();
-        state.turn_events.publish(turn.id.as_str(), event);
-    }
+    publish(state, &turn, events);
     Ok(())
 }
 
@@ -224,8 +238,7 @@ async fn run(
 
     turn.state = TurnState::Running;
     turn.updated_at = Timestamp::now();
-    state.store.update_turn(turn).await?;
-    log(state, turn, &mut vec![TurnEventKind::TurnStarted]).await?;
+    log_with_state(state, turn, &[TurnEventKind::TurnStarted]).await?;
 
     let outcome = loop {
         let event = match tokio::time::timeout(IDLE_LIMIT, events.recv()).await {

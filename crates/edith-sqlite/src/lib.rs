@@ -1,4 +1,5 @@
-//! The SQLite connections of a store, handed out and taken back without sqlx's pool.
+//! SQLite connections handed out and taken back without sqlx's pool, for the control plane's
+//! store and the runtime's `state.db`.
 //!
 //! sqlx runs each SQLite connection on a thread of its own, so every statement is a round trip
 //! to that thread. Its pool adds a second one whenever a connection comes back: it spawns a task
