@@ -268,7 +268,7 @@ impl Store {
                 let script = format!(
                     "BEGIN IMMEDIATE; {}; {}; COMMIT",
                     update_unfinished(2 * n + 2, 2 * n + 3, 1),
-                    insert_events(n, Guard::AfterTheEnd)
+                    insert_events(n, Guard::AfterTheUpdate)
                 );
                 let rows = connections
                     .transact(
@@ -341,7 +341,7 @@ enum Guard {
     /// Only after the statement before it changed one row: in a script that rewrites the turn
     /// first ([`update_unfinished`]), the events follow what it wrote, and none is written when
     /// the turn had already ended.
-    AfterTheEnd,
+    AfterTheUpdate,
 }
 
 /// The statement appending `n` events to a turn's log (`$1`), each numbered after the log's last
@@ -357,7 +357,7 @@ fn insert_events(n: usize, guard: Guard) -> String {
              AND state IN ('queued', 'running', 'requires_action'))"
         }
         Guard::None => "",
-        Guard::AfterTheEnd => " WHERE changes() = 1",
+        Guard::AfterTheUpdate => " WHERE changes() = 1",
     };
     format!(
         "INSERT INTO turn_events (turn_id, seq, at, body) \
