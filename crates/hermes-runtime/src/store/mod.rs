@@ -237,29 +237,31 @@ impl StateDb {
         })
     }
 
-    /// Appends messages and bumps the session's counts, in one transaction.
+    /// Appends messages and bumps the session's counts, in one transaction and one round trip
+    /// to the connection (one script; each statement takes the next `?` values in turn).
     pub async fn append_messages(
         &self,
         session_id: &str,
         messages: &[ChatMessage],
     ) -> Result<(), sqlx::Error> {
-        let mut tx = self.pool.begin().await?;
+        let script = format!(
+            "BEGIN IMMEDIATE; {}UPDATE sessions SET message_count = message_count + ?, \
+             tool_call_count = tool_call_count + ? WHERE id = ?; COMMIT",
+            format!("{INSERT_MESSAGE}; ").repeat(messages.len())
+        );
         let now = unix_now();
-        let mut tool_calls = 0i64;
+        // Only constant text is repeated into the script.
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(script));
         for message in messages {
-            insert_message(&mut tx, session_id, message, now).await?;
-            tool_calls += message.tool_calls.len() as i64;
+            query = bind_message(query, session_id, message, now);
         }
-        sqlx::query(
-            "UPDATE sessions SET message_count = message_count + ?, \
-             tool_call_count = tool_call_count + ? WHERE id = ?",
-        )
-        .bind(messages.len() as i64)
-        .bind(tool_calls)
-        .bind(session_id)
-        .execute(&mut *tx)
-        .await?;
-        tx.commit().await
+        let tool_calls: usize = messages.iter().map(|m| m.tool_calls.len()).sum();
+        let query = query
+            .bind(messages.len() as i64)
+            .bind(tool_calls as i64)
+            .bind(session_id);
+        self.pool.transact(query).await?;
+        Ok(())
     }
 
     /// Writes what a session was started with, at its first turn: the agent's settings
@@ -573,28 +575,43 @@ async fn add_missing_columns(pool: &Connections) -> Result<(), sqlx::Error> {
     Ok(())
 }
 
+/// One message's row; its values are bound by [`bind_message`].
+const INSERT_MESSAGE: &str = "INSERT INTO messages (session_id, role, content, tool_call_id, \
+                              tool_calls, tool_name, timestamp, finish_reason) \
+                              VALUES (?, ?, ?, ?, ?, ?, ?, ?)";
+
+type SqliteQuery<'q> = sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments>;
+
+/// `query` with the values of [`INSERT_MESSAGE`] bound after those it has: `message`'s, in
+/// `session_id`, written at `now`.
+fn bind_message<'q>(
+    query: SqliteQuery<'q>,
+    session_id: &'q str,
+    message: &'q ChatMessage,
+    now: f64,
+) -> SqliteQuery<'q> {
+    let tool_calls = (!message.tool_calls.is_empty())
+        .then(|| serde_json::to_string(&message.tool_calls).unwrap_or_default());
+    query
+        .bind(session_id)
+        .bind(message.role.as_str())
+        .bind(&message.content)
+        .bind(&message.tool_call_id)
+        .bind(tool_calls)
+        .bind(&message.tool_name)
+        .bind(now)
+        .bind(&message.finish_reason)
+}
+
 async fn insert_message(
     conn: &mut SqliteConnection,
     session_id: &str,
     message: &ChatMessage,
     now: f64,
 ) -> Result<(), sqlx::Error> {
-    let tool_calls = (!message.tool_calls.is_empty())
-        .then(|| serde_json::to_string(&message.tool_calls).unwrap_or_default());
-    sqlx::query(
-        "INSERT INTO messages (session_id, role, content, tool_call_id, tool_calls, tool_name, \
-         timestamp, finish_reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-    )
-    .bind(session_id)
-    .bind(message.role.as_str())
-    .bind(&message.content)
-    .bind(&message.tool_call_id)
-    .bind(tool_calls)
-    .bind(&message.tool_name)
-    .bind(now)
-    .bind(&message.finish_reason)
-    .execute(conn)
-    .await?;
+    bind_message(sqlx::query(INSERT_MESSAGE), session_id, message, now)
+        .execute(conn)
+        .await?;
     Ok(())
 }
 
@@ -659,6 +676,46 @@ mod tests {
             .unwrap();
         let next = db.next_title_in_lineage("Huge").await.unwrap();
         assert_eq!(next, "Huge #18446744073709551615");
+        db.close().await;
+    }
+
+    /// The messages of one append, written by one script, each with its own values, and the
+    /// session's counts bumped by them.
+    #[tokio::test]
+    async fn appended_messages_are_stored_whole_and_counted() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = StateDb::open(dir.path()).await.unwrap();
+        db.ensure_session(&row("s", "Plans")).await.unwrap();
+        let call = ToolCall {
+            id: "call_1".to_owned(),
+            name: "search".to_owned(),
+            arguments: serde_json::json!({"q": "rust"}),
+        };
+        let asked = ChatMessage {
+            tool_calls: vec![call],
+            finish_reason: Some("tool_calls".to_owned()),
+            ..ChatMessage::plain(Role::Assistant, String::new())
+        };
+        let answered = ChatMessage {
+            tool_call_id: Some("call_1".to_owned()),
+            tool_name: Some("search".to_owned()),
+            ..ChatMessage::plain(Role::Tool, "found".to_owned())
+        };
+        db.append_messages("s", &[ChatMessage::user("look it up")])
+            .await
+            .unwrap();
+        db.append_messages("s", &[asked.clone(), answered.clone()])
+            .await
+            .unwrap();
+        let stored = db.messages("s").await.unwrap();
+        assert_eq!(stored, [ChatMessage::user("look it up"), asked, answered]);
+        assert_eq!(db.session("s").await.unwrap().unwrap().message_count, 3);
+        let tool_calls: i64 =
+            sqlx::query_scalar("SELECT tool_call_count FROM sessions WHERE id = 's'")
+                .fetch_one(&db.pool)
+                .await
+                .unwrap();
+        assert_eq!(tool_calls, 1);
         db.close().await;
     }
 
