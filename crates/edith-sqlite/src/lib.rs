@@ -5,11 +5,17 @@
 //! to that thread. Its pool adds a second one whenever a connection comes back: it spawns a task
 //! that pings the connection's thread before the connection can be used again. On this
 //! project's machines a round trip costs tens of microseconds (a sleeping thread must be woken),
-//! as much as the statement. A connection of this set is back as soon as its lease ends: the
-//! thread runs commands in the order they were sent, so whatever a dropped caller left queued (a
-//! rollback, say) runs before the next caller's first statement.
+//! as much as the statement. A connection of this set is back as soon as its lease ends. The
+//! thread runs commands in the order they were sent: a caller dropped midway leaves at most the
+//! statement its thread is running, which ends before the next caller's first statement starts
+//! (the rest of a dropped query is not run); such a connection is handed out last.
+//!
+//! Transactions go through [`Connections::begin`] or [`Connections::transact`], which close a
+//! connection whose transaction did not end; a query run through the set must not open one.
 
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use futures_util::future::BoxFuture;
 use futures_util::stream::BoxStream;
@@ -18,7 +24,13 @@ use sqlx::sqlite::{Sqlite, SqliteConnectOptions, SqliteConnection, SqliteQueryRe
 use sqlx::{ConnectOptions, Connection, Either, Execute, Executor, SqlStr};
 use tokio::sync::{Semaphore, SemaphorePermit};
 
-/// At most `most` connections to one database, opened when first needed and kept open.
+/// How long a caller waits for a connection while all are in use (sqlx's pool's default).
+const ACQUIRE_LIMIT: Duration = Duration::from_secs(30);
+
+/// A connection unused this long is closed when one comes back (sqlx's pool's default).
+const IDLE_LIMIT: Duration = Duration::from_secs(600);
+
+/// At most `most` connections to one database, opened when first needed, kept while used.
 #[derive(Debug, Clone)]
 pub struct Connections {
     shared: Arc<Shared>,
@@ -27,18 +39,38 @@ pub struct Connections {
 #[derive(Debug)]
 struct Shared {
     options: SqliteConnectOptions,
-    idle: Mutex<Vec<SqliteConnection>>,
+    /// Connections not in use. The last used is at the back and handed out first; one whose
+    /// caller was dropped midway goes to the front, since its thread may still be busy.
+    idle: Mutex<VecDeque<Idle>>,
     /// One permit per connection that may be in use; closed when the set is closed.
     permits: Semaphore,
     most: u32,
 }
 
+#[derive(Debug)]
+struct Idle {
+    connection: SqliteConnection,
+    since: Instant,
+}
+
 /// A connection in use; it goes back to the set when dropped.
 #[derive(Debug)]
-pub struct Lease<'a> {
+struct Lease<'a> {
     connection: Option<SqliteConnection>,
     shared: &'a Shared,
+    ended: Ended,
     _permit: SemaphorePermit<'a>,
+}
+
+/// How a lease's use ended, which decides what becomes of its connection.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Ended {
+    /// Its caller was dropped midway, or never said.
+    Unknown,
+    /// Its last command answered.
+    Answered,
+    /// The connection's thread is gone or its file failed: closed, not kept.
+    Broken,
 }
 
 impl Connections {
@@ -48,7 +80,10 @@ impl Connections {
         Ok(Self {
             shared: Arc::new(Shared {
                 options,
-                idle: Mutex::new(vec![first]),
+                idle: Mutex::new(VecDeque::from([Idle {
+                    connection: first,
+                    since: Instant::now(),
+                }])),
                 permits: Semaphore::new(most as usize),
                 most,
             }),
@@ -60,23 +95,25 @@ impl Connections {
         &self.shared.options
     }
 
-    /// A connection of the set: an idle one, or a new one while fewer than the most are open.
-    /// Waits while all are in use; fails once the set is closed.
-    pub async fn acquire(&self) -> Result<Lease<'_>, sqlx::Error> {
+    /// A connection of the set: the last used idle one, or a new one while fewer than the most
+    /// are open. Waits at most [`ACQUIRE_LIMIT`] while all are in use; fails once the set is
+    /// closed.
+    async fn acquire(&self) -> Result<Lease<'_>, sqlx::Error> {
         let shared = &*self.shared;
-        let permit = shared
-            .permits
-            .acquire()
-            .await
-            .map_err(|_| sqlx::Error::PoolClosed)?;
-        let idle = shared.idle.lock().expect("not poisoned").pop();
+        let permit = match tokio::time::timeout(ACQUIRE_LIMIT, shared.permits.acquire()).await {
+            Err(_) => return Err(sqlx::Error::PoolTimedOut),
+            Ok(Err(_)) => return Err(sqlx::Error::PoolClosed),
+            Ok(Ok(permit)) => permit,
+        };
+        let idle = shared.idle.lock().expect("not poisoned").pop_back();
         let connection = match idle {
-            Some(connection) => connection,
+            Some(idle) => idle.connection,
             None => shared.options.connect().await?,
         };
         Ok(Lease {
             connection: Some(connection),
             shared,
+            ended: Ended::Unknown,
             _permit: permit,
         })
     }
@@ -106,21 +143,42 @@ impl Connections {
             committed: false,
         };
         let rows = transaction.fetch_all(script).await?;
+        // Every statement ran: the connection's thread stops a query early only at an error or
+        // when its caller is gone.
         transaction.committed = true;
+        transaction.lease.ended = Ended::Answered;
         Ok(rows)
     }
 
-    /// Waits (at most `bound`) for the connections in use to come back, then closes them all;
-    /// later acquisitions fail.
-    pub async fn close(&self, bound: std::time::Duration) {
+    /// Closes the set: later acquisitions fail, connections in use are closed when they come
+    /// back. Waits at most `bound` in all for those in use and for the idle ones to close.
+    pub async fn close(&self, bound: Duration) {
         let shared = &*self.shared;
-        let all = tokio::time::timeout(bound, shared.permits.acquire_many(shared.most)).await;
+        let closing = async {
+            let all = shared.permits.acquire_many(shared.most).await;
+            shared.permits.close();
+            let idle = std::mem::take(&mut *shared.idle.lock().expect("not poisoned"));
+            for idle in idle {
+                let _ = idle.connection.close().await;
+            }
+            drop(all);
+        };
+        let _ = tokio::time::timeout(bound, closing).await;
         shared.permits.close();
-        let idle = std::mem::take(&mut *shared.idle.lock().expect("not poisoned"));
-        for connection in idle {
-            let _ = connection.close().await;
-        }
-        drop(all);
+        // What is left is closed without waiting.
+        drop(std::mem::take(
+            &mut *shared.idle.lock().expect("not poisoned"),
+        ));
+    }
+}
+
+impl Lease<'_> {
+    /// Notes how a command on the connection ended.
+    fn answered<T>(&mut self, result: &Result<T, sqlx::Error>) {
+        self.ended = match result {
+            Err(sqlx::Error::WorkerCrashed | sqlx::Error::Io(_)) => Ended::Broken,
+            _ => Ended::Answered,
+        };
     }
 }
 
@@ -140,13 +198,31 @@ impl std::ops::DerefMut for Lease<'_> {
 
 impl Drop for Lease<'_> {
     fn drop(&mut self) {
-        if let Some(connection) = self.connection.take() {
-            self.shared
-                .idle
-                .lock()
-                .expect("not poisoned")
-                .push(connection);
+        let Some(connection) = self.connection.take() else {
+            return;
+        };
+        if self.ended == Ended::Broken || self.shared.permits.is_closed() {
+            return;
         }
+        let now = Instant::now();
+        let returned = Idle {
+            connection,
+            since: now,
+        };
+        let stale = {
+            let mut idle = self.shared.idle.lock().expect("not poisoned");
+            match self.ended {
+                Ended::Answered => idle.push_back(returned),
+                _ => idle.push_front(returned),
+            }
+            let (fresh, stale) = std::mem::take(&mut *idle)
+                .into_iter()
+                .partition(|idle| now.duration_since(idle.since) < IDLE_LIMIT);
+            *idle = fresh;
+            stale
+        };
+        // Closed outside the lock (dropping a connection tells its thread to end).
+        drop::<VecDeque<Idle>>(stale);
     }
 }
 
@@ -161,6 +237,7 @@ impl Transaction<'_> {
     pub async fn commit(mut self) -> Result<(), sqlx::Error> {
         sqlx::query("COMMIT").execute(&mut *self).await?;
         self.committed = true;
+        self.lease.ended = Ended::Answered;
         Ok(())
     }
 }
@@ -189,7 +266,8 @@ impl Drop for Transaction<'_> {
     }
 }
 
-/// Queries run on the set as on a pool: each on a connection leased for it.
+/// Queries run on the set as on a pool: each on a connection leased for it. (Not transactions:
+/// see [`Connections::begin`].)
 impl<'p> Executor<'p> for &'p Connections {
     type Database = Sqlite;
 
@@ -201,11 +279,13 @@ impl<'p> Executor<'p> for &'p Connections {
         'p: 'e,
         E: 'q + Execute<'q, Sqlite>,
     {
-        // The store's queries return a few rows: they are read whole, and the connection goes
-        // back before the caller sees the first.
+        // The queries of the store and the runtime return a few rows: they are read whole, and
+        // the connection goes back before the caller sees the first.
         let all = async move {
             let mut lease = self.acquire().await?;
-            lease.fetch_many(query).try_collect::<Vec<_>>().await
+            let all = lease.fetch_many(query).try_collect::<Vec<_>>().await;
+            lease.answered(&all);
+            all
         };
         futures_util::stream::once(all)
             .map_ok(|all| futures_util::stream::iter(all.into_iter().map(Ok)))
@@ -221,7 +301,12 @@ impl<'p> Executor<'p> for &'p Connections {
         'p: 'e,
         E: 'q + Execute<'q, Sqlite>,
     {
-        Box::pin(async move { self.acquire().await?.fetch_optional(query).await })
+        Box::pin(async move {
+            let mut lease = self.acquire().await?;
+            let row = lease.fetch_optional(query).await;
+            lease.answered(&row);
+            row
+        })
     }
 
     fn prepare_with<'e>(
@@ -232,7 +317,12 @@ impl<'p> Executor<'p> for &'p Connections {
     where
         'p: 'e,
     {
-        Box::pin(async move { self.acquire().await?.prepare_with(sql, parameters).await })
+        Box::pin(async move {
+            let mut lease = self.acquire().await?;
+            let prepared = lease.prepare_with(sql, parameters).await;
+            lease.answered(&prepared);
+            prepared
+        })
     }
 
     // Required while sqlx's query macros are built (they describe queries at compile time).
@@ -240,7 +330,12 @@ impl<'p> Executor<'p> for &'p Connections {
     where
         'p: 'e,
     {
-        Box::pin(async move { self.acquire().await?.describe(sql).await })
+        Box::pin(async move {
+            let mut lease = self.acquire().await?;
+            let described = lease.describe(sql).await;
+            lease.answered(&described);
+            described
+        })
     }
 }
 
@@ -296,7 +391,7 @@ mod tests {
         drop(tx);
 
         // A caller dropped while its transaction waits (a cancelled request, say).
-        let (began, wrote) = tokio::sync::oneshot::channel();
+        let (wrote_tx, wrote_rx) = tokio::sync::oneshot::channel();
         let caller = {
             let set = set.clone();
             tokio::spawn(async move {
@@ -305,11 +400,11 @@ mod tests {
                     .execute(&mut *tx)
                     .await
                     .unwrap();
-                began.send(()).unwrap();
+                wrote_tx.send(()).unwrap();
                 std::future::pending::<()>().await;
             })
         };
-        wrote.await.unwrap();
+        wrote_rx.await.unwrap();
         caller.abort();
         let _ = caller.await;
 
@@ -348,6 +443,70 @@ mod tests {
         let returned: Vec<i64> = rows.iter().map(|row| row.get(0)).collect();
         assert_eq!(returned, [6]);
         assert_eq!(ids(&set).await, [2, 5, 6]);
+    }
+
+    /// A statement that takes a while (counting to `n`); the count is its one row.
+    fn slow(n: i64) -> String {
+        format!(
+            "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < {n}) \
+             SELECT count(*) FROM c"
+        )
+    }
+
+    #[tokio::test]
+    async fn a_query_dropped_while_it_runs_leaves_the_connection_serving_the_next() {
+        let dir = tempfile::tempdir().unwrap();
+        let set = set(&dir, 1).await;
+        let long = sqlx::query_scalar::<_, i64>(sqlx::AssertSqlSafe(slow(1_000_000)));
+        let cut = tokio::time::timeout(Duration::from_millis(1), long.fetch_one(&set)).await;
+        assert!(cut.is_err(), "cut off while it runs");
+        // Its thread finishes the statement it runs (well under the bound), then this one.
+        let next = sqlx::query_scalar::<_, i64>("SELECT 42").fetch_one(&set);
+        let next = tokio::time::timeout(Duration::from_secs(20), next)
+            .await
+            .expect("served after the dropped statement")
+            .unwrap();
+        assert_eq!(next, 42);
+    }
+
+    #[tokio::test]
+    async fn a_script_dropped_while_it_runs_is_rolled_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let set = set(&dir, 1).await;
+        let script = format!(
+            "BEGIN IMMEDIATE; INSERT INTO t VALUES (1); {}; COMMIT",
+            slow(1_000_000)
+        );
+        let script = set.transact(sqlx::query(sqlx::AssertSqlSafe(script)));
+        let cut = tokio::time::timeout(Duration::from_millis(1), script).await;
+        assert!(cut.is_err(), "cut off while it runs");
+        // Waits (within the busy timeout) for the closed connection's thread to finish the
+        // statement it runs and let go of the write lock.
+        let write = sqlx::query("INSERT INTO t VALUES (2)").execute(&set);
+        tokio::time::timeout(Duration::from_secs(20), write)
+            .await
+            .expect("the write lock is let go")
+            .unwrap();
+        assert_eq!(ids(&set).await, [2]);
+    }
+
+    #[tokio::test]
+    async fn closing_waits_for_a_connection_in_use_only_as_long_as_it_is_told() {
+        let dir = tempfile::tempdir().unwrap();
+        let set = set(&dir, 2).await;
+        let out = set.acquire().await.unwrap();
+        tokio::time::timeout(
+            Duration::from_secs(5),
+            set.close(Duration::from_millis(100)),
+        )
+        .await
+        .expect("closing is bounded");
+        drop(out);
+        assert!(
+            set.shared.idle.lock().unwrap().is_empty(),
+            "not kept once closed"
+        );
+        assert!(matches!(set.acquire().await, Err(sqlx::Error::PoolClosed)));
     }
 
     #[tokio::test]

@@ -951,7 +951,7 @@ async fn a_finished_turn_has_its_last_event_and_readers_see_the_tail(store: Stor
     assert_eq!(
         started.iter().map(|e| e.seq).collect::<Vec<_>>(),
         [1],
-        "numbered after the rewrite"
+        "the log's first event"
     );
     assert_eq!(
         store

@@ -259,6 +259,13 @@ impl Store {
         turn: &Turn,
         kinds: &[TurnEventKind],
     ) -> Result<Option<Vec<TurnEvent>>> {
+        if kinds.is_empty() {
+            return match self.update_turn(turn).await {
+                Ok(()) => Ok(Some(Vec::new())),
+                Err(StoreError::TurnEnded(_)) => Ok(None),
+                Err(e) => Err(e),
+            };
+        }
         let at = Timestamp::now();
         let bodies: Vec<String> = kinds.iter().map(to_json).collect();
         let n = kinds.len();
