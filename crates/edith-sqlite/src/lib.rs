@@ -215,11 +215,15 @@ impl Drop for Lease<'_> {
                 Ended::Answered => idle.push_back(returned),
                 _ => idle.push_front(returned),
             }
-            let (fresh, stale) = std::mem::take(&mut *idle)
-                .into_iter()
-                .partition(|idle| now.duration_since(idle.since) < IDLE_LIMIT);
-            *idle = fresh;
-            stale
+            let is_stale = |idle: &Idle| now.duration_since(idle.since) >= IDLE_LIMIT;
+            // Rarely any: the list is only rebuilt when one is.
+            if idle.iter().any(is_stale) {
+                let (stale, fresh) = std::mem::take(&mut *idle).into_iter().partition(is_stale);
+                *idle = fresh;
+                stale
+            } else {
+                VecDeque::new()
+            }
         };
         // Closed outside the lock (dropping a connection tells its thread to end).
         drop::<VecDeque<Idle>>(stale);
