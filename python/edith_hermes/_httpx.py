@@ -27,6 +27,9 @@ class Response:
         self._chunks = _once(body) if body is not None else response.aiter_bytes()
         self.status: int = response.status_code
         self.content_type: str | None = response.headers.get("content-type")
+        # Where a started stream is read (`201`), or a retry is sent on to (`303`; httpx follows
+        # no redirect unless its client was told to).
+        self.location: str | None = response.headers.get("location")
 
     async def next_chunk(self) -> bytes | None:
         """The next piece of the body; ``None`` at its end (the response is closed then)."""

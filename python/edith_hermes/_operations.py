@@ -343,6 +343,13 @@ class Operations:
         """
         return await self._client.call("POST", f"/v1/instances/{_segment(instance_id)}/profiles/{_segment(profile_id)}/sessions/{_segment(session_id)}/turns", [], body)
 
+    async def turn_create_stream(self, instance_id: str, profile_id: str, session_id: str, body: dict[str, Any]) -> EventStream:
+        """Start a turn and stream its events in the reply (SSE), from its first to its last: one request where `turn_create` and `turn_events` take two.
+
+        ``POST /v1/instances/{instance_id}/profiles/{profile_id}/sessions/{session_id}/turns/stream`` (scope: write).
+        """
+        return await self._client.start_events("TurnEvent", f"/v1/instances/{_segment(instance_id)}/profiles/{_segment(profile_id)}/sessions/{_segment(session_id)}/turns/stream", body)
+
     def turn_events(self, instance_id: str, profile_id: str, session_id: str, turn_id: str, *, after: int = 0) -> EventStream:
         """Stream a turn's events (SSE), from the start or after a sequence number.
 

@@ -425,6 +425,16 @@ impl Session {
         })
     }
 
+    /// Starts a turn with `input` and awaits to its event stream, in one request; every event
+    /// names its turn (`turn_id`), for `session.turn(turn_id)`.
+    fn stream<'py>(&self, py: Python<'py>, input: String) -> PyResult<Bound<'py, PyAny>> {
+        let handle = self.inner.clone();
+        future_into_py(py, async move {
+            let events = handle.stream(&input).await.map_err(error)?;
+            Ok(EventStream::new(events))
+        })
+    }
+
     /// A handle on turn `turn_id`; no I/O.
     fn turn(&self, turn_id: &str) -> PyResult<Turn> {
         Ok(Turn {

@@ -88,6 +88,30 @@ impl EdithHermes {
         }
     }
 
+    /// POSTs `body` to `path`; awaits to the event log (of `TurnEvent`s) the reply starts.
+    fn start_events<'py>(
+        &self,
+        py: Python<'py>,
+        event: &str,
+        path: String,
+        body: Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        if event != "TurnEvent" {
+            return Err(PyValueError::new_err(format!(
+                "`{event}` is not an event log a request of the contract starts"
+            )));
+        }
+        let body: Value = from_py(&body)?;
+        let client = self.inner.clone();
+        future_into_py(py, async move {
+            let events = client
+                .start_events_at::<edith_types::TurnEvent>(&path, &body)
+                .await
+                .map_err(error)?;
+            Ok(EventStream::new(events))
+        })
+    }
+
     /// Opens the gateway relay at `path`.
     fn socket<'py>(&self, py: Python<'py>, path: String) -> PyResult<Bound<'py, PyAny>> {
         let client = self.inner.clone();

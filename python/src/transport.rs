@@ -194,13 +194,13 @@ impl HttpTransport for HttpxTransport {
                 response,
                 locals: locals.clone(),
             };
-            let (status, content_type) = Python::attach(|py| {
+            let (status, content_type, location) = Python::attach(|py| {
                 let response = open.response.bind(py);
+                let header = |name| response.getattr(name)?.extract::<Option<String>>();
                 Ok::<_, PyErr>((
                     response.getattr("status")?.extract::<u16>()?,
-                    response
-                        .getattr("content_type")?
-                        .extract::<Option<String>>()?,
+                    header("content_type")?,
+                    header("location")?,
                 ))
             })
             .map_err(failure)?;
@@ -222,6 +222,7 @@ impl HttpTransport for HttpxTransport {
             Ok(HttpResponse {
                 status,
                 content_type,
+                location,
                 body: body.boxed(),
             })
         }

@@ -46,10 +46,20 @@ async def test_the_low_level_client_sends_through_the_callers_client(tmp_path):
                 ids = (iid, profile["id"], session["id"], turn["id"])
                 events = [e async for e in sdk.turn_events(*ids)]
                 assert events[-1]["type"] == "turn.finished"
+                # A turn streamed in the POST that starts it, through the caller's client.
+                streamed = [
+                    e
+                    async for e in await sdk.turn_create_stream(
+                        iid, profile["id"], session["id"], {"input": "hi"}
+                    )
+                ]
+                assert [e["type"] for e in streamed] == [e["type"] for e in events]
+                assert streamed[0]["turn_id"] != turn["id"]
                 with pytest.raises(ApiError) as missing:
                     await sdk.instance_get("inst_00000000000000000000000000000001")
                 assert missing.value.status == 404
             assert "POST /v1/instances" in seen
+            assert any(s.endswith("/turns/stream") for s in seen), seen
             assert any(s.endswith("/events") for s in seen), seen
             # Ours is closed; the caller's client is not, and still works.
             with pytest.raises(ClosedError):

@@ -56,6 +56,15 @@ async def test_a_turn_streams_its_events_and_the_runtime_calls_a_python_tool(her
     assert tail == events[7:]
 
 
+    # A turn streamed in the request that starts it: the same log, named by its events.
+    streamed = [event async for event in await session.stream(PROMPT)]
+    assert [event["type"] for event in streamed] == kinds
+    again = session.turn(streamed[0]["turn_id"])
+    assert await events_of(again) == streamed
+    assert (await again.get())["output"] == "word_count returned 5."
+    assert seen == ["hello from the Hermes runtime"] * 2
+
+
 async def test_a_plain_function_runs_off_the_event_loop(hermes):
     """A plain `def` tool runs in a worker thread: the loop keeps running while it works."""
     release = threading.Event()

@@ -95,7 +95,10 @@ struct Operation {
 
 enum Response {
     Json(String),
+    /// A log's event stream (`GET`), resumed after a sequence number.
     Events(String),
+    /// A `201` whose body is the event stream of the log the request started.
+    Started(String),
     /// A WebSocket upgrade: the method opens a self-resuming connection.
     Socket,
 }
@@ -129,10 +132,15 @@ fn operations(contract: &Value, uses: &mut BTreeSet<String>) -> Vec<Operation> {
                 .expect("a success response");
             let response = match reply["content"].get("text/event-stream") {
                 _ if status == "101" => Response::Socket,
-                Some(sse) => Response::Events(rust_type(
-                    &sse["schema"]["properties"]["data"]["contentSchema"],
-                    uses,
-                )),
+                Some(sse) => {
+                    let event =
+                        rust_type(&sse["schema"]["properties"]["data"]["contentSchema"], uses);
+                    if status == "201" {
+                        Response::Started(event)
+                    } else {
+                        Response::Events(event)
+                    }
+                }
                 None => Response::Json(rust_type(
                     &reply["content"]["application/json"]["schema"],
                     uses,
@@ -251,6 +259,14 @@ fn write_operation(out: &mut String, op: &Operation) {
                 format!("format!(\"{}\")", op.path)
             };
             let _ = writeln!(out, "        self.stream({owned}, after)");
+        }
+        Response::Started(event) => {
+            let _ = writeln!(
+                out,
+                "    pub async fn {}(&self{args}) -> Result<EventStream<{event}>> {{",
+                op.id
+            );
+            let _ = writeln!(out, "        self.start_stream({path}, body).await");
         }
         Response::Json(reply) => {
             let _ = writeln!(

@@ -14,6 +14,8 @@ enum Reply {
     Json,
     /// An SSE log of this event type (`TurnEvent`, `JobEvent`).
     Events(String),
+    /// A `201` whose body is the SSE log (of this event type) the request started.
+    Started(String),
     Socket,
 }
 
@@ -53,7 +55,12 @@ fn operations(contract: &Value) -> Vec<Operation> {
                             .as_str()
                         {
                             Some(event) => {
-                                Reply::Events(event.rsplit('/').next().expect("a name").to_owned())
+                                let event = event.rsplit('/').next().expect("a name").to_owned();
+                                if status == "201" {
+                                    Reply::Started(event)
+                                } else {
+                                    Reply::Events(event)
+                                }
                             }
                             None => Reply::Json,
                         }
@@ -75,7 +82,7 @@ fn operations(contract: &Value) -> Vec<Operation> {
                         )
                     })
                     .collect(),
-                Reply::Events(_) | Reply::Socket => Vec::new(),
+                Reply::Events(_) | Reply::Started(_) | Reply::Socket => Vec::new(),
             };
             ops.push(Operation {
                 id: identifier(op["operationId"].as_str().expect("operationId")).to_owned(),
@@ -205,6 +212,7 @@ fn write_operation(out: &mut String, op: &Operation) {
     let (prefix, returns) = match &op.reply {
         Reply::Json => ("async def", "Any"),
         Reply::Events(_) => ("def", "EventStream"),
+        Reply::Started(_) => ("async def", "EventStream"),
         Reply::Socket => ("async def", "GatewayConnection"),
     };
     let _ = writeln!(out, "    {prefix} {}(self{args}) -> {returns}:", op.id);
@@ -232,6 +240,9 @@ fn write_operation(out: &mut String, op: &Operation) {
             )
         }
         Reply::Events(event) => format!("self._client.events(\"{event}\", {path}, after)"),
+        Reply::Started(event) => {
+            format!("await self._client.start_events(\"{event}\", {path}, body)")
+        }
         Reply::Socket => format!("await self._client.socket({path})"),
     };
     let _ = writeln!(out, "        return {call}");

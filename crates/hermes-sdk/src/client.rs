@@ -15,7 +15,7 @@ use serde::de::DeserializeOwned;
 use crate::error::{Error, Result};
 use crate::events::{EventStream, LogEvent};
 use crate::gateway::{GatewayConnection, RelayTarget};
-use crate::transport::{Http, HttpRequest, HttpTransport, TransportFailure};
+use crate::transport::{Http, HttpRequest, HttpResponse, HttpTransport, TransportFailure};
 
 /// How often a POST is sent again after its connection failed (safe: it carries an
 /// `Idempotency-Key`).
@@ -95,7 +95,13 @@ impl EdithHermes {
     /// A client for the control plane at `base_url`, with an HTTP client of its own, which
     /// [`close`](Self::close) shuts down.
     pub fn remote(base_url: &str, api_key: Option<&str>) -> Self {
-        Self::with(base_url, api_key, Http::owned(reqwest::Client::new()))
+        // Redirects are not followed: the one this API sends (`303`, to a stream a retried
+        // POST had started) is the SDK's to follow, with the stream's cursor.
+        let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .expect("an HTTP client with the default TLS setup");
+        Self::with(base_url, api_key, Http::owned(http))
     }
 
     /// A client that sends through `http`. The SDK never closes or reconfigures it: it stays
@@ -192,33 +198,12 @@ impl EdithHermes {
             request.url = with_query(&request.url, &query)?;
         }
         if let Some(body) = body {
-            let json = serde_json::to_vec(body).map_err(|e| Error::Decode {
-                detail: format!("request body: {e}"),
-                body: String::new(),
-            })?;
-            request
-                .headers
-                .push((CONTENT_TYPE.to_string(), "application/json".to_owned()));
-            request.body = Some(json.into());
+            with_json(&mut request, body)?;
         }
-        let retries = if method == Method::POST {
-            let key = uuid::Uuid::new_v4().simple().to_string();
-            request.headers.push(("Idempotency-Key".to_owned(), key));
-            MAX_POST_RETRIES
-        } else {
-            0
-        };
-        let mut attempt = 0;
-        let response = loop {
-            match self.inner.http.send(request.clone()).await {
-                Ok(response) => break response,
-                Err(e) if attempt < retries && (e.connect || e.request) => {
-                    attempt += 1;
-                    tokio::time::sleep(std::time::Duration::from_millis(100 * attempt)).await;
-                }
-                Err(e) => return Err(e.into()),
-            }
-        };
+        if method == Method::POST {
+            with_idempotency_key(&mut request);
+        }
+        let response = self.send(&request).await?;
         let status = response.status;
         let bytes = response.bytes().await?;
         if !(200..300).contains(&status) {
@@ -228,6 +213,81 @@ impl EdithHermes {
             detail: e.to_string(),
             body: String::from_utf8_lossy(&bytes).into_owned(),
         })
+    }
+
+    /// Sends `request`; a POST (which carries an `Idempotency-Key`) is sent again, up to twice,
+    /// when its connection failed.
+    async fn send(&self, request: &HttpRequest) -> Result<HttpResponse> {
+        let retries = if request.method == Method::POST.as_str() {
+            MAX_POST_RETRIES
+        } else {
+            0
+        };
+        let mut attempt = 0;
+        loop {
+            match self.inner.http.send(request.clone()).await {
+                Ok(response) => return Ok(response),
+                Err(e) if attempt < retries && (e.connect || e.request) => {
+                    attempt += 1;
+                    tokio::time::sleep(std::time::Duration::from_millis(100 * attempt)).await;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+
+    /// POSTs `body` to `path`, whose reply is the event log the request starts (`201`, with the
+    /// log's `Location`), and follows that log to its end: resumed from its `Location` when the
+    /// connection drops, or, where the reply did not say it, by sending the request again with
+    /// its `Idempotency-Key` (the server then names the log with a `303` instead of starting
+    /// anything again).
+    pub(crate) async fn start_stream<B: Serialize + ?Sized, E: LogEvent>(
+        &self,
+        path: &str,
+        body: &B,
+    ) -> Result<EventStream<E>> {
+        self.check_open()?;
+        let mut request = self.request(&Method::POST, path, "text/event-stream");
+        with_json(&mut request, body)?;
+        with_idempotency_key(&mut request);
+        let opened = self.post_stream(&request).await?;
+        Ok(EventStream::started(self.clone(), request, opened))
+    }
+
+    /// Sends a POST whose reply is an event stream (again, for a retry or a resume).
+    pub(crate) async fn post_stream(&self, request: &HttpRequest) -> Result<Opened> {
+        self.check_open()?;
+        let response = self.send(request).await?;
+        let location = match &response.location {
+            Some(location) => Some(self.path_of(location)?),
+            None => None,
+        };
+        match (response.status, location) {
+            (303, Some(location)) => Ok(Opened::SeeOther(location)),
+            (200..300, location) => Ok(Opened::Stream {
+                body: response.body,
+                location,
+            }),
+            (status, _) => {
+                let bytes = response.bytes().await?;
+                Err(problem_of(status, &bytes))
+            }
+        }
+    }
+
+    /// A `Location` of this server as a path (the server sends paths; a proxy may have made
+    /// it absolute).
+    fn path_of(&self, location: &str) -> Result<String> {
+        if location.starts_with('/') {
+            return Ok(location.to_owned());
+        }
+        match location.strip_prefix(&self.inner.base) {
+            Some(path) if path.starts_with('/') => Ok(path.to_owned()),
+            _ => Err(Error::Decode {
+                detail: format!("a `Location` outside {}", self.inner.base),
+                body: location.to_owned(),
+            }),
+        }
     }
 
     /// Sends `method path` with `query` and a JSON `body`, and reads the JSON reply, as the
@@ -251,6 +311,16 @@ impl EdithHermes {
     /// operations do. For bindings, like [`EdithHermes::call_path`].
     pub fn events_at<E: LogEvent>(&self, path: &str, after: u64) -> EventStream<E> {
         self.stream(path.to_owned(), after)
+    }
+
+    /// POSTs `body` to `path` and follows the event log the reply starts, as the generated
+    /// operations do. For bindings, like [`EdithHermes::call_path`].
+    pub async fn start_events_at<E: LogEvent>(
+        &self,
+        path: &str,
+        body: &serde_json::Value,
+    ) -> Result<EventStream<E>> {
+        self.start_stream(path, body).await
     }
 
     /// Opens the gateway relay at `path`, as the generated operations do. For bindings, like
@@ -302,6 +372,37 @@ impl EdithHermes {
     pub(crate) fn stream<E: LogEvent>(&self, path: String, after: u64) -> EventStream<E> {
         EventStream::follow(self.clone(), path, after)
     }
+}
+
+/// What a POST answered by an event stream gave.
+pub(crate) enum Opened {
+    /// The stream, and where it is read again (its `Location`) if the reply said.
+    Stream {
+        body: BoxStream<'static, std::result::Result<Bytes, TransportFailure>>,
+        location: Option<String>,
+    },
+    /// The request had been handled before (a retry with its `Idempotency-Key`): the stream it
+    /// started is read at this path.
+    SeeOther(String),
+}
+
+/// Puts `body` in `request` as JSON.
+fn with_json<B: Serialize + ?Sized>(request: &mut HttpRequest, body: &B) -> Result<()> {
+    let json = serde_json::to_vec(body).map_err(|e| Error::Decode {
+        detail: format!("request body: {e}"),
+        body: String::new(),
+    })?;
+    request
+        .headers
+        .push((CONTENT_TYPE.to_string(), "application/json".to_owned()));
+    request.body = Some(json.into());
+    Ok(())
+}
+
+/// A fresh `Idempotency-Key`, so that `request` may be sent again without doing its work twice.
+fn with_idempotency_key(request: &mut HttpRequest) {
+    let key = uuid::Uuid::new_v4().simple().to_string();
+    request.headers.push(("Idempotency-Key".to_owned(), key));
 }
 
 /// `url` with `query` appended, encoded as a form.

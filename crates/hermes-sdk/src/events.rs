@@ -1,6 +1,7 @@
 //! Event streams over SSE that resume by themselves: when the connection drops before the final
 //! event, the stream reconnects with `Last-Event-ID` and carries on where it was, with no
-//! duplicates and no gaps (the server keeps the whole log).
+//! duplicates and no gaps (the server keeps the whole log). A stream a POST started (a turn's,
+//! from `turn_create_stream`) resumes the same way from the log's `Location`.
 
 use std::collections::VecDeque;
 use std::pin::Pin;
@@ -13,9 +14,9 @@ use eventsource_stream::Eventsource;
 use futures_util::stream::{self, BoxStream, Stream, StreamExt};
 use serde::de::DeserializeOwned;
 
-use crate::client::EdithHermes;
+use crate::client::{EdithHermes, Opened};
 use crate::error::{Error, Result};
-use crate::transport::TransportFailure;
+use crate::transport::{HttpRequest, TransportFailure};
 
 /// How often a dropped stream is re-opened in a row before it gives up.
 const MAX_RECONNECTS: u32 = 5;
@@ -70,9 +71,27 @@ type SseBody = eventsource_stream::EventStream<
     BoxStream<'static, std::result::Result<Bytes, TransportFailure>>,
 >;
 
+/// Where a stream is (re)opened.
+enum Source {
+    /// The log's own stream, opened after the last event seen.
+    Path(String),
+    /// The POST that started the log, sent again (with its `Idempotency-Key`) to learn where the
+    /// log is, when its first reply did not say.
+    Post(HttpRequest),
+}
+
+impl std::fmt::Display for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Source::Path(path) => f.write_str(path),
+            Source::Post(request) => write!(f, "POST {}", request.url),
+        }
+    }
+}
+
 struct Follow<E> {
     client: EdithHermes,
-    path: String,
+    source: Source,
     last: u64,
     body: Option<SseBody>,
     pending: VecDeque<E>,
@@ -83,15 +102,33 @@ struct Follow<E> {
 impl<E: LogEvent> EventStream<E> {
     /// Follows `path` from after `after` (0: from the start).
     pub(crate) fn follow(client: EdithHermes, path: String, after: u64) -> Self {
-        let state = Follow {
+        Self::from(Follow {
             client,
-            path,
+            source: Source::Path(path),
             last: after,
             body: None,
             pending: VecDeque::new(),
             reconnects: 0,
             done: false,
+        })
+    }
+
+    /// Follows the log that `request`, a POST, started and `opened` answered.
+    pub(crate) fn started(client: EdithHermes, request: HttpRequest, opened: Opened) -> Self {
+        let mut state = Follow {
+            client,
+            source: Source::Post(request),
+            last: 0,
+            body: None,
+            pending: VecDeque::new(),
+            reconnects: 0,
+            done: false,
         };
+        state.opened(opened);
+        Self::from(state)
+    }
+
+    fn from(state: Follow<E>) -> Self {
         let inner = stream::unfold(state, |mut s| async move {
             loop {
                 if let Some(event) = s.pending.pop_front() {
@@ -101,8 +138,17 @@ impl<E: LogEvent> EventStream<E> {
                     return None;
                 }
                 let Some(body) = s.body.as_mut() else {
-                    match s.client.open_stream(&s.path, s.last).await {
-                        Ok(body) => s.body = Some(sse(body)),
+                    let opened = match &s.source {
+                        Source::Path(path) => {
+                            (s.client.open_stream(path, s.last).await).map(|body| Opened::Stream {
+                                body,
+                                location: None,
+                            })
+                        }
+                        Source::Post(request) => s.client.post_stream(request).await,
+                    };
+                    match opened {
+                        Ok(opened) => s.opened(opened),
                         Err(e) if e.is_retryable() && s.reconnects < MAX_RECONNECTS => {
                             s.reconnects += 1;
                             tokio::time::sleep(backoff(s.reconnects)).await;
@@ -136,7 +182,7 @@ impl<E: LogEvent> EventStream<E> {
                             s.done = true;
                             let error = Error::StreamEnded(format!(
                                 "{} dropped {MAX_RECONNECTS} times after event {}",
-                                s.path, s.last
+                                s.source, s.last
                             ));
                             return Some((Err(error), s));
                         }
@@ -148,6 +194,22 @@ impl<E: LogEvent> EventStream<E> {
         });
         Self {
             inner: inner.boxed(),
+        }
+    }
+}
+
+impl<E> Follow<E> {
+    /// Takes what opening the stream gave: a body to read, and where to open it next time.
+    fn opened(&mut self, opened: Opened) {
+        match opened {
+            Opened::Stream { body, location } => {
+                if let Some(path) = location {
+                    self.source = Source::Path(path);
+                }
+                self.body = Some(sse(body));
+            }
+            // Opened at the next turn of the loop, after the last event seen.
+            Opened::SeeOther(path) => self.source = Source::Path(path),
         }
     }
 }
@@ -366,5 +428,136 @@ mod tests {
         .await
         .expect("the stream ends after the final event");
         assert_eq!(received, sent);
+    }
+
+    /// What the server of `a_started_stream_*` saw: each request's method, path,
+    /// `Last-Event-ID` and `Idempotency-Key`.
+    type Seen = std::sync::Arc<std::sync::Mutex<Vec<(String, String, String, String)>>>;
+
+    /// A server whose `POST /start` starts a three-event log and sends its first event, then
+    /// drops the connection; with `location`, it names the log (`/log`) as the control plane
+    /// does, without, it answers as a transport that followed the redirect itself would. A
+    /// retry of the POST is a `303` to `/log`; `GET /log` sends what follows `Last-Event-ID`.
+    async fn serve_started_log(location: bool) -> (String, Seen) {
+        use axum::http::{HeaderMap, Method, StatusCode, Uri};
+        let turn = edith_types::TurnId::generate();
+        let frame = move |seq: u64| {
+            let kind = if seq == 3 {
+                TurnEventKind::TurnFinished {
+                    state: edith_types::TurnState::Completed,
+                    output: None,
+                    error: None,
+                }
+            } else {
+                TurnEventKind::MessageDelta {
+                    text: format!("{seq} "),
+                }
+            };
+            let event = TurnEvent {
+                seq,
+                turn_id: turn.clone(),
+                at: edith_types::Timestamp::now(),
+                kind,
+            };
+            format!(
+                "id: {seq}\ndata: {}\n\n",
+                serde_json::to_string(&event).unwrap()
+            )
+        };
+        let seen = Seen::default();
+        let record = seen.clone();
+        let handler = move |method: Method, uri: Uri, headers: HeaderMap| {
+            let header = |name: &str| {
+                let value = headers.get(name).map(|v| v.to_str().unwrap().to_owned());
+                value.unwrap_or_default()
+            };
+            let after: u64 = header("last-event-id").parse().unwrap_or(0);
+            let mut requests = record.lock().unwrap();
+            requests.push((
+                method.to_string(),
+                uri.path().to_owned(),
+                header("last-event-id"),
+                header("idempotency-key"),
+            ));
+            let first_post = requests.iter().filter(|r| r.0 == "POST").count() == 1;
+            let sse = [("content-type", "text/event-stream")];
+            let response = match (method.as_str(), uri.path()) {
+                ("POST", "/start") if first_post => {
+                    // The first event, then the connection breaks.
+                    let body = stream::iter([
+                        Ok(frame(1)),
+                        Err(std::io::Error::other("the connection drops")),
+                    ])
+                    .then(|chunk| async move {
+                        // Separate writes: the first event leaves before the break.
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        chunk
+                    });
+                    let body = axum::body::Body::from_stream(body);
+                    let mut response = (StatusCode::CREATED, sse, body).into_response();
+                    if location {
+                        let log = axum::http::HeaderValue::from_static("/log");
+                        response.headers_mut().insert("location", log);
+                    }
+                    response
+                }
+                ("POST", "/start") => {
+                    (StatusCode::SEE_OTHER, [("location", "/log")]).into_response()
+                }
+                ("GET", "/log") => {
+                    let rest: String = (after + 1..=3).map(&frame).collect();
+                    (StatusCode::OK, sse, rest).into_response()
+                }
+                _ => StatusCode::NOT_FOUND.into_response(),
+            };
+            async move { response }
+        };
+        use axum::response::IntoResponse;
+        let app = axum::Router::new().fallback(handler);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        (url, seen)
+    }
+
+    async fn follow_started(url: &str) -> Vec<u64> {
+        let client = EdithHermes::remote(url, None);
+        let events = client
+            .start_stream::<_, TurnEvent>("/start", &serde_json::json!({"input": "x"}))
+            .await
+            .expect("started");
+        tokio::time::timeout(
+            Duration::from_secs(20),
+            events.map(|e| e.unwrap().seq).collect(),
+        )
+        .await
+        .expect("the stream ends after the final event")
+    }
+
+    #[tokio::test]
+    async fn a_started_stream_resumes_at_its_location() {
+        let (url, seen) = serve_started_log(true).await;
+        assert_eq!(follow_started(&url).await, [1, 2, 3]);
+        let seen = seen.lock().unwrap().clone();
+        let routes: Vec<_> = seen.iter().map(|r| (&*r.0, &*r.1, &*r.2)).collect();
+        assert_eq!(routes, [("POST", "/start", ""), ("GET", "/log", "1")]);
+        assert!(!seen[0].3.is_empty(), "the POST carries an Idempotency-Key");
+    }
+
+    #[tokio::test]
+    async fn a_started_stream_without_its_location_asks_the_post_again() {
+        let (url, seen) = serve_started_log(false).await;
+        assert_eq!(follow_started(&url).await, [1, 2, 3]);
+        let seen = seen.lock().unwrap().clone();
+        let routes: Vec<_> = seen.iter().map(|r| (&*r.0, &*r.1, &*r.2)).collect();
+        assert_eq!(
+            routes,
+            [
+                ("POST", "/start", ""),
+                ("POST", "/start", ""),
+                ("GET", "/log", "1")
+            ]
+        );
+        assert_eq!(seen[0].3, seen[1].3, "the retry has the first one's key");
     }
 }

@@ -55,6 +55,7 @@ pub const OPERATIONS: &[&str] = &[
     "turn_action",
     "turn_cancel",
     "turn_create",
+    "turn_create_stream",
     "turn_events",
     "turn_get",
     "turn_list",
@@ -367,6 +368,13 @@ impl EdithHermes {
     /// `POST /v1/instances/{instance_id}/profiles/{profile_id}/sessions/{session_id}/turns`
     pub async fn turn_create(&self, instance_id: &InstanceId, profile_id: &ProfileId, session_id: &SessionId, body: &CreateTurn) -> Result<Turn> {
         self.call(Method::POST, &format!("/v1/instances/{instance_id}/profiles/{profile_id}/sessions/{session_id}/turns"), Vec::new(), Some(body)).await
+    }
+
+    /// Start a turn and stream its events in the reply (SSE), from its first to its last: one request where `turn_create` and `turn_events` take two.
+    ///
+    /// `POST /v1/instances/{instance_id}/profiles/{profile_id}/sessions/{session_id}/turns/stream`
+    pub async fn turn_create_stream(&self, instance_id: &InstanceId, profile_id: &ProfileId, session_id: &SessionId, body: &CreateTurn) -> Result<EventStream<TurnEvent>> {
+        self.start_stream(&format!("/v1/instances/{instance_id}/profiles/{profile_id}/sessions/{session_id}/turns/stream"), body).await
     }
 
     /// Stream a turn's events (SSE), from the start or after a sequence number.

@@ -488,6 +488,21 @@ impl SessionHandle {
         Ok(self.turn(&turn.id))
     }
 
+    /// Starts a turn with `input` and streams its events, in one request (where [`send`] and
+    /// [`TurnHandle::events`] take two); resumes by itself if the connection drops. Every event
+    /// names its turn (`turn_id`), for [`SessionHandle::turn`].
+    ///
+    /// [`send`]: SessionHandle::send
+    pub async fn stream(&self, input: &str) -> Result<EventStream<TurnEvent>> {
+        let p = &self.profile;
+        let body = CreateTurn {
+            input: input.to_owned(),
+        };
+        let sdk = p.instance.hermes.sdk();
+        sdk.turn_create_stream(&p.instance.id, &p.id, &self.id, &body)
+            .await
+    }
+
     /// A handle on one turn; no I/O.
     pub fn turn(&self, id: &TurnId) -> TurnHandle {
         TurnHandle {

@@ -46,6 +46,9 @@ pub struct HttpResponse {
     pub status: u16,
     /// The `Content-Type` header.
     pub content_type: Option<String>,
+    /// The `Location` header: where a reply that starts a stream (`201`) or sends the client on
+    /// (`303`) says the stream is read. A transport that follows redirects itself leaves it out.
+    pub location: Option<String>,
     /// The body's chunks, as they arrive.
     pub body: BoxStream<'static, Result<Bytes, TransportFailure>>,
 }
@@ -182,14 +185,16 @@ async fn send_with(
         builder = builder.timeout(timeout);
     }
     let response = builder.send().await?;
-    let content_type = response
-        .headers()
-        .get(reqwest::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
+    let header = |name| {
+        let value = response.headers().get(name)?.to_str().ok()?;
+        Some(value.to_owned())
+    };
+    let content_type = header(reqwest::header::CONTENT_TYPE);
+    let location = header(reqwest::header::LOCATION);
     Ok(HttpResponse {
         status: response.status().as_u16(),
         content_type,
+        location,
         body: response
             .bytes_stream()
             .map(|chunk| chunk.map_err(TransportFailure::from))

@@ -119,6 +119,17 @@ impl Ids {
         raw.parse::<T>()
             .map_err(|e| AppError::new(ErrorCode::InvalidId, format!("`{name}`: {e}")))
     }
+
+    /// The route `pattern` with this request's ids in place of its parameters, and `extra`'s
+    /// (parameter, value) pairs for those the request has not.
+    pub fn fill(&self, pattern: &str, extra: &[(&str, &str)]) -> String {
+        let given = self.0.iter().map(|(k, v)| (k.as_str(), v.as_str()));
+        given
+            .chain(extra.iter().copied())
+            .fold(pattern.to_owned(), |path, (name, value)| {
+                path.replace(&format!("{{{name}}}"), value)
+            })
+    }
 }
 
 /// Query parameters; malformed ones are a 400 `invalid_request` that names the problem.

@@ -3,6 +3,9 @@
 //! `Idempotent-Replayed: true`) instead of doing the work twice. The same key with another
 //! request is a 409; a retry while the first is still being handled is a 409 as well.
 //! Server errors (5xx) are not kept, so a retry after one runs again.
+//!
+//! A reply that is an event stream is not kept whole (it lasts as long as its log): what is
+//! kept is where the log is read (its `Location`), and a retry is `303 See Other` to there.
 
 use axum::body::{Body, to_bytes};
 use axum::extract::{Request, State};
@@ -73,7 +76,11 @@ pub async fn guard(State(state): State<AppState>, request: Request, next: Next) 
             content_type,
         }) => {
             let status = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
-            let mut response = (status, body).into_response();
+            let mut response = if status == StatusCode::SEE_OTHER {
+                see_other(&body)
+            } else {
+                (status, body).into_response()
+            };
             let headers = response.headers_mut();
             if let Some(value) = content_type.and_then(|c| HeaderValue::from_str(&c).ok()) {
                 headers.insert(header::CONTENT_TYPE, value);
@@ -83,6 +90,15 @@ pub async fn guard(State(state): State<AppState>, request: Request, next: Next) 
         }
         Ok(Idempotency::New) => {
             let response = next.run(Request::from_parts(parts, Body::from(body))).await;
+            if is_event_stream(&response) {
+                let location = response
+                    .headers()
+                    .get(header::LOCATION)
+                    .filter(|_| response.status().is_success())
+                    .cloned();
+                keep_stream_location(&state, &key, location).await;
+                return response;
+            }
             let (parts, body) = response.into_parts();
             let Ok(body) = to_bytes(body, max_body.max(REPLY_LIMIT)).await else {
                 let _ = state.store.release_idempotent(&key).await;
@@ -104,6 +120,41 @@ pub async fn guard(State(state): State<AppState>, request: Request, next: Next) 
                 tracing::error!(error = %e, "could not keep an idempotent reply");
             }
             Response::from_parts(parts, Body::from(body))
+        }
+    }
+}
+
+fn is_event_stream(response: &Response) -> bool {
+    response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/event-stream"))
+}
+
+/// Keeps a streamed reply as a `303 See Other` to its `Location`; one without (which a retry
+/// could not be sent to) is not kept, so a retry runs again.
+async fn keep_stream_location(state: &AppState, key: &str, location: Option<HeaderValue>) {
+    let kept = match location {
+        Some(location) => {
+            let status = StatusCode::SEE_OTHER.as_u16();
+            (state.store)
+                .finish_idempotent(key, status, location.as_bytes(), None)
+                .await
+        }
+        None => state.store.release_idempotent(key).await,
+    };
+    if let Err(e) = kept {
+        tracing::error!(error = %e, "could not keep an idempotent reply");
+    }
+}
+
+/// A retry of a request whose reply was a stream: where that stream is read.
+fn see_other(location: &[u8]) -> Response {
+    match HeaderValue::from_bytes(location) {
+        Ok(location) => (StatusCode::SEE_OTHER, [(header::LOCATION, location)]).into_response(),
+        Err(_) => {
+            AppError::internal("a kept `Location` that is not a header value").into_response()
         }
     }
 }

@@ -199,6 +199,10 @@ async fn job_events(
         let (store, id) = (store.clone(), id.clone());
         async move { Ok(store.job_events_after(&id, after).await?) }
     };
-    let ended = job.state.is_terminal();
-    sse::serve_log(&state, &caller, &headers, params.after, live, replay, ended)
+    let log = if job.state.is_terminal() {
+        sse::Log::Ended
+    } else {
+        sse::Log::Open
+    };
+    sse::serve_log(&state, &caller, &headers, params.after, live, replay, log)
 }

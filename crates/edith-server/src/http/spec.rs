@@ -57,7 +57,8 @@ pub struct Op {
     id: &'static str,
     summary: &'static str,
     body: Option<Value>,
-    responses: Vec<(u16, &'static str, Value)>,
+    /// Status and the response object (description, content, headers).
+    responses: Vec<(u16, Value)>,
     /// For a route that forwards another contract's routes: that contract.
     passthrough: Option<&'static str>,
     /// Query parameters: name, description, schema.
@@ -175,32 +176,17 @@ impl Op {
         let schema = api.generator.subschema_for::<T>().to_value();
         self.responses.push((
             status,
-            what,
-            json!({"application/json": {"schema": schema}}),
+            json!({"description": what, "content": {"application/json": {"schema": schema}}}),
         ));
         self
     }
 
-    /// A `text/event-stream` reply whose `data:` lines are `T`. The schema describes one event
-    /// (as OpenAPI 3.1 tools read an event stream's schema): its `id`, its `event` name and its
-    /// `data`, a JSON document of `T` (`contentSchema`).
+    /// A `text/event-stream` reply whose `data:` lines are `T`, resumable with `Last-Event-ID`
+    /// or `?after=`.
     pub fn streams<T: JsonSchema>(mut self, api: &mut Api, what: &'static str) -> Self {
-        let schema = api.generator.subschema_for::<T>().to_value();
-        let event = json!({
-            "type": "object",
-            "properties": {
-                "id": {"type": "string"},
-                "event": {"type": "string"},
-                "data": {
-                    "type": "string",
-                    "contentMediaType": "application/json",
-                    "contentSchema": schema,
-                },
-            },
-            "required": ["data"],
-        });
+        let content = event_stream::<T>(api);
         self.responses
-            .push((200, what, json!({"text/event-stream": {"schema": event}})));
+            .push((200, json!({"description": what, "content": content})));
         self.headers.push((
             "Last-Event-ID",
             "Resume after this event sequence number.",
@@ -214,13 +200,40 @@ impl Op {
         self
     }
 
+    /// Creates a resource whose event log is the reply: `201 Created`, a `text/event-stream` of
+    /// `T` from the log's first event, and `Location` naming the log's own stream, where it is
+    /// read again after `Last-Event-ID`. A retry with the request's `Idempotency-Key` is
+    /// `303 See Other` to that `Location` (`http::idempotency`): the work is not done twice.
+    pub fn starts_stream<T: JsonSchema>(mut self, api: &mut Api, what: &'static str) -> Self {
+        let content = event_stream::<T>(api);
+        let location = |what: &str| json!({"Location": {"description": what, "required": true, "schema": {"type": "string"}}});
+        self.responses.push((
+            201,
+            json!({
+                "description": what,
+                "content": content,
+                "headers": location("The new log's stream: read it again there, after `Last-Event-ID`."),
+            }),
+        ));
+        self.responses.push((
+            303,
+            json!({
+                "description": "A retry with the first request's `Idempotency-Key`: its log is at `Location`.",
+                "headers": location("The log the first request started."),
+            }),
+        ));
+        self
+    }
+
     /// A WebSocket upgrade (101) whose server messages are `T`.
     pub fn upgrades<T: JsonSchema>(mut self, api: &mut Api, what: &'static str) -> Self {
         let schema = api.generator.subschema_for::<T>().to_value();
         self.responses.push((
             101,
-            what,
-            json!({"application/json": {"schema": {"type": "string"}, "x-websocket-messages": schema}}),
+            json!({
+                "description": what,
+                "content": {"application/json": {"schema": {"type": "string"}, "x-websocket-messages": schema}},
+            }),
         ));
         self
     }
@@ -290,11 +303,8 @@ impl Op {
             }));
         }
         let mut responses = Map::new();
-        for (status, what, content) in &self.responses {
-            responses.insert(
-                status.to_string(),
-                json!({"description": what, "content": content}),
-            );
+        for (status, response) in &self.responses {
+            responses.insert(status.to_string(), response.clone());
         }
         responses.insert(
             "default".to_owned(),
@@ -330,6 +340,27 @@ impl Op {
         }
         op
     }
+}
+
+/// The content of a `text/event-stream` reply whose `data:` lines are `T`: the schema of one event
+/// (as OpenAPI 3.1 tools read an event stream's schema), its `id`, its `event` name and its
+/// `data`, a JSON document of `T` (`contentSchema`).
+fn event_stream<T: JsonSchema>(api: &mut Api) -> Value {
+    let schema = api.generator.subschema_for::<T>().to_value();
+    let event = json!({
+        "type": "object",
+        "properties": {
+            "id": {"type": "string"},
+            "event": {"type": "string"},
+            "data": {
+                "type": "string",
+                "contentMediaType": "application/json",
+                "contentSchema": schema,
+            },
+        },
+        "required": ["data"],
+    });
+    json!({"text/event-stream": {"schema": event}})
 }
 
 /// The schema of an optional value without its `null` (a query parameter is absent instead),

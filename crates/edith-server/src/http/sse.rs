@@ -16,9 +16,21 @@ use super::limits::StreamPermit;
 use crate::app::LogEvent;
 use crate::error::{AppError, AppResult};
 
+/// What a stream knows of its log when it starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Log {
+    /// Nothing is logged yet, and the stream subscribed before anything could be: every entry
+    /// comes live, so nothing is read from the store first (a gap still is, from the store).
+    New,
+    /// The log's owner (turn, job) is still running.
+    Open,
+    /// The log's owner had finished when the stream was asked for.
+    Ended,
+}
+
 /// Serves a log to `caller` from the request's cursor: counts the stream against the caller's
 /// key, subscribes to live entries before replaying stored ones (`replay(after)`), and ends after
-/// the final entry. `ended` says the log's owner had finished when asked.
+/// the final entry.
 pub fn serve_log<E, R, F>(
     state: &crate::state::AppState,
     caller: &crate::auth::Principal,
@@ -26,7 +38,7 @@ pub fn serve_log<E, R, F>(
     after: Option<u64>,
     live: crate::app::Follower<E>,
     replay: R,
-    ended: bool,
+    log: Log,
 ) -> AppResult<Sse<impl Stream<Item = Result<Event, Infallible>> + use<E, R, F>>>
 where
     E: LogEvent,
@@ -39,7 +51,7 @@ where
         live,
         replay,
         after,
-        ended,
+        log,
         permit,
         state.shutdown.clone(),
     ))
@@ -89,14 +101,14 @@ struct Follow<E, R> {
 }
 
 /// Streams the log: `replay(after)` reads stored events after a seq; `live` must have been
-/// subscribed before the first replay. `ended` says the log's owner (job, turn) had finished
-/// when the stream was asked for: then a log whose final event is stored, at or before the
-/// cursor too, ends the stream at once instead of waiting for events that will never come.
+/// subscribed before the first replay. When the log had ended, a final event stored at or
+/// before the cursor too ends the stream at once instead of waiting for events that will never
+/// come.
 pub fn follow<E, R, F>(
     live: crate::app::Follower<E>,
     replay: R,
     after: u64,
-    ended: bool,
+    log: Log,
     permit: StreamPermit,
     mut shutdown: tokio::sync::watch::Receiver<bool>,
 ) -> Sse<impl Stream<Item = Result<Event, Infallible>>>
@@ -114,14 +126,16 @@ where
     };
     let events = stream::unfold((state, true), move |(mut s, first)| async move {
         if first {
-            if ended {
-                let whole = load(&s.replay, 0).await;
-                if whole.iter().any(LogEvent::is_final) {
-                    s.done = true;
+            match log {
+                Log::New => {}
+                Log::Open => s.buffer.extend(load(&s.replay, s.last).await),
+                Log::Ended => {
+                    let whole = load(&s.replay, 0).await;
+                    if whole.iter().any(LogEvent::is_final) {
+                        s.done = true;
+                    }
+                    s.buffer.extend(whole);
                 }
-                s.buffer.extend(whole);
-            } else {
-                s.buffer.extend(load(&s.replay, s.last).await);
             }
         }
         loop {

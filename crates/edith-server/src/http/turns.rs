@@ -19,6 +19,8 @@ use crate::error::AppResult;
 use crate::state::AppState;
 
 const TURNS: &str = "/v1/instances/{instance_id}/profiles/{profile_id}/sessions/{session_id}/turns";
+const TURNS_STREAM: &str =
+    "/v1/instances/{instance_id}/profiles/{profile_id}/sessions/{session_id}/turns/stream";
 const TURN: &str =
     "/v1/instances/{instance_id}/profiles/{profile_id}/sessions/{session_id}/turns/{turn_id}";
 const TURN_ACTIONS: &str = "/v1/instances/{instance_id}/profiles/{profile_id}/sessions/{session_id}/turns/{turn_id}/actions";
@@ -31,6 +33,14 @@ pub fn routes(api: &mut Api) {
         .body::<CreateTurn>(api)
         .returns::<Turn>(api, 202, "The turn (queued); follow its events.");
     api.add(op, post(create_turn));
+    let op = Op::post(TURNS_STREAM, "turn_create_stream")
+        .summary(
+            "Start a turn and stream its events in the reply (SSE), from its first to its last: \
+             one request where `turn_create` and `turn_events` take two.",
+        )
+        .body::<CreateTurn>(api)
+        .starts_stream::<TurnEvent>(api, "The turn's events as they happen, until it finishes.");
+    api.add(op, post(create_turn_streamed));
     let op = Op::get(TURNS, "turn_list")
         .summary("List the session's turns, oldest first, optionally only those in a state.")
         .paginated::<edith_types::TurnId>(api)
@@ -77,6 +87,43 @@ async fn create_turn(
         sessions::load_all(&state, &instance, &profile, &ids.get("session_id")?).await?;
     let turn = turns::start(&state, record, profile, session, body).await?;
     Ok((StatusCode::ACCEPTED, Json(turn)))
+}
+
+async fn create_turn_streamed(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Principal>,
+    ids: Ids,
+    ApiJson(body): ApiJson<CreateTurn>,
+) -> AppResult<impl IntoResponse> {
+    let (instance, profile) = (ids.get("instance_id")?, ids.get("profile_id")?);
+    let (record, profile, session) =
+        sessions::load_all(&state, &instance, &profile, &ids.get("session_id")?).await?;
+    // The stream's place is taken first: a caller over its limit gets no turn it cannot follow.
+    let permit = state.gate.open_stream(&caller.0.id)?;
+    let (turn, live) = turns::start_with(&state, record, profile, session, body, |turn| {
+        state.turn_events.subscribe(turn.id.as_str())
+    })
+    .await?;
+    let store = state.store.clone();
+    let id = turn.id.clone();
+    let replay = move |after: u64| {
+        let (store, id) = (store.clone(), id.clone());
+        async move { Ok(store.turn_events_after(&id, after).await?) }
+    };
+    let events = sse::follow(
+        live,
+        replay,
+        0,
+        sse::Log::New,
+        permit,
+        state.shutdown.clone(),
+    );
+    let location = ids.fill(TURN_EVENTS, &[("turn_id", turn.id.as_str())]);
+    Ok((
+        StatusCode::CREATED,
+        [(axum::http::header::LOCATION, location)],
+        events,
+    ))
 }
 
 /// The turn the path names, with its session and profile.
@@ -139,6 +186,10 @@ async fn turn_events(
         let (store, id) = (store.clone(), id.clone());
         async move { Ok(store.turn_events_after(&id, after).await?) }
     };
-    let ended = turn.state.is_terminal();
-    sse::serve_log(&state, &caller, &headers, params.after, live, replay, ended)
+    let log = if turn.state.is_terminal() {
+        sse::Log::Ended
+    } else {
+        sse::Log::Open
+    };
+    sse::serve_log(&state, &caller, &headers, params.after, live, replay, log)
 }

@@ -29,8 +29,10 @@ fn client_with_key(key: &str) -> reqwest::Client {
     let mut headers = reqwest::header::HeaderMap::new();
     let bearer = format!("Bearer {key}").parse().expect("a header value");
     headers.insert(reqwest::header::AUTHORIZATION, bearer);
+    // Redirects reach the test as the server sent them.
     reqwest::Client::builder()
         .default_headers(headers)
+        .redirect(reqwest::redirect::Policy::none())
         .build()
         .expect("a client")
 }
@@ -398,6 +400,13 @@ impl Ctx {
             request = request.header("Last-Event-ID", id.to_string());
         }
         let response = request.send().await.expect("stream");
+        read_sse(response, limit).await
+    }
+}
+
+/// Reads a whole SSE reply, allowing it `limit` to end; returns the `data:` payloads.
+async fn read_sse(response: reqwest::Response, limit: Duration) -> Vec<Value> {
+    {
         assert_eq!(response.headers()["content-type"], "text/event-stream");
         let text = tokio::time::timeout(limit, response.text())
             .await
@@ -814,6 +823,60 @@ async fn an_idempotency_key_makes_a_retried_post_do_the_work_once() {
         .await
         .unwrap();
     assert_eq!(empty.status(), 400);
+}
+
+#[tokio::test]
+async fn a_turn_streamed_in_its_post_is_its_log_and_a_retry_is_sent_to_it() {
+    let ctx = Ctx::start().await;
+    let iid = ctx.ready_instance().await;
+    let turns = ctx.turns_path(&iid).await;
+    let start = |key: &'static str, input: &'static str| {
+        ctx.http
+            .post(ctx.url(&format!("{turns}/stream")))
+            .header("content-type", "application/json")
+            .header("Idempotency-Key", key)
+            .body(json!({"input": input}).to_string())
+            .send()
+    };
+    let first = start("t-1", "hello").await.unwrap();
+    assert_eq!(first.status(), 201);
+    let location = first.headers()["location"].to_str().unwrap().to_owned();
+    let streamed = read_sse(first, Duration::from_secs(30)).await;
+    let turn_id = streamed[0]["turn_id"].as_str().unwrap();
+    assert_eq!(location, format!("{turns}/{turn_id}/events"));
+    let seqs: Vec<u64> = streamed
+        .iter()
+        .map(|e| e["seq"].as_u64().unwrap())
+        .collect();
+    assert_eq!(seqs, (1..=streamed.len() as u64).collect::<Vec<_>>());
+    assert_eq!(streamed.last().unwrap()["type"], "turn.finished");
+    assert_eq!(streamed.last().unwrap()["output"], "You said: hello");
+    assert_eq!(
+        ctx.sse(&location, None).await,
+        streamed,
+        "the log, as stored"
+    );
+
+    // The same request again: no second turn, sent on to the first one's log.
+    let again = start("t-1", "hello").await.unwrap();
+    assert_eq!(again.status(), 303);
+    assert_eq!(again.headers()["idempotent-replayed"], "true");
+    assert_eq!(again.headers()["location"].to_str().unwrap(), location);
+    let (_, listed) = ctx.get(&turns).await;
+    assert_eq!(listed["items"].as_array().unwrap().len(), 1, "{listed}");
+    assert_eq!(
+        start("t-1", "other").await.unwrap().status(),
+        409,
+        "the same key for another request"
+    );
+
+    // Refusals come before any stream, as problems.
+    let blank = start("t-2", " ").await.unwrap();
+    assert_eq!(blank.status(), 400);
+    let waiting = ctx.waiting_turn(&turns).await;
+    let refused = start("t-3", "meanwhile").await.unwrap();
+    assert_eq!(refused.status(), 409, "one turn at a time");
+    ctx.cancel_turn(&waiting).await;
 }
 
 #[tokio::test]

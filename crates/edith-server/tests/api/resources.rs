@@ -9,7 +9,7 @@ use crate::{Ctx, assert_problem};
 
 impl Ctx {
     /// Starts a turn on `turns` that waits for an approval; its path.
-    async fn waiting_turn(&self, turns: &str) -> String {
+    pub(crate) async fn waiting_turn(&self, turns: &str) -> String {
         let input = r#"{"input": "terminal {\"command\": \"rm -rf /tmp/edith-delete-nothing\"}"}"#;
         let (status, turn) = self.post(turns, input).await;
         assert_eq!(status, 202, "{turn}");
@@ -24,7 +24,7 @@ impl Ctx {
     }
 
     /// Cancels the turn at `path` and waits for its end.
-    async fn cancel_turn(&self, path: &str) {
+    pub(crate) async fn cancel_turn(&self, path: &str) {
         let (status, body) = self.post(&format!("{path}/cancel"), "{}").await;
         assert!(status < 300, "{body}");
         self.sse(&format!("{path}/events"), None).await;

@@ -274,8 +274,8 @@ async fn a_callback_tool_is_called_through_the_control_plane(target: Target) {
 }
 
 /// A plain reply arrives in several pieces, numbered from 1 without gaps; a reader that
-/// resumes after any event gets exactly the rest; a second turn continues the same native
-/// session.
+/// resumes after any event gets exactly the rest; a second turn, streamed in the request that
+/// starts it, continues the same native session.
 async fn a_reply_streams_in_order_and_resumes_after_any_event(target: Target) {
     let journey = Journey::start(target).await;
     let session = journey.session().await;
@@ -322,10 +322,15 @@ async fn a_reply_streams_in_order_and_resumes_after_any_event(target: Target) {
 
     let native = session.get().await.expect("session").native_session_id;
     assert!(native.is_some(), "{target:?}: learned at the first turn");
-    let second = session.send("again").await.expect("turn");
-    let second = bounded("the second turn", second.wait())
-        .await
-        .expect("wait");
+    // The second turn streamed in the request that starts it: the same log.
+    let streamed = bounded("the second turn, streamed", async {
+        collect(session.stream("again").await.expect("turn")).await
+    })
+    .await;
+    let second = session.turn(&streamed[0].turn_id);
+    assert_eq!(streamed, all_events(&second).await, "{target:?}");
+    assert_eq!(shape(&streamed).last(), Some(&"turn.finished"));
+    let second = second.get().await.expect("turn");
     assert_eq!(second.output.as_deref(), Some("You said: again"));
     assert_eq!(
         session.get().await.expect("session").native_session_id,

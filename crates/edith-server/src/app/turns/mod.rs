@@ -33,6 +33,20 @@ pub async fn start(
     session: Session,
     body: CreateTurn,
 ) -> AppResult<Turn> {
+    let (turn, ()) = start_with(state, instance, profile, session, body, |_| ()).await?;
+    Ok(turn)
+}
+
+/// Starts a turn like [`start`], calling `before` with it once it is stored and before
+/// anything can happen in it (to subscribe to its log, so that every event comes live).
+pub async fn start_with<T>(
+    state: &AppState,
+    instance: InstanceRecord,
+    profile: Profile,
+    session: Session,
+    body: CreateTurn,
+    before: impl FnOnce(&Turn) -> T,
+) -> AppResult<(Turn, T)> {
     if body.input.trim().is_empty() {
         return Err(AppError::invalid("`input` must not be empty or all blank"));
     }
@@ -68,8 +82,9 @@ pub async fn start(
             ),
         ));
     }
+    let before = before(&turn);
     driver::spawn(state.clone(), instance, turn.clone(), session, profile);
-    Ok(turn)
+    Ok((turn, before))
 }
 
 pub async fn load(state: &AppState, session: &Session, id: &TurnId) -> AppResult<Turn> {
