@@ -1,7 +1,8 @@
 //! Benchmark: what the control plane adds to a turn, per provider. For each target the same warm
 //! turn (same fake model, a one-line answer) runs straight on a runtime's native gateway and
-//! through the control plane (POST the turn, read its SSE stream to the end); the medians and
-//! their difference are printed side by side. Asserts nothing. Run with `scripts/bench`.
+//! through the control plane, both ways an application can (POST the turn, then read its SSE
+//! stream to the end; or POST it to `…/turns/stream` and read the reply's stream); the medians
+//! and their differences are printed side by side. Asserts nothing. Run with `scripts/bench`.
 //!
 //! Usage: overhead <hermes-runtime binary> [<hermes binary>]
 
@@ -137,8 +138,23 @@ impl ControlPlane {
             .send()
             .await
             .unwrap();
-        let body = tokio::time::timeout(Duration::from_secs(300), response.text()).await;
-        body.expect("the stream ends").unwrap();
+        read_to_end(response).await;
+    }
+
+    /// One turn streamed in the POST that starts it.
+    async fn streamed_turn(&self, turns: &str) -> Duration {
+        let started = Instant::now();
+        let response = self
+            .http
+            .post(format!("{}{turns}/stream", self.url))
+            .bearer_auth(KEY)
+            .json(&json!({"input": "hello"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 201);
+        read_to_end(response).await;
+        started.elapsed()
     }
 
     /// One turn through the control plane: POST it, then its event stream to the end. Returns
@@ -152,20 +168,42 @@ impl ControlPlane {
         (posted, started.elapsed())
     }
 
-    /// Medians of the POST alone and of the whole turn.
-    async fn warm_turns(&self, turns: &str) -> (Duration, Duration) {
+    /// Medians of the POST alone, of the whole turn, and of a turn streamed in its POST (the
+    /// two ways alternated, so that they share the machine's moods).
+    async fn warm_turns(&self, turns: &str) -> Through {
         for _ in 0..WARMUP {
             self.turn(turns).await;
+            self.streamed_turn(turns).await;
         }
-        let mut posts = Vec::new();
-        let mut wholes = Vec::new();
+        let (mut posts, mut wholes, mut streamed) = (Vec::new(), Vec::new(), Vec::new());
         for _ in 0..TURNS {
             let (post, whole) = self.turn(turns).await;
             posts.push(post);
             wholes.push(whole);
+            streamed.push(self.streamed_turn(turns).await);
         }
-        (median(posts), median(wholes))
+        Through {
+            post: median(posts),
+            two_requests: median(wholes),
+            one_request: median(streamed),
+        }
     }
+}
+
+/// A target's turn through the control plane, medians.
+struct Through {
+    /// The POST of `turn_create` alone.
+    post: Duration,
+    /// `turn_create`, then `turn_events` to the end.
+    two_requests: Duration,
+    /// `turn_create_stream`, read to the end.
+    one_request: Duration,
+}
+
+/// Reads a reply's SSE stream to its end.
+async fn read_to_end(response: reqwest::Response) {
+    let body = tokio::time::timeout(Duration::from_secs(300), response.text()).await;
+    body.expect("the stream ends").unwrap();
 }
 
 #[tokio::main]
@@ -202,7 +240,7 @@ async fn main() {
     let config = ServerConfig {
         admin_key: Some(KEY.to_owned()),
         runtimes,
-        // Turns one after the other, two requests each: more than the default rate allows.
+        // Turns one after the other, up to two requests each: more than the default rate allows.
         limits: edith_server::Limits {
             requests_per_second: 10_000.0,
             burst: 10_000.0,
@@ -252,17 +290,19 @@ async fn main() {
 
     println!("warm turn, one-line answer from the fake model; medians of {TURNS} after {WARMUP}");
     println!(
-        "| target | straight on the gateway | through the control plane | of which the POST | overhead |"
+        "| target | straight on the gateway | POST, then its stream | of which the POST | \
+         streamed in its POST | overhead, two requests | overhead, one request |"
     );
-    println!("|---|---:|---:|---:|---:|");
-    for (label, straight, (post, through)) in rows {
-        let overhead = through.saturating_sub(straight);
+    println!("|---|---:|---:|---:|---:|---:|---:|");
+    for (label, straight, through) in rows {
         println!(
-            "| {label} | {} | {} | {} | {} |",
+            "| {label} | {} | {} | {} | {} | {} | {} |",
             ms(straight),
-            ms(through),
-            ms(post),
-            ms(overhead)
+            ms(through.two_requests),
+            ms(through.post),
+            ms(through.one_request),
+            ms(through.two_requests.saturating_sub(straight)),
+            ms(through.one_request.saturating_sub(straight)),
         );
     }
 }

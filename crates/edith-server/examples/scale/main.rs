@@ -1,6 +1,7 @@
 //! Benchmark: one `edith serve` (embedded runtime, scripted model) under many sessions at once.
 //! Prints, side by side: turns per second and the control plane's CPU per turn when every
-//! session sends one turn at once (a session's first turn, then its next), resident memory per
+//! session sends one turn at once (a session's first turn, then its next, then one more streamed
+//! in the POST that starts it: one request instead of two), resident memory per
 //! idle session, and how many event streams it serves at once without an error. Then, when
 //! `replica sessions` is not 0, the same turns and the fan-out of one turn's end to many
 //! streams with one and with three replicas on PostgreSQL (`replicas`). Asserts nothing. Run
@@ -121,12 +122,7 @@ impl ControlPlane {
 
     /// Reads an event stream to its end; returns what it said.
     async fn read_stream(&self, path: &str) -> Result<String, String> {
-        let response = self.stream(path).await?;
-        match tokio::time::timeout(LIMIT, response.text()).await {
-            Ok(Ok(text)) => Ok(text),
-            Ok(Err(e)) => Err(format!("{path}: {e}")),
-            Err(_) => Err(format!("{path}: still open after {LIMIT:?}")),
-        }
+        read_to_end(path, self.stream(path).await?).await
     }
 
     /// A ready embedded instance; its profiles path.
@@ -162,16 +158,55 @@ impl ControlPlane {
         made.into_iter().map(Result::unwrap).collect()
     }
 
-    /// One turn: POST it, read its stream to the end; whether it completed.
-    async fn turn(&self, turns: &str, input: &str) -> Result<(), String> {
-        let turn = self.post(turns, json!({"input": input})).await?;
-        let id = turn["id"].as_str().unwrap();
-        let events = self.read_stream(&format!("{turns}/{id}/events")).await?;
+    /// One turn, sent `way`, its stream read to the end; whether it completed.
+    async fn turn(&self, turns: &str, input: &str, way: Way) -> Result<(), String> {
+        let (path, events) = match way {
+            Way::TwoRequests => {
+                let turn = self.post(turns, json!({"input": input})).await?;
+                let path = format!("{turns}/{}/events", turn["id"].as_str().unwrap());
+                let events = self.read_stream(&path).await?;
+                (path, events)
+            }
+            Way::OneRequest => {
+                let path = format!("{turns}/stream");
+                let response = self
+                    .http
+                    .post(format!("{}{path}", self.url))
+                    .bearer_auth(KEY)
+                    .json(&json!({"input": input}))
+                    .send()
+                    .await
+                    .map_err(|e| format!("{path}: {e}"))?;
+                if response.status() != 201 {
+                    return Err(format!("{path}: {}", response.status()));
+                }
+                let events = read_to_end(&path, response).await?;
+                (path, events)
+            }
+        };
         if events.contains("\"state\":\"completed\"") {
             Ok(())
         } else {
-            Err(format!("{turns}/{id}: {events}"))
+            Err(format!("{path}: {events}"))
         }
+    }
+}
+
+/// How a turn is sent.
+#[derive(Debug, Clone, Copy)]
+enum Way {
+    /// `turn_create`, then `turn_events`.
+    TwoRequests,
+    /// `turn_create_stream`: the events in the POST's reply.
+    OneRequest,
+}
+
+/// Reads an event stream to its end; returns what it said.
+async fn read_to_end(path: &str, response: reqwest::Response) -> Result<String, String> {
+    match tokio::time::timeout(LIMIT, response.text()).await {
+        Ok(Ok(text)) => Ok(text),
+        Ok(Err(e)) => Err(format!("{path}: {e}")),
+        Err(_) => Err(format!("{path}: still open after {LIMIT:?}")),
     }
 }
 
@@ -218,18 +253,18 @@ impl Round {
     }
 }
 
-/// Every session sends one turn at once; waits for all of them to end.
-async fn round(cp: &ControlPlane, pid: u32, sessions: &[String]) -> Round {
+/// Every session sends one turn at once, `way`; waits for all of them to end.
+async fn round(cp: &ControlPlane, pid: u32, sessions: &[String], way: Way) -> Round {
     let by_turn: Vec<_> = sessions
         .iter()
         .map(|turns| (cp.clone(), turns.clone()))
         .collect();
-    round_over(&[pid], &by_turn).await
+    round_over(&[pid], &by_turn, way).await
 }
 
-/// Every session sends one turn at once, each to the control plane paired with it; waits for
-/// all of them to end. The CPU is that of all the `servers`.
-async fn round_over(servers: &[u32], by_turn: &[(ControlPlane, String)]) -> Round {
+/// Every session sends one turn at once, `way`, each to the control plane paired with it;
+/// waits for all of them to end. The CPU is that of all the `servers`.
+async fn round_over(servers: &[u32], by_turn: &[(ControlPlane, String)], way: Way) -> Round {
     let cpu = || {
         servers
             .iter()
@@ -243,7 +278,7 @@ async fn round_over(servers: &[u32], by_turn: &[(ControlPlane, String)]) -> Roun
         .map(|(cp, turns)| {
             let cp = cp.clone();
             let turns = turns.clone();
-            tokio::spawn(async move { cp.turn(&turns, "hello").await })
+            tokio::spawn(async move { cp.turn(&turns, "hello", way).await })
         })
         .collect();
     let mut errors = Vec::new();
@@ -398,15 +433,21 @@ async fn main() {
     let profiles = cp.instance().await;
     let turns = cp.sessions(&profiles, "turns", sessions).await;
     let idle_before = usage_of(pid).rss_kib;
-    let first = round(&cp, pid, &turns).await;
-    let next = round(&cp, pid, &turns).await;
+    let first = round(&cp, pid, &turns, Way::TwoRequests).await;
+    let next = round(&cp, pid, &turns, Way::TwoRequests).await;
     let idle_after = usage_of(pid).rss_kib;
+    let streamed = round(&cp, pid, &turns, Way::OneRequest).await;
     let held = streams(&cp, pid, &profiles, stream_count).await;
 
     println!("one edith serve, embedded runtime, scripted model; {sessions} sessions");
     println!("| every session sends a turn at once | turns/s | CPU per turn | errors |");
     println!("|---|---:|---:|---:|");
-    for (name, round) in [("its first turn", &first), ("its next turn", &next)] {
+    let rounds = [
+        ("its first turn", &first),
+        ("its next turn", &next),
+        ("its next turn, streamed in its POST", &streamed),
+    ];
+    for (name, round) in rounds {
         println!(
             "| {name} | {:.0} | {:.2} ms | {} |",
             round.turns_per_second(),
@@ -428,6 +469,7 @@ async fn main() {
     );
     report_errors("first turns", &first.errors);
     report_errors("next turns", &next.errors);
+    report_errors("streamed turns", &streamed.errors);
     report_errors("streams", &held.errors);
     server.stop(Duration::from_secs(30)).await;
     if replica_sessions == 0 {

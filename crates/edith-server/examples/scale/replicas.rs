@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use testkit::ReadyProcess;
 
-use crate::{ControlPlane, KEY, LIMIT, Round, WAITING_INPUT, round_over};
+use crate::{ControlPlane, KEY, LIMIT, Round, WAITING_INPUT, Way, round_over};
 
 /// What one deployment measured.
 pub struct Figures {
@@ -64,8 +64,8 @@ pub async fn measure(edith: &Path, count: usize, sessions: usize, streams: usize
         .enumerate()
         .map(|(i, turns)| (planes[i % count].clone(), turns))
         .collect();
-    round_over(&pids, &by_turn).await;
-    let next = round_over(&pids, &by_turn).await;
+    round_over(&pids, &by_turn, Way::TwoRequests).await;
+    let next = round_over(&pids, &by_turn, Way::TwoRequests).await;
 
     // One turn waiting for an approval, its stream open on every replica in turn; the cancel
     // that ends it, and how long until every stream saw the end.

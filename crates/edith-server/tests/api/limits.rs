@@ -114,6 +114,20 @@ async fn a_key_holds_a_bounded_number_of_open_streams() {
     let gateway = format!("{}/gateway", turns.split("/sessions").next().unwrap());
     let (status, problem) = ctx.relay(&gateway, Some(&writer_key)).await.unwrap_err();
     assert_eq!(status, 429, "{problem}");
+    // So does a turn streamed in its POST: refused before it starts.
+    let sessions = format!("{}/sessions", turns.split("/sessions/").next().unwrap());
+    let (_, session) = ctx.post(&sessions, "{}").await;
+    let other_turns = format!("{sessions}/{}/turns", session["id"].as_str().unwrap());
+    let streamed = writer
+        .post(ctx.url(&format!("{other_turns}/stream")))
+        .header("content-type", "application/json")
+        .body(r#"{"input": "hello"}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(streamed.status(), 429);
+    let (_, listed) = ctx.get(&other_turns).await;
+    assert_eq!(listed["items"], serde_json::json!([]), "no turn started");
     drop(streams);
     let cancel = format!("{turns}/{}/cancel", turn["id"].as_str().unwrap());
     ctx.post(&cancel, "").await;
