@@ -222,8 +222,12 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         gate: http::limits::Gate::new(config.limits.clone(), metrics.streams_open()),
         metrics,
         reconciling: Default::default(),
-        // After a burst, only a few idle connections per runtime or tool host are kept.
+        // After a burst, only a few idle connections per runtime or tool host are kept. No
+        // redirect is followed: what is forwarded (to another replica, a runtime's Desktop
+        // routes) goes back as it was answered (a retried streamed POST's 303 included), and a
+        // runtime or tool host cannot send the control plane's requests elsewhere.
         http: reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
             .connect_timeout(std::time::Duration::from_secs(10))
             .pool_max_idle_per_host(16)
             .pool_idle_timeout(std::time::Duration::from_secs(30))

@@ -258,12 +258,15 @@ impl EdithHermes {
     pub(crate) async fn post_stream(&self, request: &HttpRequest) -> Result<Opened> {
         self.check_open()?;
         let response = self.send(request).await?;
-        let location = match &response.location {
-            Some(location) => Some(self.path_of(location)?),
-            None => None,
-        };
+        let location = response.location.as_deref().and_then(|l| self.path_of(l));
         match (response.status, location) {
             (303, Some(location)) => Ok(Opened::SeeOther(location)),
+            (303, None) => Err(Error::Decode {
+                detail: "a 303 See Other without a `Location` the SDK can read (a transport \
+                         that hides it must follow redirects itself)"
+                    .to_owned(),
+                body: response.location.unwrap_or_default(),
+            }),
             (200..300, location) => Ok(Opened::Stream {
                 body: response.body,
                 location,
@@ -275,19 +278,21 @@ impl EdithHermes {
         }
     }
 
-    /// A `Location` of this server as a path (the server sends paths; a proxy may have made
-    /// it absolute).
-    fn path_of(&self, location: &str) -> Result<String> {
+    /// A `Location` of this server as a path under the client's base URL: the server sends
+    /// paths; a proxy may have made one absolute, under this base or under a public name of
+    /// its own (whose path is then taken as this server's). `None` for what is not a URL.
+    fn path_of(&self, location: &str) -> Option<String> {
         if location.starts_with('/') {
-            return Ok(location.to_owned());
+            return Some(location.to_owned());
         }
-        match location.strip_prefix(&self.inner.base) {
-            Some(path) if path.starts_with('/') => Ok(path.to_owned()),
-            _ => Err(Error::Decode {
-                detail: format!("a `Location` outside {}", self.inner.base),
-                body: location.to_owned(),
-            }),
+        if let Some(path) = location.strip_prefix(&self.inner.base)
+            && path.starts_with('/')
+        {
+            return Some(path.to_owned());
         }
+        let url = reqwest::Url::parse(location).ok()?;
+        let query = url.query().map(|q| format!("?{q}")).unwrap_or_default();
+        Some(format!("{}{query}", url.path()))
     }
 
     /// Sends `method path` with `query` and a JSON `body`, and reads the JSON reply, as the

@@ -2,7 +2,8 @@
 //! a retry with the same key and the same request gets that reply again (with
 //! `Idempotent-Replayed: true`) instead of doing the work twice. The same key with another
 //! request is a 409; a retry while the first is still being handled is a 409 as well.
-//! Server errors (5xx) are not kept, so a retry after one runs again.
+//! Server errors (5xx) and refusals that say to try again later (429) are not kept, so a
+//! retry after one runs again.
 //!
 //! A reply that is an event stream is not kept whole (it lasts as long as its log): what is
 //! kept is where the log is read (its `Location`), and a retry is `303 See Other` to there.
@@ -104,7 +105,9 @@ pub async fn guard(State(state): State<AppState>, request: Request, next: Next) 
                 let _ = state.store.release_idempotent(&key).await;
                 return AppError::internal("a reply too large to keep").into_response();
             };
-            let kept = if parts.status.is_server_error() {
+            let kept = if parts.status.is_server_error()
+                || parts.status == StatusCode::TOO_MANY_REQUESTS
+            {
                 state.store.release_idempotent(&key).await
             } else {
                 let content_type = parts

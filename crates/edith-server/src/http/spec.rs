@@ -219,7 +219,10 @@ impl Op {
             303,
             json!({
                 "description": "A retry with the first request's `Idempotency-Key`: its log is at `Location`.",
-                "headers": location("The log the first request started."),
+                "headers": {
+                    "Location": location("The log the first request started.")["Location"],
+                    "Idempotent-Replayed": {"description": "Always `true`.", "schema": {"type": "string", "const": "true"}},
+                },
             }),
         ));
         self
@@ -297,8 +300,9 @@ impl Op {
             parameters.push(json!({
                 "name": "Idempotency-Key", "in": "header", "required": false,
                 "description": "Retrying with the same key and request returns the first reply \
-                    (marked `Idempotent-Replayed: true`) instead of doing the work twice; the same \
-                    key with another request is 409.",
+                    (marked `Idempotent-Replayed: true`; where that reply streamed a log, a 303 to \
+                    the log) instead of doing the work twice; the same key with another request \
+                    is 409. Server errors and 429s are not kept: a retry runs again.",
                 "schema": {"type": "string", "minLength": 1, "maxLength": 255}
             }));
         }

@@ -1,5 +1,7 @@
 //! Limits: a caller over one is refused clearly, and others go on being served.
 
+use std::time::Duration;
+
 use edith_server::Limits;
 use serde_json::json;
 
@@ -118,19 +120,47 @@ async fn a_key_holds_a_bounded_number_of_open_streams() {
     let sessions = format!("{}/sessions", turns.split("/sessions/").next().unwrap());
     let (_, session) = ctx.post(&sessions, "{}").await;
     let other_turns = format!("{sessions}/{}/turns", session["id"].as_str().unwrap());
-    let streamed = writer
-        .post(ctx.url(&format!("{other_turns}/stream")))
-        .header("content-type", "application/json")
-        .body(r#"{"input": "hello"}"#)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(streamed.status(), 429);
+    let stream_turn = || {
+        writer
+            .post(ctx.url(&format!("{other_turns}/stream")))
+            .header("content-type", "application/json")
+            .header("Idempotency-Key", "streamed-1")
+            .body(r#"{"input": "hello"}"#)
+            .send()
+    };
+    assert_eq!(stream_turn().await.unwrap().status(), 429);
     let (_, listed) = ctx.get(&other_turns).await;
     assert_eq!(listed["items"], serde_json::json!([]), "no turn started");
-    drop(streams);
+
+    // Once the streams end, the same request (same key: a 429 is not kept) starts its turn.
     let cancel = format!("{turns}/{}/cancel", turn["id"].as_str().unwrap());
     ctx.post(&cancel, "").await;
+    for stream in streams {
+        let ended = tokio::time::timeout(Duration::from_secs(30), stream.text()).await;
+        assert!(
+            ended
+                .expect("the stream ends")
+                .unwrap()
+                .contains("turn.finished")
+        );
+    }
+    let mut started = None;
+    for _ in 0..100 {
+        let response = stream_turn().await.unwrap();
+        if response.status() != 429 {
+            started = Some(response);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let started = started.expect("the stream limit let the retry through within 5 s");
+    assert_eq!(started.status(), 201);
+    assert!(
+        crate::read_sse(started, Duration::from_secs(30))
+            .await
+            .len()
+            > 1
+    );
 }
 
 /// `edith serve --streams-per-key` sets the limit it names.

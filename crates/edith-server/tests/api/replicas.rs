@@ -214,6 +214,42 @@ async fn three_replicas_act_as_one_control_plane_and_take_over_from_a_killed_one
     let (status, replica, _) = send(&http, get.clone(), at(&replicas[2], &turns), None).await;
     assert_eq!((status, replica.as_str()), (200, "r3"));
 
+    // A turn streamed in its POST through r2: r1 starts it, its log comes back through r2; the
+    // same request through r3 is the owner's 303 to that log, passed on, not fetched.
+    let (_, _, streamed_session) = send(
+        &http,
+        post.clone(),
+        at(&replicas[1], &sessions),
+        Some(json!({})),
+    )
+    .await;
+    let streamed_turns = format!(
+        "{sessions}/{}/turns",
+        streamed_session["id"].as_str().unwrap()
+    );
+    let start = |replica: &Replica| {
+        http.post(at(replica, &format!("{streamed_turns}/stream")))
+            .header("Idempotency-Key", "streamed-through")
+            .json(&json!({"input": "hello"}))
+            .timeout(Duration::from_secs(30))
+            .send()
+    };
+    let started = start(&replicas[1]).await.expect("an answer");
+    assert_eq!(started.status(), 201);
+    assert_eq!(started.headers()["edith-replica"], "r1");
+    let location = started.headers()["location"].to_str().unwrap().to_owned();
+    let streamed = events_in(&started.text().await.unwrap());
+    assert_eq!(
+        streamed.last().unwrap().1["type"],
+        "turn.finished",
+        "{streamed:?}"
+    );
+    assert_whole(&streamed);
+    let again = start(&replicas[2]).await.expect("an answer");
+    assert_eq!(again.status(), 303);
+    assert_eq!(again.headers()["edith-replica"], "r1");
+    assert_eq!(again.headers()["location"].to_str().unwrap(), location);
+
     // A turn started through r2 and driven by r1 waits for an approval; r3 streams it.
     let input = json!({"input": "terminal {\"command\": \"rm -rf /tmp/edith-replicas-nothing\"}"});
     let (status, replica, turn) =
