@@ -116,6 +116,40 @@ impl McpServer {
     }
 }
 
+/// The configs last parsed, by file, with the text they were parsed from.
+mod parsed {
+    use std::collections::HashMap;
+    use std::path::{Path, PathBuf};
+    use std::sync::{Mutex, OnceLock};
+
+    use super::HermesConfig;
+
+    /// Files kept at most; past that the cache starts again (a runtime has a home per profile).
+    const MOST: usize = 256;
+
+    type Parsed = HashMap<PathBuf, (String, HermesConfig)>;
+
+    fn cache() -> &'static Mutex<Parsed> {
+        static CACHE: OnceLock<Mutex<Parsed>> = OnceLock::new();
+        CACHE.get_or_init(Default::default)
+    }
+
+    /// The config parsed from `text` at `path`, if that is the text last parsed there.
+    pub(super) fn get(path: &Path, text: &str) -> Option<HermesConfig> {
+        let cache = cache().lock().expect("not poisoned");
+        let (kept, config) = cache.get(path)?;
+        (kept == text).then(|| config.clone())
+    }
+
+    pub(super) fn keep(path: PathBuf, text: String, config: &HermesConfig) {
+        let mut cache = cache().lock().expect("not poisoned");
+        if cache.len() >= MOST && !cache.contains_key(&path) {
+            cache.clear();
+        }
+        cache.insert(path, (text, config.clone()));
+    }
+}
+
 /// A timeout in seconds, as config files write them: positive and finite, at most a day. Anything
 /// else is refused when the file is read, with the offending value named.
 #[derive(Clone, Copy, PartialEq, PartialOrd, Serialize)]
@@ -227,7 +261,9 @@ impl HermesConfig {
             .expect("a config serializes: read ones have plain keys, built ones have string keys")
     }
 
-    /// Reads `<home>/config.yaml`; a missing file is an empty config.
+    /// Reads `<home>/config.yaml`; a missing file is an empty config. The file is read every
+    /// time; what it says is parsed again only when its text changed since it was last read
+    /// (a runtime reads its config several times per turn).
     pub async fn load(home: &Path) -> Result<Self, ConfigError> {
         let path = home.join(CONFIG_FILE);
         let shown = || path.display().to_string();
@@ -241,10 +277,15 @@ impl HermesConfig {
                 });
             }
         };
-        Self::from_yaml(&text).map_err(|source| ConfigError::Parse {
+        if let Some(parsed) = parsed::get(&path, &text) {
+            return Ok(parsed);
+        }
+        let config = Self::from_yaml(&text).map_err(|source| ConfigError::Parse {
             path: shown(),
             source,
-        })
+        })?;
+        parsed::keep(path, text, &config);
+        Ok(config)
     }
 
     /// Replaces `<home>/config.yaml` at once (a partial file renamed over it), readable by the
@@ -327,10 +368,15 @@ impl HermesConfig {
 
     /// The value at a dotted path (`display.skin`, `approvals.mode`), when the file has one.
     pub fn value_at(&self, dotted: &str) -> Option<serde_yaml::Value> {
-        let whole = serde_yaml::to_value(self).ok()?;
-        dotted
-            .split('.')
-            .try_fold(whole, |value, key| value.get(key).cloned())
+        let mut keys = dotted.split('.');
+        let first = keys.next()?;
+        // Keys this type does not model are read where they are kept; only the modelled
+        // sections are written out as YAML to be walked (a turn reads several keys).
+        let section = match self.other.get(first) {
+            Some(kept) => kept.clone(),
+            None => serde_yaml::to_value(self).ok()?.get(first)?.clone(),
+        };
+        keys.try_fold(section, |value, key| value.get(key).cloned())
     }
 
     /// Sets (or, with `None`, removes) the value at a dotted path, making the sections on the
@@ -479,6 +525,36 @@ impl fmt::Debug for McpServer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A config read again is parsed again only when its text changed, however soon and
+    /// however alike (the same length, within the file system's timestamp granularity).
+    #[tokio::test]
+    async fn a_config_is_read_again_whenever_its_text_changed() {
+        let home = tempfile::tempdir().unwrap();
+        let write = |model: &str| {
+            let text = format!("model:\n  default: {model}\napprovals:\n  mode: manual\n");
+            std::fs::write(home.path().join(CONFIG_FILE), text).unwrap();
+        };
+        write("model-a");
+        let first = HermesConfig::load(home.path()).await.unwrap();
+        assert_eq!(first.model.default.as_deref(), Some("model-a"));
+        assert_eq!(HermesConfig::load(home.path()).await.unwrap(), first);
+        write("model-b");
+        let second = HermesConfig::load(home.path()).await.unwrap();
+        assert_eq!(second.model.default.as_deref(), Some("model-b"));
+        assert_eq!(second.value_at("model.default"), Some("model-b".into()));
+        assert_eq!(second.value_at("approvals.mode"), Some("manual".into()));
+        std::fs::write(home.path().join(CONFIG_FILE), "model: [").unwrap();
+        assert!(
+            HermesConfig::load(home.path()).await.is_err(),
+            "not the last good one"
+        );
+        std::fs::remove_file(home.path().join(CONFIG_FILE)).unwrap();
+        assert_eq!(
+            HermesConfig::load(home.path()).await.unwrap(),
+            HermesConfig::default()
+        );
+    }
 
     const HERMES_STYLE: &str = "\
 model:

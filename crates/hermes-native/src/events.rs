@@ -351,13 +351,33 @@ impl NativeEvent {
     /// `message.complete`s).
     /// A payload that still does not fit its type arrives whole as [`NativeEvent::Other`].
     pub fn from_wire(kind: String, payload: Value) -> Self {
-        let body = match &payload {
-            Value::Null => Value::Object(Map::new()),
-            other => other.clone(),
+        let was_null = payload.is_null();
+        let body = if was_null {
+            Value::Object(Map::new())
+        } else {
+            payload
         };
-        let typed = serde_json::from_value(serde_json::json!({"type": kind, "payload": body}));
-        match typed {
-            Ok(NativeEvent::Other { .. }) | Err(_) => NativeEvent::Other { kind, payload },
+        // The tag first, so serde reads the payload straight into its variant; read from a
+        // reference, so the payload is still there to keep whole when it does not fit.
+        let mut tagged = Map::with_capacity(2);
+        tagged.insert("type".to_owned(), Value::String(kind));
+        tagged.insert("payload".to_owned(), body);
+        let tagged = Value::Object(tagged);
+        match NativeEvent::deserialize(&tagged) {
+            Ok(NativeEvent::Other { .. }) | Err(_) => {
+                let Value::Object(mut tagged) = tagged else {
+                    unreachable!("built as an object")
+                };
+                let kind = match tagged.remove("type") {
+                    Some(Value::String(kind)) => kind,
+                    _ => unreachable!("built with a string type"),
+                };
+                let payload = match tagged.remove("payload") {
+                    Some(_) if was_null => Value::Null,
+                    payload => payload.unwrap_or_default(),
+                };
+                NativeEvent::Other { kind, payload }
+            }
             Ok(event) => event,
         }
     }
@@ -428,9 +448,21 @@ impl EventFrame {
         Self { session_id, event }
     }
 
-    /// The whole notification, as sent on the wire.
-    pub fn to_frame(&self) -> Value {
-        serde_json::json!({"jsonrpc": "2.0", "method": "event", "params": self})
+    /// The whole notification, as sent on the wire (written out at once, with no JSON tree in
+    /// between: the runtime sends one per event).
+    pub fn to_frame(&self) -> String {
+        #[derive(Serialize)]
+        struct Notification<'a> {
+            jsonrpc: &'static str,
+            method: &'static str,
+            params: &'a EventFrame,
+        }
+        let notification = Notification {
+            jsonrpc: "2.0",
+            method: "event",
+            params: self,
+        };
+        serde_json::to_string(&notification).expect("events serialize")
     }
 }
 
@@ -516,5 +548,30 @@ mod tests {
         );
         assert_eq!(frame.event.kind(), "pet.hatch.progress");
         assert_eq!(serde_json::to_value(&frame).unwrap(), params);
+        // Without a payload, and with one that does not fit its type: kept as it came.
+        let bare = parse(json!({"type": "pet.nap", "session_id": "s"}));
+        let kind = "pet.nap".to_owned();
+        assert_eq!(
+            bare.event,
+            NativeEvent::Other {
+                kind,
+                payload: Value::Null
+            }
+        );
+        let garbled = parse(json!({"type": "message.delta", "payload": {"text": 7}}));
+        let (kind, payload) = ("message.delta".to_owned(), json!({"text": 7}));
+        assert_eq!(garbled.event, NativeEvent::Other { kind, payload });
+        // What the runtime sends is what a client reads back.
+        let text = frame.to_frame();
+        let Some(crate::protocol::Incoming::Event(read)) = crate::protocol::Incoming::parse(&text)
+        else {
+            panic!("{text}")
+        };
+        assert_eq!(read, frame);
+        let wire: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(
+            wire,
+            json!({"jsonrpc": "2.0", "method": "event", "params": params})
+        );
     }
 }

@@ -110,26 +110,27 @@ impl Incoming {
         Self::from_value(serde_json::from_str(text).ok()?)
     }
 
-    /// Like [`Incoming::parse`], for a frame already read as JSON.
-    pub fn from_value(frame: Value) -> Option<Self> {
-        if frame.get("method").and_then(Value::as_str) == Some("event") {
-            let event = serde_json::from_value(frame.get("params")?.clone()).ok()?;
+    /// Like [`Incoming::parse`], for a frame already read as JSON. Its parts are moved out of
+    /// it, not copied: every event the gateway sends comes this way.
+    pub fn from_value(mut frame: Value) -> Option<Self> {
+        let method = frame.get("method");
+        if method.and_then(Value::as_str) == Some("event") {
+            let params = frame.get_mut("params")?.take();
+            let event = serde_json::from_value(params).ok()?;
             return Some(Incoming::Event(event));
         }
-        if frame.get("method").is_none()
-            && let Some(id) = frame.get("id")
+        if method.is_none()
+            && let Some(fields) = frame.as_object_mut()
+            && let Some(id) = fields.remove("id")
         {
-            let outcome = match frame.get("error") {
+            let outcome = match fields.remove("error") {
                 Some(error) => Err((
                     error["code"].as_i64().unwrap_or_default(),
                     error["message"].as_str().unwrap_or_default().to_owned(),
                 )),
-                None => Ok(frame.get("result").cloned().unwrap_or(Value::Null)),
+                None => Ok(fields.remove("result").unwrap_or(Value::Null)),
             };
-            return Some(Incoming::Reply {
-                id: id.clone(),
-                outcome,
-            });
+            return Some(Incoming::Reply { id, outcome });
         }
         Some(Incoming::Other(frame))
     }

@@ -264,7 +264,7 @@ impl LiveSession {
     pub fn emit(&self, event: NativeEvent) {
         let frame = EventFrame::new(Some(self.sid.clone()), event).to_frame();
         let transport = self.state.lock().expect("not poisoned").transport.clone();
-        let _ = transport.frames.send(frame.to_string());
+        let _ = transport.frames.send(frame);
     }
 }
 

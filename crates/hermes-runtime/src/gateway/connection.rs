@@ -39,7 +39,7 @@ pub async fn serve_connection(runtime: Arc<Runtime>, socket: WebSocket) {
             runtime: Some(format!("hermes-runtime {}", env!("CARGO_PKG_VERSION"))),
         }),
     );
-    let _ = transport.frames.send(ready.to_frame().to_string());
+    let _ = transport.frames.send(ready.to_frame());
 
     let mut stopping = runtime.stopping.clone();
     loop {

@@ -541,7 +541,7 @@ pub async fn config_set(
                 Some(LiveSessionId::new(String::new())),
                 NativeEvent::SkinChanged(skin),
             );
-            let _ = transport.frames.send(frame.to_frame().to_string());
+            let _ = transport.frames.send(frame.to_frame());
             Ok(key_value("skin", name))
         }
         _ => Err(refused(format!("unknown config key: {key}"))),
