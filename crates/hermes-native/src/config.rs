@@ -372,9 +372,12 @@ impl HermesConfig {
         let first = keys.next()?;
         // Keys this type does not model are read where they are kept; only the modelled
         // sections are written out as YAML to be walked (a turn reads several keys).
-        let section = match self.other.get(first) {
-            Some(kept) => kept.clone(),
-            None => serde_yaml::to_value(self).ok()?.get(first)?.clone(),
+        let section = match first {
+            "model" => serde_yaml::to_value(&self.model).ok()?,
+            "mcp_servers" if !self.mcp_servers.is_empty() => {
+                serde_yaml::to_value(&self.mcp_servers).ok()?
+            }
+            _ => self.other.get(first)?.clone(),
         };
         keys.try_fold(section, |value, key| value.get(key).cloned())
     }

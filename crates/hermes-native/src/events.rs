@@ -443,6 +443,44 @@ impl<'de> Deserialize<'de> for EventFrame {
 }
 
 impl EventFrame {
+    /// An event notification's `params`, read from their JSON text: like deserializing them,
+    /// with the payload read straight into its type (no JSON tree in between), which matters
+    /// for large ones (`session.info`).
+    pub fn from_json(params: &str) -> serde_json::Result<Self> {
+        use serde_json::value::RawValue;
+        #[derive(Deserialize)]
+        struct Wire<'a> {
+            #[serde(default)]
+            session_id: Option<LiveSessionId>,
+            #[serde(rename = "type")]
+            kind: String,
+            #[serde(borrow, default)]
+            payload: Option<&'a RawValue>,
+        }
+        let wire: Wire = serde_json::from_str(params)?;
+        let payload = wire.payload.map(RawValue::get).filter(|p| *p != "null");
+        // The tag first, so serde reads the payload straight into its variant.
+        let tagged = format!(
+            "{{\"type\":{},\"payload\":{}}}",
+            serde_json::to_string(&wire.kind)?,
+            payload.unwrap_or("{}")
+        );
+        let event = match serde_json::from_str(&tagged) {
+            Ok(NativeEvent::Other { .. }) | Err(_) => NativeEvent::Other {
+                payload: match payload {
+                    Some(payload) => serde_json::from_str(payload)?,
+                    None => Value::Null,
+                },
+                kind: wire.kind,
+            },
+            Ok(event) => event,
+        };
+        Ok(EventFrame {
+            session_id: wire.session_id,
+            event,
+        })
+    }
+
     /// The event `event` of the live session `session_id` (none: connection-wide).
     pub fn new(session_id: Option<LiveSessionId>, event: NativeEvent) -> Self {
         Self { session_id, event }
@@ -471,8 +509,13 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// The frame `params` are, read both ways a frame is read (from a JSON tree, and from its
+    /// text), which must agree.
     fn parse(params: Value) -> EventFrame {
-        serde_json::from_value(params).expect("an event frame")
+        let from_text = EventFrame::from_json(&params.to_string()).expect("an event frame");
+        let from_tree = serde_json::from_value(params).expect("an event frame");
+        assert_eq!(from_text, from_tree);
+        from_tree
     }
 
     #[test]

@@ -107,6 +107,21 @@ pub enum Incoming {
 impl Incoming {
     /// Reads a frame's text; `None` when it is not JSON.
     pub fn parse(text: &str) -> Option<Self> {
+        /// Enough of a frame to tell an event, whose params are then read from their text.
+        #[derive(serde::Deserialize)]
+        struct Head<'a> {
+            #[serde(borrow, default)]
+            method: Option<std::borrow::Cow<'a, str>>,
+            #[serde(borrow, default)]
+            params: Option<&'a serde_json::value::RawValue>,
+        }
+        // Most frames a client reads are events: they are read into their types at once,
+        // with no JSON tree in between.
+        let head: Head = serde_json::from_str(text).ok()?;
+        if head.method.as_deref() == Some("event") {
+            let event = EventFrame::from_json(head.params?.get()).ok()?;
+            return Some(Incoming::Event(event));
+        }
         Self::from_value(serde_json::from_str(text).ok()?)
     }
 

@@ -192,10 +192,16 @@ where
 /// The SSE event: its `id` is the seq, its `event` name the entry's `type` (declared once, by the
 /// entry's serde tag), its `data` the entry.
 fn to_sse<E: LogEvent>(event: &E) -> Event {
-    let value = serde_json::to_value(event).expect("events serialize");
-    let name = value["type"].as_str().unwrap_or("message").to_owned();
+    /// An entry's `type`, read back from its text (the rest is skipped, not built).
+    #[derive(serde::Deserialize)]
+    struct Tag<'a> {
+        #[serde(rename = "type", borrow)]
+        kind: std::borrow::Cow<'a, str>,
+    }
+    let data = serde_json::to_string(event).expect("events serialize");
+    let event_name = serde_json::from_str::<Tag>(&data).map(|tag| tag.kind.into_owned());
     Event::default()
         .id(event.seq().to_string())
-        .event(name)
-        .data(value.to_string())
+        .event(event_name.unwrap_or_else(|_| "message".to_owned()))
+        .data(data)
 }
