@@ -60,7 +60,7 @@ fn client_round_trip(incoming: &Incoming) {
             );
             let wire = serde_json::to_value(frame).expect("an event frame serializes");
             assert_eq!(wire["type"], kind.as_str(), "kind() is not the wire type");
-            frame.to_frame()
+            serde_json::from_str(&frame.to_frame()).expect("an event frame is JSON")
         }
         Incoming::Other(frame) => frame.clone(),
     };

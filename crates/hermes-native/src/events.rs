@@ -443,42 +443,44 @@ impl<'de> Deserialize<'de> for EventFrame {
 }
 
 impl EventFrame {
-    /// An event notification's `params`, read from their JSON text: like deserializing them,
-    /// with the payload read straight into its type (no JSON tree in between), which matters
-    /// for large ones (`session.info`).
+    /// An event notification's `params`, read from their JSON text: the same as deserializing
+    /// them, with a payload that fits its type read straight into it (no JSON tree in between),
+    /// which matters for large ones (`session.info`). Anything else (an unknown event, a payload
+    /// that does not fit, a repeated key) is read through a tree, as before.
     pub fn from_json(params: &str) -> serde_json::Result<Self> {
+        if let Some(typed) = Self::typed_from_json(params) {
+            return Ok(typed);
+        }
+        serde_json::from_value(serde_json::from_str(params)?)
+    }
+
+    /// The frame whose payload reads into its type at once; `None` otherwise.
+    fn typed_from_json(params: &str) -> Option<Self> {
         use serde_json::value::RawValue;
         #[derive(Deserialize)]
         struct Wire<'a> {
             #[serde(default)]
             session_id: Option<LiveSessionId>,
             #[serde(rename = "type")]
-            kind: String,
+            kind: std::borrow::Cow<'a, str>,
             #[serde(borrow, default)]
             payload: Option<&'a RawValue>,
         }
-        let wire: Wire = serde_json::from_str(params)?;
+        let wire: Wire = serde_json::from_str(params).ok()?;
         let payload = wire.payload.map(RawValue::get).filter(|p| *p != "null");
         // The tag first, so serde reads the payload straight into its variant.
         let tagged = format!(
             "{{\"type\":{},\"payload\":{}}}",
-            serde_json::to_string(&wire.kind)?,
+            serde_json::to_string(&wire.kind).ok()?,
             payload.unwrap_or("{}")
         );
-        let event = match serde_json::from_str(&tagged) {
-            Ok(NativeEvent::Other { .. }) | Err(_) => NativeEvent::Other {
-                payload: match payload {
-                    Some(payload) => serde_json::from_str(payload)?,
-                    None => Value::Null,
-                },
-                kind: wire.kind,
-            },
-            Ok(event) => event,
-        };
-        Ok(EventFrame {
-            session_id: wire.session_id,
-            event,
-        })
+        match serde_json::from_str(&tagged).ok()? {
+            NativeEvent::Other { .. } => None,
+            event => Some(EventFrame {
+                session_id: wire.session_id,
+                event,
+            }),
+        }
     }
 
     /// The event `event` of the live session `session_id` (none: connection-wide).
