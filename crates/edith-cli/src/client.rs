@@ -588,8 +588,8 @@ pub async fn turns(hermes: &Hermes, command: Turns, out: Output) -> Done {
         .instance(&instance)
         .profile(&profile)
         .session(&session);
-    let turn = session.send(&input).await?;
-    let mut events = turn.events();
+    // The turn's events in the reply to the request that starts it.
+    let mut events = session.stream(&input).await?;
     let people = out == Output::Table;
     while let Some(event) = events.next().await {
         let event = event?;
