@@ -120,14 +120,15 @@ impl McpServer {
 mod parsed {
     use std::collections::HashMap;
     use std::path::{Path, PathBuf};
-    use std::sync::{Mutex, OnceLock};
+    use std::sync::{Arc, Mutex, OnceLock};
 
     use super::HermesConfig;
 
     /// Files kept at most; past that the cache starts again (a runtime has a home per profile).
     const MOST: usize = 256;
 
-    type Parsed = HashMap<PathBuf, (String, HermesConfig)>;
+    /// Shared, so that a copy for a caller is made outside the lock.
+    type Parsed = HashMap<PathBuf, Arc<(String, HermesConfig)>>;
 
     fn cache() -> &'static Mutex<Parsed> {
         static CACHE: OnceLock<Mutex<Parsed>> = OnceLock::new();
@@ -136,8 +137,8 @@ mod parsed {
 
     /// The config parsed from `text` at `path`, if that is the text last parsed there.
     pub(super) fn get(path: &Path, text: &str) -> Option<HermesConfig> {
-        let cache = cache().lock().expect("not poisoned");
-        let (kept, config) = cache.get(path)?;
+        let entry = cache().lock().expect("not poisoned").get(path)?.clone();
+        let (kept, config) = &*entry;
         (kept == text).then(|| config.clone())
     }
 
@@ -146,7 +147,7 @@ mod parsed {
         if cache.len() >= MOST && !cache.contains_key(&path) {
             cache.clear();
         }
-        cache.insert(path, (text, config.clone()));
+        cache.insert(path, Arc::new((text, config.clone())));
     }
 }
 
@@ -541,6 +542,13 @@ mod tests {
         write("model-a");
         let first = HermesConfig::load(home.path()).await.unwrap();
         assert_eq!(first.model.default.as_deref(), Some("model-a"));
+        let path = home.path().join(CONFIG_FILE);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(
+            parsed::get(&path, &text),
+            Some(first.clone()),
+            "kept, not parsed again"
+        );
         assert_eq!(HermesConfig::load(home.path()).await.unwrap(), first);
         write("model-b");
         let second = HermesConfig::load(home.path()).await.unwrap();

@@ -444,7 +444,8 @@ impl<'de> Deserialize<'de> for EventFrame {
 
 impl EventFrame {
     /// An event notification's `params`, read from their JSON text: the same as deserializing
-    /// them, with a payload that fits its type read straight into it (no JSON tree in between),
+    /// them, with a payload that fits its type read into it from the text (serde buffers it, its
+    /// strings borrowed, but builds no `Value` tree),
     /// which matters for large ones (`session.info`). Anything else (an unknown event, a payload
     /// that does not fit, a repeated key) is read through a tree, as before.
     pub fn from_json(params: &str) -> serde_json::Result<Self> {
@@ -488,7 +489,7 @@ impl EventFrame {
         Self { session_id, event }
     }
 
-    /// The whole notification, as sent on the wire (written out at once, with no JSON tree in
+    /// The whole notification, as sent on the wire (written out at once, with no `Value` tree in
     /// between: the runtime sends one per event).
     pub fn to_frame(&self) -> String {
         #[derive(Serialize)]

@@ -115,9 +115,11 @@ impl Incoming {
             #[serde(borrow, default)]
             params: Option<&'a serde_json::value::RawValue>,
         }
-        // Most frames a client reads are events: they are read into their types at once, with
-        // no JSON tree in between. Anything else, or anything odd, is read as a tree.
-        if let Ok(head) = serde_json::from_str::<Head>(text)
+        // Most frames a client reads are events: they are read into their types from the text,
+        // with no `Value` tree. Anything else, or anything odd, is read as a tree. (Only an
+        // object: serde reads a struct from an array too.)
+        if text.trim_start().starts_with('{')
+            && let Ok(head) = serde_json::from_str::<Head>(text)
             && head.method.as_deref() == Some("event")
             && let Some(params) = head.params
             && let Ok(event) = EventFrame::from_json(params.get())
@@ -172,6 +174,7 @@ mod tests {
             r#"{"jsonrpc":"2.0","method":"event","params":{"type":"pet.nap","payload":null}}"#,
             r#"{"jsonrpc":"2.0","method":"event","params":{"type":"message.delta","payload":{"text":"\u00e9"}}}"#,
             r#"{"jsonrpc":"2.0","method":"event"}"#,
+            r#"["event", {"type": "message.delta", "payload": {"text": "hi"}}]"#,
         ];
         for text in frames {
             let tree: Value = serde_json::from_str(text).unwrap();

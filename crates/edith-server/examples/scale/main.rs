@@ -293,7 +293,7 @@ async fn round_over(servers: &[u32], by_turn: &[(ControlPlane, String)], way: Wa
         }
     }
     let wall = started.elapsed();
-    let after = quiet(&cpu).await;
+    let after = quiet(&cpu, servers.len()).await;
     Round {
         wall,
         cpu: after - before,
@@ -302,16 +302,16 @@ async fn round_over(servers: &[u32], by_turn: &[(ControlPlane, String)], way: Wa
     }
 }
 
-/// Waits until `cpu` grows by less than a tenth of the time passing (at most [`QUIET_LIMIT`]);
-/// `cpu` then.
-async fn quiet(cpu: &impl Fn() -> Duration) -> Duration {
+/// Waits until `cpu`, the time of `servers` processes, grows by less than a tenth of the time
+/// passing per process (at most [`QUIET_LIMIT`]); `cpu` then.
+async fn quiet(cpu: &impl Fn() -> Duration, servers: usize) -> Duration {
     const STEP: Duration = Duration::from_millis(200);
     let deadline = Instant::now() + QUIET_LIMIT;
     let mut last = cpu();
     loop {
         tokio::time::sleep(STEP).await;
         let now = cpu();
-        if now - last < STEP / 10 || Instant::now() > deadline {
+        if now - last < STEP * servers.max(1) as u32 / 10 || Instant::now() > deadline {
             return now;
         }
         last = now;
