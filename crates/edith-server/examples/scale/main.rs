@@ -462,6 +462,12 @@ async fn main() {
     let streamed = round(&cp, pid, &turns, Way::OneRequest).await;
     // Two requests again: what the order of the rounds does to the figures.
     let again = round(&cp, pid, &turns, Way::TwoRequests).await;
+    // The client's keep-alive connections (one per session at most) closed: what the sessions
+    // themselves hold, apart from what the server kept for those connections.
+    drop(cp);
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let idle_closed = usage_of(pid).rss_kib;
+    let cp = ControlPlane::new(server.ready_value("url"));
     let held = streams(&cp, pid, &profiles, stream_count).await;
 
     println!("one edith serve, embedded runtime, scripted model; {sessions} sessions");
@@ -481,9 +487,12 @@ async fn main() {
             round.errors.len()
         );
     }
+    let per_session = |rss_kib: u64| rss_kib.saturating_sub(idle_before) as f64 / sessions as f64;
     println!(
-        "resident memory per idle session (after its two turns): {:.1} KiB",
-        (idle_after.saturating_sub(idle_before)) as f64 / sessions as f64
+        "resident memory per idle session: {:.1} KiB after its two turns, the client's \
+         connections open; {:.1} KiB after its four, the client's connections closed",
+        per_session(idle_after),
+        per_session(idle_closed)
     );
     println!(
         "{stream_count} sessions, each with a waiting turn and its stream open: {} streams \
