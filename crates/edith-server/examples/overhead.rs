@@ -168,19 +168,30 @@ impl ControlPlane {
         (posted, started.elapsed())
     }
 
+    /// A new session beside the one whose turns are at `turns`; its turns path.
+    async fn another_session(&self, turns: &str) -> String {
+        let sessions = &turns[..turns.rfind("/sessions/").expect("a session's turns")];
+        let sessions = format!("{sessions}/sessions");
+        let session = self.post(&sessions, json!({})).await;
+        format!("{sessions}/{}/turns", session["id"].as_str().unwrap())
+    }
+
     /// Medians of the POST alone, of the whole turn, and of a turn streamed in its POST (the
-    /// two ways alternated, so that they share the machine's moods).
+    /// two ways alternated, so that they share the machine's moods). Each way has a session of
+    /// its own with as many turns as the straight one: a runtime's turn grows with its session's
+    /// history (the real Hermes's by tens of milliseconds over a hundred turns).
     async fn warm_turns(&self, turns: &str) -> Through {
+        let other = self.another_session(turns).await;
         for _ in 0..WARMUP {
             self.turn(turns).await;
-            self.streamed_turn(turns).await;
+            self.streamed_turn(&other).await;
         }
         let (mut posts, mut wholes, mut streamed) = (Vec::new(), Vec::new(), Vec::new());
         for _ in 0..TURNS {
             let (post, whole) = self.turn(turns).await;
             posts.push(post);
             wholes.push(whole);
-            streamed.push(self.streamed_turn(turns).await);
+            streamed.push(self.streamed_turn(&other).await);
         }
         Through {
             post: median(posts),
