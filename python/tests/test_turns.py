@@ -55,7 +55,6 @@ async def test_a_turn_streams_its_events_and_the_runtime_calls_a_python_tool(her
     tail = [event async for event in turn.events(after=7)]
     assert tail == events[7:]
 
-
     # A turn streamed in the request that starts it: the same log, named by its events.
     streamed = [event async for event in await session.stream(PROMPT)]
     assert [event["type"] for event in streamed] == kinds
