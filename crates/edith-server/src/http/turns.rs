@@ -5,9 +5,12 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::{get, post};
 use axum::{Json, response::IntoResponse};
+use edith_store::InstanceRecord;
 use edith_types::{
     CreateTurn, Page, Profile, Session, Turn, TurnAction, TurnEvent, TurnFilter, TurnId,
 };
+use futures_util::FutureExt;
+use futures_util::future::BoxFuture;
 
 use super::extract::{AfterParams, ApiJson, ApiQuery, Ids, PageParams};
 use super::resources::load_session;
@@ -82,9 +85,7 @@ async fn create_turn(
     ids: Ids,
     ApiJson(body): ApiJson<CreateTurn>,
 ) -> AppResult<impl IntoResponse> {
-    let (instance, profile) = (ids.get("instance_id")?, ids.get("profile_id")?);
-    let (record, profile, session) =
-        sessions::load_all(&state, &instance, &profile, &ids.get("session_id")?).await?;
+    let (record, profile, session) = load_path(&state, &ids).await?;
     let turn = turns::start(&state, record, profile, session, body).await?;
     Ok((StatusCode::ACCEPTED, Json(turn)))
 }
@@ -95,21 +96,14 @@ async fn create_turn_streamed(
     ids: Ids,
     ApiJson(body): ApiJson<CreateTurn>,
 ) -> AppResult<impl IntoResponse> {
-    let (instance, profile) = (ids.get("instance_id")?, ids.get("profile_id")?);
-    let (record, profile, session) =
-        sessions::load_all(&state, &instance, &profile, &ids.get("session_id")?).await?;
+    let (record, profile, session) = load_path(&state, &ids).await?;
     // The stream's place is taken first: a caller over its limit gets no turn it cannot follow.
     let permit = state.gate.open_stream(&caller.0.id)?;
     let (turn, live) = turns::start_with(&state, record, profile, session, body, |turn| {
         state.turn_events.subscribe(turn.id.as_str())
     })
     .await?;
-    let store = state.store.clone();
-    let id = turn.id.clone();
-    let replay = move |after: u64| {
-        let (store, id) = (store.clone(), id.clone());
-        async move { Ok(store.turn_events_after(&id, after).await?) }
-    };
+    let replay = stored_events(&state, &turn.id);
     let events = sse::follow(
         live,
         replay,
@@ -124,6 +118,24 @@ async fn create_turn_streamed(
         [(axum::http::header::LOCATION, location)],
         events,
     ))
+}
+
+/// The instance, profile and session the path names.
+async fn load_path(state: &AppState, ids: &Ids) -> AppResult<(InstanceRecord, Profile, Session)> {
+    let (instance, profile) = (ids.get("instance_id")?, ids.get("profile_id")?);
+    sessions::load_all(state, &instance, &profile, &ids.get("session_id")?).await
+}
+
+/// Reads turn `id`'s stored events after a sequence number, for its SSE stream.
+fn stored_events(
+    state: &AppState,
+    id: &TurnId,
+) -> impl Fn(u64) -> BoxFuture<'static, AppResult<Vec<TurnEvent>>> + Send + Sync + use<> {
+    let (store, id) = (state.store.clone(), id.clone());
+    move |after| {
+        let (store, id) = (store.clone(), id.clone());
+        async move { Ok(store.turn_events_after(&id, after).await?) }.boxed()
+    }
 }
 
 /// The turn the path names, with its session and profile.
@@ -180,12 +192,7 @@ async fn turn_events(
 ) -> AppResult<impl IntoResponse> {
     let (_, _, turn) = load_turn(&state, &ids).await?;
     let live = state.turn_events.subscribe(turn.id.as_str());
-    let store = state.store.clone();
-    let id = turn.id.clone();
-    let replay = move |after: u64| {
-        let (store, id) = (store.clone(), id.clone());
-        async move { Ok(store.turn_events_after(&id, after).await?) }
-    };
+    let replay = stored_events(&state, &turn.id);
     let log = if turn.state.is_terminal() {
         sse::Log::Ended
     } else {
