@@ -1520,3 +1520,96 @@ async fn events_appended_together_are_numbered_together(store: Store) {
         .collect();
     assert_eq!(seqs, (1..=29).collect::<Vec<u64>>());
 }
+
+/// On SQLite, the appends of turns running at once share statements (group commit), and each
+/// caller is still told its own outcome: its events numbered after its log's last, or that its
+/// turn has ended. On one thread, the appends started together queue behind the first one.
+#[tokio::test(flavor = "current_thread")]
+async fn appends_of_turns_running_at_once_share_statements_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_sqlite(&dir.path().join("edith.db"))
+        .await
+        .unwrap();
+    let (_, profile, _) = a_session(&store).await;
+    let mut turns = Vec::new();
+    for _ in 0..16 {
+        let session = add_session(&store, &profile).await;
+        let turn = turn_in(&session.id);
+        store.insert_turn_if_idle(&turn, "r").await.unwrap();
+        store
+            .append_turn_event(&turn.id, &TurnEventKind::TurnStarted)
+            .await
+            .unwrap();
+        turns.push(turn);
+    }
+    let mut ended = turns.pop().unwrap();
+    ended.state = TurnState::Completed;
+    let last = TurnEventKind::TurnFinished {
+        state: TurnState::Completed,
+        output: None,
+        error: None,
+    };
+    store
+        .finish_turn(&ended, &[], &last)
+        .await
+        .unwrap()
+        .unwrap();
+    let delta = |text: String| TurnEventKind::MessageDelta { text };
+    let writes_before = store.turn_log_writes().unwrap();
+
+    // Each running turn twice (its second append waits for its first), and the ended one.
+    let mut appends = Vec::new();
+    for round in 0..2 {
+        for (n, turn) in turns.iter().chain([&ended]).enumerate() {
+            let (store, id) = (store.clone(), turn.id.clone());
+            let events: Vec<TurnEventKind> = (0..=n % 3)
+                .map(|i| delta(format!("{round}.{n}.{i}")))
+                .collect();
+            appends.push(tokio::spawn(async move {
+                let appended = store.append_turn_events(&id, &events).await;
+                (id, events, appended)
+            }));
+        }
+    }
+    let count = appends.len() as u64;
+    for append in appends {
+        let (id, events, appended) = append.await.unwrap();
+        if id == ended.id {
+            assert!(
+                matches!(appended, Err(StoreError::TurnEnded(_))),
+                "{appended:?}"
+            );
+            continue;
+        }
+        let appended = appended.unwrap();
+        let kinds: Vec<&TurnEventKind> = appended.iter().map(|e| &e.kind).collect();
+        assert_eq!(kinds, events.iter().collect::<Vec<_>>());
+        let seqs: Vec<u64> = appended.iter().map(|e| e.seq).collect();
+        let first = seqs[0];
+        assert!(first >= 2, "after the turn's start: {seqs:?}");
+        assert_eq!(seqs, (first..first + seqs.len() as u64).collect::<Vec<_>>());
+        let logged = store.turn_events_after(&id, first - 1).await.unwrap();
+        assert_eq!(logged[..appended.len()], appended[..]);
+    }
+    for turn in &turns {
+        let seqs: Vec<u64> = store
+            .turn_events_after(&turn.id, 0)
+            .await
+            .unwrap()
+            .iter()
+            .map(|e| e.seq)
+            .collect();
+        assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>());
+    }
+    let ended_log = store.turn_events_after(&ended.id, 0).await.unwrap();
+    assert_eq!(
+        ended_log.last().unwrap().kind,
+        last,
+        "nothing after its end"
+    );
+    let writes = store.turn_log_writes().unwrap() - writes_before;
+    assert!(
+        writes <= count / 4,
+        "{count} appends took {writes} statements"
+    );
+}

@@ -20,7 +20,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous};
 macro_rules! on_db {
     ($store:expr, $pool:ident => $body:expr) => {
         match &$store.db {
-            $crate::store::Db::Sqlite($pool) => $body,
+            $crate::store::Db::Sqlite($pool, _) => $body,
             $crate::store::Db::Postgres($pool) => $body,
         }
     };
@@ -148,6 +148,7 @@ macro_rules! append_alone {
     };
 }
 
+mod group_commit;
 mod idempotency;
 mod instances;
 mod jobs;
@@ -160,6 +161,7 @@ mod tools;
 mod turns;
 
 use edith_sqlite::Connections;
+use group_commit::TurnLogs;
 pub use idempotency::Idempotency;
 pub use replicas::{Announcement, Channel, Claim, Listener};
 
@@ -183,6 +185,9 @@ pub enum StoreError {
     /// Other writers kept changing what a write depends on.
     #[error("{0}; try again")]
     Contended(String),
+    /// The write was not made: the process is stopping.
+    #[error("the store is closing; the write was not made")]
+    Closing,
 }
 
 type Result<T> = std::result::Result<T, StoreError>;
@@ -190,7 +195,8 @@ type Result<T> = std::result::Result<T, StoreError>;
 /// The database behind a store.
 #[derive(Debug, Clone)]
 enum Db {
-    Sqlite(Connections),
+    /// On SQLite, appends to turn logs go through their own writer (group commit).
+    Sqlite(Connections, std::sync::Arc<TurnLogs>),
     Postgres(PgPool),
 }
 
@@ -278,7 +284,7 @@ impl Store {
             .busy_timeout(Duration::from_secs(10));
         let pool = Connections::open(options, 8).await?;
         Ok(Self {
-            db: Db::Sqlite(pool),
+            db: Db::Sqlite(pool.clone(), TurnLogs::new(pool)),
             origin: None,
         })
     }
@@ -304,7 +310,7 @@ impl Store {
         match &self.db {
             // On a pool of its own: sqlx's migrator takes a pool, or a connection in a way that
             // makes futures that are not `Send`.
-            Db::Sqlite(connections) => {
+            Db::Sqlite(connections, _) => {
                 let pool = sqlx::sqlite::SqlitePoolOptions::new()
                     .max_connections(1)
                     .connect_with(connections.options().clone())
@@ -321,14 +327,14 @@ impl Store {
     /// Which backend this is, for logs: `sqlite` or `postgres`.
     pub fn backend(&self) -> &'static str {
         match self.db {
-            Db::Sqlite(_) => "sqlite",
+            Db::Sqlite(..) => "sqlite",
             Db::Postgres(_) => "postgres",
         }
     }
 
     pub async fn close(&self) {
         match &self.db {
-            Db::Sqlite(connections) => connections.close(CLOSE_LIMIT).await,
+            Db::Sqlite(connections, _) => connections.close(CLOSE_LIMIT).await,
             Db::Postgres(pool) => pool.close().await,
         }
     }

@@ -313,7 +313,7 @@ impl Store {
     /// one of the pool's connections: drop it before [`Store::close`], which waits for it.
     pub async fn listen(&self) -> Result<Option<Listener>> {
         match &self.db {
-            Db::Sqlite(_) => Ok(None),
+            Db::Sqlite(..) => Ok(None),
             Db::Postgres(pool) => {
                 let mut listener = PgListener::connect_with(pool).await?;
                 listener

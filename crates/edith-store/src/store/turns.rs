@@ -201,26 +201,38 @@ impl Store {
         if kinds.is_empty() {
             return Ok(Vec::new());
         }
-        let at = Timestamp::now();
         let bodies: Vec<String> = kinds.iter().map(to_json).collect();
-        let sql = insert_events(kinds.len(), Guard::OnlyUnfinished);
-        let seqs: Vec<i64> = on_db!(self, pool => {
-            let query = bind_events!(sqlx::query_scalar::<_, i64>, sql, turn, at, &bodies);
-            if is_postgres(pool) {
+        let (at, seqs) = match &self.db {
+            Db::Sqlite(_, logs) => {
+                let written = logs.append(turn, bodies).await?;
+                (written.at, written.seqs)
+            }
+            Db::Postgres(pool) => {
+                let at = Timestamp::now();
+                let sql = insert_events(kinds.len(), Guard::OnlyUnfinished);
+                let query = bind_events!(sqlx::query_scalar::<_, i64>, sql, turn, at, &bodies);
                 let mut tx = pool.begin().await?;
                 lock_log!(tx, pool, turn.as_str());
                 let seqs = query.fetch_all(&mut *tx).await?;
                 announce!(tx, self, pool, Channel::TurnEvents, turn.as_str());
                 tx.commit().await?;
-                seqs
-            } else {
-                query.fetch_all(pool).await?
+                (at, seqs)
             }
-        });
+        };
         if seqs.is_empty() {
             return Err(StoreError::TurnEnded(turn.to_string()));
         }
         Ok(numbered(turn, seqs, &at, kinds))
+    }
+
+    /// How many statements have appended events to turn logs through
+    /// [`Store::append_turn_events`] since the store was opened, on SQLite, where one may carry
+    /// the appends of many turns (each turn's events counted in its log); `None` on PostgreSQL.
+    pub fn turn_log_writes(&self) -> Option<u64> {
+        match &self.db {
+            Db::Sqlite(_, logs) => Some(logs.writes()),
+            Db::Postgres(_) => None,
+        }
     }
 
     /// Appends the final event a finished turn's log lacks (an older version recorded the two
@@ -271,7 +283,7 @@ impl Store {
         let n = kinds.len();
         let seqs: Vec<i64> = match &self.db {
             // One round trip: the turn rewritten, then its events if it was.
-            Db::Sqlite(connections) => {
+            Db::Sqlite(connections, _) => {
                 let script = format!(
                     "BEGIN IMMEDIATE; {}; {}; COMMIT",
                     update_unfinished(2 * n + 2, 2 * n + 3, 1),
