@@ -94,6 +94,12 @@ enum Command {
     },
 }
 
+/// jemalloc hands memory freed after a burst of turns back to the system within about a second
+/// (its decay settings are in `.cargo/config.toml`); glibc's allocator kept it.
+#[cfg(feature = "jemalloc")]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();

@@ -31,6 +31,9 @@ const QUIET_LIMIT: Duration = Duration::from_secs(30);
 /// A command the runtime asks approval for: a turn with it waits, its stream open.
 const WAITING_INPUT: &str = r#"terminal {"command": "rm -rf /tmp/edith-scale-nothing"}"#;
 
+/// How long the server is left idle before its resident memory is read again.
+const SETTLE: Duration = Duration::from_secs(3);
+
 /// The flags that lift `edith serve`'s per-key limits out of the benchmark's way.
 const UNLIMITED: [&str; 8] = [
     "--requests-per-second",
@@ -459,13 +462,16 @@ async fn main() {
     let first = round(&cp, pid, &turns, Way::TwoRequests).await;
     let next = round(&cp, pid, &turns, Way::TwoRequests).await;
     let idle_after = usage_of(pid).rss_kib;
+    // What the allocator hands back once the burst is over (jemalloc: after a second).
+    tokio::time::sleep(SETTLE).await;
+    let idle_settled = usage_of(pid).rss_kib;
     let streamed = round(&cp, pid, &turns, Way::OneRequest).await;
     // Two requests again: what the order of the rounds does to the figures.
     let again = round(&cp, pid, &turns, Way::TwoRequests).await;
     // The client's keep-alive connections (one per session at most) closed: what the sessions
     // themselves hold, apart from what the server kept for those connections.
     drop(cp);
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    tokio::time::sleep(SETTLE).await;
     let idle_closed = usage_of(pid).rss_kib;
     let cp = ControlPlane::new(server.ready_value("url"));
     let held = streams(&cp, pid, &profiles, stream_count).await;
@@ -489,10 +495,14 @@ async fn main() {
     }
     let per_session = |rss_kib: u64| rss_kib.saturating_sub(idle_before) as f64 / sessions as f64;
     println!(
-        "resident memory per idle session: {:.1} KiB after its two turns, the client's \
-         connections open; {:.1} KiB after its four, the client's connections closed",
+        "resident memory per idle session: {:.1} KiB right after its two turns and {:.1} KiB \
+         {} s later, the client's connections open; {:.1} KiB after its four, the client's \
+         connections closed for {} s",
         per_session(idle_after),
-        per_session(idle_closed)
+        per_session(idle_settled),
+        SETTLE.as_secs(),
+        per_session(idle_closed),
+        SETTLE.as_secs()
     );
     println!(
         "{stream_count} sessions, each with a waiting turn and its stream open: {} streams \
