@@ -217,6 +217,10 @@ async fn read_to_end(response: reqwest::Response) {
     body.expect("the stream ends").unwrap();
 }
 
+/// The allocator of the `edith` binary, so the control plane here runs as it does there.
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 #[tokio::main]
 async fn main() {
     // Absolute: the runtimes start in their homes.
