@@ -22,7 +22,7 @@ use crate::model::{self, ChatMessage, ModelEvent, Role, TokenUsage};
 use crate::retry;
 use crate::runtime::Runtime;
 use crate::session::LiveSession;
-use crate::store::{Billing, SessionRow, StateDb};
+use crate::store::{Billing, ModelCall, SessionRow, StateDb};
 use crate::tools::{ToolBox, TurnContext};
 
 /// Runs one turn; returns the `message.complete` event, which the caller emits once the
@@ -89,7 +89,7 @@ async fn run_model_loop(
     // The prompt is stored while the tools are listed (an MCP server's listing is a round trip):
     // neither needs the other.
     let (recorded, (toolbox, problems)) = tokio::join!(
-        record(session, &db, &mut history, ChatMessage::user(text)),
+        record(session, &db, &mut history, ChatMessage::user(text), None),
         ToolBox::for_turn(runtime, &config)
     );
     recorded?;
@@ -126,30 +126,25 @@ async fn run_model_loop(
             attempts,
             &mut break_before_text,
         );
-        let reply = match call.await? {
-            Called::Answered(reply, usage) => {
-                // Like Hermes: a call is accounted for when the endpoint told its usage.
-                // The reply is recorded whatever becomes of its accounting.
-                if let Some(usage) = usage
-                    && let Err(e) = db
-                        .record_model_call(&session.stored_id, usage, &billing)
-                        .await
-                {
-                    tracing::warn!(error = %e, "could not account for a model call");
-                }
-                reply
-            }
+        let (reply, usage) = match call.await? {
+            Called::Answered(reply, usage) => (reply, usage),
             Called::Interrupted(partial) => {
                 let partial_text = partial.content.clone();
                 if !partial_text.is_empty() {
-                    record(session, &db, &mut history, partial).await?;
+                    record(session, &db, &mut history, partial, None).await?;
                 }
                 return Ok((CompletionStatus::Interrupted, partial_text));
             }
         };
         let tool_calls = reply.tool_calls.clone();
         let reply_text = reply.content.clone();
-        record(session, &db, &mut history, reply).await?;
+        // Like Hermes: a call is accounted for when the endpoint told its usage; here in the
+        // same write as the reply.
+        let accounted = usage.map(|usage| ModelCall {
+            usage,
+            billing: &billing,
+        });
+        record(session, &db, &mut history, reply, accounted.as_ref()).await?;
         if tool_calls.is_empty() {
             return Ok((CompletionStatus::Complete, reply_text));
         }
@@ -185,7 +180,7 @@ async fn run_model_loop(
             let mut message = ChatMessage::plain(Role::Tool, content);
             message.tool_call_id = Some(call.id);
             message.tool_name = Some(call.name);
-            record(session, &db, &mut history, message).await?;
+            record(session, &db, &mut history, message, None).await?;
         }
     }
     Err(format!(
@@ -352,14 +347,16 @@ fn with_steer(session: &LiveSession, result: String) -> String {
     }
 }
 
-/// Adds a message to the turn's history, the live session and `state.db`.
+/// Adds a message to the turn's history, the live session and `state.db` (with the model call
+/// that produced it, when it told its usage).
 async fn record(
     session: &LiveSession,
     db: &StateDb,
     history: &mut Vec<ChatMessage>,
     message: ChatMessage,
+    call: Option<&ModelCall<'_>>,
 ) -> Result<(), String> {
-    persist(session, db, std::slice::from_ref(&message)).await?;
+    persist(session, db, std::slice::from_ref(&message), call).await?;
     session
         .state
         .lock()
@@ -375,6 +372,7 @@ async fn persist(
     session: &LiveSession,
     db: &StateDb,
     messages: &[ChatMessage],
+    call: Option<&ModelCall<'_>>,
 ) -> Result<(), String> {
     let _writing = session.writes.lock().await;
     let (first, title) = {
@@ -397,7 +395,7 @@ async fn persist(
         .await
         .map_err(|e| format!("state.db: {e}"))?;
     }
-    db.append_messages(&session.stored_id, messages)
+    db.append_messages(&session.stored_id, messages, call)
         .await
         .map_err(|e| format!("state.db: {e}"))
 }

@@ -90,6 +90,24 @@ pub struct ListedSession {
     pub source: String,
 }
 
+/// Accounts for one model call, as Hermes does after each response that told its usage: tokens
+/// and calls add up; what the call was billed to is kept from the first call. This runtime
+/// prices nothing, so the cost stays 0 and `unknown`, as Hermes answers for an endpoint it has
+/// no price for. Its values: input and output tokens, provider, base URL, session id.
+const ACCOUNT_MODEL_CALL: &str = "UPDATE sessions SET input_tokens = input_tokens + ?, \
+     output_tokens = output_tokens + ?, \
+     estimated_cost_usd = COALESCE(estimated_cost_usd, 0), \
+     cost_status = 'unknown', cost_source = 'none', \
+     billing_provider = COALESCE(billing_provider, ?), \
+     billing_base_url = COALESCE(billing_base_url, ?), \
+     api_call_count = api_call_count + 1 WHERE id = ?";
+
+/// A model call that told its usage, and what it is billed to.
+pub struct ModelCall<'a> {
+    pub usage: TokenUsage,
+    pub billing: &'a Billing,
+}
+
 /// What model calls are billed to: the configured provider and endpoint.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Billing {
@@ -238,16 +256,23 @@ impl StateDb {
     }
 
     /// Appends messages and bumps the session's counts, in one transaction and one round trip
-    /// to the connection (one script; each statement takes the next `?` values in turn).
+    /// to the connection (one script; each statement takes the next `?` values in turn). `call`:
+    /// the model call that produced them, accounted for in the same write.
     pub async fn append_messages(
         &self,
         session_id: &str,
         messages: &[ChatMessage],
+        call: Option<&ModelCall<'_>>,
     ) -> Result<(), sqlx::Error> {
         let script = format!(
             "BEGIN IMMEDIATE; {}UPDATE sessions SET message_count = message_count + ?, \
-             tool_call_count = tool_call_count + ? WHERE id = ?; COMMIT",
-            format!("{INSERT_MESSAGE}; ").repeat(messages.len())
+             tool_call_count = tool_call_count + ? WHERE id = ?; {}COMMIT",
+            format!("{INSERT_MESSAGE}; ").repeat(messages.len()),
+            if call.is_some() {
+                format!("{ACCOUNT_MODEL_CALL}; ")
+            } else {
+                String::new()
+            }
         );
         let now = unix_now();
         // Only constant text is repeated into the script.
@@ -256,10 +281,18 @@ impl StateDb {
             query = bind_message(query, session_id, message, now);
         }
         let tool_calls: usize = messages.iter().map(|m| m.tool_calls.len()).sum();
-        let query = query
+        query = query
             .bind(messages.len() as i64)
             .bind(tool_calls as i64)
             .bind(session_id);
+        if let Some(call) = call {
+            query = query
+                .bind(call.usage.input as i64)
+                .bind(call.usage.output as i64)
+                .bind(&call.billing.provider)
+                .bind(&call.billing.base_url)
+                .bind(session_id);
+        }
         self.pool.transact(query).await?;
         Ok(())
     }
@@ -279,35 +312,6 @@ impl StateDb {
         )
         .bind(model_config)
         .bind(chosen_cwd.map(|dir| dir.display().to_string()))
-        .bind(session_id)
-        .execute(&self.pool)
-        .await?;
-        Ok(())
-    }
-
-    /// Accounts for one model call, as Hermes does after each response that told its usage:
-    /// tokens and calls add up; what the call was billed to is kept from the first call. This
-    /// runtime prices nothing, so the cost stays 0 and `unknown`, as Hermes answers for an
-    /// endpoint it has no price for.
-    pub async fn record_model_call(
-        &self,
-        session_id: &str,
-        usage: TokenUsage,
-        billing: &Billing,
-    ) -> Result<(), sqlx::Error> {
-        sqlx::query(
-            "UPDATE sessions SET input_tokens = input_tokens + ?, \
-             output_tokens = output_tokens + ?, \
-             estimated_cost_usd = COALESCE(estimated_cost_usd, 0), \
-             cost_status = 'unknown', cost_source = 'none', \
-             billing_provider = COALESCE(billing_provider, ?), \
-             billing_base_url = COALESCE(billing_base_url, ?), \
-             api_call_count = api_call_count + 1 WHERE id = ?",
-        )
-        .bind(usage.input as i64)
-        .bind(usage.output as i64)
-        .bind(&billing.provider)
-        .bind(&billing.base_url)
         .bind(session_id)
         .execute(&self.pool)
         .await?;
@@ -701,10 +705,10 @@ mod tests {
             tool_name: Some("search".to_owned()),
             ..ChatMessage::plain(Role::Tool, "found".to_owned())
         };
-        db.append_messages("s", &[ChatMessage::user("look it up")])
+        db.append_messages("s", &[ChatMessage::user("look it up")], None)
             .await
             .unwrap();
-        db.append_messages("s", &[asked.clone(), answered.clone()])
+        db.append_messages("s", &[asked.clone(), answered.clone()], None)
             .await
             .unwrap();
         let stored = db.messages("s").await.unwrap();
@@ -716,6 +720,54 @@ mod tests {
                 .await
                 .unwrap();
         assert_eq!(tool_calls, 1);
+        db.close().await;
+    }
+
+    /// A reply written with the model call that made it: tokens and calls add up, what the calls
+    /// are billed to is the first's; a reply without usage accounts for nothing.
+    #[tokio::test]
+    async fn a_reply_is_written_with_its_calls_accounting() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = StateDb::open(dir.path()).await.unwrap();
+        db.ensure_session(&row("s", "Plans")).await.unwrap();
+        let billed = |provider: &str| Billing {
+            provider: Some(provider.to_owned()),
+            base_url: Some(format!("http://{provider}/v1")),
+        };
+        let (first, second) = (billed("first"), billed("second"));
+        let reply = || ChatMessage::plain(Role::Assistant, "done".to_owned());
+        for (input, output, billing) in [(10, 3, &first), (5, 2, &second)] {
+            let call = ModelCall {
+                usage: TokenUsage { input, output },
+                billing,
+            };
+            db.append_messages("s", &[reply()], Some(&call))
+                .await
+                .unwrap();
+        }
+        db.append_messages("s", &[reply()], None).await.unwrap();
+        let accounted = sqlx::query(
+            "SELECT input_tokens, output_tokens, api_call_count, billing_provider, \
+             billing_base_url, message_count FROM sessions WHERE id = 's'",
+        )
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+        let number = |column: &str| accounted.get::<i64, _>(column);
+        assert_eq!(
+            [
+                number("input_tokens"),
+                number("output_tokens"),
+                number("api_call_count"),
+                number("message_count")
+            ],
+            [15, 5, 2, 3]
+        );
+        assert_eq!(accounted.get::<String, _>("billing_provider"), "first");
+        assert_eq!(
+            accounted.get::<String, _>("billing_base_url"),
+            "http://first/v1"
+        );
         db.close().await;
     }
 
