@@ -1601,6 +1601,20 @@ async fn appends_of_turns_running_at_once_share_statements_on_sqlite() {
             .collect();
         assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>());
     }
+    // Each turn's first append is before its second in its log.
+    for turn in &turns {
+        let rounds: Vec<char> = store
+            .turn_events_after(&turn.id, 1)
+            .await
+            .unwrap()
+            .iter()
+            .map(|e| match &e.kind {
+                TurnEventKind::MessageDelta { text } => text.chars().next().unwrap(),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert!(rounds.is_sorted() && rounds.contains(&'1'), "{rounds:?}");
+    }
     let ended_log = store.turn_events_after(&ended.id, 0).await.unwrap();
     assert_eq!(
         ended_log.last().unwrap().kind,
@@ -1612,4 +1626,61 @@ async fn appends_of_turns_running_at_once_share_statements_on_sqlite() {
         writes <= count / 4,
         "{count} appends took {writes} statements"
     );
+}
+
+/// On SQLite, an append whose caller is dropped while its statement runs still hands those who
+/// came meanwhile to the next write: each is answered, and every log stays numbered without gaps.
+#[tokio::test(flavor = "current_thread")]
+async fn appends_waiting_behind_a_caller_that_left_are_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_sqlite(&dir.path().join("edith.db"))
+        .await
+        .unwrap();
+    let (_, profile, _) = a_session(&store).await;
+    let mut turns = Vec::new();
+    for _ in 0..4 {
+        let session = add_session(&store, &profile).await;
+        let turn = turn_in(&session.id);
+        store.insert_turn_if_idle(&turn, "r").await.unwrap();
+        turns.push(turn.id);
+    }
+    let delta = || TurnEventKind::MessageDelta {
+        text: "x".to_owned(),
+    };
+    // The first caller takes the lead and sends its statement, then is dropped midway.
+    let events = [delta(), delta()];
+    let mut leader = Box::pin(store.append_turn_events(&turns[0], &events));
+    let first = std::future::poll_fn(|cx| std::task::Poll::Ready(leader.as_mut().poll(cx))).await;
+    assert!(first.is_pending(), "its statement runs on another thread");
+    let waiting: Vec<_> = turns[1..]
+        .iter()
+        .map(|id| {
+            let (store, id) = (store.clone(), id.clone());
+            tokio::spawn(async move { store.append_turn_events(&id, &[delta()]).await })
+        })
+        .collect();
+    tokio::task::yield_now().await;
+    drop(leader);
+    for append in waiting {
+        let appended = tokio::time::timeout(std::time::Duration::from_secs(10), append)
+            .await
+            .expect("answered")
+            .unwrap()
+            .unwrap();
+        assert_eq!(appended.iter().map(|e| e.seq).collect::<Vec<_>>(), [1]);
+    }
+    // The log of the caller that left holds its events or none, and takes the next after them.
+    let after = store
+        .append_turn_events(&turns[0], &[delta()])
+        .await
+        .unwrap();
+    let seqs: Vec<u64> = store
+        .turn_events_after(&turns[0], 0)
+        .await
+        .unwrap()
+        .iter()
+        .map(|e| e.seq)
+        .collect();
+    assert!(seqs == [1] || seqs == [1, 2, 3], "{seqs:?}");
+    assert_eq!(after[0].seq, *seqs.last().unwrap());
 }

@@ -63,7 +63,8 @@ fn random_token() -> String {
 }
 
 /// jemalloc hands memory freed after a burst of turns back to the system within about a second
-/// (its decay settings are in `.cargo/config.toml`); glibc's allocator kept it.
+/// when built in this workspace (its decay settings are in `.cargo/config.toml`); glibc's
+/// allocator kept it.
 #[cfg(feature = "jemalloc")]
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;

@@ -116,11 +116,7 @@ impl TurnLogs {
                 // Whether this write ends or its caller is dropped midway, those who came
                 // meanwhile are written next.
                 let _next = HandOver(self);
-                let mut written = self.write(&[(turn, &bodies)]).await?;
-                Ok(Written {
-                    seqs: written.seqs.remove(turn.as_str()).unwrap_or_default(),
-                    at: written.at,
-                })
+                Ok(self.write(&[(turn, &bodies)]).await?.take(turn))
             }
             Err(answered) => answered.await.unwrap_or(Err(StoreError::Closing)),
         }
@@ -128,12 +124,18 @@ impl TurnLogs {
 
     /// Writes what waits, batch after batch, until nothing does.
     async fn write_waiting(self: Arc<Self>) {
+        // Should this task be dropped or panic midway, nobody is left waiting for it.
+        let mut stopped = Stopped {
+            logs: &self,
+            finished: false,
+        };
         loop {
             let batch = {
                 let mut queue = self.queue.lock().expect("not poisoned");
                 let batch = next_batch(&mut queue.waiting);
                 if batch.is_empty() {
                     queue.writing = false;
+                    stopped.finished = true;
                     return;
                 }
                 batch
@@ -143,26 +145,15 @@ impl TurnLogs {
             match self.write(&appends).await {
                 Ok(mut written) => {
                     for waiting in batch {
-                        let seqs = written
-                            .seqs
-                            .remove(waiting.turn.as_str())
-                            .unwrap_or_default();
-                        let at = written.at.clone();
-                        let _ = waiting.answer.send(Ok(Written { at, seqs }));
+                        let _ = waiting.answer.send(Ok(written.take(&waiting.turn)));
                     }
                 }
-                // Each on its own, so each is told its own outcome.
-                Err(_) => {
+                // What fails one statement (the database busy, closed or failing) fails any:
+                // each is told. The statement wrote nothing (it is its own transaction).
+                Err(e) => {
+                    let e = Arc::new(e);
                     for waiting in batch {
-                        let written = self.write(&[(&waiting.turn, &waiting.bodies)]).await;
-                        let answer = written.map(|mut written| Written {
-                            seqs: written
-                                .seqs
-                                .remove(waiting.turn.as_str())
-                                .unwrap_or_default(),
-                            at: written.at,
-                        });
-                        let _ = waiting.answer.send(answer);
+                        let _ = waiting.answer.send(Err(StoreError::Shared(Arc::clone(&e))));
                     }
                 }
             }
@@ -199,6 +190,24 @@ struct Batch {
     seqs: HashMap<String, Vec<i64>>,
 }
 
+impl Batch {
+    /// What the statement wrote for `turn` (no numbers: its turn had ended).
+    fn take(&mut self, turn: &TurnId) -> Written {
+        Written {
+            at: self.at.clone(),
+            seqs: self.seqs.remove(turn.as_str()).unwrap_or_default(),
+        }
+    }
+}
+
+/// Tells whoever waits that nothing will write for them.
+fn fail_waiting(queue: &mut Queue) {
+    queue.writing = false;
+    for waiting in queue.waiting.drain(..) {
+        let _ = waiting.answer.send(Err(StoreError::Closing));
+    }
+}
+
 /// Hands what waits to a task of its own when dropped, or marks that nothing is being written.
 struct HandOver<'a>(&'a Arc<TurnLogs>);
 
@@ -215,12 +224,26 @@ impl Drop for HandOver<'_> {
                 drop(queue);
                 runtime.spawn(Arc::clone(logs).write_waiting());
             }
-            // No runtime to write them on (it is going away): they are told so.
-            Err(_) => {
-                queue.writing = false;
-                for waiting in queue.waiting.drain(..) {
-                    let _ = waiting.answer.send(Err(StoreError::Closing));
-                }
+            // No runtime to write them on (it is going away).
+            Err(_) => fail_waiting(&mut queue),
+        }
+    }
+}
+
+/// Dropped with the writer task: unless it finished (nothing left to write), it was dropped or
+/// panicked midway, and those still waiting are told so (the batch it was writing learns it from
+/// its dropped answers).
+struct Stopped<'a> {
+    logs: &'a TurnLogs,
+    finished: bool,
+}
+
+impl Drop for Stopped<'_> {
+    fn drop(&mut self) {
+        if !self.finished {
+            // Not poisoned: the lock is never held across code that can panic.
+            if let Ok(mut queue) = self.logs.queue.lock() {
+                fail_waiting(&mut queue);
             }
         }
     }

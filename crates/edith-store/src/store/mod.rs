@@ -185,9 +185,12 @@ pub enum StoreError {
     /// Other writers kept changing what a write depends on.
     #[error("{0}; try again")]
     Contended(String),
-    /// The write was not made: the process is stopping.
-    #[error("the store is closing; the write was not made")]
+    /// The write was not made: the store's writer stopped (the process is stopping).
+    #[error("the store stopped writing; the write was not made")]
     Closing,
+    /// An error that failed the writes of several callers at once (see `group_commit.rs`).
+    #[error("{0}")]
+    Shared(std::sync::Arc<StoreError>),
 }
 
 type Result<T> = std::result::Result<T, StoreError>;
