@@ -117,8 +117,9 @@ pub struct SessionState {
     pub passthrough: std::collections::BTreeSet<String>,
     /// The info last announced (`session.info` with the agent's tools), refreshed after each
     /// turn. Until there is one, replies carry only what is known without an agent, as in
-    /// Hermes.
-    pub info: Option<hermes_native::events::SessionInfo>,
+    /// Hermes. Kept as its JSON text: a tree of it held several KiB for every idle session, its
+    /// text a fraction of that, and it is read once a turn.
+    pub info: Option<Box<str>>,
 }
 
 /// What a detached session is opened with.

@@ -140,10 +140,8 @@ pub async fn full(runtime: &Runtime, session: &LiveSession) -> SessionInfo {
 /// the whole info too.
 pub async fn announce(runtime: &Runtime, session: &LiveSession) -> SessionInfo {
     let info = full(runtime, session).await;
-    {
-        let mut state = session.state.lock().expect("not poisoned");
-        state.info = Some(info.clone());
-    }
+    let text = serde_json::to_string(&info).expect("session info always serializes");
+    session.state.lock().expect("not poisoned").info = Some(text.into());
     session.emit(NativeEvent::SessionInfo(info.clone()));
     info
 }
@@ -160,8 +158,15 @@ pub fn after_turn(session: &LiveSession) {
             state.running.is_some(),
         )
     };
-    let Some(mut info) = info else {
+    let Some(text) = info else {
         return;
+    };
+    let mut info: SessionInfo = match serde_json::from_str(&text) {
+        Ok(info) => info,
+        Err(e) => {
+            tracing::warn!(error = %e, "the session's last info does not read back");
+            return;
+        }
     };
     let usage = serde_json::to_value(session.usage_now()).unwrap_or_default();
     for (key, value) in [
