@@ -284,7 +284,10 @@ impl Store {
             // commits, a crash of this process loses nothing.
             .synchronous(SqliteSynchronous::Normal)
             .foreign_keys(true)
-            .busy_timeout(Duration::from_secs(10));
+            .busy_timeout(Duration::from_secs(10))
+            // 256 KiB of page cache per connection, not SQLite's 2 MiB: a write by one
+            // connection makes the others drop theirs, and the system keeps the file's pages.
+            .pragma("cache_size", "-256");
         let pool = Connections::open(options, 8).await?;
         Ok(Self {
             db: Db::Sqlite(pool.clone(), TurnLogs::new(pool)),

@@ -165,7 +165,10 @@ impl StateDb {
         // With WAL, NORMAL never corrupts the database; a power cut may drop the last
         // commits, a crash of this process loses nothing.
         .synchronous(SqliteSynchronous::Normal)
-        .busy_timeout(std::time::Duration::from_secs(5));
+        .busy_timeout(std::time::Duration::from_secs(5))
+        // 256 KiB of page cache per connection, not SQLite's 2 MiB: every profile's home has a
+        // `state.db` of its own, with up to four connections.
+        .pragma("cache_size", "-256");
         let pool = Connections::open(options, 4).await?;
         sqlx::raw_sql(SCHEMA).execute(&pool).await?;
         add_missing_columns(&pool).await?;
@@ -720,6 +723,20 @@ mod tests {
                 .await
                 .unwrap();
         assert_eq!(tool_calls, 1);
+        db.close().await;
+    }
+
+    /// Every connection to a home's `state.db` keeps a small page cache (a runtime has a
+    /// `state.db` per profile).
+    #[tokio::test]
+    async fn connections_keep_a_small_page_cache() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = StateDb::open(dir.path()).await.unwrap();
+        let cache: i64 = sqlx::query_scalar("PRAGMA cache_size")
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
+        assert_eq!(cache, -256);
         db.close().await;
     }
 
