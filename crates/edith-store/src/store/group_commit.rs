@@ -27,14 +27,18 @@ use super::{Result, StoreError};
 /// that has finished are left out: nothing follows a turn's end. SQLite reads the whole `SELECT`
 /// before inserting what it found (it reads the table it inserts into), so every body of a turn
 /// is numbered from the same last event.
-const APPEND: &str = "INSERT INTO turn_events (turn_id, seq, at, body) \
+const APPEND: &str = concat!(
+    "INSERT INTO turn_events (turn_id, seq, at, body) \
      SELECT a.value ->> '$.t', \
      (SELECT COALESCE(MAX(seq), 0) FROM turn_events WHERE turn_id = a.value ->> '$.t') + b.key + 1, \
      $2, b.value \
      FROM json_each($1) AS a, json_each(a.value, '$.b') AS b \
      WHERE EXISTS (SELECT 1 FROM turns WHERE id = a.value ->> '$.t' \
-     AND state IN ('queued', 'running', 'requires_action')) \
-     RETURNING turn_id, seq";
+     AND state IN ",
+    unfinished!(),
+    ") \
+     RETURNING turn_id, seq"
+);
 
 /// At most this many events go to one statement (SQLite reads its JSON argument whole).
 const MOST_EVENTS: usize = 2048;

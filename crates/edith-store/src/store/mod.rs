@@ -26,6 +26,14 @@ macro_rules! on_db {
     };
 }
 
+/// The states of a turn that has not finished, as SQL (`state IN (…)`): a macro, so statements
+/// `concat!` it and stay constant text. The partial index of migration `0005` names them too.
+macro_rules! unfinished {
+    () => {
+        "('queued', 'running', 'requires_action')"
+    };
+}
+
 /// The query of a page of `$table`'s bodies in the order they were written, after the row whose
 /// id is `$2`, at most `$1` rows (for [`Store::page_in_order`]).
 macro_rules! in_order {

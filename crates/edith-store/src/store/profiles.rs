@@ -69,9 +69,9 @@ impl Store {
     pub async fn unfinished_turn_of_profile(&self, profile: &ProfileId) -> Result<Option<TurnId>> {
         let id: Option<String> = on_db!(self, pool => {
             sqlx::query_scalar(
-                "SELECT turns.id FROM turns JOIN sessions ON sessions.id = turns.session_id \
+                concat!("SELECT turns.id FROM turns JOIN sessions ON sessions.id = turns.session_id \
                  WHERE sessions.profile_id = $1 \
-                 AND turns.state IN ('queued', 'running', 'requires_action') LIMIT 1",
+                 AND turns.state IN ", unfinished!(), " LIMIT 1"),
             )
             .bind(profile.as_str())
             .fetch_optional(pool)

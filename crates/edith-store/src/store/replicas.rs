@@ -124,7 +124,7 @@ impl Listener {
 }
 
 /// The states of a turn that has not finished.
-const UNFINISHED: &str = "('queued', 'running', 'requires_action')";
+const UNFINISHED: &str = unfinished!();
 
 impl Store {
     /// Says that `replica` is alive and answers at `url` until `until_ms`, and renews its

@@ -58,8 +58,8 @@ impl Store {
             let mut tx = pool.begin().await?;
             lock_row!(tx, pool, "sessions", id.as_str());
             let done = sqlx::query(
-                "DELETE FROM sessions WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM turns \
-                 WHERE session_id = $1 AND state IN ('queued', 'running', 'requires_action'))",
+                concat!("DELETE FROM sessions WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM turns \
+                 WHERE session_id = $1 AND state IN ", unfinished!(), ")"),
             )
             .bind(id.as_str())
             .execute(&mut *tx)

@@ -32,7 +32,8 @@ const INSERT_ATTEMPTS: usize = 8;
 fn update_unfinished(state: usize, body: usize, id: usize) -> String {
     format!(
         "UPDATE turns SET state = ${state}, body = ${body} WHERE id = ${id} \
-         AND state IN ('queued', 'running', 'requires_action')"
+         AND state IN {unfinished}",
+        unfinished = unfinished!()
     )
 }
 
@@ -47,9 +48,9 @@ impl Store {
         for _ in 0..INSERT_ATTEMPTS {
             let inserted: bool = on_db!(self, pool => {
                 let inserted = sqlx::query(
-                    "INSERT INTO turns (id, session_id, state, body, driver) \
+                    concat!("INSERT INTO turns (id, session_id, state, body, driver) \
                      SELECT $1, $2, $3, $4, $5 WHERE NOT EXISTS (SELECT 1 FROM turns WHERE session_id = $2 \
-                     AND state IN ('queued', 'running', 'requires_action'))",
+                     AND state IN ", unfinished!(), ")"),
                 )
                 .bind(turn.id.as_str())
                 .bind(turn.session_id.as_str())
@@ -80,8 +81,8 @@ impl Store {
     pub async fn unfinished_turn_of_session(&self, session: &SessionId) -> Result<Option<TurnId>> {
         let id: Option<String> = on_db!(self, pool => {
             sqlx::query_scalar(
-                "SELECT id FROM turns WHERE session_id = $1 \
-                 AND state IN ('queued', 'running', 'requires_action') LIMIT 1",
+                concat!("SELECT id FROM turns WHERE session_id = $1 \
+                 AND state IN ", unfinished!(), " LIMIT 1"),
             )
             .bind(session.as_str())
             .fetch_optional(pool)
@@ -145,11 +146,11 @@ impl Store {
     pub async fn instance_has_unfinished_turns(&self, instance: &InstanceId) -> Result<bool> {
         on_db!(self, pool => {
             let found: bool = sqlx::query_scalar(
-                "SELECT EXISTS (SELECT 1 FROM turns \
+                concat!("SELECT EXISTS (SELECT 1 FROM turns \
                  JOIN sessions ON sessions.id = turns.session_id \
                  JOIN profiles ON profiles.id = sessions.profile_id \
                  WHERE profiles.instance_id = $1 \
-                 AND turns.state IN ('queued', 'running', 'requires_action'))",
+                 AND turns.state IN ", unfinished!(), ")"),
             )
             .bind(instance.as_str())
             .fetch_one(pool)
@@ -163,15 +164,15 @@ impl Store {
     pub async fn finished_turns_without_their_end(&self) -> Result<Vec<Turn>> {
         on_db!(self, pool => {
             let sql = if is_postgres(pool) {
-                "SELECT body FROM turns t \
-                 WHERE state NOT IN ('queued', 'running', 'requires_action') \
+                concat!("SELECT body FROM turns t \
+                 WHERE state NOT IN ", unfinished!(), " \
                  AND NOT EXISTS (SELECT 1 FROM turn_events e WHERE e.turn_id = t.id \
-                 AND e.body::jsonb ->> 'type' = 'turn.finished')"
+                 AND e.body::jsonb ->> 'type' = 'turn.finished')")
             } else {
-                "SELECT body FROM turns t \
-                 WHERE state NOT IN ('queued', 'running', 'requires_action') \
+                concat!("SELECT body FROM turns t \
+                 WHERE state NOT IN ", unfinished!(), " \
                  AND NOT EXISTS (SELECT 1 FROM turn_events e WHERE e.turn_id = t.id \
-                 AND json_extract(e.body, '$.type') = 'turn.finished')"
+                 AND json_extract(e.body, '$.type') = 'turn.finished')")
             };
             let rows = sqlx::query(sql).fetch_all(pool).await?;
             rows.iter().map(from_body).collect()
@@ -372,8 +373,12 @@ fn insert_events(n: usize, guard: Guard) -> String {
         .collect();
     let guard = match guard {
         Guard::OnlyUnfinished => {
-            " WHERE EXISTS (SELECT 1 FROM turns WHERE id = $1 \
-             AND state IN ('queued', 'running', 'requires_action'))"
+            concat!(
+                " WHERE EXISTS (SELECT 1 FROM turns WHERE id = $1 \
+             AND state IN ",
+                unfinished!(),
+                ")"
+            )
         }
         Guard::None => "",
         Guard::AfterTheUpdate => " WHERE changes() = 1",
