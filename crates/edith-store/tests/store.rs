@@ -1633,9 +1633,8 @@ async fn appends_of_turns_running_at_once_share_statements_on_sqlite() {
 #[tokio::test(flavor = "current_thread")]
 async fn appends_waiting_behind_a_caller_that_left_are_written() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open_sqlite(&dir.path().join("edith.db"))
-        .await
-        .unwrap();
+    let path = dir.path().join("edith.db");
+    let store = Store::open_sqlite(&path).await.unwrap();
     let (_, profile, _) = a_session(&store).await;
     let mut turns = Vec::new();
     for _ in 0..4 {
@@ -1647,11 +1646,22 @@ async fn appends_waiting_behind_a_caller_that_left_are_written() {
     let delta = || TurnEventKind::MessageDelta {
         text: "x".to_owned(),
     };
-    // The first caller takes the lead and sends its statement, then is dropped midway.
+    // Another connection holds SQLite's write lock: the first caller takes the lead and its
+    // statement waits for the lock; the caller is dropped meanwhile.
+    let mut blocker = <sqlx::SqliteConnection as sqlx::Connection>::connect(&format!(
+        "sqlite://{}",
+        path.display()
+    ))
+    .await
+    .unwrap();
+    sqlx::query("BEGIN IMMEDIATE")
+        .execute(&mut blocker)
+        .await
+        .unwrap();
     let events = [delta(), delta()];
     let mut leader = Box::pin(store.append_turn_events(&turns[0], &events));
     let first = std::future::poll_fn(|cx| std::task::Poll::Ready(leader.as_mut().poll(cx))).await;
-    assert!(first.is_pending(), "its statement runs on another thread");
+    assert!(first.is_pending(), "its statement waits for the lock");
     let waiting: Vec<_> = turns[1..]
         .iter()
         .map(|id| {
@@ -1661,6 +1671,7 @@ async fn appends_waiting_behind_a_caller_that_left_are_written() {
         .collect();
     tokio::task::yield_now().await;
     drop(leader);
+    sqlx::query("COMMIT").execute(&mut blocker).await.unwrap();
     for append in waiting {
         let appended = tokio::time::timeout(std::time::Duration::from_secs(10), append)
             .await
