@@ -71,6 +71,7 @@ pub struct Metrics {
     events: Family<LogLabel, Counter>,
     streams_open: Gauge,
     logs_followed: Gauge,
+    turn_log_writes: Counter,
     jobs: Family<JobLabels, Counter>,
     step_seconds: Histograms<StepLabel>,
     restarts: Counter,
@@ -108,6 +109,13 @@ impl Default for Metrics {
             "Turn and job logs with a live channel now (each held by open streams of an \
              unfinished log)",
             logs_followed.clone(),
+        );
+        let turn_log_writes = Counter::default();
+        registry.register(
+            "turn_log_writes",
+            "SQLite statements that appended turn events between a turn's changes of state; one \
+             carries the events of every turn that waited for it (none on PostgreSQL)",
+            turn_log_writes.clone(),
         );
         let jobs = Family::default();
         registry.register("jobs", "Jobs that ended, by kind and outcome", jobs.clone());
@@ -148,6 +156,7 @@ impl Default for Metrics {
             events,
             streams_open,
             logs_followed,
+            turn_log_writes,
             jobs,
             step_seconds,
             restarts,
@@ -217,10 +226,21 @@ impl Metrics {
         self.requests.get_or_create(&labels).inc();
     }
 
-    /// The text a scrape gets, with the instance counts and the followed logs as they are now.
-    pub fn render(&self, instances: &[(String, String, u64)], logs_followed: usize) -> String {
+    /// The text a scrape gets, with the instance counts, the followed logs and the store's
+    /// turn-log writes (`Store::turn_log_writes`) as they are now.
+    pub fn render(
+        &self,
+        instances: &[(String, String, u64)],
+        logs_followed: usize,
+        turn_log_writes: Option<u64>,
+    ) -> String {
         self.logs_followed
             .set(i64::try_from(logs_followed).unwrap_or(i64::MAX));
+        // The store counts; the counter catches up with it.
+        if let Some(writes) = turn_log_writes {
+            self.turn_log_writes
+                .inc_by(writes.saturating_sub(self.turn_log_writes.get()));
+        }
         self.instances.clear();
         for (provider, state, count) in instances {
             let labels = InstanceLabels {

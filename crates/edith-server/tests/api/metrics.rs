@@ -81,6 +81,12 @@ async fn metrics_follow_turns_jobs_streams_and_requests() {
     // Each scripted turn appends at least its start, a message and its end.
     assert!(sample(&text, r#"edith_events_appended_total{log="turn"}"#) >= 9.0);
     assert!(sample(&text, r#"edith_events_appended_total{log="job"}"#) >= 2.0);
+    // On SQLite: the statements that appended between changes of state, each at least one event.
+    assert!(text.contains("\nedith_turn_log_writes_total "), "{text}");
+    assert!(
+        sample(&text, "edith_turn_log_writes_total")
+            <= sample(&text, r#"edith_events_appended_total{log="turn"}"#)
+    );
     assert_eq!(
         sample(
             &text,
