@@ -228,7 +228,7 @@ impl Store {
 
     /// How many statements have appended events to turn logs through
     /// [`Store::append_turn_events`] since the store was opened, on SQLite, where one may carry
-    /// the appends of many turns (each turn's events counted in its log); `None` on PostgreSQL.
+    /// the appends of many turns; `None` on PostgreSQL (one transaction per append there).
     pub fn turn_log_writes(&self) -> Option<u64> {
         match &self.db {
             Db::Sqlite(_, logs) => Some(logs.writes()),
