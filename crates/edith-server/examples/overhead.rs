@@ -20,6 +20,8 @@ const TOKEN: &str = "bench-token-0123456789";
 const KEY: &str = "edk_bench_admin_key_0123456789abcdef";
 const WARMUP: usize = 10;
 const TURNS: usize = 100;
+/// A warm turn of the fake model's one-line answer takes milliseconds.
+const TURN_LIMIT: Duration = Duration::from_secs(60);
 
 fn median(mut samples: Vec<Duration>) -> Duration {
     samples.sort();
@@ -40,11 +42,17 @@ async fn direct_turn(gateway: &GatewayClient, sid: &LiveSessionId) -> Duration {
         ..Default::default()
     };
     gateway.request::<PromptSubmit>(&params).await.unwrap();
-    while let Some(event) = events.recv().await {
-        if matches!(event, NativeEvent::MessageComplete(_)) {
-            break;
+    let completed = async {
+        while let Some(event) = events.recv().await {
+            if matches!(event, NativeEvent::MessageComplete(_)) {
+                break;
+            }
         }
-    }
+    };
+    // A runtime that hangs (the real Hermes sometimes does) is reported, not waited on.
+    tokio::time::timeout(TURN_LIMIT, completed)
+        .await
+        .unwrap_or_else(|_| panic!("the runtime did not finish a turn in {TURN_LIMIT:?}"));
     let took = started.elapsed();
     gateway.unsubscribe(sid);
     took
