@@ -150,6 +150,25 @@ fn turn_in(session: &SessionId) -> Turn {
     }
 }
 
+/// Ends `turn` in `state`, with nothing logged before its end; that end.
+async fn end_turn(store: &Store, turn: &Turn, state: TurnState) -> TurnEventKind {
+    let ended = Turn {
+        state,
+        ..turn.clone()
+    };
+    let last = TurnEventKind::TurnFinished {
+        state,
+        output: None,
+        error: None,
+    };
+    store
+        .finish_turn(&ended, &[], &last)
+        .await
+        .unwrap()
+        .unwrap();
+    last
+}
+
 /// An instance with a profile and a session in it.
 async fn a_session(store: &Store) -> (Instance, Profile, Session) {
     let (instance, _) = add_instance(store, instance("i", ProviderKind::Embedded, &[])).await;
@@ -572,18 +591,7 @@ async fn a_dead_drivers_turns_are_found_and_a_live_ones_are_not(store: Store) {
         std::slice::from_ref(&by_a.id),
         "a died"
     );
-    let mut ended = by_a.clone();
-    ended.state = TurnState::Interrupted;
-    let last = TurnEventKind::TurnFinished {
-        state: TurnState::Interrupted,
-        output: None,
-        error: None,
-    };
-    store
-        .finish_turn(&ended, &[], &last)
-        .await
-        .unwrap()
-        .unwrap();
+    end_turn(&store, &by_a, TurnState::Interrupted).await;
     assert!(
         left(150, None).await.is_empty(),
         "finished turns are nobody's"
@@ -1542,18 +1550,8 @@ async fn appends_of_turns_running_at_once_share_statements_on_sqlite() {
             .unwrap();
         turns.push(turn);
     }
-    let mut ended = turns.pop().unwrap();
-    ended.state = TurnState::Completed;
-    let last = TurnEventKind::TurnFinished {
-        state: TurnState::Completed,
-        output: None,
-        error: None,
-    };
-    store
-        .finish_turn(&ended, &[], &last)
-        .await
-        .unwrap()
-        .unwrap();
+    let ended = turns.pop().unwrap();
+    let last = end_turn(&store, &ended, TurnState::Completed).await;
     let delta = |text: String| TurnEventKind::MessageDelta { text };
     let writes_before = store.turn_log_writes().unwrap();
 
