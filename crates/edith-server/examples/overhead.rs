@@ -4,6 +4,12 @@
 //! stream to the end; or POST it to `…/turns/stream` and read the reply's stream); the medians
 //! and their differences are printed side by side. Asserts nothing. Run with `scripts/bench`.
 //!
+//! The `embedded` and `process` rows time the straight turns on a runtime of their own, started
+//! for that. The `external` rows time all three ways alternated on one runtime process and one
+//! profile home, which the control plane attaches to: the difference is the control plane's
+//! alone, not that of another home (a `process` profile's home also names the control plane's
+//! MCP endpoint) or of another moment.
+//!
 //! Usage: overhead <hermes-runtime binary> [<hermes binary>]
 
 use std::collections::BTreeMap;
@@ -11,7 +17,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use edith_server::{RuntimeCommand, ServerConfig};
-use hermes_native::methods::{PromptSubmit, PromptSubmitParams, SessionCreate};
+use hermes_native::methods::{
+    PromptSubmit, PromptSubmitParams, SessionCreate, SessionCreateParams,
+};
 use hermes_native::{GatewayClient, LiveSessionId, NativeEvent};
 use serde_json::{Value, json};
 use testkit::{FakeModel, ReadyProcess};
@@ -20,6 +28,12 @@ const TOKEN: &str = "bench-token-0123456789";
 const KEY: &str = "edk_bench_admin_key_0123456789abcdef";
 const WARMUP: usize = 10;
 const TURNS: usize = 100;
+/// The profile every way's sessions are in.
+const PROFILE: &str = "bench";
+/// Sessions per way, its turns taken from each in turn: the real Hermes's pace differs by
+/// several milliseconds from one session to another, and this spreads it over every way alike
+/// (and keeps each session's history, which slows a turn down, as short on every way).
+const SESSIONS_PER_WAY: usize = 4;
 /// A warm turn of the fake model's one-line answer takes milliseconds.
 const TURN_LIMIT: Duration = Duration::from_secs(60);
 
@@ -30,6 +44,12 @@ fn median(mut samples: Vec<Duration>) -> Duration {
 
 fn ms(d: Duration) -> String {
     format!("{:.2} ms", d.as_secs_f64() * 1000.0)
+}
+
+/// `through` less `straight`, negative when the control plane's way was the faster.
+fn overhead(through: Duration, straight: Duration) -> String {
+    let difference = through.as_secs_f64() - straight.as_secs_f64();
+    format!("{:.2} ms", difference * 1000.0)
 }
 
 /// One turn straight on a gateway: `prompt.submit` to `message.complete`.
@@ -58,30 +78,58 @@ async fn direct_turn(gateway: &GatewayClient, sid: &LiveSessionId) -> Duration {
     took
 }
 
-/// Warm turns straight on the gateway at `ws_url`.
+/// Sessions straight on the gateway at `ws_url`, in the native profile `profile` (`None`: the
+/// runtime's root home).
+struct Straight {
+    gateway: GatewayClient,
+    sessions: Vec<LiveSessionId>,
+}
+
+impl Straight {
+    async fn open(ws_url: &str, profile: Option<&str>) -> Self {
+        let gateway = GatewayClient::connect(ws_url, TOKEN, Duration::from_secs(120))
+            .await
+            .expect("connect");
+        let params = SessionCreateParams {
+            profile: profile.map(str::to_owned),
+            ..Default::default()
+        };
+        let mut sessions = Vec::new();
+        for _ in 0..SESSIONS_PER_WAY {
+            let created = gateway.request::<SessionCreate>(&params).await.unwrap();
+            sessions.push(created.session_id);
+        }
+        Self { gateway, sessions }
+    }
+
+    /// The `i`th turn, on the session whose turn it is.
+    async fn turn(&self, i: usize) -> Duration {
+        let session = &self.sessions[i % self.sessions.len()];
+        direct_turn(&self.gateway, session).await
+    }
+}
+
+/// Warm turns straight on the gateway at `ws_url`, root home.
 async fn direct(ws_url: &str) -> Duration {
-    let gateway = GatewayClient::connect(ws_url, TOKEN, Duration::from_secs(120))
-        .await
-        .expect("connect");
-    let sid = gateway
-        .request::<SessionCreate>(&Default::default())
-        .await
-        .unwrap()
-        .session_id;
-    for _ in 0..WARMUP {
-        direct_turn(&gateway, &sid).await;
+    let straight = Straight::open(ws_url, None).await;
+    for i in 0..WARMUP {
+        straight.turn(i).await;
     }
     let mut samples = Vec::new();
-    for _ in 0..TURNS {
-        samples.push(direct_turn(&gateway, &sid).await);
+    for i in 0..TURNS {
+        samples.push(straight.turn(i).await);
     }
     median(samples)
 }
 
-/// A runtime binary serving a home configured for `model`.
+/// A runtime binary serving a home whose root and native profile `bench` are configured for
+/// `model`.
 async fn launch(binary: &Path, home: &Path, model: &FakeModel) -> ReadyProcess {
     let config = json!({"model": model.hermes_model_config(), "approvals": {"mode": "manual"}});
     std::fs::write(home.join("config.yaml"), config.to_string()).unwrap();
+    let profile = home.join("profiles").join(PROFILE);
+    std::fs::create_dir_all(&profile).unwrap();
+    std::fs::write(profile.join("config.yaml"), config.to_string()).unwrap();
     let mut command = tokio::process::Command::new(binary);
     command
         .args(["serve", "--host", "127.0.0.1", "--port", "0"])
@@ -117,15 +165,18 @@ impl ControlPlane {
         response.json().await.unwrap()
     }
 
-    /// An instance made from `body`, ready, with a session of a profile using `model`; the
-    /// session's turns path.
-    async fn session(&self, body: Value, model: &FakeModel) -> String {
+    /// An instance made from `body`, ready, with a session of a profile using `model` (`None`:
+    /// the profile's native home is used as it is); the session's turns path.
+    async fn session(&self, body: Value, model: Option<&FakeModel>) -> String {
         let created = self.post("/v1/instances", body).await;
         let iid = created["instance"]["id"].as_str().unwrap().to_owned();
         let job = created["job"]["id"].as_str().unwrap();
         self.read_stream(&format!("/v1/jobs/{job}/events")).await;
-        let profile = json!({"name": "bench", "model": {"provider": "openai_compatible",
-            "base_url": model.base_url(), "model": "fake-model", "api_key": "sk-bench"}});
+        let mut profile = json!({"name": PROFILE});
+        if let Some(model) = model {
+            profile["model"] = json!({"provider": "openai_compatible",
+                "base_url": model.base_url(), "model": "fake-model", "api_key": "sk-bench"});
+        }
         let profile = self
             .post(&format!("/v1/instances/{iid}/profiles"), profile)
             .await;
@@ -176,36 +227,59 @@ impl ControlPlane {
         (posted, started.elapsed())
     }
 
-    /// A new session beside the one whose turns are at `turns`; its turns path.
-    async fn another_session(&self, turns: &str) -> String {
+    /// `count` new sessions beside the one whose turns are at `turns`; their turns paths.
+    async fn other_sessions(&self, turns: &str, count: usize) -> Vec<String> {
         let sessions = &turns[..turns.rfind("/sessions/").expect("a session's turns")];
         let sessions = format!("{sessions}/sessions");
-        let session = self.post(&sessions, json!({})).await;
-        format!("{sessions}/{}/turns", session["id"].as_str().unwrap())
+        let mut paths = Vec::new();
+        for _ in 0..count {
+            let session = self.post(&sessions, json!({})).await;
+            paths.push(format!(
+                "{sessions}/{}/turns",
+                session["id"].as_str().unwrap()
+            ));
+        }
+        paths
     }
 
     /// Medians of the POST alone, of the whole turn, and of a turn streamed in its POST (the
-    /// two ways alternated, so that they share the machine's moods). Each way has a session of
-    /// its own with as many turns as the straight one: a runtime's turn grows with its session's
-    /// history (the real Hermes's by tens of milliseconds over a hundred turns).
-    async fn warm_turns(&self, turns: &str) -> Through {
-        let other = self.another_session(turns).await;
-        for _ in 0..WARMUP {
-            self.turn(turns).await;
-            self.streamed_turn(&other).await;
+    /// two ways alternated, so that they share the machine's moods). Each way has sessions of
+    /// its own with as many turns as the straight ones: a runtime's turn grows with its
+    /// session's history (the real Hermes's by tens of milliseconds over a hundred turns). With
+    /// `straight`, its turns go in the same alternation; the median of those comes back too.
+    async fn warm_turns(&self, turns: &str, straight: Option<&Straight>) -> (Through, Duration) {
+        let mut sessions = self.other_sessions(turns, 2 * SESSIONS_PER_WAY - 1).await;
+        sessions.push(turns.to_owned());
+        let (two_requests, one_request) = sessions.split_at(SESSIONS_PER_WAY);
+        for i in 0..WARMUP {
+            if let Some(straight) = straight {
+                straight.turn(i).await;
+            }
+            self.turn(&two_requests[i % SESSIONS_PER_WAY]).await;
+            self.streamed_turn(&one_request[i % SESSIONS_PER_WAY]).await;
         }
         let (mut posts, mut wholes, mut streamed) = (Vec::new(), Vec::new(), Vec::new());
-        for _ in 0..TURNS {
-            let (post, whole) = self.turn(turns).await;
+        let mut straights = Vec::new();
+        for i in 0..TURNS {
+            if let Some(straight) = straight {
+                straights.push(straight.turn(i).await);
+            }
+            let (post, whole) = self.turn(&two_requests[i % SESSIONS_PER_WAY]).await;
             posts.push(post);
             wholes.push(whole);
-            streamed.push(self.streamed_turn(&other).await);
+            streamed.push(self.streamed_turn(&one_request[i % SESSIONS_PER_WAY]).await);
         }
-        Through {
+        let through = Through {
             post: median(posts),
             two_requests: median(wholes),
             one_request: median(streamed),
-        }
+        };
+        let straight = if straights.is_empty() {
+            Duration::ZERO
+        } else {
+            median(straights)
+        };
+        (through, straight)
     }
 }
 
@@ -292,22 +366,39 @@ async fn main() {
         .unwrap();
         let straight = direct(&runtime.ws_url()).await;
         runtime.shutdown().await;
-        let turns = plane.session(json!({"name": "embedded"}), &model).await;
-        rows.push(("embedded", straight, plane.warm_turns(&turns).await));
+        let turns = plane
+            .session(json!({"name": "embedded"}), Some(&model))
+            .await;
+        let (through, _) = plane.warm_turns(&turns, None).await;
+        rows.push(("embedded".to_owned(), straight, through));
     }
-    let mut process_targets = vec![("process: hermes-runtime", "ours", ours.clone())];
+    let mut process_targets = vec![("hermes-runtime", "ours", ours.clone())];
     if let Some(hermes) = hermes {
-        process_targets.push(("process: hermes 0.19.0", "hermes", hermes.clone()));
+        process_targets.push(("hermes 0.19.0", "hermes", hermes.clone()));
     }
-    for (label, runtime, binary) in process_targets {
+    for (label, runtime, binary) in &process_targets {
         let home = tempfile::tempdir().unwrap();
-        let process = launch(&binary, home.path(), &model).await;
+        let process = launch(binary, home.path(), &model).await;
         let url = format!("ws://127.0.0.1:{}/api/ws", process.ready_value("port"));
         let straight = direct(&url).await;
         process.stop(Duration::from_secs(30)).await;
         let body = json!({"name": runtime, "provider": "process", "runtime": runtime});
-        let turns = plane.session(body, &model).await;
-        rows.push((label, straight, plane.warm_turns(&turns).await));
+        let turns = plane.session(body, Some(&model)).await;
+        let (through, _) = plane.warm_turns(&turns, None).await;
+        rows.push((format!("process: {label}"), straight, through));
+    }
+    for (label, runtime, binary) in &process_targets {
+        let home = tempfile::tempdir().unwrap();
+        let process = launch(binary, home.path(), &model).await;
+        let port = process.ready_value("port");
+        let body = json!({"name": format!("{runtime}-external"), "provider": "external",
+            "url": format!("http://127.0.0.1:{port}"), "token": TOKEN});
+        let turns = plane.session(body, None).await;
+        let url = format!("ws://127.0.0.1:{port}/api/ws");
+        let straight = Straight::open(&url, Some(PROFILE)).await;
+        let (through, straight) = plane.warm_turns(&turns, Some(&straight)).await;
+        process.stop(Duration::from_secs(30)).await;
+        rows.push((format!("external: {label}"), straight, through));
     }
     server.shutdown().await;
 
@@ -324,8 +415,8 @@ async fn main() {
             ms(through.two_requests),
             ms(through.post),
             ms(through.one_request),
-            ms(through.two_requests.saturating_sub(straight)),
-            ms(through.one_request.saturating_sub(straight)),
+            overhead(through.two_requests, straight),
+            overhead(through.one_request, straight),
         );
     }
 }
