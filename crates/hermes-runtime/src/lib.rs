@@ -168,7 +168,7 @@ impl RunningRuntime {
         }
         let _ = self.stop.send(true);
         // Background prompts see the stop and wind down (each within its own bound).
-        let background = futures_util::future::join_all(self.runtime.take_background());
+        let background = self.runtime.background_ended();
         let _ = tokio::time::timeout(Duration::from_secs(15), background).await;
         if let Some(server) = self.server.take() {
             let _ = server.await;

@@ -12,6 +12,7 @@ use crate::prompts::Prompts;
 use crate::session::LiveSession;
 use crate::store::StateDb;
 use crate::tools::McpPool;
+use tokio_util::task::TaskTracker;
 
 /// Idle connections kept per host by the runtime's HTTP client (model endpoints, MCP servers).
 const IDLE_CONNECTIONS_PER_HOST: usize = 16;
@@ -47,8 +48,10 @@ pub struct Runtime {
     /// environment, which its approval guard reads only at start, so it changes nothing for
     /// the running runtime's sessions; here too it is only reported back.
     pub yolo: std::sync::atomic::AtomicBool,
-    /// Work no live session holds (background prompts), waited for when the runtime stops.
-    background: Mutex<Vec<tokio::task::JoinHandle<()>>>,
+    /// Work no live session holds (background prompts, titles), waited for when the runtime
+    /// stops. A tracker, not a list of handles: a task that ended is forgotten at once rather
+    /// than keeping its memory (about two kilobytes) until the next one starts.
+    background: TaskTracker,
 }
 
 impl Runtime {
@@ -85,7 +88,7 @@ impl Runtime {
             config_lock: tokio::sync::Mutex::new(()),
             stopping,
             yolo: Default::default(),
-            background: Mutex::new(Vec::new()),
+            background: TaskTracker::new(),
         }
     }
 
@@ -128,14 +131,13 @@ impl Runtime {
 
     /// Runs `work` in the background; the runtime waits for it (bounded) when it stops.
     pub fn spawn_background(&self, work: impl std::future::Future<Output = ()> + Send + 'static) {
-        let mut tasks = self.background.lock().expect("not poisoned");
-        tasks.retain(|task| !task.is_finished());
-        tasks.push(tokio::spawn(work));
+        self.background.spawn(work);
     }
 
-    /// The background work still running, taken to be waited for.
-    pub fn take_background(&self) -> Vec<tokio::task::JoinHandle<()>> {
-        std::mem::take(&mut *self.background.lock().expect("not poisoned"))
+    /// Waits until the background work running, and any started meanwhile, has ended.
+    pub async fn background_ended(&self) {
+        self.background.close();
+        self.background.wait().await;
     }
 
     /// Every live session, in no order.
@@ -235,5 +237,42 @@ impl Runtime {
         for db in self.dbs.lock().await.values() {
             db.close().await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn background_work_that_ended_is_not_held() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_stop, stopping) = tokio::sync::watch::channel(false);
+        let runtime = Runtime::new(
+            dir.path().to_path_buf(),
+            "token".to_owned(),
+            std::time::Duration::from_secs(1),
+            dir.path().to_path_buf(),
+            stopping,
+        );
+        let (done, finished) = tokio::sync::oneshot::channel();
+        runtime.spawn_background(async move {
+            let _ = done.send(());
+        });
+        finished.await.unwrap();
+        // Bounded: about five seconds in all.
+        for _ in 0..500 {
+            if runtime.background.is_empty() {
+                tokio::time::timeout(
+                    std::time::Duration::from_secs(5),
+                    runtime.background_ended(),
+                )
+                .await
+                .expect("nothing left to wait for");
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        panic!("a background task that ended is still held");
     }
 }
