@@ -36,6 +36,8 @@ const PROFILE: &str = "bench";
 const SESSIONS_PER_WAY: usize = 4;
 /// A warm turn of the fake model's one-line answer takes milliseconds.
 const TURN_LIMIT: Duration = Duration::from_secs(60);
+/// The longest request to the control plane, a provisioning job's stream included.
+const REQUEST_LIMIT: Duration = Duration::from_secs(300);
 
 fn median(mut samples: Vec<Duration>) -> Duration {
     samples.sort();
@@ -78,14 +80,15 @@ async fn direct_turn(gateway: &GatewayClient, sid: &LiveSessionId) -> Duration {
     took
 }
 
-/// Sessions straight on the gateway at `ws_url`, in the native profile `profile` (`None`: the
-/// runtime's root home).
+/// Sessions straight on a runtime's gateway.
 struct Straight {
     gateway: GatewayClient,
     sessions: Vec<LiveSessionId>,
 }
 
 impl Straight {
+    /// Sessions on the gateway at `ws_url`, in the native profile `profile` (`None`: the
+    /// runtime's root home).
     async fn open(ws_url: &str, profile: Option<&str>) -> Self {
         let gateway = GatewayClient::connect(ws_url, TOKEN, Duration::from_secs(120))
             .await
@@ -247,7 +250,11 @@ impl ControlPlane {
     /// its own with as many turns as the straight ones: a runtime's turn grows with its
     /// session's history (the real Hermes's by tens of milliseconds over a hundred turns). With
     /// `straight`, its turns go in the same alternation; the median of those comes back too.
-    async fn warm_turns(&self, turns: &str, straight: Option<&Straight>) -> (Through, Duration) {
+    async fn warm_turns(
+        &self,
+        turns: &str,
+        straight: Option<&Straight>,
+    ) -> (Through, Option<Duration>) {
         let mut sessions = self.other_sessions(turns, 2 * SESSIONS_PER_WAY - 1).await;
         sessions.push(turns.to_owned());
         let (two_requests, one_request) = sessions.split_at(SESSIONS_PER_WAY);
@@ -274,11 +281,7 @@ impl ControlPlane {
             two_requests: median(wholes),
             one_request: median(streamed),
         };
-        let straight = if straights.is_empty() {
-            Duration::ZERO
-        } else {
-            median(straights)
-        };
+        let straight = straight.map(|_| median(straights));
         (through, straight)
     }
 }
@@ -295,7 +298,7 @@ struct Through {
 
 /// Reads a reply's SSE stream to its end.
 async fn read_to_end(response: reqwest::Response) {
-    let body = tokio::time::timeout(Duration::from_secs(300), response.text()).await;
+    let body = tokio::time::timeout(REQUEST_LIMIT, response.text()).await;
     body.expect("the stream ends").unwrap();
 }
 
@@ -347,7 +350,11 @@ async fn main() {
     };
     let server = edith_server::start(config).await.expect("control plane");
     let plane = ControlPlane {
-        http: reqwest::Client::new(),
+        // Every request bounded: a runtime that hangs is reported, not waited on.
+        http: reqwest::Client::builder()
+            .timeout(REQUEST_LIMIT)
+            .build()
+            .unwrap(),
         url: server.url().to_owned(),
     };
 
@@ -397,6 +404,7 @@ async fn main() {
         let url = format!("ws://127.0.0.1:{port}/api/ws");
         let straight = Straight::open(&url, Some(PROFILE)).await;
         let (through, straight) = plane.warm_turns(&turns, Some(&straight)).await;
+        let straight = straight.expect("straight turns were taken");
         process.stop(Duration::from_secs(30)).await;
         rows.push((format!("external: {label}"), straight, through));
     }

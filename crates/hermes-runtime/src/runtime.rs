@@ -244,35 +244,62 @@ impl Runtime {
 mod tests {
     use super::*;
 
+    use std::time::Duration;
+
+    fn runtime(home: &Path) -> Runtime {
+        let (_stop, stopping) = tokio::sync::watch::channel(false);
+        Runtime::new(
+            home.to_path_buf(),
+            "token".to_owned(),
+            Duration::from_secs(1),
+            home.to_path_buf(),
+            stopping,
+        )
+    }
+
     #[tokio::test]
     async fn background_work_that_ended_is_not_held() {
         let dir = tempfile::tempdir().unwrap();
-        let (_stop, stopping) = tokio::sync::watch::channel(false);
-        let runtime = Runtime::new(
-            dir.path().to_path_buf(),
-            "token".to_owned(),
-            std::time::Duration::from_secs(1),
-            dir.path().to_path_buf(),
-            stopping,
-        );
+        let runtime = runtime(dir.path());
         let (done, finished) = tokio::sync::oneshot::channel();
         runtime.spawn_background(async move {
             let _ = done.send(());
         });
         finished.await.unwrap();
-        // Bounded: about five seconds in all.
+        // Bounded: at most five seconds.
         for _ in 0..500 {
             if runtime.background.is_empty() {
-                tokio::time::timeout(
-                    std::time::Duration::from_secs(5),
-                    runtime.background_ended(),
-                )
-                .await
-                .expect("nothing left to wait for");
                 return;
             }
-            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            tokio::time::sleep(Duration::from_millis(10)).await;
         }
         panic!("a background task that ended is still held");
+    }
+
+    #[tokio::test]
+    async fn a_stop_waits_for_background_work_started_before_and_after_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let runtime = Arc::new(runtime(dir.path()));
+        let (release_first, first) = tokio::sync::oneshot::channel::<()>();
+        runtime.spawn_background(async move {
+            let _ = first.await;
+        });
+        let mut stopping = tokio::spawn({
+            let runtime = runtime.clone();
+            async move { runtime.background_ended().await }
+        });
+        // Started while the stop waits: waited for too.
+        let (release_second, second) = tokio::sync::oneshot::channel::<()>();
+        runtime.spawn_background(async move {
+            let _ = second.await;
+        });
+        release_first.send(()).unwrap();
+        let early = tokio::time::timeout(Duration::from_millis(100), &mut stopping).await;
+        assert!(early.is_err(), "the stop waits for the second task");
+        release_second.send(()).unwrap();
+        tokio::time::timeout(Duration::from_secs(5), stopping)
+            .await
+            .expect("the stop ends once the work has")
+            .unwrap();
     }
 }
