@@ -14,7 +14,7 @@
 //! connection whose transaction did not end; a query run through the set must not open one.
 
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use futures_util::future::BoxFuture;
@@ -27,7 +27,8 @@ use tokio::sync::{Semaphore, SemaphorePermit};
 /// How long a caller waits for a connection while all are in use (sqlx's pool's default).
 const ACQUIRE_LIMIT: Duration = Duration::from_secs(30);
 
-/// A connection unused this long is closed when one comes back (sqlx's pool's default).
+/// A connection unused this long is closed (sqlx's pool's default): when one comes back, or by
+/// the set's sweep, which runs every half of it.
 const IDLE_LIMIT: Duration = Duration::from_secs(600);
 
 /// At most `most` connections to one database, opened when first needed, kept while used.
@@ -45,6 +46,8 @@ struct Shared {
     /// One permit per connection that may be in use; closed when the set is closed.
     permits: Semaphore,
     most: u32,
+    /// How long a connection may stay unused before it is closed ([`IDLE_LIMIT`]).
+    idle_limit: Duration,
 }
 
 #[derive(Debug)]
@@ -76,18 +79,27 @@ enum Ended {
 impl Connections {
     /// Opens one connection at once, so a database that cannot be opened is reported here.
     pub async fn open(options: SqliteConnectOptions, most: u32) -> Result<Self, sqlx::Error> {
+        Self::open_with_idle_limit(options, most, IDLE_LIMIT).await
+    }
+
+    async fn open_with_idle_limit(
+        options: SqliteConnectOptions,
+        most: u32,
+        idle_limit: Duration,
+    ) -> Result<Self, sqlx::Error> {
         let first = options.connect().await?;
-        Ok(Self {
-            shared: Arc::new(Shared {
-                options,
-                idle: Mutex::new(VecDeque::from([Idle {
-                    connection: first,
-                    since: Instant::now(),
-                }])),
-                permits: Semaphore::new(most as usize),
-                most,
-            }),
-        })
+        let shared = Arc::new(Shared {
+            options,
+            idle: Mutex::new(VecDeque::from([Idle {
+                connection: first,
+                since: Instant::now(),
+            }])),
+            permits: Semaphore::new(most as usize),
+            most,
+            idle_limit,
+        });
+        tokio::spawn(sweep(Arc::downgrade(&shared)));
+        Ok(Self { shared })
     }
 
     /// How its connections are opened.
@@ -215,18 +227,46 @@ impl Drop for Lease<'_> {
                 Ended::Answered => idle.push_back(returned),
                 _ => idle.push_front(returned),
             }
-            let is_stale = |idle: &Idle| now.duration_since(idle.since) >= IDLE_LIMIT;
-            // Rarely any: the list is only rebuilt when one is.
-            if idle.iter().any(is_stale) {
-                let (stale, fresh) = std::mem::take(&mut *idle).into_iter().partition(is_stale);
-                *idle = fresh;
-                stale
-            } else {
-                VecDeque::new()
-            }
+            take_stale(&mut idle, now, self.shared.idle_limit)
         };
         // Closed outside the lock (dropping a connection tells its thread to end).
-        drop::<VecDeque<Idle>>(stale);
+        drop(stale);
+    }
+}
+
+/// The connections of `idle` unused for `limit` at `now`, taken out of it.
+fn take_stale(idle: &mut VecDeque<Idle>, now: Instant, limit: Duration) -> VecDeque<Idle> {
+    let is_stale = |idle: &Idle| now.duration_since(idle.since) >= limit;
+    // Rarely any: the list is only rebuilt when one is.
+    if !idle.iter().any(is_stale) {
+        return VecDeque::new();
+    }
+    let (stale, fresh) = std::mem::take(idle).into_iter().partition(is_stale);
+    *idle = fresh;
+    stale
+}
+
+/// Closes the set's connections left unused for its idle limit, every half of it, until the set
+/// is closed or gone. Without it a database nobody uses any more (a runtime home without
+/// traffic) would keep its last connections, their threads and page caches, for good: they are
+/// otherwise closed only when another connection comes back.
+async fn sweep(set: Weak<Shared>) {
+    let Some(period) = set.upgrade().map(|shared| shared.idle_limit / 2) else {
+        return;
+    };
+    loop {
+        tokio::time::sleep(period).await;
+        let Some(shared) = set.upgrade() else {
+            return;
+        };
+        if shared.permits.is_closed() {
+            return;
+        }
+        let stale = {
+            let mut idle = shared.idle.lock().expect("not poisoned");
+            take_stale(&mut idle, Instant::now(), shared.idle_limit)
+        };
+        drop(stale);
     }
 }
 
@@ -381,6 +421,33 @@ mod tests {
             .await
             .expect("nothing holds the write lock")
             .unwrap();
+    }
+
+    #[tokio::test]
+    async fn connections_left_unused_are_closed_without_any_other_traffic() {
+        let dir = tempfile::tempdir().unwrap();
+        let options = SqliteConnectOptions::new()
+            .filename(dir.path().join("set.db"))
+            .create_if_missing(true);
+        let limit = Duration::from_millis(100);
+        let set = Connections::open_with_idle_limit(options, 2, limit)
+            .await
+            .unwrap();
+        let idle = || set.shared.idle.lock().unwrap().len();
+        assert_eq!(idle(), 1, "the first connection is kept");
+        // Bounded: about five seconds.
+        for _ in 0..100 {
+            if idle() == 0 {
+                let one: i64 = sqlx::query_scalar("SELECT 1")
+                    .fetch_one(&set)
+                    .await
+                    .unwrap();
+                assert_eq!(one, 1, "a new connection is opened when needed");
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("a connection unused for {limit:?} is still open");
     }
 
     #[tokio::test]
