@@ -1,37 +1,55 @@
-//! SQLite connections handed out and taken back without sqlx's pool, for the control plane's
-//! store and the runtime's `state.db`.
+//! SQLite for the control plane's store and the runtime's `state.db`, its statements run on the
+//! thread that asks, through sqlx's API.
 //!
-//! sqlx runs each SQLite connection on a thread of its own, so every statement is a round trip
-//! to that thread. Its pool adds a second one whenever a connection comes back: it spawns a task
-//! that pings the connection's thread before the connection can be used again. On this
-//! project's machines a round trip costs tens of microseconds (a sleeping thread must be woken),
-//! as much as the statement. A connection of this set is back as soon as its lease ends. The
-//! thread runs commands in the order they were sent: a caller dropped midway leaves at most the
-//! statement its thread is running, which ends before the next caller's first statement starts
-//! (the rest of a dropped query is not run); such a connection is handed out last.
+//! sqlx's own SQLite driver runs each connection on a thread of its own: every statement is a
+//! round trip to that thread, which costs 35–40 µs of CPU on this project's machines (a
+//! sleeping thread is woken and wakes its caller back; `cargo run --release -p edith-sqlite
+//! --example hop`), more than the statement itself. Here a statement runs where it is polled,
+//! with no await inside it, so a caller dropped midway has run it whole or not at all. The
+//! queries are still written with `sqlx::query` and read with `Row::get`: [`Sqlite`] is a sqlx
+//! database, so a query's text and the code reading its rows compile for it and for
+//! PostgreSQL alike.
 //!
-//! Transactions go through [`Connections::begin`] or [`Connections::transact`], which close a
-//! connection whose transaction did not end; a query run through the set must not open one.
+//! One connection writes, behind an async lock: in-process writers queue there, in order, and
+//! never meet SQLite's own lock (whose busy handler sleeps and retries). Statements that only
+//! read run on connections of their own, taken from a list; a read never waits for a write
+//! (WAL). Transactions go through [`Connections::begin`] or [`Connections::transact`], on the
+//! writer; a query run through the set must not open one (one left open is rolled back).
 
-use std::collections::VecDeque;
+mod connection;
+mod database;
+mod error;
+mod run;
+mod types;
+
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
+use futures_util::StreamExt;
 use futures_util::future::BoxFuture;
 use futures_util::stream::BoxStream;
-use futures_util::{StreamExt, TryStreamExt};
-use sqlx::sqlite::{Sqlite, SqliteConnectOptions, SqliteConnection, SqliteQueryResult, SqliteRow};
-use sqlx::{ConnectOptions, Connection, Either, Execute, Executor, SqlStr};
-use tokio::sync::{Semaphore, SemaphorePermit};
+use sqlx::{Either, Execute, Executor, SqlStr};
 
-/// How long a caller waits for a connection while all are in use (sqlx's pool's default).
+pub use connection::{Connection, Options};
+pub use database::{Arguments, Column, QueryResult, Sqlite, SqliteRow, TypeInfo, Value, ValueRef};
+pub use error::SqliteError;
+
+use connection::{first_row, not_prepared, parts, stream};
+use database::Statement;
+use run::{Results, only_reads, run};
+
+/// How long a caller waits for the writer while others use it (sqlx's pool's default).
 const ACQUIRE_LIMIT: Duration = Duration::from_secs(30);
 
-/// A connection unused this long is closed (sqlx's pool's default): when one comes back, or by
-/// the set's sweep, which runs every half of it.
+/// A connection unused this long is closed (sqlx's pool's default): when a reader comes back,
+/// or by the set's sweep, which runs every half of it.
 const IDLE_LIMIT: Duration = Duration::from_secs(600);
 
-/// At most `most` connections to one database, opened when first needed, kept while used.
+/// The longest pause before a statement that met another process's lock is tried again.
+const BUSY_PAUSE_MOST: Duration = Duration::from_millis(25);
+
+/// The connections to one database: one that writes, and readers opened when needed.
 #[derive(Debug, Clone)]
 pub struct Connections {
     shared: Arc<Shared>,
@@ -39,63 +57,46 @@ pub struct Connections {
 
 #[derive(Debug)]
 struct Shared {
-    options: SqliteConnectOptions,
-    /// Connections not in use. The last used is at the back and handed out first; one whose
-    /// caller was dropped midway goes to the front, since its thread may still be busy.
-    idle: Mutex<VecDeque<Idle>>,
-    /// One permit per connection that may be in use; closed when the set is closed.
-    permits: Semaphore,
-    most: u32,
+    options: Options,
+    /// The connection that writes; `None` until needed again after the sweep closed it.
+    writer: tokio::sync::Mutex<Writer>,
+    /// Readers not in use, the last used at the back. A reader is in use only while a
+    /// statement runs, without an await, so there are never more than the threads polling.
+    readers: Mutex<Vec<Idle>>,
+    closed: AtomicBool,
     /// How long a connection may stay unused before it is closed ([`IDLE_LIMIT`]).
     idle_limit: Duration,
 }
 
 #[derive(Debug)]
-struct Idle {
-    connection: SqliteConnection,
+struct Writer {
+    connection: Option<Connection>,
+    /// When it was last taken.
     since: Instant,
 }
 
-/// A connection in use; it goes back to the set when dropped.
 #[derive(Debug)]
-struct Lease<'a> {
-    connection: Option<SqliteConnection>,
-    shared: &'a Shared,
-    ended: Ended,
-    _permit: SemaphorePermit<'a>,
-}
-
-/// How a lease's use ended, which decides what becomes of its connection.
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Ended {
-    /// Its caller was dropped midway, or never said.
-    Unknown,
-    /// Its last command answered.
-    Answered,
-    /// The connection's thread is gone or its file failed: closed, not kept.
-    Broken,
+struct Idle {
+    connection: Connection,
+    since: Instant,
 }
 
 impl Connections {
-    /// Opens one connection at once, so a database that cannot be opened is reported here.
-    pub async fn open(options: SqliteConnectOptions, most: u32) -> Result<Self, sqlx::Error> {
-        Self::open_with_idle_limit(options, most, IDLE_LIMIT).await
+    /// Opens the writer at once, so a database that cannot be opened is reported here.
+    pub async fn open(options: Options) -> Result<Self, sqlx::Error> {
+        Self::open_with_idle_limit(options, IDLE_LIMIT)
     }
 
-    async fn open_with_idle_limit(
-        options: SqliteConnectOptions,
-        most: u32,
-        idle_limit: Duration,
-    ) -> Result<Self, sqlx::Error> {
-        let first = options.connect().await?;
+    fn open_with_idle_limit(options: Options, idle_limit: Duration) -> Result<Self, sqlx::Error> {
+        let writer = Connection(options.open()?);
         let shared = Arc::new(Shared {
             options,
-            idle: Mutex::new(VecDeque::from([Idle {
-                connection: first,
+            writer: tokio::sync::Mutex::new(Writer {
+                connection: Some(writer),
                 since: Instant::now(),
-            }])),
-            permits: Semaphore::new(most as usize),
-            most,
+            }),
+            readers: Mutex::default(),
+            closed: AtomicBool::new(false),
             idle_limit,
         });
         tokio::spawn(sweep(Arc::downgrade(&shared)));
@@ -103,143 +104,181 @@ impl Connections {
     }
 
     /// How its connections are opened.
-    pub fn options(&self) -> &SqliteConnectOptions {
+    pub fn options(&self) -> &Options {
         &self.shared.options
     }
 
-    /// A connection of the set: the last used idle one, or a new one while fewer than the most
-    /// are open. Waits at most [`ACQUIRE_LIMIT`] while all are in use; fails once the set is
-    /// closed.
-    async fn acquire(&self) -> Result<Lease<'_>, sqlx::Error> {
-        let shared = &*self.shared;
-        let permit = match tokio::time::timeout(ACQUIRE_LIMIT, shared.permits.acquire()).await {
-            Err(_) => return Err(sqlx::Error::PoolTimedOut),
-            Ok(Err(_)) => return Err(sqlx::Error::PoolClosed),
-            Ok(Ok(permit)) => permit,
-        };
-        let idle = shared.idle.lock().expect("not poisoned").pop_back();
+    fn refuse_if_closed(&self) -> Result<(), sqlx::Error> {
+        if self.shared.closed.load(Ordering::Acquire) {
+            return Err(sqlx::Error::PoolClosed);
+        }
+        Ok(())
+    }
+
+    /// A reader: the last used idle one, or a new one.
+    fn reader(&self) -> Result<Reader<'_>, sqlx::Error> {
+        self.refuse_if_closed()?;
+        let idle = self.shared.readers.lock().expect("not poisoned").pop();
         let connection = match idle {
             Some(idle) => idle.connection,
-            None => shared.options.connect().await?,
+            None => Connection(self.shared.options.open()?),
         };
-        Ok(Lease {
+        Ok(Reader {
             connection: Some(connection),
-            shared,
-            ended: Ended::Unknown,
-            _permit: permit,
+            shared: &self.shared,
         })
     }
 
-    /// A transaction on a connection of the set: `BEGIN` and `COMMIT` are a round trip each
-    /// (sqlx's own transactions wait for the connection's thread to be told that their result
-    /// arrived, twice more). One that does not commit is rolled back by closing its connection,
-    /// which needs no round trip, so a caller that is dropped midway leaves nothing open.
-    pub async fn begin(&self) -> Result<Transaction<'_>, sqlx::Error> {
-        let mut transaction = Transaction {
-            lease: self.acquire().await?,
-            committed: false,
-        };
-        sqlx::query("BEGIN").execute(&mut *transaction).await?;
-        Ok(transaction)
+    /// The writer, once those before have let it go: waits at most [`ACQUIRE_LIMIT`].
+    async fn writer(&self) -> Result<WriterLease<'_>, sqlx::Error> {
+        self.refuse_if_closed()?;
+        let mut writer = tokio::time::timeout(ACQUIRE_LIMIT, self.shared.writer.lock())
+            .await
+            .map_err(|_| sqlx::Error::PoolTimedOut)?;
+        // Closed while this caller waited.
+        self.refuse_if_closed()?;
+        if writer.connection.is_none() {
+            writer.connection = Some(Connection(self.shared.options.open()?));
+        }
+        writer.since = Instant::now();
+        Ok(WriterLease(writer))
     }
 
-    /// Runs `script`, a transaction written out whole (`BEGIN IMMEDIATE; …; COMMIT`), in one
-    /// round trip, and returns the rows its statements return. If it stops partway (a statement
-    /// failed, or the caller was dropped), its connection is closed, which rolls it back.
+    /// A transaction on the writer (`BEGIN IMMEDIATE`). One that is not committed is rolled
+    /// back when dropped, so a caller dropped midway leaves nothing open.
+    pub async fn begin(&self) -> Result<Transaction<'_>, sqlx::Error> {
+        let mut writer = self.writer().await?;
+        self.patiently(&mut writer, "BEGIN IMMEDIATE", &[]).await?;
+        Ok(Transaction {
+            writer,
+            committed: false,
+        })
+    }
+
+    /// Runs `script`, a transaction written out whole (`BEGIN IMMEDIATE; …; COMMIT`), and
+    /// returns the rows its statements return. If a statement fails, it is rolled back.
     pub async fn transact<'q, E>(&self, script: E) -> Result<Vec<SqliteRow>, sqlx::Error>
     where
         E: 'q + Execute<'q, Sqlite>,
     {
-        let mut transaction = Transaction {
-            lease: self.acquire().await?,
-            committed: false,
-        };
-        let rows = transaction.fetch_all(script).await?;
-        // Every statement ran: the connection's thread stops a query early only at an error or
-        // when its caller is gone.
-        transaction.committed = true;
-        transaction.lease.ended = Ended::Answered;
-        Ok(rows)
+        let (sql, arguments) = parts(script)?;
+        let mut writer = self.writer().await?;
+        let results = self
+            .patiently(&mut writer, sql.as_str(), &arguments.0)
+            .await;
+        let rolled_back = writer.roll_back();
+        let results = results?;
+        rolled_back?;
+        Ok(results.into_iter().filter_map(Either::right).collect())
     }
 
-    /// Closes the set: later acquisitions fail, connections in use are closed when they come
-    /// back. Waits at most `bound` in all for those in use and for the idle ones to close.
+    /// Runs `query`: on a reader if it is one statement that only reads, else on the writer.
+    async fn run<'q, E: Execute<'q, Sqlite>>(&self, query: E) -> Result<Results, sqlx::Error> {
+        let (sql, arguments) = parts(query)?;
+        let mut reader = self.reader()?;
+        let connection = reader.connection.as_mut().expect("held until dropped");
+        if only_reads(&connection.0, sql.as_str()) {
+            return self.patiently(connection, sql.as_str(), &arguments.0).await;
+        }
+        drop(reader);
+        let mut writer = self.writer().await?;
+        let results = self
+            .patiently(&mut writer, sql.as_str(), &arguments.0)
+            .await;
+        // A query through the set must not leave a transaction open on the writer.
+        let rolled_back = writer.roll_back();
+        let results = results?;
+        rolled_back?;
+        Ok(results)
+    }
+
+    /// Runs `sql` on `connection`, and again after a pause while another process holds the
+    /// lock it needs (it did nothing then), for at most the busy timeout.
+    async fn patiently(
+        &self,
+        connection: &mut Connection,
+        sql: &str,
+        arguments: &[Value],
+    ) -> Result<Results, sqlx::Error> {
+        let deadline = Instant::now() + self.shared.options.busy_limit();
+        let mut pause = Duration::from_millis(1);
+        loop {
+            match run(&connection.0, sql, arguments) {
+                Ok(results) => return Ok(results),
+                Err(failed) if failed.may_retry() && Instant::now() + pause < deadline => {
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(BUSY_PAUSE_MOST);
+                }
+                Err(failed) => return Err(failed.error),
+            }
+        }
+    }
+
+    /// Closes the set: later uses fail, a reader in use is closed when it comes back. Waits at
+    /// most `bound` for the writer's last user to let it go.
     pub async fn close(&self, bound: Duration) {
         let shared = &*self.shared;
-        let closing = async {
-            let all = shared.permits.acquire_many(shared.most).await;
-            shared.permits.close();
-            let idle = std::mem::take(&mut *shared.idle.lock().expect("not poisoned"));
-            for idle in idle {
-                let _ = idle.connection.close().await;
-            }
-            drop(all);
-        };
-        let _ = tokio::time::timeout(bound, closing).await;
-        shared.permits.close();
-        // What is left is closed without waiting.
+        shared.closed.store(true, Ordering::Release);
         drop(std::mem::take(
-            &mut *shared.idle.lock().expect("not poisoned"),
+            &mut *shared.readers.lock().expect("not poisoned"),
         ));
+        if let Ok(mut writer) = tokio::time::timeout(bound, shared.writer.lock()).await {
+            drop(writer.connection.take());
+        }
     }
 }
 
-impl Lease<'_> {
-    /// Notes how a command on the connection ended.
-    fn answered<T>(&mut self, result: &Result<T, sqlx::Error>) {
-        self.ended = match result {
-            Err(sqlx::Error::WorkerCrashed | sqlx::Error::Io(_)) => Ended::Broken,
-            _ => Ended::Answered,
-        };
-    }
+/// A reader in use; back to the list when dropped.
+struct Reader<'a> {
+    connection: Option<Connection>,
+    shared: &'a Shared,
 }
 
-impl std::ops::Deref for Lease<'_> {
-    type Target = SqliteConnection;
-
-    fn deref(&self) -> &SqliteConnection {
-        self.connection.as_ref().expect("held until dropped")
-    }
-}
-
-impl std::ops::DerefMut for Lease<'_> {
-    fn deref_mut(&mut self) -> &mut SqliteConnection {
-        self.connection.as_mut().expect("held until dropped")
-    }
-}
-
-impl Drop for Lease<'_> {
+impl Drop for Reader<'_> {
     fn drop(&mut self) {
         let Some(connection) = self.connection.take() else {
             return;
         };
-        if self.ended == Ended::Broken || self.shared.permits.is_closed() {
+        if self.shared.closed.load(Ordering::Acquire) {
             return;
         }
         let now = Instant::now();
-        let returned = Idle {
-            connection,
-            since: now,
-        };
         let stale = {
-            let mut idle = self.shared.idle.lock().expect("not poisoned");
-            match self.ended {
-                Ended::Answered => idle.push_back(returned),
-                _ => idle.push_front(returned),
-            }
-            take_stale(&mut idle, now, self.shared.idle_limit)
+            let mut readers = self.shared.readers.lock().expect("not poisoned");
+            readers.push(Idle {
+                connection,
+                since: now,
+            });
+            take_stale(&mut readers, now, self.shared.idle_limit)
         };
-        // Closed outside the lock (dropping a connection tells its thread to end).
+        // Closed outside the lock.
         drop(stale);
     }
 }
 
+/// The writer, taken.
+struct WriterLease<'a>(tokio::sync::MutexGuard<'a, Writer>);
+
+impl std::ops::Deref for WriterLease<'_> {
+    type Target = Connection;
+
+    fn deref(&self) -> &Connection {
+        self.0.connection.as_ref().expect("opened when taken")
+    }
+}
+
+impl std::ops::DerefMut for WriterLease<'_> {
+    fn deref_mut(&mut self) -> &mut Connection {
+        self.0.connection.as_mut().expect("opened when taken")
+    }
+}
+
 /// The connections of `idle` unused for `limit` at `now`, taken out of it.
-fn take_stale(idle: &mut VecDeque<Idle>, now: Instant, limit: Duration) -> VecDeque<Idle> {
+fn take_stale(idle: &mut Vec<Idle>, now: Instant, limit: Duration) -> Vec<Idle> {
     let is_stale = |idle: &Idle| now.duration_since(idle.since) >= limit;
     // Rarely any: the list is only rebuilt when one is.
     if !idle.iter().any(is_stale) {
-        return VecDeque::new();
+        return Vec::new();
     }
     let (stale, fresh) = std::mem::take(idle).into_iter().partition(is_stale);
     *idle = fresh;
@@ -248,8 +287,7 @@ fn take_stale(idle: &mut VecDeque<Idle>, now: Instant, limit: Duration) -> VecDe
 
 /// Closes the set's connections left unused for its idle limit, every half of it, until the set
 /// is closed or gone. Without it a database nobody uses any more (a runtime home without
-/// traffic) would keep its last connections, their threads and page caches, for good: they are
-/// otherwise closed only when another connection comes back.
+/// traffic) would keep its connections and their page caches for good.
 async fn sweep(set: Weak<Shared>) {
     let Some(period) = set.upgrade().map(|shared| shared.idle_limit / 2) else {
         return;
@@ -259,81 +297,77 @@ async fn sweep(set: Weak<Shared>) {
         let Some(shared) = set.upgrade() else {
             return;
         };
-        if shared.permits.is_closed() {
+        if shared.closed.load(Ordering::Acquire) {
             return;
         }
+        let now = Instant::now();
         let stale = {
-            let mut idle = shared.idle.lock().expect("not poisoned");
-            take_stale(&mut idle, Instant::now(), shared.idle_limit)
+            let mut readers = shared.readers.lock().expect("not poisoned");
+            take_stale(&mut readers, now, shared.idle_limit)
         };
         drop(stale);
+        // A writer in use is not stale.
+        if let Ok(mut writer) = shared.writer.try_lock()
+            && now.duration_since(writer.since) >= shared.idle_limit
+        {
+            drop(writer.connection.take());
+        }
     }
 }
 
 /// A transaction of [`Connections::begin`]; rolled back unless committed.
-#[derive(Debug)]
 pub struct Transaction<'a> {
-    lease: Lease<'a>,
+    writer: WriterLease<'a>,
     committed: bool,
 }
 
 impl Transaction<'_> {
     pub async fn commit(mut self) -> Result<(), sqlx::Error> {
-        sqlx::query("COMMIT").execute(&mut *self).await?;
+        self.writer.run(sqlx::query("COMMIT"))?;
         self.committed = true;
-        self.lease.ended = Ended::Answered;
         Ok(())
     }
 }
 
 impl std::ops::Deref for Transaction<'_> {
-    type Target = SqliteConnection;
+    type Target = Connection;
 
-    fn deref(&self) -> &SqliteConnection {
-        &self.lease
+    fn deref(&self) -> &Connection {
+        &self.writer
     }
 }
 
 impl std::ops::DerefMut for Transaction<'_> {
-    fn deref_mut(&mut self) -> &mut SqliteConnection {
-        &mut self.lease
+    fn deref_mut(&mut self) -> &mut Connection {
+        &mut self.writer
     }
 }
 
 impl Drop for Transaction<'_> {
     fn drop(&mut self) {
-        if !self.committed {
-            // Closed rather than given back: SQLite rolls back what a closed connection left
-            // open. A new one is opened when needed.
-            drop(self.lease.connection.take());
+        if !self.committed && self.writer.roll_back().is_err() {
+            // Closed instead: SQLite rolls back what a closed connection left open. A new one
+            // is opened when needed.
+            drop(self.writer.0.connection.take());
         }
     }
 }
 
-/// Queries run on the set as on a pool: each on a connection leased for it. (Not transactions:
-/// see [`Connections::begin`].)
+/// Queries run on the set as on a pool. (Not transactions: see [`Connections::begin`].)
 impl<'p> Executor<'p> for &'p Connections {
     type Database = Sqlite;
 
     fn fetch_many<'e, 'q: 'e, E>(
         self,
         query: E,
-    ) -> BoxStream<'e, Result<Either<SqliteQueryResult, SqliteRow>, sqlx::Error>>
+    ) -> BoxStream<'e, Result<Either<QueryResult, SqliteRow>, sqlx::Error>>
     where
         'p: 'e,
         E: 'q + Execute<'q, Sqlite>,
     {
-        // The queries of the store and the runtime return a few rows: they are read whole, and
-        // the connection goes back before the caller sees the first.
-        let all = async move {
-            let mut lease = self.acquire().await?;
-            let all = lease.fetch_many(query).try_collect::<Vec<_>>().await;
-            lease.answered(&all);
-            all
-        };
-        futures_util::stream::once(all)
-            .map_ok(|all| futures_util::stream::iter(all.into_iter().map(Ok)))
-            .try_flatten()
+        futures_util::stream::once(self.run(query))
+            .map(stream)
+            .flatten()
             .boxed()
     }
 
@@ -345,41 +379,28 @@ impl<'p> Executor<'p> for &'p Connections {
         'p: 'e,
         E: 'q + Execute<'q, Sqlite>,
     {
-        Box::pin(async move {
-            let mut lease = self.acquire().await?;
-            let row = lease.fetch_optional(query).await;
-            lease.answered(&row);
-            row
-        })
+        Box::pin(async move { self.run(query).await.map(first_row) })
     }
 
     fn prepare_with<'e>(
         self,
-        sql: SqlStr,
-        parameters: &'e [sqlx::sqlite::SqliteTypeInfo],
-    ) -> BoxFuture<'e, Result<sqlx::sqlite::SqliteStatement, sqlx::Error>>
+        _sql: SqlStr,
+        _parameters: &'e [TypeInfo],
+    ) -> BoxFuture<'e, Result<Statement, sqlx::Error>>
     where
         'p: 'e,
     {
-        Box::pin(async move {
-            let mut lease = self.acquire().await?;
-            let prepared = lease.prepare_with(sql, parameters).await;
-            lease.answered(&prepared);
-            prepared
-        })
+        Box::pin(std::future::ready(Err(not_prepared())))
     }
 
-    // Required while sqlx's query macros are built (they describe queries at compile time).
-    fn describe<'e>(self, sql: SqlStr) -> BoxFuture<'e, Result<sqlx::Describe<Sqlite>, sqlx::Error>>
+    fn describe<'e>(
+        self,
+        _sql: SqlStr,
+    ) -> BoxFuture<'e, Result<sqlx::Describe<Sqlite>, sqlx::Error>>
     where
         'p: 'e,
     {
-        Box::pin(async move {
-            let mut lease = self.acquire().await?;
-            let described = lease.describe(sql).await;
-            lease.answered(&described);
-            described
-        })
+        Box::pin(std::future::ready(Err(not_prepared())))
     }
 }
 
@@ -391,13 +412,12 @@ mod tests {
 
     use super::*;
 
-    async fn set(dir: &tempfile::TempDir, most: u32) -> Connections {
-        let options = SqliteConnectOptions::new()
-            .filename(dir.path().join("set.db"))
-            .create_if_missing(true)
-            .journal_mode(sqlx::sqlite::SqliteJournalMode::Wal)
-            .busy_timeout(Duration::from_secs(10));
-        let set = Connections::open(options, most).await.unwrap();
+    fn options(dir: &tempfile::TempDir) -> Options {
+        Options::new(dir.path().join("set.db")).busy_timeout(Duration::from_secs(10))
+    }
+
+    async fn set(dir: &tempfile::TempDir) -> Connections {
+        let set = Connections::open(options(dir)).await.unwrap();
         sqlx::query("CREATE TABLE t (id INTEGER PRIMARY KEY)")
             .execute(&set)
             .await
@@ -412,37 +432,112 @@ mod tests {
             .unwrap()
     }
 
-    /// Bounded: a write that waited on a transaction left open would wait for the busy timeout.
+    /// Bounded: a write that waited on a transaction left open would wait for the writer.
     async fn insert(set: &Connections, id: i64) {
         let write = sqlx::query("INSERT INTO t VALUES ($1)")
             .bind(id)
             .execute(set);
         tokio::time::timeout(Duration::from_secs(5), write)
             .await
-            .expect("nothing holds the write lock")
+            .expect("nothing holds the writer")
             .unwrap();
+    }
+
+    #[tokio::test]
+    async fn values_go_in_and_come_out_as_they_were_with_each_kind_of_placeholder() {
+        let dir = tempfile::tempdir().unwrap();
+        let set = set(&dir).await;
+        sqlx::raw_sql("CREATE TABLE v (i INTEGER, r REAL, s TEXT, b BLOB, f INTEGER, n TEXT)")
+            .execute(&set)
+            .await
+            .unwrap();
+        let written = sqlx::query("INSERT INTO v VALUES ($1, ?3, ?2, ?, ?, ?)")
+            .bind(-7_i64)
+            .bind("dé")
+            .bind(1.5_f64)
+            .bind(&[0_u8, 255][..])
+            .bind(true)
+            .bind(None::<&str>)
+            .execute(&set)
+            .await
+            .unwrap();
+        assert_eq!(written.rows_affected(), 1);
+        let row = sqlx::query("SELECT i, r, s, b, f, n FROM v WHERE s = $1")
+            .bind("dé")
+            .fetch_one(&set)
+            .await
+            .unwrap();
+        // `?N` and `$N` name an argument by its place; a bare `?` takes the one after the
+        // highest named before it.
+        assert_eq!(row.get::<i64, _>("i"), -7);
+        assert_eq!(row.get::<f64, _>(1), 1.5);
+        assert_eq!(row.get::<&str, _>("s"), "dé");
+        assert_eq!(row.get::<Vec<u8>, _>("b"), [0, 255]);
+        assert!(row.get::<bool, _>("f"));
+        assert_eq!(row.get::<Option<String>, _>("n"), None);
+        assert!(
+            row.try_get::<i64, _>("s").is_err(),
+            "text is not an integer"
+        );
+        assert!(matches!(
+            row.try_get::<i64, _>("nope"),
+            Err(sqlx::Error::ColumnNotFound(_))
+        ));
+
+        // In a script, a bare `?` takes the argument after those of the statements before.
+        sqlx::query("INSERT INTO t VALUES (?); INSERT INTO t VALUES (?)")
+            .bind(10_i64)
+            .bind(11_i64)
+            .execute(&set)
+            .await
+            .unwrap();
+        assert_eq!(ids(&set).await, [10, 11]);
+
+        let short = sqlx::query("SELECT $2").bind(1_i64).fetch_one(&set).await;
+        assert!(
+            matches!(&short, Err(sqlx::Error::Protocol(m)) if m.contains("argument 2")),
+            "{short:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_broken_rule_is_reported_as_the_rule_it_broke() {
+        let dir = tempfile::tempdir().unwrap();
+        let set = set(&dir).await;
+        insert(&set, 1).await;
+        let again = sqlx::query("INSERT INTO t VALUES (1)").execute(&set).await;
+        match again {
+            Err(sqlx::Error::Database(e)) => assert!(e.is_unique_violation(), "{e}"),
+            other => panic!("expected a unique violation, got {other:?}"),
+        }
+        let changed = sqlx::query("UPDATE t SET id = id + 10 WHERE id > $1")
+            .bind(5_i64)
+            .execute(&set)
+            .await
+            .unwrap();
+        assert_eq!(changed.rows_affected(), 0, "no row matched");
     }
 
     #[tokio::test]
     async fn connections_left_unused_are_closed_without_any_other_traffic() {
         let dir = tempfile::tempdir().unwrap();
-        let options = SqliteConnectOptions::new()
-            .filename(dir.path().join("set.db"))
-            .create_if_missing(true);
         let limit = Duration::from_millis(100);
-        let set = Connections::open_with_idle_limit(options, 2, limit)
-            .await
-            .unwrap();
-        let idle = || set.shared.idle.lock().unwrap().len();
-        assert_eq!(idle(), 1, "the first connection is kept");
+        let set = Connections::open_with_idle_limit(options(&dir), limit).unwrap();
+        sqlx::query("SELECT 1").execute(&set).await.unwrap();
+        let open = || {
+            let readers = set.shared.readers.lock().unwrap().len();
+            let writer = set
+                .shared
+                .writer
+                .try_lock()
+                .map_or(1, |w| usize::from(w.connection.is_some()));
+            readers + writer
+        };
+        assert_eq!(open(), 2, "the writer and a reader are kept");
         // Bounded: about five seconds.
         for _ in 0..100 {
-            if idle() == 0 {
-                let one: i64 = sqlx::query_scalar("SELECT 1")
-                    .fetch_one(&set)
-                    .await
-                    .unwrap();
-                assert_eq!(one, 1, "a new connection is opened when needed");
+            if open() == 0 {
+                insert_new_table(&set).await;
                 return;
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
@@ -450,10 +545,23 @@ mod tests {
         panic!("a connection unused for {limit:?} is still open");
     }
 
+    /// A write and a read, on connections opened again.
+    async fn insert_new_table(set: &Connections) {
+        sqlx::raw_sql("CREATE TABLE u (id INTEGER); INSERT INTO u VALUES (42)")
+            .execute(set)
+            .await
+            .unwrap();
+        let id: i64 = sqlx::query_scalar("SELECT id FROM u")
+            .fetch_one(set)
+            .await
+            .unwrap();
+        assert_eq!(id, 42);
+    }
+
     #[tokio::test]
     async fn a_transaction_dropped_before_its_commit_is_rolled_back_and_holds_nothing() {
         let dir = tempfile::tempdir().unwrap();
-        let set = set(&dir, 2).await;
+        let set = set(&dir).await;
         let mut tx = set.begin().await.unwrap();
         sqlx::query("INSERT INTO t VALUES (1)")
             .execute(&mut *tx)
@@ -490,9 +598,21 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_query_that_leaves_a_transaction_open_is_rolled_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let set = set(&dir).await;
+        sqlx::raw_sql("BEGIN; INSERT INTO t VALUES (1)")
+            .execute(&set)
+            .await
+            .unwrap();
+        insert(&set, 2).await;
+        assert_eq!(ids(&set).await, [2]);
+    }
+
+    #[tokio::test]
     async fn a_script_that_fails_partway_leaves_nothing_and_one_that_ends_is_kept() {
         let dir = tempfile::tempdir().unwrap();
-        let set = set(&dir, 2).await;
+        let set = set(&dir).await;
         let failed = set
             .transact(sqlx::query(
                 "BEGIN IMMEDIATE; INSERT INTO t VALUES (1); INSERT INTO t VALUES (1); COMMIT",
@@ -516,86 +636,95 @@ mod tests {
         assert_eq!(ids(&set).await, [2, 5, 6]);
     }
 
-    /// A statement that takes a while (counting to `n`); the count is its one row.
-    fn slow(n: i64) -> String {
-        format!(
-            "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < {n}) \
-             SELECT count(*) FROM c"
-        )
-    }
-
     #[tokio::test]
-    async fn a_query_dropped_while_it_runs_leaves_the_connection_serving_the_next() {
+    async fn reads_do_not_wait_for_a_transaction_and_see_only_what_it_committed() {
         let dir = tempfile::tempdir().unwrap();
-        let set = set(&dir, 1).await;
-        let long = sqlx::query_scalar::<_, i64>(sqlx::AssertSqlSafe(slow(1_000_000)));
-        let cut = tokio::time::timeout(Duration::from_millis(1), long.fetch_one(&set)).await;
-        assert!(cut.is_err(), "cut off while it runs");
-        // Its thread finishes the statement it runs (well under the bound), then this one.
-        let next = sqlx::query_scalar::<_, i64>("SELECT 42").fetch_one(&set);
-        let next = tokio::time::timeout(Duration::from_secs(20), next)
+        let set = set(&dir).await;
+        insert(&set, 1).await;
+        let mut tx = set.begin().await.unwrap();
+        sqlx::query("INSERT INTO t VALUES (2)")
+            .execute(&mut *tx)
             .await
-            .expect("served after the dropped statement")
             .unwrap();
-        assert_eq!(next, 42);
+        let read = tokio::time::timeout(Duration::from_secs(5), ids(&set))
+            .await
+            .expect("a read does not wait for the writer");
+        assert_eq!(read, [1]);
+        tx.commit().await.unwrap();
+        assert_eq!(ids(&set).await, [1, 2]);
     }
 
     #[tokio::test]
-    async fn a_script_dropped_while_it_runs_is_rolled_back() {
+    async fn writes_wait_for_the_writer_and_a_closed_set_refuses() {
         let dir = tempfile::tempdir().unwrap();
-        let set = set(&dir, 1).await;
-        let script = format!(
-            "BEGIN IMMEDIATE; INSERT INTO t VALUES (1); {}; COMMIT",
-            slow(1_000_000)
-        );
-        let script = set.transact(sqlx::query(sqlx::AssertSqlSafe(script)));
-        let cut = tokio::time::timeout(Duration::from_millis(1), script).await;
-        assert!(cut.is_err(), "cut off while it runs");
-        // Waits (within the busy timeout) for the closed connection's thread to finish the
-        // statement it runs and let go of the write lock.
-        let write = sqlx::query("INSERT INTO t VALUES (2)").execute(&set);
-        tokio::time::timeout(Duration::from_secs(20), write)
+        let set = set(&dir).await;
+        let tx = set.begin().await.unwrap();
+        let second = tokio::time::timeout(Duration::from_millis(200), set.begin()).await;
+        assert!(second.is_err(), "a second transaction waits for the first");
+        let write = {
+            let set = set.clone();
+            tokio::spawn(async move { insert(&set, 7).await })
+        };
+        drop(tx);
+        tokio::time::timeout(Duration::from_secs(5), write)
             .await
-            .expect("the write lock is let go")
+            .expect("the writer came back")
+            .unwrap();
+        assert_eq!(ids(&set).await, [7]);
+
+        set.close(Duration::from_secs(5)).await;
+        assert!(matches!(set.begin().await, Err(sqlx::Error::PoolClosed)));
+        let read = sqlx::query("SELECT 1").execute(&set).await;
+        assert!(matches!(read, Err(sqlx::Error::PoolClosed)));
+    }
+
+    /// Another process, as SQLite sees it: a connection of its own holding the write lock.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_write_waits_for_another_process_lock_without_holding_its_thread() {
+        let dir = tempfile::tempdir().unwrap();
+        let set = Connections::open(options(&dir).busy_timeout(Duration::from_millis(300)))
+            .await
+            .unwrap();
+        sqlx::raw_sql("CREATE TABLE t (id INTEGER PRIMARY KEY)")
+            .execute(&set)
+            .await
+            .unwrap();
+        let other = rusqlite::Connection::open(dir.path().join("set.db")).unwrap();
+        other.execute_batch("BEGIN IMMEDIATE").unwrap();
+
+        let gave_up = sqlx::query("INSERT INTO t VALUES (1)").execute(&set).await;
+        assert!(
+            matches!(&gave_up, Err(e) if error::is_busy(e)),
+            "busy after its timeout: {gave_up:?}"
+        );
+        let write = {
+            let set = set.clone();
+            tokio::spawn(async move { insert(&set, 2).await })
+        };
+        // On this one thread: the write waits, and lets this task run meanwhile.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!write.is_finished(), "it waits for the lock");
+        other.execute_batch("COMMIT").unwrap();
+        tokio::time::timeout(Duration::from_secs(5), write)
+            .await
+            .expect("written once the lock is let go")
             .unwrap();
         assert_eq!(ids(&set).await, [2]);
     }
 
     #[tokio::test]
-    async fn closing_waits_for_a_connection_in_use_only_as_long_as_it_is_told() {
+    async fn closing_waits_for_the_writer_in_use_only_as_long_as_it_is_told() {
         let dir = tempfile::tempdir().unwrap();
-        let set = set(&dir, 2).await;
-        let out = set.acquire().await.unwrap();
+        let set = set(&dir).await;
+        let tx = set.begin().await.unwrap();
         tokio::time::timeout(
             Duration::from_secs(5),
             set.close(Duration::from_millis(100)),
         )
         .await
         .expect("closing is bounded");
-        drop(out);
-        assert!(
-            set.shared.idle.lock().unwrap().is_empty(),
-            "not kept once closed"
-        );
-        assert!(matches!(set.acquire().await, Err(sqlx::Error::PoolClosed)));
-    }
-
-    #[tokio::test]
-    async fn at_most_the_given_number_are_in_use_and_a_closed_set_refuses() {
-        let dir = tempfile::tempdir().unwrap();
-        let set = set(&dir, 2).await;
-        let first = set.acquire().await.unwrap();
-        let second = set.acquire().await.unwrap();
-        let third = tokio::time::timeout(Duration::from_millis(200), set.acquire()).await;
-        assert!(third.is_err(), "a third waits while two are in use");
-        drop(first);
-        let third = tokio::time::timeout(Duration::from_secs(5), set.acquire())
-            .await
-            .expect("one came back")
-            .unwrap();
-        drop((second, third));
-
-        set.close(Duration::from_secs(5)).await;
-        assert!(matches!(set.acquire().await, Err(sqlx::Error::PoolClosed)));
+        drop(tx);
+        assert!(set.shared.readers.lock().unwrap().is_empty());
+        assert!(matches!(set.begin().await, Err(sqlx::Error::PoolClosed)));
     }
 }

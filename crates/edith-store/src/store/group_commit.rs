@@ -1,12 +1,13 @@
 //! Turn events of many turns appended in one statement on SQLite (group commit).
 //!
 //! SQLite writes one transaction at a time, so when many turns run at once their appends queue
-//! behind each other anyway, and each pays for its own statement: a wake-up of its connection's
-//! thread, a commit, the log's pages written to the WAL again. Here the first caller writes its
-//! events at once; those who come while a write is under way wait, and are written together in
-//! one statement when it is done, by a task of their own rather than by a caller (who could be
-//! dropped midway and leave the others without an answer). Nobody is answered before the
-//! statement that wrote their events has committed.
+//! behind each other anyway, and each pays for its own statement: a commit, the log's pages
+//! written to the WAL again. Here the first caller lets the tasks ready to run go first (a
+//! statement runs on its caller's thread without yielding, so nothing could queue behind it
+//! otherwise), then writes its events; those who came meanwhile, or while its write was under
+//! way, wait, and are written together in one statement when it is done, by a task of their own
+//! rather than by a caller (who could be dropped midway and leave the others without an answer).
+//! Nobody is answered before the statement that wrote their events has committed.
 //!
 //! A batch holds at most one append per turn, in the order they came: each is numbered after its
 //! log's last event as the statement found it, so two appends to one log go to two statements.
@@ -120,6 +121,9 @@ impl TurnLogs {
                 // Whether this write ends or its caller is dropped midway, those who came
                 // meanwhile are written next.
                 let _next = HandOver(self);
+                // Alone, this costs a turn of the scheduler; under load, the appends of the
+                // tasks ready meanwhile share the next statement.
+                tokio::task::yield_now().await;
                 Ok(self.write(&[(turn, &bodies)]).await?.take(turn))
             }
             Err(answered) => answered.await.unwrap_or(Err(StoreError::Closing)),

@@ -13,7 +13,7 @@ use edith_types::Page;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous};
+use sqlx::sqlite::SqliteConnectOptions;
 
 /// Runs `$body` with `$pool` bound to the store's pool: the same text compiles once for SQLite
 /// and once for PostgreSQL, so a query and the code reading its rows exist once.
@@ -285,18 +285,13 @@ impl Store {
     }
 
     async fn connect_sqlite(path: &Path) -> Result<Self> {
-        let options = SqliteConnectOptions::from_str(&format!("sqlite://{}", path.display()))?
-            .create_if_missing(true)
-            .journal_mode(SqliteJournalMode::Wal)
-            // With WAL, NORMAL never corrupts the database; a power cut may drop the last
-            // commits, a crash of this process loses nothing.
-            .synchronous(SqliteSynchronous::Normal)
+        let options = edith_sqlite::Options::new(path)
             .foreign_keys(true)
             .busy_timeout(Duration::from_secs(10))
             // 256 KiB of page cache per connection, not SQLite's 2 MiB: a write by one
             // connection makes the others drop theirs, and the system keeps the file's pages.
-            .pragma("cache_size", "-256");
-        let pool = Connections::open(options, 8).await?;
+            .cache_kib(256);
+        let pool = Connections::open(options).await?;
         Ok(Self {
             db: Db::Sqlite(pool.clone(), TurnLogs::new(pool)),
             origin: None,
@@ -322,12 +317,16 @@ impl Store {
 
     async fn migrate(&self) -> Result<()> {
         match &self.db {
-            // On a pool of its own: sqlx's migrator takes a pool, or a connection in a way that
-            // makes futures that are not `Send`.
+            // With sqlx's own SQLite driver, on a pool of its own: sqlx's migrator takes a
+            // pool, or a connection in a way that makes futures that are not `Send`.
             Db::Sqlite(connections, _) => {
+                let options = SqliteConnectOptions::new()
+                    .filename(connections.options().path())
+                    .foreign_keys(true)
+                    .busy_timeout(Duration::from_secs(10));
                 let pool = sqlx::sqlite::SqlitePoolOptions::new()
                     .max_connections(1)
-                    .connect_with(connections.options().clone())
+                    .connect_with(options)
                     .await?;
                 let migrated = crate::migrate::run_sqlite(&pool).await;
                 pool.close().await;

@@ -3,14 +3,15 @@
 //! and reasoning tokens, subscription billing …) answer their empty value: null, or 0 for
 //! counters.
 
+use edith_sqlite::Sqlite;
+use edith_sqlite::SqliteRow;
 use hermes_native::StoredSessionId;
 use hermes_native::desktop::replies::{
     MessagePagination, SearchHit, SessionBlobs, SessionColumns, SessionDetail, SessionSummary,
     StoredMessage,
 };
 use serde_json::Value;
-use sqlx::sqlite::SqliteRow;
-use sqlx::{QueryBuilder, Row, Sqlite};
+use sqlx::{QueryBuilder, Row};
 
 use super::{StateDb, unix_now};
 

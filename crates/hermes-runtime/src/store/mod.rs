@@ -3,12 +3,11 @@
 pub mod desktop;
 
 use std::path::Path;
-use std::str::FromStr;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use edith_sqlite::Connections;
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous};
-use sqlx::{Row, SqliteConnection};
+use edith_sqlite::{Connection as SqliteConnection, SqliteRow};
+use sqlx::Row;
 
 use crate::model::{ChatMessage, Role, TokenUsage, ToolCall};
 
@@ -156,20 +155,12 @@ impl StateDb {
     /// Opens (creating) `<home>/state.db` in WAL mode. The home must exist: a profile removed
     /// or renamed is not brought back by a late write.
     pub async fn open(home: &Path) -> Result<Self, sqlx::Error> {
-        let options = SqliteConnectOptions::from_str(&format!(
-            "sqlite://{}",
-            home.join("state.db").display()
-        ))?
-        .create_if_missing(true)
-        .journal_mode(SqliteJournalMode::Wal)
-        // With WAL, NORMAL never corrupts the database; a power cut may drop the last
-        // commits, a crash of this process loses nothing.
-        .synchronous(SqliteSynchronous::Normal)
-        .busy_timeout(std::time::Duration::from_secs(5))
-        // 256 KiB of page cache per connection, not SQLite's 2 MiB: every profile's home has a
-        // `state.db` of its own, with up to four connections.
-        .pragma("cache_size", "-256");
-        let pool = Connections::open(options, 4).await?;
+        let options = edith_sqlite::Options::new(home.join("state.db"))
+            .busy_timeout(std::time::Duration::from_secs(5))
+            // 256 KiB of page cache per connection, not SQLite's 2 MiB: every profile's home
+            // has a `state.db` of its own.
+            .cache_kib(256);
+        let pool = Connections::open(options).await?;
         sqlx::raw_sql(SCHEMA).execute(&pool).await?;
         add_missing_columns(&pool).await?;
         Ok(Self { pool })
@@ -587,7 +578,7 @@ const INSERT_MESSAGE: &str = "INSERT INTO messages (session_id, role, content, t
                               tool_calls, tool_name, timestamp, finish_reason) \
                               VALUES (?, ?, ?, ?, ?, ?, ?, ?)";
 
-type SqliteQuery<'q> = sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments>;
+type SqliteQuery<'q> = sqlx::query::Query<'q, edith_sqlite::Sqlite, edith_sqlite::Arguments>;
 
 /// `query` with the values of [`INSERT_MESSAGE`] bound after those it has: `message`'s, in
 /// `session_id`, written at `now`.
@@ -622,7 +613,7 @@ async fn insert_message(
     Ok(())
 }
 
-fn session_row(row: &sqlx::sqlite::SqliteRow) -> SessionRow {
+fn session_row(row: &SqliteRow) -> SessionRow {
     SessionRow {
         id: row.get("id"),
         source: row.get("source"),

@@ -1,0 +1,306 @@
+//! One connection to a database file, as sqlx's traits want it: opened with [`Options`], its
+//! statements run on the thread that polls them.
+
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use futures_util::future::BoxFuture;
+use futures_util::stream::BoxStream;
+use rusqlite::OpenFlags;
+use sqlx::{Either, Execute, Executor, SqlStr};
+
+use crate::database::{Arguments, QueryResult, Sqlite, SqliteRow, Statement, TypeInfo};
+use crate::error::from_rusqlite;
+use crate::run::{Results, STATEMENTS_KEPT, run};
+
+/// How the connections to one database file are opened. The file is made if missing and kept
+/// in WAL mode with `synchronous = NORMAL`: that never corrupts it; a power cut may drop the
+/// last commits, a crash of the process loses nothing.
+#[derive(Debug, Clone)]
+pub struct Options {
+    path: PathBuf,
+    busy_timeout: Duration,
+    foreign_keys: bool,
+    cache_kib: u32,
+}
+
+impl Options {
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        Self {
+            path: path.into(),
+            busy_timeout: Duration::from_secs(5),
+            foreign_keys: false,
+            cache_kib: 2048,
+        }
+    }
+
+    /// How long a statement waits for another process's lock on the file before it fails. It
+    /// waits without holding its thread: tried again after a pause, until then.
+    pub fn busy_timeout(self, busy_timeout: Duration) -> Self {
+        Self {
+            busy_timeout,
+            ..self
+        }
+    }
+
+    /// Whether foreign keys are enforced.
+    pub fn foreign_keys(self, foreign_keys: bool) -> Self {
+        Self {
+            foreign_keys,
+            ..self
+        }
+    }
+
+    /// How much page cache each connection keeps, in KiB.
+    pub fn cache_kib(self, cache_kib: u32) -> Self {
+        Self { cache_kib, ..self }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub(crate) fn busy_limit(&self) -> Duration {
+        self.busy_timeout
+    }
+
+    pub(crate) fn open(&self) -> Result<rusqlite::Connection, sqlx::Error> {
+        let connection = rusqlite::Connection::open_with_flags(
+            &self.path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE
+                | OpenFlags::SQLITE_OPEN_CREATE
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(from_rusqlite)?;
+        connection
+            .busy_timeout(self.busy_timeout)
+            .map_err(from_rusqlite)?;
+        connection.set_prepared_statement_cache_capacity(STATEMENTS_KEPT);
+        let foreign_keys = if self.foreign_keys { "ON" } else { "OFF" };
+        connection
+            .execute_batch(&format!(
+                "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
+                 PRAGMA foreign_keys = {foreign_keys}; PRAGMA cache_size = -{};",
+                self.cache_kib
+            ))
+            .map_err(from_rusqlite)?;
+        // From now on a statement that meets another process's lock fails at once, and is
+        // tried again by a caller that does not hold its thread meanwhile (SQLite's own
+        // handler sleeps on it).
+        connection
+            .busy_timeout(Duration::ZERO)
+            .map_err(from_rusqlite)?;
+        Ok(connection)
+    }
+}
+
+impl FromStr for Options {
+    type Err = sqlx::Error;
+
+    /// `sqlite://PATH` or `sqlite:PATH`.
+    fn from_str(url: &str) -> Result<Self, sqlx::Error> {
+        let path = url
+            .strip_prefix("sqlite:")
+            .ok_or_else(|| sqlx::Error::Configuration("not a `sqlite:` URL".into()))?;
+        Ok(Self::new(path.strip_prefix("//").unwrap_or(path)))
+    }
+}
+
+impl sqlx::ConnectOptions for Options {
+    type Connection = Connection;
+
+    fn from_url(url: &url::Url) -> Result<Self, sqlx::Error> {
+        url.as_str().parse()
+    }
+
+    fn connect(&self) -> impl Future<Output = Result<Connection, sqlx::Error>> + Send + '_ {
+        std::future::ready(self.open().map(Connection))
+    }
+
+    fn log_statements(self, _level: log::LevelFilter) -> Self {
+        self
+    }
+
+    fn log_slow_statements(self, _level: log::LevelFilter, _duration: Duration) -> Self {
+        self
+    }
+}
+
+/// A connection whose statements run on the thread that polls them.
+#[derive(Debug)]
+pub struct Connection(pub(crate) rusqlite::Connection);
+
+impl Connection {
+    /// Runs `query` to its end.
+    pub(crate) fn run<'q, E: Execute<'q, Sqlite>>(&self, query: E) -> Result<Results, sqlx::Error> {
+        let (sql, arguments) = parts(query)?;
+        Ok(run(&self.0, sql.as_str(), &arguments.0)?)
+    }
+
+    /// Rolls back the transaction left open, if one is.
+    pub(crate) fn roll_back(&self) -> Result<(), sqlx::Error> {
+        if self.0.is_autocommit() {
+            return Ok(());
+        }
+        self.0.execute_batch("ROLLBACK").map_err(from_rusqlite)
+    }
+}
+
+/// A query's text and the values bound to it.
+pub(crate) fn parts<'q, E: Execute<'q, Sqlite>>(
+    mut query: E,
+) -> Result<(SqlStr, Arguments), sqlx::Error> {
+    let arguments = query
+        .take_arguments()
+        .map_err(sqlx::Error::Encode)?
+        .unwrap_or_default();
+    Ok((query.sql(), arguments))
+}
+
+impl sqlx::Connection for Connection {
+    type Database = Sqlite;
+    type Options = Options;
+
+    fn close(self) -> impl Future<Output = Result<(), sqlx::Error>> + Send + 'static {
+        std::future::ready(self.0.close().map_err(|(_, e)| from_rusqlite(e)))
+    }
+
+    fn close_hard(self) -> impl Future<Output = Result<(), sqlx::Error>> + Send + 'static {
+        drop(self);
+        std::future::ready(Ok(()))
+    }
+
+    fn ping(&mut self) -> impl Future<Output = Result<(), sqlx::Error>> + Send + '_ {
+        std::future::ready(Ok(()))
+    }
+
+    fn begin(
+        &mut self,
+    ) -> impl Future<Output = Result<sqlx::Transaction<'_, Sqlite>, sqlx::Error>> + Send + '_ {
+        sqlx::Transaction::begin(self, None)
+    }
+
+    fn shrink_buffers(&mut self) {}
+
+    fn flush(&mut self) -> impl Future<Output = Result<(), sqlx::Error>> + Send + '_ {
+        std::future::ready(Ok(()))
+    }
+
+    fn should_flush(&self) -> bool {
+        false
+    }
+}
+
+/// Transactions on one connection, for sqlx's `Transaction` (not nested).
+#[derive(Debug)]
+pub struct Transactions;
+
+impl sqlx_core::transaction::TransactionManager for Transactions {
+    type Database = Sqlite;
+
+    fn begin(
+        connection: &mut Connection,
+        statement: Option<SqlStr>,
+    ) -> impl Future<Output = Result<(), sqlx::Error>> + Send + '_ {
+        let begun = if connection.0.is_autocommit() {
+            let statement = statement.as_ref().map_or("BEGIN", SqlStr::as_str);
+            connection.0.execute_batch(statement).map_err(from_rusqlite)
+        } else {
+            Err(sqlx::Error::InvalidSavePointStatement)
+        };
+        std::future::ready(begun)
+    }
+
+    fn commit(
+        connection: &mut Connection,
+    ) -> impl Future<Output = Result<(), sqlx::Error>> + Send + '_ {
+        std::future::ready(connection.0.execute_batch("COMMIT").map_err(from_rusqlite))
+    }
+
+    fn rollback(
+        connection: &mut Connection,
+    ) -> impl Future<Output = Result<(), sqlx::Error>> + Send + '_ {
+        std::future::ready(connection.roll_back())
+    }
+
+    fn start_rollback(connection: &mut Connection) {
+        let _ = connection.roll_back();
+    }
+
+    fn get_transaction_depth(connection: &Connection) -> usize {
+        usize::from(!connection.0.is_autocommit())
+    }
+}
+
+/// Rows and what changed, as sqlx's streams hand them out.
+pub(crate) fn stream<'e>(
+    results: Result<Results, sqlx::Error>,
+) -> BoxStream<'e, Result<Either<QueryResult, SqliteRow>, sqlx::Error>> {
+    match results {
+        Ok(results) => futures_util::stream::iter(results.into_iter().map(Ok)).boxed(),
+        Err(e) => futures_util::stream::once(std::future::ready(Err(e))).boxed(),
+    }
+}
+
+/// The first row of `results`, if any.
+pub(crate) fn first_row(results: Results) -> Option<SqliteRow> {
+    results.into_iter().find_map(Either::right)
+}
+
+/// This driver keeps its prepared statements in each connection's cache: sqlx's own are not
+/// handed out, nor described.
+pub(crate) fn not_prepared() -> sqlx::Error {
+    sqlx::Error::Protocol("this SQLite driver does not hand out prepared statements".into())
+}
+
+impl<'c> Executor<'c> for &'c mut Connection {
+    type Database = Sqlite;
+
+    fn fetch_many<'e, 'q: 'e, E>(
+        self,
+        query: E,
+    ) -> BoxStream<'e, Result<Either<QueryResult, SqliteRow>, sqlx::Error>>
+    where
+        'c: 'e,
+        E: 'q + Execute<'q, Sqlite>,
+    {
+        futures_util::stream::once(async move { self.run(query) })
+            .map(stream)
+            .flatten()
+            .boxed()
+    }
+
+    fn fetch_optional<'e, 'q: 'e, E>(
+        self,
+        query: E,
+    ) -> BoxFuture<'e, Result<Option<SqliteRow>, sqlx::Error>>
+    where
+        'c: 'e,
+        E: 'q + Execute<'q, Sqlite>,
+    {
+        Box::pin(async move { self.run(query).map(first_row) })
+    }
+
+    fn prepare_with<'e>(
+        self,
+        _sql: SqlStr,
+        _parameters: &'e [TypeInfo],
+    ) -> BoxFuture<'e, Result<Statement, sqlx::Error>>
+    where
+        'c: 'e,
+    {
+        Box::pin(std::future::ready(Err(not_prepared())))
+    }
+
+    fn describe<'e>(
+        self,
+        _sql: SqlStr,
+    ) -> BoxFuture<'e, Result<sqlx::Describe<Sqlite>, sqlx::Error>>
+    where
+        'c: 'e,
+    {
+        Box::pin(std::future::ready(Err(not_prepared())))
+    }
+}
