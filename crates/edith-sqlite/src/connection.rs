@@ -17,7 +17,8 @@ use crate::run::{Results, STATEMENTS_KEPT, run};
 
 /// How the connections to one database file are opened. The file is made if missing and kept
 /// in WAL mode with `synchronous = NORMAL`: that never corrupts it; a power cut may drop the
-/// last commits, a crash of the process loses nothing.
+/// last commits, a crash of the process loses nothing. SQLite's automatic checkpoints are off:
+/// [`crate::Connections`] runs them on a thread of their own.
 #[derive(Debug, Clone)]
 pub struct Options {
     path: PathBuf,
@@ -82,7 +83,8 @@ impl Options {
         connection
             .execute_batch(&format!(
                 "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
-                 PRAGMA foreign_keys = {foreign_keys}; PRAGMA cache_size = -{};",
+                 PRAGMA foreign_keys = {foreign_keys}; PRAGMA cache_size = -{}; \
+                 PRAGMA wal_autocheckpoint = 0;",
                 self.cache_kib
             ))
             .map_err(from_rusqlite)?;

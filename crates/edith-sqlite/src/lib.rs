@@ -22,7 +22,7 @@ mod error;
 mod run;
 mod types;
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
@@ -49,6 +49,10 @@ const IDLE_LIMIT: Duration = Duration::from_secs(600);
 /// The longest pause before a statement that met another process's lock is tried again.
 const BUSY_PAUSE_MOST: Duration = Duration::from_millis(25);
 
+/// How many uses of the writer between two checkpoints of the WAL (SQLite's own default is
+/// every 1000 pages; a write here changes two to four).
+const CHECKPOINT_EVERY: u32 = 300;
+
 /// The connections to one database: one that writes, and readers opened when needed.
 #[derive(Debug, Clone)]
 pub struct Connections {
@@ -64,6 +68,12 @@ struct Shared {
     /// statement runs, without an await, so there are never more than the threads polling.
     readers: Mutex<Vec<Idle>>,
     closed: AtomicBool,
+    /// Uses of the writer, for [`Shared::wrote`].
+    writes: AtomicU32,
+    /// A checkpoint is under way.
+    checkpointing: Arc<AtomicBool>,
+    /// Checkpoints done.
+    checkpoints: Arc<AtomicU32>,
     /// How long a connection may stay unused before it is closed ([`IDLE_LIMIT`]).
     idle_limit: Duration,
 }
@@ -97,6 +107,9 @@ impl Connections {
             }),
             readers: Mutex::default(),
             closed: AtomicBool::new(false),
+            writes: AtomicU32::new(0),
+            checkpointing: Arc::default(),
+            checkpoints: Arc::default(),
             idle_limit,
         });
         tokio::spawn(sweep(Arc::downgrade(&shared)));
@@ -141,7 +154,10 @@ impl Connections {
             writer.connection = Some(Connection(self.shared.options.open()?));
         }
         writer.since = Instant::now();
-        Ok(WriterLease(writer))
+        Ok(WriterLease {
+            writer,
+            shared: &self.shared,
+        })
     }
 
     /// A transaction on the writer (`BEGIN IMMEDIATE`). One that is not committed is rolled
@@ -257,19 +273,66 @@ impl Drop for Reader<'_> {
 }
 
 /// The writer, taken.
-struct WriterLease<'a>(tokio::sync::MutexGuard<'a, Writer>);
+struct WriterLease<'a> {
+    writer: tokio::sync::MutexGuard<'a, Writer>,
+    shared: &'a Shared,
+}
+
+impl Drop for WriterLease<'_> {
+    fn drop(&mut self) {
+        self.shared.wrote();
+    }
+}
+
+impl Shared {
+    /// Counts a use of the writer; every [`CHECKPOINT_EVERY`] uses, checkpoints the WAL on a
+    /// blocking thread (see [`checkpoint`]), unless one is under way.
+    fn wrote(&self) {
+        let writes = self.writes.fetch_add(1, Ordering::Relaxed) + 1;
+        if !writes.is_multiple_of(CHECKPOINT_EVERY)
+            || self.checkpointing.swap(true, Ordering::AcqRel)
+        {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            self.checkpointing.store(false, Ordering::Release);
+            return;
+        };
+        let options = self.options.clone();
+        let (under_way, done) = (
+            Arc::clone(&self.checkpointing),
+            Arc::clone(&self.checkpoints),
+        );
+        runtime.spawn_blocking(move || {
+            checkpoint(&options);
+            under_way.store(false, Ordering::Release);
+            done.fetch_add(1, Ordering::Release);
+        });
+    }
+}
+
+/// Copies what the WAL holds into the database file, as far as no reader still needs it
+/// (`PASSIVE`: it waits for nobody), on a connection of its own. SQLite's automatic checkpoint
+/// is off on this set's connections: it would run in the commit that crossed its threshold,
+/// on a thread that serves requests, and with `synchronous = NORMAL` it syncs the files. A
+/// checkpoint that fails is tried again at the next one.
+fn checkpoint(options: &Options) {
+    if let Ok(connection) = options.open() {
+        let _ = connection.execute_batch("PRAGMA wal_checkpoint(PASSIVE)");
+    }
+}
 
 impl std::ops::Deref for WriterLease<'_> {
     type Target = Connection;
 
     fn deref(&self) -> &Connection {
-        self.0.connection.as_ref().expect("opened when taken")
+        self.writer.connection.as_ref().expect("opened when taken")
     }
 }
 
 impl std::ops::DerefMut for WriterLease<'_> {
     fn deref_mut(&mut self) -> &mut Connection {
-        self.0.connection.as_mut().expect("opened when taken")
+        self.writer.connection.as_mut().expect("opened when taken")
     }
 }
 
@@ -348,7 +411,7 @@ impl Drop for Transaction<'_> {
         if !self.committed && self.writer.roll_back().is_err() {
             // Closed instead: SQLite rolls back what a closed connection left open. A new one
             // is opened when needed.
-            drop(self.writer.0.connection.take());
+            drop(self.writer.writer.connection.take());
         }
     }
 }
@@ -710,6 +773,41 @@ mod tests {
             .expect("written once the lock is let go")
             .unwrap();
         assert_eq!(ids(&set).await, [2]);
+    }
+
+    #[tokio::test]
+    async fn the_wal_is_checkpointed_off_the_writers_thread_and_does_not_grow_without_bound() {
+        let dir = tempfile::tempdir().unwrap();
+        let set = Connections::open(options(&dir)).await.unwrap();
+        sqlx::raw_sql("CREATE TABLE t (id INTEGER PRIMARY KEY, v BLOB)")
+            .execute(&set)
+            .await
+            .unwrap();
+        let wal = dir.path().join("set.db-wal");
+        let checkpoints = || set.shared.checkpoints.load(Ordering::Acquire);
+        let mut largest = 0;
+        // Rows of 2 KiB: without checkpoints the WAL would pass 25 MiB.
+        for round in 0..40 {
+            for _ in 0..CHECKPOINT_EVERY {
+                sqlx::query("INSERT INTO t (v) VALUES (zeroblob(2048))")
+                    .execute(&set)
+                    .await
+                    .unwrap();
+            }
+            // Bounded: about five seconds for this round's checkpoint.
+            for _ in 0..100 {
+                if checkpoints() > round {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            assert!(checkpoints() > round, "round {round} was not checkpointed");
+            largest = largest.max(std::fs::metadata(&wal).unwrap().len());
+        }
+        assert!(
+            largest < 8 << 20,
+            "the WAL is reused once checkpointed, yet grew to {largest} bytes"
+        );
     }
 
     #[tokio::test]
