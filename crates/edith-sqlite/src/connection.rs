@@ -13,7 +13,7 @@ use sqlx::{Either, Execute, Executor, SqlStr};
 
 use crate::database::{Arguments, QueryResult, Sqlite, SqliteRow, Statement, TypeInfo};
 use crate::error::from_rusqlite;
-use crate::run::{Results, STATEMENTS_KEPT, run};
+use crate::run::{Progress, Results, STATEMENTS_KEPT, run};
 
 /// How the connections to one database file are opened. The file is made if missing and kept
 /// in WAL mode with `synchronous = NORMAL`: that never corrupts it; a power cut may drop the
@@ -32,7 +32,8 @@ impl Options {
         Self {
             path: path.into(),
             busy_timeout: Duration::from_secs(5),
-            foreign_keys: false,
+            // As sqlx's own driver: on unless turned off.
+            foreign_keys: true,
             cache_kib: 2048,
         }
     }
@@ -63,6 +64,7 @@ impl Options {
         &self.path
     }
 
+    /// How long [`Options::busy_timeout`] says to wait for another process's lock.
     pub(crate) fn busy_limit(&self) -> Duration {
         self.busy_timeout
     }
@@ -121,6 +123,7 @@ impl sqlx::ConnectOptions for Options {
         std::future::ready(self.open().map(Connection))
     }
 
+    // Statements are not logged (the store logs what it does in its own words).
     fn log_statements(self, _level: log::LevelFilter) -> Self {
         self
     }
@@ -138,7 +141,9 @@ impl Connection {
     /// Runs `query` to its end.
     pub(crate) fn run<'q, E: Execute<'q, Sqlite>>(&self, query: E) -> Result<Results, sqlx::Error> {
         let (sql, arguments) = parts(query)?;
-        Ok(run(&self.0, sql.as_str(), &arguments.0)?)
+        let mut progress = Progress::default();
+        run(&self.0, sql.as_str(), &arguments.0, &mut progress)?;
+        Ok(progress.results)
     }
 
     /// Rolls back the transaction left open, if one is.

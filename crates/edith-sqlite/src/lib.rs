@@ -11,9 +11,10 @@
 //! PostgreSQL alike.
 //!
 //! One connection writes, behind an async lock: in-process writers queue there, in order, and
-//! never meet SQLite's own lock (whose busy handler sleeps and retries). Statements that only
-//! read run on connections of their own, taken from a list; a read never waits for a write
-//! (WAL). Transactions go through [`Connections::begin`] or [`Connections::transact`], on the
+//! never meet SQLite's own lock. Another process's lock is waited for without holding the
+//! thread (SQLite's busy handler, which sleeps on it, is off once a connection is open).
+//! Statements that only read run on connections of their own, taken from a list; a read never
+//! waits for a write (WAL). Transactions go through [`Connections::begin`] or [`Connections::transact`], on the
 //! writer; a query run through the set must not open one (one left open is rolled back).
 
 mod connection;
@@ -37,7 +38,8 @@ pub use error::SqliteError;
 
 use connection::{first_row, not_prepared, parts, stream};
 use database::Statement;
-use run::{Results, only_reads, run};
+use error::is_busy;
+use run::{Progress, Results, only_reads, run};
 
 /// How long a caller waits for the writer while others use it (sqlx's pool's default).
 const ACQUIRE_LIMIT: Duration = Duration::from_secs(30);
@@ -191,12 +193,20 @@ impl Connections {
     /// Runs `query`: on a reader if it is one statement that only reads, else on the writer.
     async fn run<'q, E: Execute<'q, Sqlite>>(&self, query: E) -> Result<Results, sqlx::Error> {
         let (sql, arguments) = parts(query)?;
-        let mut reader = self.reader()?;
-        let connection = reader.connection.as_mut().expect("held until dropped");
-        if only_reads(&connection.0, sql.as_str()) {
-            return self.patiently(connection, sql.as_str(), &arguments.0).await;
+        {
+            let reader = self.reader()?;
+            let connection = &reader.connection.as_ref().expect("held until dropped").0;
+            if only_reads(connection, sql.as_str()) {
+                let mut progress = Progress::default();
+                match run(connection, sql.as_str(), &arguments.0, &mut progress) {
+                    Ok(()) => return Ok(progress.results),
+                    Err(e) if !is_busy(&e) => return Err(e),
+                    // Another process's lock, met by a read: waited for on the writer below,
+                    // the reader given back meanwhile.
+                    Err(_) => {}
+                }
+            }
         }
-        drop(reader);
         let mut writer = self.writer().await?;
         let results = self
             .patiently(&mut writer, sql.as_str(), &arguments.0)
@@ -208,8 +218,9 @@ impl Connections {
         Ok(results)
     }
 
-    /// Runs `sql` on `connection`, and again after a pause while another process holds the
-    /// lock it needs (it did nothing then), for at most the busy timeout.
+    /// Runs `sql` on `connection`. While another process holds the lock a statement needs and
+    /// no transaction is open (the statement did nothing then, and those before it are done),
+    /// goes on from that statement after a pause, for at most the busy timeout.
     async fn patiently(
         &self,
         connection: &mut Connection,
@@ -218,14 +229,19 @@ impl Connections {
     ) -> Result<Results, sqlx::Error> {
         let deadline = Instant::now() + self.shared.options.busy_limit();
         let mut pause = Duration::from_millis(1);
+        let mut progress = Progress::default();
         loop {
-            match run(&connection.0, sql, arguments) {
-                Ok(results) => return Ok(results),
-                Err(failed) if failed.may_retry() && Instant::now() + pause < deadline => {
+            match run(&connection.0, sql, arguments, &mut progress) {
+                Ok(()) => return Ok(progress.results),
+                Err(e)
+                    if is_busy(&e)
+                        && connection.0.is_autocommit()
+                        && Instant::now() + pause < deadline =>
+                {
                     tokio::time::sleep(pause).await;
                     pause = (pause * 2).min(BUSY_PAUSE_MOST);
                 }
-                Err(failed) => return Err(failed.error),
+                Err(e) => return Err(e),
             }
         }
     }
@@ -235,12 +251,13 @@ impl Connections {
     pub async fn close(&self, bound: Duration) {
         let shared = &*self.shared;
         shared.closed.store(true, Ordering::Release);
-        drop(std::mem::take(
-            &mut *shared.readers.lock().expect("not poisoned"),
-        ));
+        let readers = std::mem::take(&mut *shared.readers.lock().expect("not poisoned"));
+        let mut connections: Vec<Connection> =
+            readers.into_iter().map(|idle| idle.connection).collect();
         if let Ok(mut writer) = tokio::time::timeout(bound, shared.writer.lock()).await {
-            drop(writer.connection.take());
+            connections.extend(writer.connection.take());
         }
+        close_off_thread(connections);
     }
 }
 
@@ -255,7 +272,9 @@ impl Drop for Reader<'_> {
         let Some(connection) = self.connection.take() else {
             return;
         };
-        if self.shared.closed.load(Ordering::Acquire) {
+        // A statement that only reads may still open a transaction (`BEGIN`): not kept open.
+        if self.shared.closed.load(Ordering::Acquire) || connection.roll_back().is_err() {
+            close_off_thread(vec![connection]);
             return;
         }
         let now = Instant::now();
@@ -267,8 +286,7 @@ impl Drop for Reader<'_> {
             });
             take_stale(&mut readers, now, self.shared.idle_limit)
         };
-        // Closed outside the lock.
-        drop(stale);
+        close_off_thread(stale.into_iter().map(|idle| idle.connection).collect());
     }
 }
 
@@ -336,6 +354,18 @@ impl std::ops::DerefMut for WriterLease<'_> {
     }
 }
 
+/// Closes `connections` on a blocking thread: the last connection to a database to close
+/// checkpoints its WAL and syncs the file.
+fn close_off_thread(connections: Vec<Connection>) {
+    if connections.is_empty() {
+        return;
+    }
+    match tokio::runtime::Handle::try_current() {
+        Ok(runtime) => drop(runtime.spawn_blocking(move || drop(connections))),
+        Err(_) => drop(connections),
+    }
+}
+
 /// The connections of `idle` unused for `limit` at `now`, taken out of it.
 fn take_stale(idle: &mut Vec<Idle>, now: Instant, limit: Duration) -> Vec<Idle> {
     let is_stale = |idle: &Idle| now.duration_since(idle.since) >= limit;
@@ -364,17 +394,20 @@ async fn sweep(set: Weak<Shared>) {
             return;
         }
         let now = Instant::now();
-        let stale = {
+        let mut stale: Vec<Connection> = {
             let mut readers = shared.readers.lock().expect("not poisoned");
             take_stale(&mut readers, now, shared.idle_limit)
-        };
-        drop(stale);
+        }
+        .into_iter()
+        .map(|idle| idle.connection)
+        .collect();
         // A writer in use is not stale.
         if let Ok(mut writer) = shared.writer.try_lock()
             && now.duration_since(writer.since) >= shared.idle_limit
         {
-            drop(writer.connection.take());
+            stale.extend(writer.connection.take());
         }
+        close_off_thread(stale);
     }
 }
 
@@ -670,6 +703,33 @@ mod tests {
             .unwrap();
         insert(&set, 2).await;
         assert_eq!(ids(&set).await, [2]);
+    }
+
+    #[tokio::test]
+    async fn a_transaction_opened_by_a_statement_that_only_reads_is_not_kept_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let set = set(&dir).await;
+        // SQLite counts `BEGIN` as a statement that only reads.
+        sqlx::query("BEGIN").execute(&set).await.unwrap();
+        // Left open, the reader's transaction would keep the snapshot this read takes.
+        assert!(ids(&set).await.is_empty());
+        insert(&set, 1).await;
+        assert_eq!(ids(&set).await, [1], "no reader reads an old snapshot");
+    }
+
+    #[tokio::test]
+    async fn foreign_keys_are_enforced_unless_turned_off() {
+        let dir = tempfile::tempdir().unwrap();
+        let set = set(&dir).await;
+        sqlx::raw_sql("CREATE TABLE c (t_id INTEGER REFERENCES t (id))")
+            .execute(&set)
+            .await
+            .unwrap();
+        let orphan = sqlx::query("INSERT INTO c VALUES (9)").execute(&set).await;
+        match orphan {
+            Err(sqlx::Error::Database(e)) => assert!(e.is_foreign_key_violation(), "{e}"),
+            other => panic!("expected a foreign key violation, got {other:?}"),
+        }
     }
 
     #[tokio::test]

@@ -7,7 +7,7 @@ use rusqlite::types::{ToSqlOutput, ValueRef as SqlValueRef};
 use sqlx::Either;
 
 use crate::database::{Column, QueryResult, SqliteRow, Value};
-use crate::error::{from_rusqlite, is_busy};
+use crate::error::from_rusqlite;
 
 /// What a query gave back: each statement's rows, then what it changed.
 pub(crate) type Results = Vec<Either<QueryResult, SqliteRow>>;
@@ -16,64 +16,121 @@ pub(crate) type Results = Vec<Either<QueryResult, SqliteRow>>;
 /// has more distinct statements than that on its busy paths).
 pub(crate) const STATEMENTS_KEPT: usize = 128;
 
-/// Runs `sql` on `connection` with `arguments`, each statement to its end. A script (several
-/// statements separated by `;`) runs its statements in order and stops at the first that fails.
+/// How far a query has run: the statements done, the bare `?` they took, what they gave back.
+#[derive(Debug, Default)]
+pub(crate) struct Progress {
+    done: usize,
+    bound: usize,
+    pub results: Results,
+}
+
+/// Runs what is left of `sql` after `progress` on `connection` with `arguments`, each statement
+/// to its end. A script (several statements separated by `;`) runs its statements in order and
+/// stops at the first that fails; `progress` then says where, so that it can go on from there.
 /// Placeholders are `?`, `?N` or `$N`: numbered ones name an argument by its place in the whole
-/// script, bare ones take the arguments after those of the statements before.
+/// script; bare ones take the arguments after those of the statements before (within a
+/// statement, SQLite numbers a bare `?` after the highest number before it). An argument
+/// missing is an error, not a `NULL`.
 pub(crate) fn run(
     connection: &rusqlite::Connection,
     sql: &str,
     arguments: &[Value],
-) -> Result<Results, Failed> {
-    let mut results = Vec::new();
-    let mut ran = 0;
-    let failed = |error, ran| Failed { error, ran };
-    if is_script(sql) {
-        let mut statements = rusqlite::Batch::new(connection, sql);
-        let mut bound = 0;
-        while let Some(mut statement) = statements
-            .next()
-            .map_err(|e| failed(from_rusqlite(e), ran))?
-        {
-            bound += bind(&mut statement, arguments, bound).map_err(|e| failed(e, ran))?;
-            step(connection, &mut statement, &mut results).map_err(|e| failed(e, ran))?;
-            ran += 1;
+    progress: &mut Progress,
+) -> Result<(), sqlx::Error> {
+    match statements(sql) {
+        Some(statements) => {
+            for sql in statements.into_iter().skip(progress.done) {
+                let mut statement = connection.prepare_cached(sql).map_err(from_rusqlite)?;
+                run_one(connection, &mut statement, arguments, progress)?;
+            }
         }
-    } else {
-        let mut statement = connection
-            .prepare_cached(sql)
-            .map_err(|e| failed(from_rusqlite(e), ran))?;
-        bind(&mut statement, arguments, 0).map_err(|e| failed(e, ran))?;
-        step(connection, &mut statement, &mut results).map_err(|e| failed(e, ran))?;
+        // SQLite finds where each statement ends, and this query's preparations are not kept.
+        None => {
+            let mut statements = rusqlite::Batch::new(connection, sql);
+            let mut index = 0;
+            while let Some(mut statement) = statements.next().map_err(from_rusqlite)? {
+                if index >= progress.done {
+                    run_one(connection, &mut statement, arguments, progress)?;
+                }
+                index += 1;
+            }
+        }
     }
-    Ok(results)
+    Ok(())
 }
 
-/// A query that failed, and how many of its statements had run to their end before.
-#[derive(Debug)]
-pub(crate) struct Failed {
-    pub error: sqlx::Error,
-    ran: usize,
-}
-
-impl Failed {
-    /// Whether it can be run again as if for the first time: it did nothing, as another
-    /// connection (another process) held the lock it needed.
-    pub fn may_retry(&self) -> bool {
-        self.ran == 0 && is_busy(&self.error)
+/// Runs one statement of a query; what it gave back is kept only if it ran to its end.
+fn run_one(
+    connection: &rusqlite::Connection,
+    statement: &mut rusqlite::Statement<'_>,
+    arguments: &[Value],
+    progress: &mut Progress,
+) -> Result<(), sqlx::Error> {
+    let before = progress.results.len();
+    let bound = bind(statement, arguments, progress.bound)?;
+    if let Err(e) = step(connection, statement, &mut progress.results) {
+        progress.results.truncate(before);
+        return Err(e);
     }
-}
-
-impl From<Failed> for sqlx::Error {
-    fn from(failed: Failed) -> Self {
-        failed.error
-    }
+    progress.done += 1;
+    progress.bound += bound;
+    Ok(())
 }
 
 /// Whether `sql` holds more than one statement. A `;` inside a literal also counts: such a
-/// statement runs as a script of one, correctly, only without its preparation kept.
+/// statement is split as a script, correctly.
 fn is_script(sql: &str) -> bool {
     sql.trim_end().trim_end_matches(';').contains(';')
+}
+
+/// The statements of `sql`, each to be prepared (and kept) on its own: split at each `;` outside
+/// quotes, brackets and comments. `None` where splitting so could be wrong: a trigger's body
+/// holds statements of its own.
+fn statements(sql: &str) -> Option<Vec<&str>> {
+    if !is_script(sql) {
+        return Some(vec![sql]);
+    }
+    if sql.to_ascii_uppercase().contains("TRIGGER") {
+        return None;
+    }
+    let bytes = sql.as_bytes();
+    let (mut statements, mut start, mut has_code, mut i) = (Vec::new(), 0, false, 0);
+    // Where the quote, bracket or comment opening at `i` ends, past its closing mark.
+    let end_of = |i: usize, close: &[u8]| {
+        bytes[i + 1..]
+            .windows(close.len())
+            .position(|w| w == close)
+            .map_or(bytes.len(), |at| i + 1 + at + close.len())
+    };
+    while i < bytes.len() {
+        i = match (bytes[i], bytes.get(i + 1)) {
+            (quote @ (b'\'' | b'"' | b'`'), _) => {
+                has_code = true;
+                end_of(i, &[quote])
+            }
+            (b'[', _) => {
+                has_code = true;
+                end_of(i, b"]")
+            }
+            (b'-', Some(b'-')) => end_of(i, b"\n"),
+            (b'/', Some(b'*')) => end_of(i + 1, b"*/"),
+            (b';', _) => {
+                if has_code {
+                    statements.push(&sql[start..i]);
+                }
+                (start, has_code) = (i + 1, false);
+                i + 1
+            }
+            (byte, _) => {
+                has_code |= !byte.is_ascii_whitespace();
+                i + 1
+            }
+        };
+    }
+    if has_code {
+        statements.push(&sql[start..]);
+    }
+    Some(statements)
 }
 
 /// Whether `sql` is one statement that only reads, so that any connection may run it.
@@ -173,5 +230,62 @@ impl rusqlite::ToSql for Value {
             Value::Text(bytes) => SqlValueRef::Text(bytes),
             Value::Blob(bytes) => SqlValueRef::Blob(bytes),
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_script_is_split_at_each_semicolon_outside_quotes_brackets_and_comments() {
+        let script = "INSERT INTO t VALUES ('a;b', \"c;d\", [e;f]); -- a note; here\n\
+                      /* and; this */ SELECT `g;h` ; ;  UPDATE t SET x = 'it''s;'";
+        assert_eq!(
+            statements(script).unwrap(),
+            [
+                "INSERT INTO t VALUES ('a;b', \"c;d\", [e;f])",
+                " -- a note; here\n/* and; this */ SELECT `g;h` ",
+                "  UPDATE t SET x = 'it''s;'",
+            ]
+        );
+        assert_eq!(statements("SELECT 1;").unwrap(), ["SELECT 1;"]);
+        assert_eq!(statements("SELECT 1; -- the end").unwrap(), ["SELECT 1"]);
+        assert!(
+            statements("CREATE TRIGGER g AFTER INSERT ON t BEGIN DELETE FROM u; END; SELECT 1")
+                .is_none(),
+            "a trigger's body is left to SQLite"
+        );
+    }
+
+    #[test]
+    fn a_script_goes_on_from_where_it_stopped() {
+        let connection = rusqlite::Connection::open_in_memory().unwrap();
+        connection
+            .execute_batch("CREATE TABLE t (id INTEGER PRIMARY KEY)")
+            .unwrap();
+        let script = "INSERT INTO t VALUES (?); INSERT INTO t VALUES (?) RETURNING id";
+        let arguments = [Value::Integer(1), Value::Integer(2)];
+        // As if the first statement had run and the second had met another process's lock.
+        let mut progress = Progress {
+            done: 1,
+            bound: 1,
+            results: Vec::new(),
+        };
+        run(&connection, script, &arguments, &mut progress).unwrap();
+        let ids: Vec<i64> = connection
+            .prepare("SELECT id FROM t")
+            .unwrap()
+            .query_map([], |row| row.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(
+            ids,
+            [2],
+            "the second statement alone ran, with the second argument"
+        );
+        assert_eq!(progress.done, 2);
+        assert_eq!(progress.results.len(), 2, "its row and what it changed");
     }
 }

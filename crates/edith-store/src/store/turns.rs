@@ -283,7 +283,7 @@ impl Store {
         let bodies: Vec<String> = kinds.iter().map(to_json).collect();
         let n = kinds.len();
         let seqs: Vec<i64> = match &self.db {
-            // One round trip: the turn rewritten, then its events if it was.
+            // One script: the turn rewritten, then its events if it was.
             Db::Sqlite(connections, _) => {
                 let script = format!(
                     "BEGIN IMMEDIATE; {}; {}; COMMIT",

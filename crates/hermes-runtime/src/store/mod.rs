@@ -249,8 +249,8 @@ impl StateDb {
         })
     }
 
-    /// Appends messages and bumps the session's counts, in one transaction and one round trip
-    /// to the connection (one script; each statement takes the next `?` values in turn). `call`:
+    /// Appends messages and bumps the session's counts, in one transaction (one script; each
+    /// statement takes the next `?` values in turn). `call`:
     /// the model call that produced them, accounted for in the same write.
     pub async fn append_messages(
         &self,
