@@ -142,6 +142,14 @@ mod parsed {
         (kept == text).then(|| config.clone())
     }
 
+    /// Drops what was kept for the files under `dir` (or `dir` itself, a file).
+    pub(super) fn forget_under(dir: &Path) {
+        cache()
+            .lock()
+            .expect("not poisoned")
+            .retain(|path, _| !path.starts_with(dir));
+    }
+
     pub(super) fn keep(path: PathBuf, text: String, config: &HermesConfig) {
         let mut cache = cache().lock().expect("not poisoned");
         if cache.len() >= MOST && !cache.contains_key(&path) {
@@ -260,6 +268,12 @@ impl HermesConfig {
     pub fn to_yaml(&self) -> String {
         serde_yaml::to_string(self)
             .expect("a config serializes: read ones have plain keys, built ones have string keys")
+    }
+
+    /// Forgets the configs parsed under `dir`, a home (or a `config.yaml`) being removed or
+    /// moved: they hold credentials, which should not stay in memory after their file is gone.
+    pub fn forget_under(dir: &Path) {
+        parsed::forget_under(dir);
     }
 
     /// Reads `<home>/config.yaml`; a missing file is an empty config. The file is read every
@@ -565,6 +579,28 @@ mod tests {
             HermesConfig::load(home.path()).await.unwrap(),
             HermesConfig::default()
         );
+    }
+
+    #[tokio::test]
+    async fn the_configs_of_a_home_being_removed_are_forgotten_and_no_others() {
+        let (gone, kept) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let mut texts = Vec::new();
+        for home in [&gone, &kept] {
+            let text = "model:\n  api_key: sk-secret\n";
+            std::fs::write(home.path().join(CONFIG_FILE), text).unwrap();
+            HermesConfig::load(home.path()).await.unwrap();
+            texts.push((home.path().join(CONFIG_FILE), text));
+        }
+        HermesConfig::forget_under(gone.path());
+        let [(gone_path, gone_text), (kept_path, kept_text)] = &texts[..] else {
+            unreachable!("two homes");
+        };
+        assert_eq!(
+            parsed::get(gone_path, gone_text),
+            None,
+            "its key is not kept"
+        );
+        assert!(parsed::get(kept_path, kept_text).is_some());
     }
 
     const HERMES_STYLE: &str = "\

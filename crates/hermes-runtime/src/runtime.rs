@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use hermes_native::LiveSessionId;
+use hermes_native::config::HermesConfig;
 use hermes_native::profile::{DEFAULT_PROFILE, normalize_profile_name, valid_profile_name};
 
 use crate::dotenv::DotEnv;
@@ -201,8 +202,10 @@ impl Runtime {
         homes
     }
 
-    /// Closes and forgets the database of `home` (before the home is moved or removed).
-    pub async fn forget_db(&self, home: &Path) {
+    /// Closes and forgets the database of `home`, and the configs parsed there (before the
+    /// home is moved or removed).
+    pub async fn forget_home(&self, home: &Path) {
+        HermesConfig::forget_under(home);
         let db = self.dbs.lock().await.remove(home);
         if let Some(db) = db {
             db.close().await;

@@ -68,6 +68,8 @@ impl Homes {
     /// Removes the instance's directory. Idempotent.
     pub async fn destroy(&self, instance: &InstanceId) -> Result<(), ProviderError> {
         let dir = self.dir(instance);
+        // An embedded runtime parses its homes' configs in this process.
+        HermesConfig::forget_under(&dir);
         match tokio::fs::remove_dir_all(&dir).await {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
@@ -85,6 +87,7 @@ impl Homes {
     ) -> Result<(), ProviderError> {
         if native_name == DEFAULT_PROFILE {
             let config = self.home(instance).join(CONFIG_FILE);
+            HermesConfig::forget_under(&config);
             return match tokio::fs::remove_file(&config).await {
                 Ok(()) => Ok(()),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
@@ -92,6 +95,7 @@ impl Homes {
             };
         }
         let home = self.home(instance).join("profiles").join(native_name);
+        HermesConfig::forget_under(&home);
         match tokio::fs::remove_dir_all(&home).await {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),

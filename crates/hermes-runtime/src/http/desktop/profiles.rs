@@ -406,7 +406,7 @@ pub async fn rename(
         return bad(format!("Profile '{new}' already exists."));
     }
     // Its database must not stay open under the old path.
-    runtime.forget_db(&from).await;
+    runtime.forget_home(&from).await;
     if let Err(e) = tokio::fs::rename(&from, &to).await {
         return internal("renaming a profile", e);
     }
@@ -440,7 +440,7 @@ pub async fn delete(
     if !home.is_dir() {
         return missing(&name);
     }
-    runtime.forget_db(&home).await;
+    runtime.forget_home(&home).await;
     if let Err(e) = tokio::fs::remove_dir_all(&home).await {
         return refuse(
             StatusCode::INTERNAL_SERVER_ERROR,
