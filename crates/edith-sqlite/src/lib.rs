@@ -63,6 +63,8 @@ pub struct Connections {
 
 #[derive(Debug)]
 struct Shared {
+    /// Itself, for the checkpoints it starts.
+    me: Weak<Shared>,
     options: Options,
     /// The connection that writes; `None` until needed again after the sweep closed it.
     writer: tokio::sync::Mutex<Writer>,
@@ -73,9 +75,9 @@ struct Shared {
     /// Uses of the writer, for [`Shared::wrote`].
     writes: AtomicU32,
     /// A checkpoint is under way.
-    checkpointing: Arc<AtomicBool>,
+    checkpointing: AtomicBool,
     /// Checkpoints done.
-    checkpoints: Arc<AtomicU32>,
+    checkpoints: AtomicU32,
     /// How long a connection may stay unused before it is closed ([`IDLE_LIMIT`]).
     idle_limit: Duration,
 }
@@ -101,7 +103,8 @@ impl Connections {
 
     fn open_with_idle_limit(options: Options, idle_limit: Duration) -> Result<Self, sqlx::Error> {
         let writer = Connection(options.open()?);
-        let shared = Arc::new(Shared {
+        let shared = Arc::new_cyclic(|me| Shared {
+            me: me.clone(),
             options,
             writer: tokio::sync::Mutex::new(Writer {
                 connection: Some(writer),
@@ -110,8 +113,8 @@ impl Connections {
             readers: Mutex::default(),
             closed: AtomicBool::new(false),
             writes: AtomicU32::new(0),
-            checkpointing: Arc::default(),
-            checkpoints: Arc::default(),
+            checkpointing: AtomicBool::new(false),
+            checkpoints: AtomicU32::new(0),
             idle_limit,
         });
         tokio::spawn(sweep(Arc::downgrade(&shared)));
@@ -191,21 +194,49 @@ impl Connections {
     }
 
     /// Runs `query`: on a reader if it is one statement that only reads, else on the writer.
-    async fn run<'q, E: Execute<'q, Sqlite>>(&self, query: E) -> Result<Results, sqlx::Error> {
-        let (sql, arguments) = parts(query)?;
-        {
-            let reader = self.reader()?;
-            let connection = &reader.connection.as_ref().expect("held until dropped").0;
-            if only_reads(connection, sql.as_str()) {
-                let mut progress = Progress::default();
-                match run(connection, sql.as_str(), &arguments.0, &mut progress) {
-                    Ok(()) => return Ok(progress.results),
-                    Err(e) if !is_busy(&e) => return Err(e),
-                    // Another process's lock, met by a read: waited for on the writer below,
-                    // the reader given back meanwhile.
-                    Err(_) => {}
+    async fn run<'q, E: Execute<'q, Sqlite>>(
+        &self,
+        query: E,
+        reads: ReadOn,
+    ) -> Result<Results, sqlx::Error> {
+        let (mut sql, mut arguments) = parts(query)?;
+        let mut reader = self.reader()?;
+        let connection = reader.connection.take().expect("held until dropped");
+        let read = if only_reads(&connection.0, sql.as_str()) {
+            let (connection, read) = match reads {
+                ReadOn::ThisThread => {
+                    let read = read_with(&connection, sql.as_str(), &arguments);
+                    (connection, read)
                 }
-            }
+                ReadOn::BlockingThread => {
+                    let ((connection, lent_sql, lent_arguments), read) =
+                        tokio::task::spawn_blocking(move || {
+                            let read = read_with(&connection, sql.as_str(), &arguments);
+                            ((connection, sql, arguments), read)
+                        })
+                        .await
+                        .map_err(|e| {
+                            sqlx::Error::Protocol(format!(
+                                "a read on a blocking thread failed: {e}"
+                            ))
+                        })?;
+                    (sql, arguments) = (lent_sql, lent_arguments);
+                    (connection, read)
+                }
+            };
+            reader.connection = Some(connection);
+            Some(read)
+        } else {
+            reader.connection = Some(connection);
+            None
+        };
+        drop(reader);
+        match read {
+            Some(Ok(results)) => return Ok(results),
+            Some(Err(e)) if !is_busy(&e) => return Err(e),
+            // Another process's lock, met by a read: waited for on the writer below, the
+            // reader given back meanwhile. Or a statement that writes.
+            _ => {}
         }
         let mut writer = self.writer().await?;
         let results = self
@@ -216,6 +247,17 @@ impl Connections {
         let results = results?;
         rolled_back?;
         Ok(results)
+    }
+
+    /// Runs `query` on a reader, in `spawn_blocking`, and returns its rows: for a query that
+    /// may scan a large table, which would hold a thread serving requests as long. One that
+    /// does not only read runs on the writer, as through the set's `Executor`.
+    pub async fn fetch_all_off_thread<'q, E>(&self, query: E) -> Result<Vec<SqliteRow>, sqlx::Error>
+    where
+        E: 'q + Execute<'q, Sqlite>,
+    {
+        let results = self.run(query, ReadOn::BlockingThread).await?;
+        Ok(results.into_iter().filter_map(Either::right).collect())
     }
 
     /// Runs `sql` on `connection`. While another process holds the lock a statement needs and
@@ -261,6 +303,25 @@ impl Connections {
     }
 }
 
+/// Runs `sql`, a statement that only reads, on `connection`.
+fn read_with(
+    connection: &Connection,
+    sql: &str,
+    arguments: &Arguments,
+) -> Result<Results, sqlx::Error> {
+    let mut progress = Progress::default();
+    run(&connection.0, sql, &arguments.0, &mut progress).map(|()| progress.results)
+}
+
+/// Where a statement that only reads runs.
+#[derive(Debug, Clone, Copy)]
+enum ReadOn {
+    /// The thread polling it: a statement of a turn takes microseconds.
+    ThisThread,
+    /// A blocking thread (`spawn_blocking`), for one that may scan a large table.
+    BlockingThread,
+}
+
 /// A reader in use; back to the list when dropped.
 struct Reader<'a> {
     connection: Option<Connection>,
@@ -303,8 +364,8 @@ impl Drop for WriterLease<'_> {
 }
 
 impl Shared {
-    /// Counts a use of the writer; every [`CHECKPOINT_EVERY`] uses, checkpoints the WAL on a
-    /// blocking thread (see [`checkpoint`]), unless one is under way.
+    /// Counts a use of the writer; every [`CHECKPOINT_EVERY`] uses, starts a checkpoint
+    /// ([`Shared::checkpoint`]), unless one is under way.
     fn wrote(&self) {
         let writes = self.writes.fetch_add(1, Ordering::Relaxed) + 1;
         if !writes.is_multiple_of(CHECKPOINT_EVERY)
@@ -312,31 +373,33 @@ impl Shared {
         {
             return;
         }
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            self.checkpointing.store(false, Ordering::Release);
-            return;
-        };
-        let options = self.options.clone();
-        let (under_way, done) = (
-            Arc::clone(&self.checkpointing),
-            Arc::clone(&self.checkpoints),
-        );
-        runtime.spawn_blocking(move || {
-            checkpoint(&options);
-            under_way.store(false, Ordering::Release);
-            done.fetch_add(1, Ordering::Release);
-        });
+        match (tokio::runtime::Handle::try_current(), self.me.upgrade()) {
+            (Ok(runtime), Some(shared)) => drop(runtime.spawn(shared.checkpoint())),
+            _ => self.checkpointing.store(false, Ordering::Release),
+        }
     }
-}
 
-/// Copies what the WAL holds into the database file, as far as no reader still needs it
-/// (`PASSIVE`: it waits for nobody), on a connection of its own. SQLite's automatic checkpoint
-/// is off on this set's connections: it would run in the commit that crossed its threshold,
-/// on a thread that serves requests, and with `synchronous = NORMAL` it syncs the files. A
-/// checkpoint that fails is tried again at the next one.
-fn checkpoint(options: &Options) {
-    if let Ok(connection) = options.open() {
-        let _ = connection.execute_batch("PRAGMA wal_checkpoint(PASSIVE)");
+    /// Copies what the WAL holds into the database file, on a blocking thread and a connection
+    /// of its own (`PASSIVE`: it waits for no reader), while it holds the writer. Writes made
+    /// meanwhile would keep it from ever catching up: the WAL starts again from its beginning
+    /// only once a checkpoint has copied all of it, and without that it grows for good. SQLite's
+    /// automatic checkpoint is off on this set's connections: it would run in the commit that
+    /// crossed its threshold, on a thread serving requests, and with `synchronous = NORMAL` it
+    /// syncs the files. A checkpoint that fails is tried again at the next one.
+    async fn checkpoint(self: Arc<Self>) {
+        if !self.closed.load(Ordering::Acquire) {
+            let writer = self.writer.lock().await;
+            let options = self.options.clone();
+            let _ = tokio::task::spawn_blocking(move || {
+                if let Ok(connection) = options.open() {
+                    let _ = connection.execute_batch("PRAGMA wal_checkpoint(PASSIVE)");
+                }
+            })
+            .await;
+            drop(writer);
+        }
+        self.checkpointing.store(false, Ordering::Release);
+        self.checkpoints.fetch_add(1, Ordering::Release);
     }
 }
 
@@ -461,7 +524,7 @@ impl<'p> Executor<'p> for &'p Connections {
         'p: 'e,
         E: 'q + Execute<'q, Sqlite>,
     {
-        futures_util::stream::once(self.run(query))
+        futures_util::stream::once(self.run(query, ReadOn::ThisThread))
             .map(stream)
             .flatten()
             .boxed()
@@ -475,7 +538,7 @@ impl<'p> Executor<'p> for &'p Connections {
         'p: 'e,
         E: 'q + Execute<'q, Sqlite>,
     {
-        Box::pin(async move { self.run(query).await.map(first_row) })
+        Box::pin(async move { self.run(query, ReadOn::ThisThread).await.map(first_row) })
     }
 
     fn prepare_with<'e>(
@@ -730,6 +793,47 @@ mod tests {
             Err(sqlx::Error::Database(e)) => assert!(e.is_foreign_key_violation(), "{e}"),
             other => panic!("expected a foreign key violation, got {other:?}"),
         }
+    }
+
+    /// On a one-thread runtime, a long read sent off the thread lets a task run meanwhile; run
+    /// on the thread, it would end before the task could start.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_read_sent_off_the_thread_lets_others_run_and_gives_its_reader_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let set = set(&dir).await;
+        insert(&set, 1).await;
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let ticker = {
+            let order = Arc::clone(&order);
+            tokio::spawn(async move { order.lock().unwrap().push("the task") })
+        };
+        let long = format!("{} WHERE (SELECT count(*) FROM t) = 1", slow(3_000_000));
+        let rows = set
+            .fetch_all_off_thread(sqlx::query(sqlx::AssertSqlSafe(long)))
+            .await
+            .unwrap();
+        order.lock().unwrap().push("the read");
+        assert_eq!(rows[0].get::<i64, _>(0), 3_000_000);
+        ticker.await.unwrap();
+        assert_eq!(*order.lock().unwrap(), ["the task", "the read"]);
+        assert_eq!(
+            set.shared.readers.lock().unwrap().len(),
+            1,
+            "its reader is back"
+        );
+        // One that writes goes to the writer.
+        set.fetch_all_off_thread(sqlx::query("INSERT INTO t VALUES (2)"))
+            .await
+            .unwrap();
+        assert_eq!(ids(&set).await, [1, 2]);
+    }
+
+    /// A statement that takes a while (counting to `n`); the count is its one row.
+    fn slow(n: i64) -> String {
+        format!(
+            "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < {n}) \
+             SELECT count(*) FROM c"
+        )
     }
 
     #[tokio::test]

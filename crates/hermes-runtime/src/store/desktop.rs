@@ -117,10 +117,15 @@ impl StateDb {
             .push_bind(filter.limit)
             .push(" OFFSET ")
             .push_bind(filter.offset.max(0));
-        let rows = page.build().fetch_all(&self.pool).await?;
+        // Both scan the sessions (and each one's messages): off the threads serving requests.
+        let rows = self.pool.fetch_all_off_thread(page.build()).await?;
         let mut count = QueryBuilder::<Sqlite>::new("SELECT COUNT(*) FROM sessions s");
         push_filters(&mut count, filter);
-        let total: i64 = count.build_query_scalar().fetch_one(&self.pool).await?;
+        let counted = self.pool.fetch_all_off_thread(count.build()).await?;
+        let total: i64 = counted
+            .first()
+            .ok_or(sqlx::Error::RowNotFound)?
+            .try_get(0)?;
         let summaries = rows
             .iter()
             .map(|row| {
@@ -246,6 +251,7 @@ impl StateDb {
     /// session, at most `limit`.
     pub async fn search(&self, query: &str, limit: usize) -> Result<Vec<SearchHit>, sqlx::Error> {
         let mut hits: Vec<SearchHit> = Vec::new();
+        // Both scan (`LIKE` with a leading `%`): off the threads serving requests.
         let by_id = sqlx::query(sqlx::AssertSqlSafe(format!(
             "{SUMMARY_SELECT} WHERE s.source != 'tool' AND s.id LIKE ? ESCAPE '\\' \
              ORDER BY (s.id = ?) DESC, (s.id LIKE ? ESCAPE '\\') DESC, s.started_at DESC LIMIT ?"
@@ -253,9 +259,8 @@ impl StateDb {
         .bind(format!("%{}%", escape_like(query)))
         .bind(query)
         .bind(format!("{}%", escape_like(query)))
-        .bind(limit as i64)
-        .fetch_all(&self.pool)
-        .await?;
+        .bind(limit as i64);
+        let by_id = self.pool.fetch_all_off_thread(by_id).await?;
         for row in &by_id {
             let summary = summary(row);
             let snippet = if summary.preview.is_empty() {
@@ -278,9 +283,8 @@ impl StateDb {
              WHERE s.source != 'tool' AND m.content LIKE ? ESCAPE '\\' ORDER BY m.id LIMIT ?",
         )
         .bind(format!("%{}%", escape_like(first)))
-        .bind(SEARCH_CANDIDATES)
-        .fetch_all(&self.pool)
-        .await?;
+        .bind(SEARCH_CANDIDATES);
+        let candidates = self.pool.fetch_all_off_thread(candidates).await?;
         for row in &candidates {
             if hits.len() >= limit {
                 break;
