@@ -30,7 +30,9 @@ use std::time::{Duration, Instant};
 use futures_util::StreamExt;
 use futures_util::future::BoxFuture;
 use futures_util::stream::BoxStream;
+use rusqlite::OpenFlags;
 use sqlx::{Either, Execute, Executor, SqlStr};
+use tokio::sync::Semaphore;
 
 pub use connection::{Connection, Options};
 pub use database::{Arguments, Column, QueryResult, Sqlite, SqliteRow, TypeInfo, Value, ValueRef};
@@ -39,7 +41,7 @@ pub use error::SqliteError;
 use connection::{first_row, not_prepared, parts, stream};
 use database::Statement;
 use error::is_busy;
-use run::{Progress, Results, only_reads, run};
+use run::{Progress, Results, only_reads, resumable, run};
 
 /// How long a caller waits for the writer while others use it (sqlx's pool's default).
 const ACQUIRE_LIMIT: Duration = Duration::from_secs(30);
@@ -50,6 +52,9 @@ const IDLE_LIMIT: Duration = Duration::from_secs(600);
 
 /// The longest pause before a statement that met another process's lock is tried again.
 const BUSY_PAUSE_MOST: Duration = Duration::from_millis(25);
+
+/// How many reads may run on blocking threads at once ([`Connections::fetch_all_off_thread`]).
+const OFF_THREAD_MOST: usize = 4;
 
 /// How many uses of the writer between two checkpoints of the WAL (SQLite's own default is
 /// every 1000 pages; a write here changes two to four).
@@ -69,9 +74,12 @@ struct Shared {
     /// The connection that writes; `None` until needed again after the sweep closed it.
     writer: tokio::sync::Mutex<Writer>,
     /// Readers not in use, the last used at the back. A reader is in use only while a
-    /// statement runs, without an await, so there are never more than the threads polling.
+    /// statement runs, without an await, so there are never more than the threads polling,
+    /// and the reads sent to blocking threads ([`OFF_THREAD_MOST`]).
     readers: Mutex<Vec<Idle>>,
     closed: AtomicBool,
+    /// One permit per read that may run on a blocking thread at once.
+    off_thread: Semaphore,
     /// Uses of the writer, for [`Shared::wrote`].
     writes: AtomicU32,
     /// A checkpoint is under way.
@@ -112,6 +120,7 @@ impl Connections {
             }),
             readers: Mutex::default(),
             closed: AtomicBool::new(false),
+            off_thread: Semaphore::new(OFF_THREAD_MOST),
             writes: AtomicU32::new(0),
             checkpointing: AtomicBool::new(false),
             checkpoints: AtomicU32::new(0),
@@ -209,6 +218,8 @@ impl Connections {
                     (connection, read)
                 }
                 ReadOn::BlockingThread => {
+                    // A caller dropped meanwhile stops the statement rather than let it run on.
+                    let stop = Interrupt(Some(connection.0.get_interrupt_handle()));
                     let ((connection, lent_sql, lent_arguments), read) =
                         tokio::task::spawn_blocking(move || {
                             let read = read_with(&connection, sql.as_str(), &arguments);
@@ -220,6 +231,7 @@ impl Connections {
                                 "a read on a blocking thread failed: {e}"
                             ))
                         })?;
+                    stop.disarm();
                     (sql, arguments) = (lent_sql, lent_arguments);
                     (connection, read)
                 }
@@ -256,6 +268,10 @@ impl Connections {
     where
         E: 'q + Execute<'q, Sqlite>,
     {
+        let _permit = tokio::time::timeout(ACQUIRE_LIMIT, self.shared.off_thread.acquire())
+            .await
+            .map_err(|_| sqlx::Error::PoolTimedOut)?
+            .map_err(|_| sqlx::Error::PoolClosed)?;
         let results = self.run(query, ReadOn::BlockingThread).await?;
         Ok(results.into_iter().filter_map(Either::right).collect())
     }
@@ -278,6 +294,7 @@ impl Connections {
                 Err(e)
                     if is_busy(&e)
                         && connection.0.is_autocommit()
+                        && resumable(sql, &progress)
                         && Instant::now() + pause < deadline =>
                 {
                     tokio::time::sleep(pause).await;
@@ -311,6 +328,23 @@ fn read_with(
 ) -> Result<Results, sqlx::Error> {
     let mut progress = Progress::default();
     run(&connection.0, sql, &arguments.0, &mut progress).map(|()| progress.results)
+}
+
+/// Interrupts the statement running on a connection when dropped, unless disarmed.
+struct Interrupt(Option<rusqlite::InterruptHandle>);
+
+impl Interrupt {
+    fn disarm(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for Interrupt {
+    fn drop(&mut self) {
+        if let Some(handle) = self.0.take() {
+            handle.interrupt();
+        }
+    }
 }
 
 /// Where a statement that only reads runs.
@@ -387,17 +421,20 @@ impl Shared {
     /// crossed its threshold, on a thread serving requests, and with `synchronous = NORMAL` it
     /// syncs the files. A checkpoint that fails is tried again at the next one.
     async fn checkpoint(self: Arc<Self>) {
+        let writer = self.writer.lock().await;
+        // Not once the set is closed: the database may be on its way out (a home removed),
+        // and is not made again.
         if !self.closed.load(Ordering::Acquire) {
-            let writer = self.writer.lock().await;
-            let options = self.options.clone();
+            let path = self.options.path().to_owned();
             let _ = tokio::task::spawn_blocking(move || {
-                if let Ok(connection) = options.open() {
+                let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+                if let Ok(connection) = rusqlite::Connection::open_with_flags(path, flags) {
                     let _ = connection.execute_batch("PRAGMA wal_checkpoint(PASSIVE)");
                 }
             })
             .await;
-            drop(writer);
         }
+        drop(writer);
         self.checkpointing.store(false, Ordering::Release);
         self.checkpoints.fetch_add(1, Ordering::Release);
     }
@@ -826,6 +863,37 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(ids(&set).await, [1, 2]);
+    }
+
+    /// A long read sent off the thread and dropped is stopped: it lets go of its snapshot of
+    /// the WAL, which a `TRUNCATE` checkpoint has to wait for.
+    #[tokio::test]
+    async fn a_read_sent_off_the_thread_and_dropped_is_stopped() {
+        let dir = tempfile::tempdir().unwrap();
+        let set = set(&dir).await;
+        insert(&set, 1).await;
+        let endless = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "{} WHERE (SELECT count(*) FROM t) = 1",
+            slow(500_000_000)
+        )));
+        let cut = tokio::time::timeout(
+            Duration::from_millis(200),
+            set.fetch_all_off_thread(endless),
+        )
+        .await;
+        assert!(cut.is_err(), "cut off while it runs");
+        let other = rusqlite::Connection::open(dir.path().join("set.db")).unwrap();
+        // Bounded: about five seconds; the read alone would run for a minute or more.
+        for _ in 0..100 {
+            let busy: i64 = other
+                .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |row| row.get(0))
+                .unwrap();
+            if busy == 0 {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("the dropped read still holds its snapshot");
     }
 
     /// A statement that takes a while (counting to `n`); the count is its one row.

@@ -59,6 +59,13 @@ pub(crate) fn run(
     Ok(())
 }
 
+/// Whether a query stopped at `progress` can go on from there. A script SQLite splits itself is
+/// prepared again from its start, and what its first statements made or removed (a table, a
+/// trigger) would fail their preparation the second time.
+pub(crate) fn resumable(sql: &str, progress: &Progress) -> bool {
+    progress.done == 0 || statements(sql).is_some()
+}
+
 /// Runs one statement of a query; what it gave back is kept only if it ran to its end.
 fn run_one(
     connection: &rusqlite::Connection,
@@ -90,7 +97,10 @@ fn statements(sql: &str) -> Option<Vec<&str>> {
     if !is_script(sql) {
         return Some(vec![sql]);
     }
-    if sql.to_ascii_uppercase().contains("TRIGGER") {
+    if sql
+        .split_ascii_whitespace()
+        .any(|word| word.eq_ignore_ascii_case("TRIGGER"))
+    {
         return None;
     }
     let bytes = sql.as_bytes();

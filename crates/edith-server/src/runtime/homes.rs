@@ -68,9 +68,10 @@ impl Homes {
     /// Removes the instance's directory. Idempotent.
     pub async fn destroy(&self, instance: &InstanceId) -> Result<(), ProviderError> {
         let dir = self.dir(instance);
+        let removed = tokio::fs::remove_dir_all(&dir).await;
         // An embedded runtime parses its homes' configs in this process.
         HermesConfig::forget_under(&dir);
-        match tokio::fs::remove_dir_all(&dir).await {
+        match removed {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
             Err(e) => Err(io_error("cannot remove", &dir, e)),
@@ -87,16 +88,18 @@ impl Homes {
     ) -> Result<(), ProviderError> {
         if native_name == DEFAULT_PROFILE {
             let config = self.home(instance).join(CONFIG_FILE);
+            let removed = tokio::fs::remove_file(&config).await;
             HermesConfig::forget_under(&config);
-            return match tokio::fs::remove_file(&config).await {
+            return match removed {
                 Ok(()) => Ok(()),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
                 Err(e) => Err(io_error("cannot remove", &config, e)),
             };
         }
         let home = self.home(instance).join("profiles").join(native_name);
+        let removed = tokio::fs::remove_dir_all(&home).await;
         HermesConfig::forget_under(&home);
-        match tokio::fs::remove_dir_all(&home).await {
+        match removed {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
             Err(e) => Err(io_error("cannot remove", &home, e)),

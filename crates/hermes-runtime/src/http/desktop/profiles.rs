@@ -407,7 +407,10 @@ pub async fn rename(
     }
     // Its database must not stay open under the old path.
     runtime.forget_home(&from).await;
-    if let Err(e) = tokio::fs::rename(&from, &to).await {
+    let renamed = tokio::fs::rename(&from, &to).await;
+    // Again: a config read meanwhile is not kept under the old path.
+    HermesConfig::forget_under(&from);
+    if let Err(e) = renamed {
         return internal("renaming a profile", e);
     }
     if active_name(&runtime.root) == old {
@@ -441,7 +444,10 @@ pub async fn delete(
         return missing(&name);
     }
     runtime.forget_home(&home).await;
-    if let Err(e) = tokio::fs::remove_dir_all(&home).await {
+    let removed = tokio::fs::remove_dir_all(&home).await;
+    // Again: a config read meanwhile is not kept.
+    HermesConfig::forget_under(&home);
+    if let Err(e) = removed {
         return refuse(
             StatusCode::INTERNAL_SERVER_ERROR,
             format!("Could not remove profile directory {}: {e}", home.display()),
