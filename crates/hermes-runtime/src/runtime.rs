@@ -135,6 +135,12 @@ impl Runtime {
         self.background.spawn(work);
     }
 
+    /// Counts as background work until dropped: a connection's, so that a stop waits for what
+    /// it has queued to be written.
+    pub fn background_token(&self) -> tokio_util::task::task_tracker::TaskTrackerToken {
+        self.background.token()
+    }
+
     /// Waits until the background work running, and any started meanwhile, has ended.
     pub async fn background_ended(&self) {
         self.background.close();

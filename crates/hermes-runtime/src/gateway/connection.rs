@@ -17,6 +17,9 @@ use crate::session::Transport;
 static NEXT_CONNECTION: AtomicU64 = AtomicU64::new(1);
 
 pub async fn serve_connection(runtime: Arc<Runtime>, socket: WebSocket) {
+    // A stop waits (bounded) for this connection to write what it has queued (a turn's
+    // `message.complete`, ended by the stop itself) before the process exits.
+    let _until_written = runtime.background_token();
     let (mut sink, mut stream) = socket.split();
     let (frames, mut outgoing) = mpsc::unbounded_channel::<String>();
     let transport = Transport {
@@ -24,12 +27,26 @@ pub async fn serve_connection(runtime: Arc<Runtime>, socket: WebSocket) {
         frames,
     };
 
+    let mut stopping_writer = runtime.stopping.clone();
     let writer = tokio::spawn(async move {
-        while let Some(frame) = outgoing.recv().await {
+        loop {
+            let frame = tokio::select! {
+                biased;
+                frame = outgoing.recv() => frame,
+                _ = stopping_writer.wait_for(|stop| *stop) => None,
+            };
+            let Some(frame) = frame else { break };
             if sink.send(Message::Text(frame.into())).await.is_err() {
-                break;
+                return;
             }
         }
+        // Stopping, or every sender gone: what is queued still goes out, then the close.
+        while let Ok(frame) = outgoing.try_recv() {
+            if sink.send(Message::Text(frame.into())).await.is_err() {
+                return;
+            }
+        }
+        let _ = sink.close().await;
     });
 
     let ready = EventFrame::new(
