@@ -13,7 +13,7 @@ use sqlx::{Either, Execute, Executor, SqlStr};
 
 use crate::database::{Arguments, QueryResult, Sqlite, SqliteRow, Statement, TypeInfo};
 use crate::error::from_rusqlite;
-use crate::run::{Progress, Results, STATEMENTS_KEPT, run};
+use crate::run::{Results, STATEMENTS_KEPT, run};
 
 /// How the connections to one database file are opened. The file is made if missing and kept
 /// in WAL mode with `synchronous = NORMAL`: that never corrupts it; a power cut may drop the
@@ -141,9 +141,7 @@ impl Connection {
     /// Runs `query` to its end.
     pub(crate) fn run<'q, E: Execute<'q, Sqlite>>(&self, query: E) -> Result<Results, sqlx::Error> {
         let (sql, arguments) = parts(query)?;
-        let mut progress = Progress::default();
-        run(&self.0, sql.as_str(), &arguments.0, &mut progress)?;
-        Ok(progress.results)
+        run(&self.0, sql.as_str(), &arguments.0)
     }
 
     /// Rolls back the transaction left open, if one is.

@@ -7,7 +7,7 @@ use rusqlite::ffi;
 use sqlx::error::{DatabaseError, ErrorKind};
 
 /// An error SQLite returned, with its extended result code.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct SqliteError {
     code: i32,
     message: String,

@@ -11,19 +11,21 @@
 //! PostgreSQL alike.
 //!
 //! One connection writes, behind an async lock: in-process writers queue there, in order, and
-//! never meet SQLite's own lock. Another process's lock is waited for without holding the
+//! never meet SQLite's own lock; the writes queued when the writer is taken are committed
+//! together, each all or nothing ([`batch`]). Another process's lock is waited for without holding the
 //! thread (SQLite's busy handler, which sleeps on it, is off once a connection is open).
 //! Statements that only read run on connections of their own, taken from a list; a read never
-//! waits for a write (WAL). Transactions go through [`Connections::begin`] or [`Connections::transact`], on the
-//! writer; a query run through the set must not open one (one left open is rolled back).
+//! waits for a write (WAL). Transactions go through [`Connections::begin`] or
+//! [`Connections::transact`], on the writer; a query run through the set must not open one.
 
+mod batch;
 mod connection;
 mod database;
 mod error;
 mod run;
 mod types;
 
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
@@ -41,7 +43,7 @@ pub use error::SqliteError;
 use connection::{first_row, not_prepared, parts, stream};
 use database::Statement;
 use error::is_busy;
-use run::{Progress, Results, only_reads, resumable, run};
+use run::{Results, only_reads, run};
 
 /// How long a caller waits for the writer while others use it (sqlx's pool's default).
 const ACQUIRE_LIMIT: Duration = Duration::from_secs(30);
@@ -56,8 +58,8 @@ const BUSY_PAUSE_MOST: Duration = Duration::from_millis(25);
 /// How many reads may run on blocking threads at once ([`Connections::fetch_all_off_thread`]).
 const OFF_THREAD_MOST: usize = 4;
 
-/// How many uses of the writer between two checkpoints of the WAL (SQLite's own default is
-/// every 1000 pages; a write here changes two to four).
+/// How many writes between two checkpoints of the WAL (SQLite's own default is every 1000
+/// pages; a write here changes two to four).
 const CHECKPOINT_EVERY: u32 = 300;
 
 /// The connections to one database: one that writes, and readers opened when needed.
@@ -73,6 +75,10 @@ struct Shared {
     options: Options,
     /// The connection that writes; `None` until needed again after the sweep closed it.
     writer: tokio::sync::Mutex<Writer>,
+    /// Writes waiting for the writer, to be committed together.
+    queue: Mutex<batch::Queue>,
+    /// Transactions of queued writes committed, for [`Connections::commits`].
+    commits: AtomicU64,
     /// Readers not in use, the last used at the back. A reader is in use only while a
     /// statement runs, without an await, so there are never more than the threads polling,
     /// and the reads sent to blocking threads ([`OFF_THREAD_MOST`]).
@@ -80,7 +86,7 @@ struct Shared {
     closed: AtomicBool,
     /// One permit per read that may run on a blocking thread at once.
     off_thread: Semaphore,
-    /// Uses of the writer, for [`Shared::wrote`].
+    /// Writes made, for [`Shared::wrote`].
     writes: AtomicU32,
     /// A checkpoint is under way.
     checkpointing: AtomicBool,
@@ -118,6 +124,8 @@ impl Connections {
                 connection: Some(writer),
                 since: Instant::now(),
             }),
+            queue: Mutex::default(),
+            commits: AtomicU64::new(0),
             readers: Mutex::default(),
             closed: AtomicBool::new(false),
             off_thread: Semaphore::new(OFF_THREAD_MOST),
@@ -171,6 +179,7 @@ impl Connections {
         Ok(WriterLease {
             writer,
             shared: &self.shared,
+            writes: 1,
         })
     }
 
@@ -178,28 +187,68 @@ impl Connections {
     /// back when dropped, so a caller dropped midway leaves nothing open.
     pub async fn begin(&self) -> Result<Transaction<'_>, sqlx::Error> {
         let mut writer = self.writer().await?;
-        self.patiently(&mut writer, "BEGIN IMMEDIATE", &[]).await?;
+        self.begin_patiently(&mut writer).await?;
         Ok(Transaction {
             writer,
             committed: false,
         })
     }
 
-    /// Runs `script`, a transaction written out whole (`BEGIN IMMEDIATE; …; COMMIT`), and
-    /// returns the rows its statements return. If a statement fails, it is rolled back.
+    /// Runs `script`, statements that go together (without a `BEGIN` or `COMMIT` of their
+    /// own), all or none, and returns the rows they return. (Any write through the set is all
+    /// or none; this names it, and gives the rows of a script.)
     pub async fn transact<'q, E>(&self, script: E) -> Result<Vec<SqliteRow>, sqlx::Error>
     where
         E: 'q + Execute<'q, Sqlite>,
     {
         let (sql, arguments) = parts(script)?;
-        let mut writer = self.writer().await?;
-        let results = self
-            .patiently(&mut writer, sql.as_str(), &arguments.0)
-            .await;
-        let rolled_back = writer.roll_back();
-        let results = results?;
-        rolled_back?;
+        let results = self.write(sql, arguments).await?;
         Ok(results.into_iter().filter_map(Either::right).collect())
+    }
+
+    /// How many transactions of queued writes have been committed: fewer than the writes when
+    /// they came together.
+    pub fn commits(&self) -> u64 {
+        self.shared.commits.load(Ordering::Acquire)
+    }
+
+    /// Runs `sql`, a write, in the next transaction of queued writes, and returns what it gave
+    /// back once that transaction has committed. Whoever takes the writer commits every write
+    /// queued by then; a caller gone before its write was taken leaves it undone.
+    async fn write(&self, sql: SqlStr, arguments: Arguments) -> Result<Results, sqlx::Error> {
+        let (id, mut answered) = self
+            .shared
+            .queue
+            .lock()
+            .expect("not poisoned")
+            .push(sql, arguments);
+        let _queued = Queued {
+            shared: &self.shared,
+            id,
+        };
+        // The writes of the tasks ready to run join this one's transaction.
+        tokio::task::yield_now().await;
+        loop {
+            tokio::select! {
+                biased;
+                answer = &mut answered => return answer.unwrap_or_else(|_| Err(unanswered())),
+                writer = self.writer() => self.commit_queued(&mut writer?).await?,
+            }
+        }
+    }
+
+    /// Commits the writes queued by now on `writer`, together. Another process's lock is waited
+    /// for first, without holding the thread; from then on it runs to its end without awaiting.
+    async fn commit_queued(&self, writer: &mut WriterLease<'_>) -> Result<(), sqlx::Error> {
+        if self.shared.queue.lock().expect("not poisoned").is_empty() {
+            return Ok(());
+        }
+        self.begin_patiently(writer).await?;
+        let queued = self.shared.queue.lock().expect("not poisoned").take();
+        let written = batch::commit(&writer.0, queued);
+        writer.writes = u32::try_from(written).unwrap_or(u32::MAX).max(1);
+        self.shared.commits.fetch_add(1, Ordering::AcqRel);
+        writer.roll_back()
     }
 
     /// Runs `query`: on a reader if it is one statement that only reads, else on the writer.
@@ -250,15 +299,7 @@ impl Connections {
             // reader given back meanwhile. Or a statement that writes.
             _ => {}
         }
-        let mut writer = self.writer().await?;
-        let results = self
-            .patiently(&mut writer, sql.as_str(), &arguments.0)
-            .await;
-        // A query through the set must not leave a transaction open on the writer.
-        let rolled_back = writer.roll_back();
-        let results = results?;
-        rolled_back?;
-        Ok(results)
+        self.write(sql, arguments).await
     }
 
     /// Runs `query` on a reader, in `spawn_blocking`, and returns its rows: for a query that
@@ -276,31 +317,22 @@ impl Connections {
         Ok(results.into_iter().filter_map(Either::right).collect())
     }
 
-    /// Runs `sql` on `connection`. While another process holds the lock a statement needs and
-    /// no transaction is open (the statement did nothing then, and those before it are done),
-    /// goes on from that statement after a pause, for at most the busy timeout.
-    async fn patiently(
-        &self,
-        connection: &mut Connection,
-        sql: &str,
-        arguments: &[Value],
-    ) -> Result<Results, sqlx::Error> {
+    /// Begins a transaction on `connection` (`BEGIN IMMEDIATE`). While another process holds
+    /// the lock, tries again after a pause, for at most the busy timeout.
+    async fn begin_patiently(&self, connection: &mut Connection) -> Result<(), sqlx::Error> {
         let deadline = Instant::now() + self.shared.options.busy_limit();
         let mut pause = Duration::from_millis(1);
-        let mut progress = Progress::default();
         loop {
-            match run(&connection.0, sql, arguments, &mut progress) {
-                Ok(()) => return Ok(progress.results),
-                Err(e)
-                    if is_busy(&e)
-                        && connection.0.is_autocommit()
-                        && resumable(sql, &progress)
-                        && Instant::now() + pause < deadline =>
-                {
+            match connection.0.execute_batch("BEGIN IMMEDIATE") {
+                Ok(()) => return Ok(()),
+                Err(e) => {
+                    let e = error::from_rusqlite(e);
+                    if !is_busy(&e) || Instant::now() + pause >= deadline {
+                        return Err(e);
+                    }
                     tokio::time::sleep(pause).await;
                     pause = (pause * 2).min(BUSY_PAUSE_MOST);
                 }
-                Err(e) => return Err(e),
             }
         }
     }
@@ -326,8 +358,7 @@ fn read_with(
     sql: &str,
     arguments: &Arguments,
 ) -> Result<Results, sqlx::Error> {
-    let mut progress = Progress::default();
-    run(&connection.0, sql, &arguments.0, &mut progress).map(|()| progress.results)
+    run(&connection.0, sql, &arguments.0)
 }
 
 /// Interrupts the statement running on a connection when dropped, unless disarmed.
@@ -389,20 +420,43 @@ impl Drop for Reader<'_> {
 struct WriterLease<'a> {
     writer: tokio::sync::MutexGuard<'a, Writer>,
     shared: &'a Shared,
+    /// The writes made while it was held.
+    writes: u32,
 }
 
 impl Drop for WriterLease<'_> {
     fn drop(&mut self) {
-        self.shared.wrote();
+        self.shared.wrote(self.writes);
     }
 }
 
+/// A write in the queue, taken out when its caller goes before it was taken.
+struct Queued<'a> {
+    shared: &'a Shared,
+    id: u64,
+}
+
+impl Drop for Queued<'_> {
+    fn drop(&mut self) {
+        self.shared
+            .queue
+            .lock()
+            .expect("not poisoned")
+            .remove(self.id);
+    }
+}
+
+/// A write taken from the queue and then dropped unanswered (only when its set is dropped).
+fn unanswered() -> sqlx::Error {
+    sqlx::Error::Protocol("the write was dropped before it was made".to_owned())
+}
+
 impl Shared {
-    /// Counts a use of the writer; every [`CHECKPOINT_EVERY`] uses, starts a checkpoint
-    /// ([`Shared::checkpoint`]), unless one is under way.
-    fn wrote(&self) {
-        let writes = self.writes.fetch_add(1, Ordering::Relaxed) + 1;
-        if !writes.is_multiple_of(CHECKPOINT_EVERY)
+    /// Counts `writes` made on the writer; every [`CHECKPOINT_EVERY`] writes, starts a
+    /// checkpoint ([`Shared::checkpoint`]), unless one is under way.
+    fn wrote(&self, writes: u32) {
+        let before = self.writes.fetch_add(writes, Ordering::Relaxed);
+        if before / CHECKPOINT_EVERY == before.wrapping_add(writes) / CHECKPOINT_EVERY
             || self.checkpointing.swap(true, Ordering::AcqRel)
         {
             return;
@@ -794,13 +848,13 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_query_that_leaves_a_transaction_open_is_rolled_back() {
+    async fn a_write_that_opens_a_transaction_of_its_own_is_refused_and_leaves_nothing() {
         let dir = tempfile::tempdir().unwrap();
         let set = set(&dir).await;
-        sqlx::raw_sql("BEGIN; INSERT INTO t VALUES (1)")
+        let refused = sqlx::raw_sql("BEGIN; INSERT INTO t VALUES (1)")
             .execute(&set)
-            .await
-            .unwrap();
+            .await;
+        assert!(refused.is_err(), "writes run in the set's transactions");
         insert(&set, 2).await;
         assert_eq!(ids(&set).await, [2]);
     }
@@ -910,25 +964,78 @@ mod tests {
         let set = set(&dir).await;
         let failed = set
             .transact(sqlx::query(
-                "BEGIN IMMEDIATE; INSERT INTO t VALUES (1); INSERT INTO t VALUES (1); COMMIT",
+                "INSERT INTO t VALUES (1); INSERT INTO t VALUES (1)",
             ))
             .await;
         assert!(failed.is_err(), "the second insert breaks the key");
         insert(&set, 2).await;
         let rows = set
             .transact(
-                sqlx::query(
-                    "BEGIN IMMEDIATE; INSERT INTO t VALUES ($1); \
-                     INSERT INTO t VALUES ($2) RETURNING id; COMMIT",
-                )
-                .bind(5)
-                .bind(6),
+                sqlx::query("INSERT INTO t VALUES ($1); INSERT INTO t VALUES ($2) RETURNING id")
+                    .bind(5)
+                    .bind(6),
             )
             .await
             .unwrap();
         let returned: Vec<i64> = rows.iter().map(|row| row.get(0)).collect();
         assert_eq!(returned, [6]);
         assert_eq!(ids(&set).await, [2, 5, 6]);
+    }
+
+    /// Writes that come together share a transaction, and each is all or nothing within it.
+    #[tokio::test(flavor = "current_thread")]
+    async fn writes_made_together_are_committed_together_each_all_or_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let set = set(&dir).await;
+        let before = set.commits();
+        let inserts = (1..=32).map(|id| insert(&set, id));
+        futures_util::future::join_all(inserts).await;
+        let commits = set.commits() - before;
+        assert!(commits <= 2, "32 writes at once took {commits} commits");
+        assert_eq!(ids(&set).await, (1..=32).collect::<Vec<_>>());
+
+        // One write of three fails: it alone is undone, in the transaction of the others.
+        let before = set.commits();
+        let script = "INSERT INTO t VALUES ($1); INSERT INTO t VALUES ($2)";
+        let (first, failed, last) = tokio::join!(
+            sqlx::query("INSERT INTO t VALUES (40)").execute(&set),
+            set.transact(sqlx::query(script).bind(41).bind(40)),
+            sqlx::query("INSERT INTO t VALUES (42)").execute(&set),
+        );
+        assert_eq!(set.commits() - before, 1, "the three went together");
+        first.unwrap();
+        last.unwrap();
+        match failed {
+            Err(sqlx::Error::Database(e)) => assert!(e.is_unique_violation(), "{e}"),
+            other => panic!("expected the key broken, got {other:?}"),
+        }
+        let kept = ids(&set).await;
+        assert_eq!(
+            kept[32..],
+            [40, 42],
+            "41 went with the statement that failed"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_write_whose_caller_went_before_it_was_taken_is_not_made() {
+        let dir = tempfile::tempdir().unwrap();
+        let set = set(&dir).await;
+        let tx = set.begin().await.unwrap();
+        let mut gone = Box::pin(insert(&set, 1));
+        let waited = tokio::time::timeout(Duration::from_millis(50), &mut gone).await;
+        assert!(waited.is_err(), "it waits for the writer, queued");
+        let stays = {
+            let set = set.clone();
+            tokio::spawn(async move { insert(&set, 2).await })
+        };
+        drop(gone);
+        tx.commit().await.unwrap();
+        tokio::time::timeout(Duration::from_secs(5), stays)
+            .await
+            .expect("the writer came back")
+            .unwrap();
+        assert_eq!(ids(&set).await, [2]);
     }
 
     #[tokio::test]

@@ -16,72 +16,50 @@ pub(crate) type Results = Vec<Either<QueryResult, SqliteRow>>;
 /// has more distinct statements than that on its busy paths).
 pub(crate) const STATEMENTS_KEPT: usize = 128;
 
-/// How far a query has run: the statements done, the bare `?` they took, what they gave back.
-#[derive(Debug, Default)]
-pub(crate) struct Progress {
-    done: usize,
-    bound: usize,
-    pub results: Results,
-}
-
-/// Runs what is left of `sql` after `progress` on `connection` with `arguments`, each statement
-/// to its end. A script (several statements separated by `;`) runs its statements in order and
-/// stops at the first that fails; `progress` then says where, so that it can go on from there.
-/// Placeholders are `?`, `?N` or `$N`: numbered ones name an argument by its place in the whole
-/// script; bare ones take the arguments after those of the statements before (within a
-/// statement, SQLite numbers a bare `?` after the highest number before it). An argument
-/// missing is an error, not a `NULL`.
+/// Runs `sql` on `connection` with `arguments`, each statement to its end, and returns what
+/// they gave back. A script (several statements separated by `;`) runs its statements in order
+/// and stops at the first that fails. Placeholders are `?`, `?N` or `$N`: numbered ones name an
+/// argument by its place in the whole script; bare ones take the arguments after those of the
+/// statements before (within a statement, SQLite numbers a bare `?` after the highest number
+/// before it). An argument missing is an error, not a `NULL`.
 pub(crate) fn run(
     connection: &rusqlite::Connection,
     sql: &str,
     arguments: &[Value],
-    progress: &mut Progress,
-) -> Result<(), sqlx::Error> {
+) -> Result<Results, sqlx::Error> {
+    let mut results = Results::new();
+    // The bare `?` the statements before took.
+    let mut bound = 0;
     match statements(sql) {
         Some(statements) => {
-            for sql in statements.into_iter().skip(progress.done) {
+            for sql in statements {
                 let mut statement = connection.prepare_cached(sql).map_err(from_rusqlite)?;
-                run_one(connection, &mut statement, arguments, progress)?;
+                bound += run_one(connection, &mut statement, arguments, bound, &mut results)?;
             }
         }
         // SQLite finds where each statement ends, and this query's preparations are not kept.
         None => {
             let mut statements = rusqlite::Batch::new(connection, sql);
-            let mut index = 0;
             while let Some(mut statement) = statements.next().map_err(from_rusqlite)? {
-                if index >= progress.done {
-                    run_one(connection, &mut statement, arguments, progress)?;
-                }
-                index += 1;
+                bound += run_one(connection, &mut statement, arguments, bound, &mut results)?;
             }
         }
     }
-    Ok(())
+    Ok(results)
 }
 
-/// Whether a query stopped at `progress` can go on from there. A script SQLite splits itself is
-/// prepared again from its start, and what its first statements made or removed (a table, a
-/// trigger) would fail their preparation the second time.
-pub(crate) fn resumable(sql: &str, progress: &Progress) -> bool {
-    progress.done == 0 || statements(sql).is_some()
-}
-
-/// Runs one statement of a query; what it gave back is kept only if it ran to its end.
+/// Runs one statement of a query, its first bare `?` bound to the argument after `before`;
+/// returns how many parameters it has.
 fn run_one(
     connection: &rusqlite::Connection,
     statement: &mut rusqlite::Statement<'_>,
     arguments: &[Value],
-    progress: &mut Progress,
-) -> Result<(), sqlx::Error> {
-    let before = progress.results.len();
-    let bound = bind(statement, arguments, progress.bound)?;
-    if let Err(e) = step(connection, statement, &mut progress.results) {
-        progress.results.truncate(before);
-        return Err(e);
-    }
-    progress.done += 1;
-    progress.bound += bound;
-    Ok(())
+    before: usize,
+    results: &mut Results,
+) -> Result<usize, sqlx::Error> {
+    let bound = bind(statement, arguments, before)?;
+    step(connection, statement, results)?;
+    Ok(bound)
 }
 
 /// Whether `sql` holds more than one statement. A `;` inside a literal also counts: such a
@@ -266,36 +244,5 @@ mod tests {
                 .is_none(),
             "a trigger's body is left to SQLite"
         );
-    }
-
-    #[test]
-    fn a_script_goes_on_from_where_it_stopped() {
-        let connection = rusqlite::Connection::open_in_memory().unwrap();
-        connection
-            .execute_batch("CREATE TABLE t (id INTEGER PRIMARY KEY)")
-            .unwrap();
-        let script = "INSERT INTO t VALUES (?); INSERT INTO t VALUES (?) RETURNING id";
-        let arguments = [Value::Integer(1), Value::Integer(2)];
-        // As if the first statement had run and the second had met another process's lock.
-        let mut progress = Progress {
-            done: 1,
-            bound: 1,
-            results: Vec::new(),
-        };
-        run(&connection, script, &arguments, &mut progress).unwrap();
-        let ids: Vec<i64> = connection
-            .prepare("SELECT id FROM t")
-            .unwrap()
-            .query_map([], |row| row.get(0))
-            .unwrap()
-            .collect::<Result<_, _>>()
-            .unwrap();
-        assert_eq!(
-            ids,
-            [2],
-            "the second statement alone ran, with the second argument"
-        );
-        assert_eq!(progress.done, 2);
-        assert_eq!(progress.results.len(), 2, "its row and what it changed");
     }
 }

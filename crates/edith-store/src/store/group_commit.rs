@@ -1,8 +1,9 @@
 //! Turn events of many turns appended in one statement on SQLite (group commit).
 //!
 //! SQLite writes one transaction at a time, so when many turns run at once their appends queue
-//! behind each other anyway, and each pays for its own statement: a commit, the log's pages
-//! written to the WAL again. Here the first caller lets the tasks ready to run go first (a
+//! behind each other anyway, and each pays for its own statement (`edith-sqlite` commits the
+//! writes queued together in one transaction, but each is still a statement of its own, its
+//! JSON built and the log's last event looked up). Here the first caller lets the tasks ready to run go first (a
 //! statement runs on its caller's thread without yielding, so nothing could queue behind it
 //! otherwise), then writes its events; those who came meanwhile, or while its write was under
 //! way, wait, and are written together in one statement when it is done, by a task of their own

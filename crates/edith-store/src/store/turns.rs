@@ -283,10 +283,10 @@ impl Store {
         let bodies: Vec<String> = kinds.iter().map(to_json).collect();
         let n = kinds.len();
         let seqs: Vec<i64> = match &self.db {
-            // One script: the turn rewritten, then its events if it was.
+            // One script, all or nothing: the turn rewritten, then its events if it was.
             Db::Sqlite(connections, _) => {
                 let script = format!(
-                    "BEGIN IMMEDIATE; {}; {}; COMMIT",
+                    "{}; {}",
                     update_unfinished(2 * n + 2, 2 * n + 3, 1),
                     insert_events(n, Guard::AfterTheUpdate)
                 );

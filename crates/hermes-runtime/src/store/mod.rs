@@ -259,8 +259,8 @@ impl StateDb {
         call: Option<&ModelCall<'_>>,
     ) -> Result<(), sqlx::Error> {
         let script = format!(
-            "BEGIN IMMEDIATE; {}UPDATE sessions SET message_count = message_count + ?, \
-             tool_call_count = tool_call_count + ? WHERE id = ?; {}COMMIT",
+            "{}UPDATE sessions SET message_count = message_count + ?, \
+             tool_call_count = tool_call_count + ? WHERE id = ?; {}",
             format!("{INSERT_MESSAGE}; ").repeat(messages.len()),
             if call.is_some() {
                 format!("{ACCOUNT_MODEL_CALL}; ")
