@@ -3,9 +3,13 @@
 //! A commit costs more than the statements in it: every page it changed is written to the WAL
 //! again (a log's last page, an index's), with a frame header and a checksum each, and the WAL's
 //! index is locked and updated. When many turns run at once their writes queue for the one
-//! writer anyway; here whoever takes the writer runs every write queued by then, each in a
-//! savepoint of its own (all or nothing, as alone), and commits them together. Nobody is
-//! answered before the commit that holds their write.
+//! writer anyway; here whoever takes the writer runs every write queued by then, each all or
+//! nothing as alone, and commits them together. Nobody is answered before the commit that holds
+//! their write.
+//!
+//! A script (several statements) runs in a savepoint of its own. A write of one statement needs
+//! none: SQLite undoes a statement that fails and keeps the transaction, and a savepoint would
+//! copy every page the statement changes to a journal first.
 
 use std::collections::VecDeque;
 
@@ -15,7 +19,7 @@ use tokio::sync::oneshot;
 
 use crate::database::Arguments;
 use crate::error::{SqliteError, from_rusqlite};
-use crate::run::{Results, run};
+use crate::run::{Results, is_script, run};
 
 /// At most this many writes go to one transaction; the rest wait for the next.
 const MOST_AT_ONCE: usize = 256;
@@ -94,12 +98,12 @@ pub(crate) fn commit(connection: &Connection, batch: Vec<Pending>) -> usize {
     }
     answers.extend(batch.map(|pending| (pending.answer, None)));
     if lost.is_none()
-        && let Err(e) = connection.execute_batch("COMMIT")
+        && let Err(e) = execute(connection, "COMMIT")
     {
         if !connection.is_autocommit() {
-            let _ = connection.execute_batch("ROLLBACK");
+            let _ = execute(connection, "ROLLBACK");
         }
-        lost = Some(from_rusqlite(e));
+        lost = Some(e);
     }
     for (answer, result) in answers {
         let result = match &lost {
@@ -112,23 +116,31 @@ pub(crate) fn commit(connection: &Connection, batch: Vec<Pending>) -> usize {
     ran
 }
 
-/// Runs one write in a savepoint, released when it ran whole, else rolled back to.
+/// Runs one write, all or nothing: a script in a savepoint, released when it ran whole, else
+/// rolled back to.
 fn run_undoable(connection: &Connection, pending: &Pending) -> Answer {
-    connection
-        .execute_batch("SAVEPOINT write")
-        .map_err(from_rusqlite)?;
-    let ran = run(connection, pending.sql.as_str(), &pending.arguments.0);
+    let (sql, arguments) = (pending.sql.as_str(), &pending.arguments.0);
+    if !is_script(sql) {
+        return run(connection, sql, arguments);
+    }
+    execute(connection, "SAVEPOINT write")?;
+    let ran = run(connection, sql, arguments);
     if ran.is_err() && !connection.is_autocommit() {
-        connection
-            .execute_batch("ROLLBACK TO write")
-            .map_err(from_rusqlite)?;
+        execute(connection, "ROLLBACK TO write")?;
     }
     if !connection.is_autocommit() {
-        connection
-            .execute_batch("RELEASE write")
-            .map_err(from_rusqlite)?;
+        execute(connection, "RELEASE write")?;
     }
     ran
+}
+
+/// Runs `sql`, one statement that returns no rows, its preparation kept.
+pub(crate) fn execute(connection: &Connection, sql: &str) -> Result<(), sqlx::Error> {
+    connection
+        .prepare_cached(sql)
+        .and_then(|mut statement| statement.raw_execute())
+        .map(drop)
+        .map_err(from_rusqlite)
 }
 
 /// The same error again, for each of the writes it undid.

@@ -82,11 +82,14 @@ impl Options {
             .map_err(from_rusqlite)?;
         connection.set_prepared_statement_cache_capacity(STATEMENTS_KEPT);
         let foreign_keys = if self.foreign_keys { "ON" } else { "OFF" };
+        // `temp_store`: the journals SQLite keeps to undo one statement of a transaction (and
+        // a script's savepoint) stay in memory instead of going to temporary files; every
+        // write runs in a transaction here.
         connection
             .execute_batch(&format!(
                 "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
                  PRAGMA foreign_keys = {foreign_keys}; PRAGMA cache_size = -{}; \
-                 PRAGMA wal_autocheckpoint = 0;",
+                 PRAGMA wal_autocheckpoint = 0; PRAGMA temp_store = MEMORY;",
                 self.cache_kib
             ))
             .map_err(from_rusqlite)?;

@@ -258,6 +258,18 @@ impl Connections {
         reads: ReadOn,
     ) -> Result<Results, sqlx::Error> {
         let (mut sql, mut arguments) = parts(query)?;
+        self.refuse_if_closed()?;
+        if let ReadOn::ThisThread = reads {
+            match self.read_on_idle_writer(sql.as_str(), &arguments) {
+                OnWriter::Read(Ok(results)) => return Ok(results),
+                OnWriter::Read(Err(e)) if !is_busy(&e) => return Err(e),
+                // Another process's lock, met by a read: waited for as a write is.
+                OnWriter::Read(Err(_)) | OnWriter::Writes => {
+                    return self.write(sql, arguments).await;
+                }
+                OnWriter::Taken => {}
+            }
+        }
         let mut reader = self.reader()?;
         let connection = reader.connection.take().expect("held until dropped");
         let read = if only_reads(&connection.0, sql.as_str()) {
@@ -302,6 +314,28 @@ impl Connections {
         self.write(sql, arguments).await
     }
 
+    /// Runs `sql` on the writer when nobody holds it and it only reads: the writer's page cache
+    /// keeps what its own commits changed, where a reader's is dropped whenever another
+    /// connection has committed, and read again from the files.
+    fn read_on_idle_writer(&self, sql: &str, arguments: &Arguments) -> OnWriter {
+        let Ok(mut writer) = self.shared.writer.try_lock() else {
+            return OnWriter::Taken;
+        };
+        let Some(connection) = writer.connection.as_ref() else {
+            return OnWriter::Taken;
+        };
+        if !only_reads(&connection.0, sql) {
+            return OnWriter::Writes;
+        }
+        let read = read_with(connection, sql, arguments);
+        // A statement that only reads may still open a transaction (`BEGIN`): not kept open.
+        if connection.roll_back().is_err() {
+            close_off_thread(writer.connection.take().into_iter().collect());
+        }
+        writer.since = Instant::now();
+        OnWriter::Read(read)
+    }
+
     /// Runs `query` on a reader, in `spawn_blocking`, and returns its rows: for a query that
     /// may scan a large table, which would hold a thread serving requests as long. One that
     /// does not only read runs on the writer, as through the set's `Executor`.
@@ -323,10 +357,9 @@ impl Connections {
         let deadline = Instant::now() + self.shared.options.busy_limit();
         let mut pause = Duration::from_millis(1);
         loop {
-            match connection.0.execute_batch("BEGIN IMMEDIATE") {
+            match batch::execute(&connection.0, "BEGIN IMMEDIATE") {
                 Ok(()) => return Ok(()),
                 Err(e) => {
-                    let e = error::from_rusqlite(e);
                     if !is_busy(&e) || Instant::now() + pause >= deadline {
                         return Err(e);
                     }
@@ -376,6 +409,16 @@ impl Drop for Interrupt {
             handle.interrupt();
         }
     }
+}
+
+/// What [`Connections::read_on_idle_writer`] did.
+enum OnWriter {
+    /// It read.
+    Read(Result<Results, sqlx::Error>),
+    /// The statement writes: it goes to the queue of writes.
+    Writes,
+    /// The writer is in use, or closed (the sweep closed it): a reader reads.
+    Taken,
 }
 
 /// Where a statement that only reads runs.
@@ -773,7 +816,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let limit = Duration::from_millis(100);
         let set = Connections::open_with_idle_limit(options(&dir), limit).unwrap();
+        // Read beside a transaction, so that a reader reads.
+        let tx = set.begin().await.unwrap();
         sqlx::query("SELECT 1").execute(&set).await.unwrap();
+        drop(tx);
         let open = || {
             let readers = set.shared.readers.lock().unwrap().len();
             let writer = set
@@ -1015,6 +1061,20 @@ mod tests {
             [40, 42],
             "41 went with the statement that failed"
         );
+    }
+
+    #[tokio::test]
+    async fn a_read_while_nobody_writes_runs_on_the_writer_and_one_beside_a_write_on_a_reader() {
+        let dir = tempfile::tempdir().unwrap();
+        let set = set(&dir).await;
+        insert(&set, 1).await;
+        let readers = || set.shared.readers.lock().unwrap().len();
+        assert_eq!(ids(&set).await, [1]);
+        assert_eq!(readers(), 0, "no reader was opened");
+        let tx = set.begin().await.unwrap();
+        assert_eq!(ids(&set).await, [1]);
+        assert_eq!(readers(), 1, "the writer was taken: a reader read");
+        drop(tx);
     }
 
     #[tokio::test]

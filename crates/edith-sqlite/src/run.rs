@@ -64,7 +64,7 @@ fn run_one(
 
 /// Whether `sql` holds more than one statement. A `;` inside a literal also counts: such a
 /// statement is split as a script, correctly.
-fn is_script(sql: &str) -> bool {
+pub(crate) fn is_script(sql: &str) -> bool {
     sql.trim_end().trim_end_matches(';').contains(';')
 }
 
