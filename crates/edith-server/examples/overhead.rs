@@ -5,10 +5,17 @@
 //! and their differences are printed side by side. Asserts nothing. Run with `scripts/bench`.
 //!
 //! The `embedded` and `process` rows time the straight turns on a runtime of their own, started
-//! for that. The `external` rows time all three ways alternated on one runtime process and one
-//! profile home, which the control plane attaches to: the difference is the control plane's
-//! alone, not that of another home (a `process` profile's home also names the control plane's
-//! MCP endpoint) or of another moment.
+//! for that, in its root home; the control plane's turns there are in its `default` profile,
+//! which is a runtime's root home too (a named profile costs the real Hermes milliseconds more
+//! per turn, whoever sends it). The `external` rows time all three ways alternated on one
+//! runtime process and one profile home, which the control plane attaches to: the difference is
+//! the control plane's alone, not that of another home (a `process` profile's home also names
+//! the control plane's MCP endpoint) or of another moment.
+//!
+//! The ways take turns in an order that rotates every round, so that each follows each of the
+//! others as often: a runtime may still be busy with the end of the turn before (the real
+//! Hermes is, after `message.complete`, which ends a straight turn), and the turn after it pays
+//! for that.
 //!
 //! Usage: overhead <hermes-runtime binary> [<hermes binary>]
 
@@ -28,8 +35,10 @@ const TOKEN: &str = "bench-token-0123456789";
 const KEY: &str = "edk_bench_admin_key_0123456789abcdef";
 const WARMUP: usize = 10;
 const TURNS: usize = 100;
-/// The profile every way's sessions are in.
+/// The native profile of the `external` rows, made in the runtime's home before it starts.
 const PROFILE: &str = "bench";
+/// The profile of the `embedded` and `process` rows: the runtime's root home.
+const DEFAULT_PROFILE: &str = "default";
 /// Sessions per way, its turns taken from each in turn: the real Hermes's pace differs by
 /// several milliseconds from one session to another, and this spreads it over every way alike
 /// (and keeps each session's history, which slows a turn down, as short on every way).
@@ -168,14 +177,14 @@ impl ControlPlane {
         response.json().await.unwrap()
     }
 
-    /// An instance made from `body`, ready, with a session of a profile using `model` (`None`:
-    /// the profile's native home is used as it is); the session's turns path.
-    async fn session(&self, body: Value, model: Option<&FakeModel>) -> String {
+    /// An instance made from `body`, ready, with a session of its profile `name` using `model`
+    /// (`None`: the profile's native home is used as it is); the session's turns path.
+    async fn session(&self, body: Value, name: &str, model: Option<&FakeModel>) -> String {
         let created = self.post("/v1/instances", body).await;
         let iid = created["instance"]["id"].as_str().unwrap().to_owned();
         let job = created["job"]["id"].as_str().unwrap();
         self.read_stream(&format!("/v1/jobs/{job}/events")).await;
-        let mut profile = json!({"name": PROFILE});
+        let mut profile = json!({"name": name});
         if let Some(model) = model {
             profile["model"] = json!({"provider": "openai_compatible",
                 "base_url": model.base_url(), "model": "fake-model", "api_key": "sk-bench"});
@@ -258,32 +267,72 @@ impl ControlPlane {
         let mut sessions = self.other_sessions(turns, 2 * SESSIONS_PER_WAY - 1).await;
         sessions.push(turns.to_owned());
         let (two_requests, one_request) = sessions.split_at(SESSIONS_PER_WAY);
-        for i in 0..WARMUP {
-            if let Some(straight) = straight {
-                straight.turn(i).await;
-            }
-            self.turn(&two_requests[i % SESSIONS_PER_WAY]).await;
-            self.streamed_turn(&one_request[i % SESSIONS_PER_WAY]).await;
-        }
         let (mut posts, mut wholes, mut streamed) = (Vec::new(), Vec::new(), Vec::new());
         let mut straights = Vec::new();
-        for i in 0..TURNS {
-            if let Some(straight) = straight {
-                straights.push(straight.turn(i).await);
-            }
-            let (post, whole) = self.turn(&two_requests[i % SESSIONS_PER_WAY]).await;
-            posts.push(post);
-            wholes.push(whole);
-            streamed.push(self.streamed_turn(&one_request[i % SESSIONS_PER_WAY]).await);
+        let mut ways = vec![Way::TwoRequests, Way::OneRequest];
+        if straight.is_some() {
+            ways.push(Way::Straight);
         }
+        for i in 0..WARMUP + TURNS {
+            let measured = i >= WARMUP;
+            let session = i % SESSIONS_PER_WAY;
+            // Each round starts with the next way: each follows each of the others as often.
+            for way in (0..ways.len()).map(|w| ways[(w + i) % ways.len()]) {
+                match (way, straight) {
+                    (Way::Straight, Some(straight)) => {
+                        let took = straight.turn(i).await;
+                        if measured {
+                            straights.push(took);
+                        }
+                    }
+                    (Way::TwoRequests, _) => {
+                        let (post, whole) = self.turn(&two_requests[session]).await;
+                        if measured {
+                            posts.push(post);
+                            wholes.push(whole);
+                        }
+                    }
+                    (Way::OneRequest, _) => {
+                        let took = self.streamed_turn(&one_request[session]).await;
+                        if measured {
+                            streamed.push(took);
+                        }
+                    }
+                    (Way::Straight, None) => unreachable!("only with straight turns"),
+                }
+            }
+        }
+        // Each round's turns against its straight one: the median of a turn's own overhead.
+        let paired = |through: &[Duration]| {
+            let mut differences: Vec<f64> = through
+                .iter()
+                .zip(&straights)
+                .map(|(through, straight)| through.as_secs_f64() - straight.as_secs_f64())
+                .collect();
+            differences.sort_by(f64::total_cmp);
+            differences[differences.len() / 2] * 1000.0
+        };
+        let paired = straight.map(|_| (paired(&wholes), paired(&streamed)));
         let through = Through {
             post: median(posts),
             two_requests: median(wholes),
             one_request: median(streamed),
+            paired,
         };
         let straight = straight.map(|_| median(straights));
         (through, straight)
     }
+}
+
+/// How a turn is sent.
+#[derive(Debug, Clone, Copy)]
+enum Way {
+    /// Straight on the runtime's gateway.
+    Straight,
+    /// `turn_create`, then `turn_events`.
+    TwoRequests,
+    /// `turn_create_stream`.
+    OneRequest,
 }
 
 /// A target's turn through the control plane, medians.
@@ -294,6 +343,9 @@ struct Through {
     two_requests: Duration,
     /// `turn_create_stream`, read to the end.
     one_request: Duration,
+    /// With straight turns in the same rounds: the median over rounds of each way's turn less
+    /// the round's straight one, in milliseconds (two requests, one request).
+    paired: Option<(f64, f64)>,
 }
 
 /// Reads a reply's SSE stream to its end.
@@ -374,7 +426,7 @@ async fn main() {
         let straight = direct(&runtime.ws_url()).await;
         runtime.shutdown().await;
         let turns = plane
-            .session(json!({"name": "embedded"}), Some(&model))
+            .session(json!({"name": "embedded"}), DEFAULT_PROFILE, Some(&model))
             .await;
         let (through, _) = plane.warm_turns(&turns, None).await;
         rows.push(("embedded".to_owned(), straight, through));
@@ -390,7 +442,7 @@ async fn main() {
         let straight = direct(&url).await;
         process.stop(Duration::from_secs(30)).await;
         let body = json!({"name": runtime, "provider": "process", "runtime": runtime});
-        let turns = plane.session(body, Some(&model)).await;
+        let turns = plane.session(body, DEFAULT_PROFILE, Some(&model)).await;
         let (through, _) = plane.warm_turns(&turns, None).await;
         rows.push((format!("process: {label}"), straight, through));
     }
@@ -400,7 +452,7 @@ async fn main() {
         let port = process.ready_value("port");
         let body = json!({"name": format!("{runtime}-external"), "provider": "external",
             "url": format!("http://127.0.0.1:{port}"), "token": TOKEN});
-        let turns = plane.session(body, None).await;
+        let turns = plane.session(body, PROFILE, None).await;
         let url = format!("ws://127.0.0.1:{port}/api/ws");
         let straight = Straight::open(&url, Some(PROFILE)).await;
         let (through, straight) = plane.warm_turns(&turns, Some(&straight)).await;
@@ -416,7 +468,11 @@ async fn main() {
          streamed in its POST | overhead, two requests | overhead, one request |"
     );
     println!("|---|---:|---:|---:|---:|---:|---:|");
+    let mut paired_rows = Vec::new();
     for (label, straight, through) in rows {
+        if let Some((two, one)) = through.paired {
+            paired_rows.push(format!("| {label} | {two:.2} ms | {one:.2} ms |"));
+        }
         println!(
             "| {label} | {} | {} | {} | {} | {} | {} |",
             ms(straight),
@@ -426,5 +482,12 @@ async fn main() {
             overhead(through.two_requests, straight),
             overhead(through.one_request, straight),
         );
+    }
+    println!();
+    println!("each turn against the straight one of its round, median (same runtime and home)");
+    println!("| target | overhead, two requests | overhead, one request |");
+    println!("|---|---:|---:|");
+    for row in paired_rows {
+        println!("{row}");
     }
 }
