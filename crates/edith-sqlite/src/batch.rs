@@ -60,7 +60,10 @@ impl Queue {
 
     /// Takes write `id` out, if it still waits (its caller has gone).
     pub fn remove(&mut self, id: u64) {
-        self.waiting.retain(|pending| pending.id != id);
+        // Ids grow in the order writes are queued, and the queue keeps that order.
+        if let Ok(at) = self.waiting.binary_search_by_key(&id, |pending| pending.id) {
+            self.waiting.remove(at);
+        }
     }
 
     pub fn is_empty(&self) -> bool {

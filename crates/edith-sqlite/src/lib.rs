@@ -222,16 +222,20 @@ impl Connections {
             .lock()
             .expect("not poisoned")
             .push(sql, arguments);
-        let _queued = Queued {
+        let mut queued = Queued {
             shared: &self.shared,
-            id,
+            id: Some(id),
         };
         // The writes of the tasks ready to run join this one's transaction.
         tokio::task::yield_now().await;
         loop {
             tokio::select! {
                 biased;
-                answer = &mut answered => return answer.unwrap_or_else(|_| Err(unanswered())),
+                answer = &mut answered => {
+                    // Answered, so taken out of the queue already.
+                    queued.id = None;
+                    return answer.unwrap_or_else(|_| Err(unanswered()));
+                }
                 writer = self.writer() => self.commit_queued(&mut writer?).await?,
             }
         }
@@ -473,19 +477,18 @@ impl Drop for WriterLease<'_> {
     }
 }
 
-/// A write in the queue, taken out when its caller goes before it was taken.
+/// A write in the queue, taken out when its caller goes before it was taken (`id` is `None`
+/// once it was).
 struct Queued<'a> {
     shared: &'a Shared,
-    id: u64,
+    id: Option<u64>,
 }
 
 impl Drop for Queued<'_> {
     fn drop(&mut self) {
-        self.shared
-            .queue
-            .lock()
-            .expect("not poisoned")
-            .remove(self.id);
+        if let Some(id) = self.id {
+            self.shared.queue.lock().expect("not poisoned").remove(id);
+        }
     }
 }
 

@@ -181,10 +181,13 @@ fn step(
         .collect();
     let mut rows = statement.raw_query();
     while let Some(row) = rows.next().map_err(from_rusqlite)? {
-        let values = (0..width)
-            .map(|i| row.get_ref(i).map(owned))
-            .collect::<Result<_, _>>()
-            .map_err(from_rusqlite)?;
+        // Exactly as many as the columns: collected through a `Result`, the size would be
+        // unknown and the values moved again once read.
+        let mut values = Vec::with_capacity(width);
+        for i in 0..width {
+            values.push(owned(row.get_ref(i).map_err(from_rusqlite)?));
+        }
+        let values = values.into_boxed_slice();
         results.push(Either::Right(SqliteRow {
             columns: columns.clone(),
             values,

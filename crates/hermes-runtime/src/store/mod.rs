@@ -668,6 +668,14 @@ mod tests {
             db.next_title_in_lineage("Plans").await.unwrap(),
             "Plans #13"
         );
+        // Leading zeros do not make a number larger; all zeros is 0.
+        db.ensure_session(&row("k", "Plans #0020")).await.unwrap();
+        db.ensure_session(&row("l", "Zero #000")).await.unwrap();
+        assert_eq!(
+            db.next_title_in_lineage("Plans").await.unwrap(),
+            "Plans #21"
+        );
+        assert_eq!(db.next_title_in_lineage("Zero").await.unwrap(), "Zero #1");
         // A number too large to count on stays at the largest.
         db.ensure_session(&row("f", "Huge #18446744073709551615"))
             .await
