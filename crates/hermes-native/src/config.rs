@@ -278,11 +278,13 @@ impl HermesConfig {
 
     /// Reads `<home>/config.yaml`; a missing file is an empty config. The file is read every
     /// time; what it says is parsed again only when its text changed since it was last read
-    /// (a runtime reads its config several times per turn).
+    /// (a runtime reads its config several times per turn). It is read on the caller's thread:
+    /// a few kilobytes the system keeps in memory take microseconds, where `tokio::fs` would
+    /// hand each read to a blocking thread and wake the caller back.
     pub async fn load(home: &Path) -> Result<Self, ConfigError> {
         let path = home.join(CONFIG_FILE);
         let shown = || path.display().to_string();
-        let text = match tokio::fs::read_to_string(&path).await {
+        let text = match std::fs::read_to_string(&path) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Self::default()),
             Err(source) => {
