@@ -19,7 +19,7 @@ use tokio::sync::oneshot;
 
 use crate::database::Arguments;
 use crate::error::{SqliteError, from_rusqlite};
-use crate::run::{Results, is_script, run};
+use crate::run::{Results, controls_a_transaction, is_script, run};
 
 /// At most this many writes go to one transaction; the rest wait for the next.
 const MOST_AT_ONCE: usize = 256;
@@ -58,11 +58,12 @@ impl Queue {
         (id, answered)
     }
 
-    /// Takes write `id` out, if it still waits (its caller has gone).
-    pub fn remove(&mut self, id: u64) {
+    /// Takes write `id` out, if it still waits (its caller has gone); whether it did.
+    pub fn remove(&mut self, id: u64) -> bool {
         // Ids grow in the order writes are queued, and the queue keeps that order.
-        if let Ok(at) = self.waiting.binary_search_by_key(&id, |pending| pending.id) {
-            self.waiting.remove(at);
+        match self.waiting.binary_search_by_key(&id, |pending| pending.id) {
+            Ok(at) => self.waiting.remove(at).is_some(),
+            Err(_) => false,
         }
     }
 
@@ -77,36 +78,45 @@ impl Queue {
     }
 }
 
-/// Runs `batch` in the transaction open on `connection` (`BEGIN IMMEDIATE` done), each write in
-/// a savepoint of its own, commits, and answers each. A write that fails is undone alone and
-/// answered with its error; when the transaction itself is lost (the commit fails, or a
-/// statement's failure rolled everything back), every write is answered with that error.
-/// Runs to its end without awaiting: a caller dropped midway cannot leave a write unanswered.
-/// Returns how many writes it ran.
-pub(crate) fn commit(connection: &Connection, batch: Vec<Pending>) -> usize {
-    let ran = batch.len();
+/// What [`commit`] did.
+pub(crate) struct Committed {
+    /// How many writes it ran.
+    pub writes: usize,
+    /// Whether the transaction was committed (else every write was answered with the error
+    /// that lost it).
+    pub kept: bool,
+}
+
+/// Runs `batch` in the transaction open on `connection` (`BEGIN IMMEDIATE` done), each write
+/// all or nothing (a script in a savepoint of its own), commits, and answers each. A write that
+/// fails is undone alone and answered with its error. When the transaction itself is lost (the
+/// commit fails, a statement's failure rolled everything back, a savepoint could not be undone
+/// or let go), it is rolled back and every write is answered with that error. Runs to its end
+/// without awaiting: a caller dropped midway cannot leave a write unanswered.
+pub(crate) fn commit(connection: &Connection, batch: Vec<Pending>) -> Committed {
+    let writes = batch.len();
     // Each write's answer; `None` for those the lost transaction took with it.
-    let mut answers: Vec<(oneshot::Sender<Answer>, Option<Answer>)> = Vec::with_capacity(ran);
+    let mut answers: Vec<(oneshot::Sender<Answer>, Option<Answer>)> = Vec::with_capacity(writes);
     let mut lost = None;
     let mut batch = batch.into_iter();
     for pending in batch.by_ref() {
         match run_undoable(connection, &pending) {
-            Err(e) if connection.is_autocommit() => {
+            Ok(answer) => answers.push((pending.answer, Some(answer))),
+            Err(e) => {
                 lost = Some(e);
                 answers.push((pending.answer, None));
                 break;
             }
-            answer => answers.push((pending.answer, Some(answer))),
         }
     }
     answers.extend(batch.map(|pending| (pending.answer, None)));
     if lost.is_none()
         && let Err(e) = execute(connection, "COMMIT")
     {
-        if !connection.is_autocommit() {
-            let _ = execute(connection, "ROLLBACK");
-        }
         lost = Some(e);
+    }
+    if lost.is_some() && !connection.is_autocommit() {
+        let _ = execute(connection, "ROLLBACK");
     }
     for (answer, result) in answers {
         let result = match &lost {
@@ -116,25 +126,43 @@ pub(crate) fn commit(connection: &Connection, batch: Vec<Pending>) -> usize {
         // A caller that has gone is not waiting for it.
         let _ = answer.send(result);
     }
-    ran
+    Committed {
+        writes,
+        kept: lost.is_none(),
+    }
 }
 
 /// Runs one write, all or nothing: a script in a savepoint, released when it ran whole, else
-/// rolled back to.
-fn run_undoable(connection: &Connection, pending: &Pending) -> Answer {
+/// rolled back to; a statement alone, which SQLite undoes by itself when it fails. `Ok` with
+/// the write's own answer; `Err` when the transaction is lost with it.
+fn run_undoable(connection: &Connection, pending: &Pending) -> Result<Answer, sqlx::Error> {
     let (sql, arguments) = (pending.sql.as_str(), &pending.arguments.0);
-    if !is_script(sql) {
-        return run(connection, sql, arguments);
+    if let Some(statement) = controls_a_transaction(sql) {
+        return Ok(Err(sqlx::Error::Protocol(format!(
+            "a write must not begin or end a transaction of its own (`{statement}`): the set \
+             runs each in one"
+        ))));
     }
-    execute(connection, "SAVEPOINT write")?;
+    let script = is_script(sql);
+    if script {
+        execute(connection, "SAVEPOINT write")?;
+    }
     let ran = run(connection, sql, arguments);
-    if ran.is_err() && !connection.is_autocommit() {
-        execute(connection, "ROLLBACK TO write")?;
+    if connection.is_autocommit() {
+        // The statement's failure rolled back the whole transaction (a full disk, an
+        // interrupt), or a statement SQLite split out of a trigger's script ended it.
+        return Err(match ran {
+            Err(e) => e,
+            Ok(_) => sqlx::Error::Protocol("a write ended the transaction it ran in".to_owned()),
+        });
     }
-    if !connection.is_autocommit() {
+    if script {
+        if ran.is_err() {
+            execute(connection, "ROLLBACK TO write")?;
+        }
         execute(connection, "RELEASE write")?;
     }
-    ran
+    Ok(ran)
 }
 
 /// Runs `sql`, one statement that returns no rows, its preparation kept.

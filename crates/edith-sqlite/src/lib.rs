@@ -12,11 +12,13 @@
 //!
 //! One connection writes, behind an async lock: in-process writers queue there, in order, and
 //! never meet SQLite's own lock; the writes queued when the writer is taken are committed
-//! together, each all or nothing ([`batch`]). Another process's lock is waited for without holding the
-//! thread (SQLite's busy handler, which sleeps on it, is off once a connection is open).
-//! Statements that only read run on connections of their own, taken from a list; a read never
-//! waits for a write (WAL). Transactions go through [`Connections::begin`] or
-//! [`Connections::transact`], on the writer; a query run through the set must not open one.
+//! together, each all or nothing ([`batch`]). Another process's lock is waited for without
+//! holding the thread (SQLite's busy handler, which sleeps on it, is off once a connection is
+//! open). A statement that only reads runs on the writer when nobody holds it (its page cache
+//! is the one another connection's commit does not drop), else on a reader taken from a list;
+//! a read never waits for a write (WAL). Transactions go through [`Connections::begin`] or
+//! [`Connections::transact`], on the writer; a query run through the set must not begin or end
+//! one.
 
 mod batch;
 mod connection;
@@ -206,8 +208,8 @@ impl Connections {
         Ok(results.into_iter().filter_map(Either::right).collect())
     }
 
-    /// How many transactions of queued writes have been committed: fewer than the writes when
-    /// they came together.
+    /// How many transactions of queued writes have been committed (not those lost and rolled
+    /// back): fewer than the writes when they came together.
     pub fn commits(&self) -> u64 {
         self.shared.commits.load(Ordering::Acquire)
     }
@@ -236,23 +238,41 @@ impl Connections {
                     queued.id = None;
                     return answer.unwrap_or_else(|_| Err(unanswered()));
                 }
-                writer = self.writer() => self.commit_queued(&mut writer?).await?,
+                writer = self.writer() => match writer {
+                    Ok(mut writer) => self.commit_queued(&mut writer).await?,
+                    // Not taken by anyone: it is not made.
+                    Err(e) if queued.take_out() => return Err(e),
+                    // Taken meanwhile by whoever holds the writer, who runs it without an
+                    // await and answers.
+                    Err(_) => {
+                        queued.id = None;
+                        return answered.await.unwrap_or_else(|_| Err(unanswered()));
+                    }
+                },
             }
         }
     }
 
-    /// Commits the writes queued by now on `writer`, together. Another process's lock is waited
-    /// for first, without holding the thread; from then on it runs to its end without awaiting.
+    /// Commits the writes queued by now on `writer`, together, and answers them. Another
+    /// process's lock is waited for first, without holding the thread (an error then: nothing
+    /// was taken from the queue); from then on it runs to its end without awaiting.
     async fn commit_queued(&self, writer: &mut WriterLease<'_>) -> Result<(), sqlx::Error> {
         if self.shared.queue.lock().expect("not poisoned").is_empty() {
             return Ok(());
         }
         self.begin_patiently(writer).await?;
         let queued = self.shared.queue.lock().expect("not poisoned").take();
-        let written = batch::commit(&writer.0, queued);
-        writer.writes = u32::try_from(written).unwrap_or(u32::MAX).max(1);
-        self.shared.commits.fetch_add(1, Ordering::AcqRel);
-        writer.roll_back()
+        let committed = batch::commit(&writer.0, queued);
+        writer.writes = u32::try_from(committed.writes).unwrap_or(u32::MAX).max(1);
+        if committed.kept {
+            self.shared.commits.fetch_add(1, Ordering::AcqRel);
+        }
+        // A transaction that could not be rolled back goes with its connection (SQLite rolls
+        // back what a closed connection left open); a new one is opened when needed.
+        if writer.roll_back().is_err() {
+            close_off_thread(writer.writer.connection.take().into_iter().collect());
+        }
+        Ok(())
     }
 
     /// Runs `query`: on a reader if it is one statement that only reads, else on the writer.
@@ -328,6 +348,11 @@ impl Connections {
         let Some(connection) = writer.connection.as_ref() else {
             return OnWriter::Taken;
         };
+        // Never left in a transaction between uses; were it, its changes would be read.
+        if connection.roll_back().is_err() {
+            close_off_thread(writer.connection.take().into_iter().collect());
+            return OnWriter::Taken;
+        }
         if !only_reads(&connection.0, sql) {
             return OnWriter::Writes;
         }
@@ -484,15 +509,23 @@ struct Queued<'a> {
     id: Option<u64>,
 }
 
-impl Drop for Queued<'_> {
-    fn drop(&mut self) {
-        if let Some(id) = self.id {
-            self.shared.queue.lock().expect("not poisoned").remove(id);
-        }
+impl Queued<'_> {
+    /// Takes the write out of the queue; whether it was still there (else someone took it to
+    /// make it).
+    fn take_out(&mut self) -> bool {
+        self.id
+            .take()
+            .is_some_and(|id| self.shared.queue.lock().expect("not poisoned").remove(id))
     }
 }
 
-/// A write taken from the queue and then dropped unanswered (only when its set is dropped).
+impl Drop for Queued<'_> {
+    fn drop(&mut self) {
+        self.take_out();
+    }
+}
+
+/// A write taken from the queue and then dropped unanswered (only if making it panicked).
 fn unanswered() -> sqlx::Error {
     sqlx::Error::Protocol("the write was dropped before it was made".to_owned())
 }
@@ -896,8 +929,8 @@ mod tests {
         assert_eq!(ids(&set).await, [3, 4]);
     }
 
-    #[tokio::test]
-    async fn a_write_that_opens_a_transaction_of_its_own_is_refused_and_leaves_nothing() {
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_write_that_begins_or_ends_a_transaction_of_its_own_is_refused_and_leaves_nothing() {
         let dir = tempfile::tempdir().unwrap();
         let set = set(&dir).await;
         let refused = sqlx::raw_sql("BEGIN; INSERT INTO t VALUES (1)")
@@ -906,6 +939,20 @@ mod tests {
         assert!(refused.is_err(), "writes run in the set's transactions");
         insert(&set, 2).await;
         assert_eq!(ids(&set).await, [2]);
+        // Nor end one, in the middle of others': they are made, it is not.
+        let before = set.commits();
+        let (first, ending, last) = tokio::join!(
+            insert(&set, 3),
+            sqlx::raw_sql("INSERT INTO t VALUES (4); COMMIT").execute(&set),
+            insert(&set, 5),
+        );
+        let ((), ()) = (first, last);
+        assert!(
+            matches!(&ending, Err(sqlx::Error::Protocol(m)) if m.contains("COMMIT")),
+            "{ending:?}"
+        );
+        assert_eq!(set.commits() - before, 1, "the three went together");
+        assert_eq!(ids(&set).await, [2, 3, 5]);
     }
 
     #[tokio::test]

@@ -121,6 +121,37 @@ fn statements(sql: &str) -> Option<Vec<&str>> {
     Some(statements)
 }
 
+/// The first keyword of a statement that begins or ends a transaction or a savepoint in `sql`
+/// (`BEGIN`, `COMMIT`, `END`, `ROLLBACK`, `SAVEPOINT`, `RELEASE`), if it has one. A script
+/// SQLite splits itself (a trigger's) is not looked into.
+pub(crate) fn controls_a_transaction(sql: &str) -> Option<&str> {
+    const CONTROLS: [&str; 6] = ["BEGIN", "COMMIT", "END", "ROLLBACK", "SAVEPOINT", "RELEASE"];
+    statements(sql)?.into_iter().find_map(|statement| {
+        let word = first_word(statement);
+        CONTROLS
+            .iter()
+            .any(|control| word.eq_ignore_ascii_case(control))
+            .then_some(word)
+    })
+}
+
+/// The first word of a statement, past blanks and comments.
+fn first_word(mut statement: &str) -> &str {
+    loop {
+        statement = statement.trim_start();
+        if let Some(rest) = statement.strip_prefix("--") {
+            statement = rest.split_once('\n').map_or("", |(_, after)| after);
+        } else if let Some(rest) = statement.strip_prefix("/*") {
+            statement = rest.split_once("*/").map_or("", |(_, after)| after);
+        } else {
+            let end = statement
+                .find(|c: char| !c.is_ascii_alphabetic())
+                .unwrap_or(statement.len());
+            return &statement[..end];
+        }
+    }
+}
+
 /// Whether `sql` is one statement that only reads, so that any connection may run it.
 pub(crate) fn only_reads(connection: &rusqlite::Connection, sql: &str) -> bool {
     !is_script(sql)
@@ -246,6 +277,20 @@ mod tests {
             statements("CREATE TRIGGER g AFTER INSERT ON t BEGIN DELETE FROM u; END; SELECT 1")
                 .is_none(),
             "a trigger's body is left to SQLite"
+        );
+    }
+
+    #[test]
+    fn a_statement_that_begins_or_ends_a_transaction_is_found_past_comments() {
+        assert_eq!(
+            controls_a_transaction("INSERT INTO t VALUES (1); -- done\n /* now */ commit"),
+            Some("commit")
+        );
+        assert_eq!(controls_a_transaction("Savepoint s"), Some("Savepoint"));
+        assert_eq!(controls_a_transaction("  END TRANSACTION;"), Some("END"));
+        assert_eq!(
+            controls_a_transaction("UPDATE t SET x = 'BEGIN'; INSERT INTO committed VALUES (1)"),
+            None
         );
     }
 }

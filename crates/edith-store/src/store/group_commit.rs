@@ -158,7 +158,8 @@ impl TurnLogs {
                     }
                 }
                 // What fails one statement (the database busy, closed or failing) fails any:
-                // each is told. The statement wrote nothing (it is its own transaction).
+                // each is told. The statement wrote nothing (SQLite undoes a statement that
+                // fails, and a transaction lost with it is rolled back whole).
                 Err(e) => {
                     let e = Arc::new(e);
                     for waiting in batch {
