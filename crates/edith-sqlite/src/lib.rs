@@ -275,7 +275,9 @@ impl Connections {
         Ok(())
     }
 
-    /// Runs `query`: on a reader if it is one statement that only reads, else on the writer.
+    /// Runs `query`: one statement that only reads on the writer if nobody holds it, else on a
+    /// reader (on a blocking thread with [`ReadOn::BlockingThread`]); a write in the queue of
+    /// writes.
     async fn run<'q, E: Execute<'q, Sqlite>>(
         &self,
         query: E,
