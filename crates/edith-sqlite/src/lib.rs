@@ -763,6 +763,13 @@ mod tests {
             .unwrap()
     }
 
+    fn assert_breaks_a_key<T: std::fmt::Debug>(result: Result<T, sqlx::Error>) {
+        match result {
+            Err(sqlx::Error::Database(e)) => assert!(e.is_unique_violation(), "{e}"),
+            other => panic!("expected a unique violation, got {other:?}"),
+        }
+    }
+
     /// Bounded: a write that waited on a transaction left open would wait for the writer.
     async fn insert(set: &Connections, id: i64) {
         let write = sqlx::query("INSERT INTO t VALUES ($1)")
@@ -837,10 +844,7 @@ mod tests {
         let set = set(&dir).await;
         insert(&set, 1).await;
         let again = sqlx::query("INSERT INTO t VALUES (1)").execute(&set).await;
-        match again {
-            Err(sqlx::Error::Database(e)) => assert!(e.is_unique_violation(), "{e}"),
-            other => panic!("expected a unique violation, got {other:?}"),
-        }
+        assert_breaks_a_key(again);
         let changed = sqlx::query("UPDATE t SET id = id + 10 WHERE id > $1")
             .bind(5_i64)
             .execute(&set)
@@ -1103,10 +1107,7 @@ mod tests {
         assert_eq!(set.commits() - before, 1, "the three went together");
         first.unwrap();
         last.unwrap();
-        match failed {
-            Err(sqlx::Error::Database(e)) => assert!(e.is_unique_violation(), "{e}"),
-            other => panic!("expected the key broken, got {other:?}"),
-        }
+        assert_breaks_a_key(failed);
         let kept = ids(&set).await;
         assert_eq!(
             kept[32..],
