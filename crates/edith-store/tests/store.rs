@@ -57,6 +57,7 @@ on_both_backends!(
     a_session_with_an_unfinished_turn_is_not_deleted,
     idempotency_keys_claim_replay_and_release,
     a_requests_path_is_read_at_once_as_far_as_it_exists,
+    a_turn_is_found_only_on_its_own_path,
     events_appended_together_are_numbered_together,
 );
 
@@ -1465,6 +1466,29 @@ async fn a_requests_path_is_read_at_once_as_far_as_it_exists(store: Store) {
             .unwrap()
             .is_none()
     );
+}
+
+async fn a_turn_is_found_only_on_its_own_path(store: Store) {
+    let (other_instance, _) =
+        add_instance(&store, instance("j", ProviderKind::Embedded, &[])).await;
+    let (instance, profile, session) = a_session(&store).await;
+    let turn = turn_in(&session.id);
+    store.insert_turn_if_idle(&turn, "r").await.unwrap();
+    let other_profile = add_profile(&store, &instance.id, "other").await;
+    let other_session = add_session(&store, &profile).await;
+    let unknown_turn = TurnId::generate();
+    let paths = [
+        (&instance.id, &profile.id, &session.id, &turn.id),
+        (&other_instance.id, &profile.id, &session.id, &turn.id),
+        (&instance.id, &other_profile.id, &session.id, &turn.id),
+        (&instance.id, &profile.id, &other_session.id, &turn.id),
+        (&instance.id, &profile.id, &session.id, &unknown_turn),
+    ];
+    for (n, (i, p, s, t)) in paths.into_iter().enumerate() {
+        let found = store.turn_on_path(i, p, s, t).await.unwrap();
+        let expected = (n == 0).then(|| turn.clone());
+        assert_eq!(found, expected, "{i} {p} {s} {t}");
+    }
 }
 
 async fn events_appended_together_are_numbered_together(store: Store) {

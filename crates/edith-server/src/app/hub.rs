@@ -17,8 +17,13 @@ use tokio::sync::broadcast;
 /// followed log holds this many slots, so it is what a waiting turn's stream costs in memory.
 const CAPACITY: usize = 64;
 
+/// An entry as the hub hands it out: shared by the followers of its log. A slot of a channel
+/// holds a pointer, not an entry, so a new channel is a small allocation and a follower's
+/// copy is a count.
+pub type Shared<E> = Arc<E>;
+
 /// An entry of a durable, numbered event log.
-pub trait LogEvent: Clone + serde::Serialize + Send + 'static {
+pub trait LogEvent: serde::Serialize + Send + Sync + 'static {
     fn seq(&self) -> u64;
     fn is_final(&self) -> bool;
 }
@@ -43,7 +48,7 @@ impl LogEvent for edith_types::JobEvent {
 
 /// A followed log's channel, and the last entry published on it.
 struct Channel<E> {
-    sender: broadcast::Sender<E>,
+    sender: broadcast::Sender<Shared<E>>,
     last: u64,
 }
 
@@ -86,7 +91,7 @@ impl<E: LogEvent> Hub<E> {
     pub fn publish(&self, key: &str, event: E) {
         if let Some(channel) = self.channels.lock().expect("not poisoned").get_mut(key) {
             channel.last = channel.last.max(event.seq());
-            let _ = channel.sender.send(event);
+            let _ = channel.sender.send(Arc::new(event));
         }
     }
 
@@ -117,14 +122,14 @@ impl<E: LogEvent> Hub<E> {
 /// One follower of a log: its live entries until it is dropped.
 pub struct Follower<E> {
     /// Always `Some` until dropped.
-    receiver: Option<broadcast::Receiver<E>>,
+    receiver: Option<broadcast::Receiver<Shared<E>>>,
     key: String,
     channels: Channels<E>,
 }
 
 impl<E: LogEvent> Follower<E> {
     /// The next live entry (as `broadcast::Receiver::recv`).
-    pub async fn recv(&mut self) -> Result<E, broadcast::error::RecvError> {
+    pub async fn recv(&mut self) -> Result<Shared<E>, broadcast::error::RecvError> {
         self.receiver
             .as_mut()
             .expect("present until dropped")
@@ -173,7 +178,7 @@ mod tests {
         let second = hub.subscribe("running");
         assert_eq!(hub.last_published("running"), Some(0));
         hub.publish("running", 7);
-        assert_eq!(first.recv().await.unwrap(), 7);
+        assert_eq!(*first.recv().await.unwrap(), 7);
         assert_eq!(hub.last_published("running"), Some(7));
         assert_eq!(hub.followed_logs(), ["running"]);
         drop(second);

@@ -16,5 +16,5 @@ pub mod sessions;
 pub mod tools;
 pub mod turns;
 
-pub use hub::{Follower, Hub, LogEvent};
+pub use hub::{Follower, Hub, LogEvent, Shared};
 pub use turns::AnswerGates;

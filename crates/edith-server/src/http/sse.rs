@@ -13,7 +13,7 @@ use futures_util::stream::{self, Stream, StreamExt};
 use tokio::sync::broadcast;
 
 use super::limits::StreamPermit;
-use crate::app::LogEvent;
+use crate::app::{LogEvent, Shared};
 use crate::error::{AppError, AppResult};
 
 /// What a stream knows of its log when it starts.
@@ -94,7 +94,7 @@ pub fn resume_cursor(headers: &HeaderMap, after: Option<u64>) -> AppResult<u64> 
 
 struct Follow<E, R> {
     last: u64,
-    buffer: VecDeque<E>,
+    buffer: VecDeque<Shared<E>>,
     live: crate::app::Follower<E>,
     replay: R,
     done: bool,
@@ -131,7 +131,7 @@ where
                 Log::Open => s.buffer.extend(load(&s.replay, s.last).await),
                 Log::Ended => {
                     let whole = load(&s.replay, 0).await;
-                    if whole.iter().any(LogEvent::is_final) {
+                    if whole.iter().any(|event| event.is_final()) {
                         s.done = true;
                     }
                     s.buffer.extend(whole);
@@ -145,7 +145,7 @@ where
                 }
                 s.last = event.seq();
                 s.done = s.done || event.is_final();
-                return Some((to_sse(&event), (s, false)));
+                return Some((to_sse(&*event), (s, false)));
             }
             if s.done {
                 return None;
@@ -178,15 +178,18 @@ where
         .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
 }
 
-async fn load<E, R, F>(replay: &R, after: u64) -> Vec<E>
+async fn load<E, R, F>(replay: &R, after: u64) -> Vec<Shared<E>>
 where
     R: Fn(u64) -> F + Sync,
     F: Future<Output = AppResult<Vec<E>>>,
 {
-    replay(after).await.unwrap_or_else(|e| {
-        tracing::error!(detail = %e.detail, "reading an event log");
-        Vec::new()
-    })
+    match replay(after).await {
+        Ok(events) => events.into_iter().map(Shared::new).collect(),
+        Err(e) => {
+            tracing::error!(detail = %e.detail, "reading an event log");
+            Vec::new()
+        }
+    }
 }
 
 /// The SSE event: its `id` is the seq, its `event` name the entry's `type` (declared once, by the

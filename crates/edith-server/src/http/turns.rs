@@ -138,6 +138,21 @@ fn stored_events(
     }
 }
 
+/// The turn the path names, in one read when it is there; when it is not, what is missing
+/// (instance, profile, session or turn) is the 404.
+async fn turn_on_path(state: &AppState, ids: &Ids) -> AppResult<Turn> {
+    let (instance, profile) = (ids.get("instance_id")?, ids.get("profile_id")?);
+    let (session, id) = (ids.get("session_id")?, ids.get("turn_id")?);
+    let found = state
+        .store
+        .turn_on_path(&instance, &profile, &session, &id)
+        .await?;
+    match found {
+        Some(turn) => Ok(turn),
+        None => Ok(load_turn(state, ids).await?.2),
+    }
+}
+
 /// The turn the path names, with its session and profile.
 async fn load_turn(state: &AppState, ids: &Ids) -> AppResult<(Profile, Session, Turn)> {
     let (profile, session) = load_session(state, ids).await?;
@@ -161,7 +176,7 @@ async fn list_turns(
 }
 
 async fn get_turn(State(state): State<AppState>, ids: Ids) -> AppResult<Json<Turn>> {
-    Ok(Json(load_turn(&state, &ids).await?.2))
+    Ok(Json(turn_on_path(&state, &ids).await?))
 }
 
 async fn turn_action(
@@ -190,7 +205,7 @@ async fn turn_events(
     headers: HeaderMap,
     ApiQuery(params): ApiQuery<AfterParams>,
 ) -> AppResult<impl IntoResponse> {
-    let (_, _, turn) = load_turn(&state, &ids).await?;
+    let turn = turn_on_path(&state, &ids).await?;
     let live = state.turn_events.subscribe(turn.id.as_str());
     let replay = stored_events(&state, &turn.id);
     let log = if turn.state.is_terminal() {

@@ -99,6 +99,26 @@ async fn deleting_takes_what_belongs_along_but_never_from_under_a_turn() {
     let finished = ctx.turn_on(&turns, "hello").await;
     let turn = format!("{turns}/{}", finished["turn_id"].as_str().unwrap());
     assert_eq!(ctx.get(&turn).await.0, 200);
+    // The same turn under another session, or a profile that is not there: the 404 names
+    // what is missing.
+    let (_, beside) = ctx.post(&format!("{profile}/sessions"), "{}").await;
+    let turn_id = finished["turn_id"].as_str().unwrap();
+    let beside = format!(
+        "{profile}/sessions/{}/turns/{turn_id}",
+        beside["id"].as_str().unwrap()
+    );
+    let unknown = "prof_00000000000000000000000000000000";
+    let nowhere = turn.replace(&profile, &format!("/v1/instances/{iid}/profiles/{unknown}"));
+    for (path, missing) in [
+        (beside.clone(), format!("turn `{turn_id}`")),
+        (format!("{beside}/events"), format!("turn `{turn_id}`")),
+        (nowhere, format!("profile `{unknown}`")),
+    ] {
+        let refused = ctx.get(&path).await;
+        assert_problem(&refused, 404, "not_found");
+        let detail = refused.1["detail"].as_str().unwrap();
+        assert!(detail.contains(&missing), "{path}: {detail}");
+    }
     let waiting = ctx.waiting_turn(&turns).await;
     // The refusal names the turn that keeps the session and the profile.
     let waiting_id = waiting.rsplit('/').next().unwrap().to_owned();

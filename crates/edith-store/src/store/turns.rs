@@ -1,7 +1,8 @@
 //! Turns of a session and their event logs.
 
 use edith_types::{
-    InstanceId, Page, SessionId, Timestamp, Turn, TurnEvent, TurnEventKind, TurnId, TurnState,
+    InstanceId, Page, ProfileId, SessionId, Timestamp, Turn, TurnEvent, TurnEventKind, TurnId,
+    TurnState,
 };
 use sqlx::Row;
 
@@ -123,6 +124,33 @@ impl Store {
                 .bind(session.as_str())
                 .fetch_optional(pool)
                 .await?;
+            row.map(|row| from_body(&row)).transpose()
+        })
+    }
+
+    /// Turn `id`, when it is a turn of session `session` of profile `profile` of instance
+    /// `instance`: the whole path checked in the one read. `None` says only that something on
+    /// the path is missing; [`Store::session_path`] says what.
+    pub async fn turn_on_path(
+        &self,
+        instance: &InstanceId,
+        profile: &ProfileId,
+        session: &SessionId,
+        id: &TurnId,
+    ) -> Result<Option<Turn>> {
+        on_db!(self, pool => {
+            let row = sqlx::query(
+                "SELECT t.body FROM turns t \
+                 JOIN sessions s ON s.id = t.session_id AND s.profile_id = $3 \
+                 JOIN profiles p ON p.id = s.profile_id AND p.instance_id = $4 \
+                 WHERE t.id = $1 AND t.session_id = $2",
+            )
+            .bind(id.as_str())
+            .bind(session.as_str())
+            .bind(profile.as_str())
+            .bind(instance.as_str())
+            .fetch_optional(pool)
+            .await?;
             row.map(|row| from_body(&row)).transpose()
         })
     }

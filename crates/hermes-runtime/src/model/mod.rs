@@ -4,6 +4,7 @@
 mod openai;
 mod scripted;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
@@ -95,19 +96,20 @@ pub struct ToolCall {
     pub arguments: Value,
 }
 
-/// A tool as the model is told about it.
+/// A tool as the model is told about it. Every model call of a turn is told of every tool, so
+/// the schema is shared, not copied.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolSpec {
     pub name: String,
     pub description: String,
-    pub parameters: Value,
+    pub parameters: Arc<Value>,
 }
 
 impl ToolSpec {
     /// The tool in OpenAI's chat format.
     pub fn to_openai(&self) -> Value {
         json!({"type": "function", "function": {
-            "name": self.name, "description": self.description, "parameters": self.parameters,
+            "name": self.name, "description": self.description, "parameters": &*self.parameters,
         }})
     }
 }

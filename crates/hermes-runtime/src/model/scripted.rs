@@ -211,7 +211,7 @@ mod tests {
         ToolSpec {
             name: "mcp__edith__word_count".into(),
             description: "count words".into(),
-            parameters: json!({"type": "object"}),
+            parameters: std::sync::Arc::new(json!({"type": "object"})),
         }
     }
 

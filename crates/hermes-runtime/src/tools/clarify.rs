@@ -1,5 +1,7 @@
 //! `clarify`: asks the user a question (`clarify.request`) and waits for `clarify.respond`.
 
+use std::sync::{Arc, LazyLock};
+
 use serde_json::{Value, json};
 
 use super::TurnContext;
@@ -9,10 +11,10 @@ use hermes_native::NativeEvent;
 use hermes_native::events::ClarifyRequest;
 
 pub fn spec() -> ToolSpec {
-    ToolSpec {
+    static SPEC: LazyLock<ToolSpec> = LazyLock::new(|| ToolSpec {
         name: "clarify".to_owned(),
         description: "Ask the user a clarifying question and wait for the answer.".to_owned(),
-        parameters: json!({
+        parameters: Arc::new(json!({
             "type": "object",
             "properties": {
                 "question": {"type": "string", "description": "The question to ask."},
@@ -20,8 +22,9 @@ pub fn spec() -> ToolSpec {
                             "description": "Answers to offer, if any."},
             },
             "required": ["question"],
-        }),
-    }
+        })),
+    });
+    SPEC.clone()
 }
 
 pub async fn call(ctx: &TurnContext<'_>, args: &Value) -> Value {

@@ -82,7 +82,7 @@ impl McpPool {
                         let spec = ToolSpec {
                             name: format!("mcp__{server}__{}", tool.name),
                             description: tool.description,
-                            parameters: tool.input_schema,
+                            parameters: Arc::new(tool.input_schema),
                         };
                         tools.push((spec, client.clone(), tool.name));
                     }

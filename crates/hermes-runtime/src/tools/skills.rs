@@ -4,6 +4,7 @@
 //! `secret.respond`, 300 s, then `secret.expire`); the answer is kept in the home's `.env`.
 
 use std::path::{Component, Path};
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use hermes_native::NativeEvent;
@@ -18,37 +19,39 @@ use crate::skills::{self, RequiredVar, SUPPORT_DIRS, Skill};
 const ASK_TIMEOUT: Duration = Duration::from_secs(300);
 
 pub fn list_spec() -> ToolSpec {
-    ToolSpec {
+    static SPEC: LazyLock<ToolSpec> = LazyLock::new(|| ToolSpec {
         name: "skills_list".to_owned(),
         description: "List the available skills (name and description). Use skill_view(name) \
-                      to read one."
+                          to read one."
             .to_owned(),
-        parameters: json!({
+        parameters: Arc::new(json!({
             "type": "object",
             "properties": {
                 "category": {"type": "string", "description": "Only the skills of this category."},
             },
             "required": [],
-        }),
-    }
+        })),
+    });
+    SPEC.clone()
 }
 
 pub fn view_spec() -> ToolSpec {
-    ToolSpec {
+    static SPEC: LazyLock<ToolSpec> = LazyLock::new(|| ToolSpec {
         name: "skill_view".to_owned(),
         description: "Read a skill: its SKILL.md instructions and the files beside them \
-                      (references, templates, assets, scripts). The first call lists those \
-                      files; call again with file_path to read one."
+                          (references, templates, assets, scripts). The first call lists those \
+                          files; call again with file_path to read one."
             .to_owned(),
-        parameters: json!({
+        parameters: Arc::new(json!({
             "type": "object",
             "properties": {
                 "name": {"type": "string", "description": "The skill's name (see skills_list)."},
                 "file_path": {"type": "string", "description": "A file of the skill, e.g. 'references/api.md'. Leave out for SKILL.md."},
             },
             "required": ["name"],
-        }),
-    }
+        })),
+    });
+    SPEC.clone()
 }
 
 pub async fn list(ctx: &TurnContext<'_>, args: &Value) -> Value {

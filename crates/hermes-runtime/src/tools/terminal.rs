@@ -3,6 +3,7 @@
 //! the session or for good.
 
 use std::process::Stdio;
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -20,20 +21,21 @@ const DEFAULT_TIMEOUT: Duration = Duration::from_secs(180);
 const MAX_OUTPUT: usize = 50_000;
 
 pub fn spec() -> ToolSpec {
-    ToolSpec {
+    static SPEC: LazyLock<ToolSpec> = LazyLock::new(|| ToolSpec {
         name: "terminal".to_owned(),
         description: "Run a shell command and return its output and exit code. Destructive \
-                      commands need the user's approval."
+                          commands need the user's approval."
             .to_owned(),
-        parameters: json!({
+        parameters: Arc::new(json!({
             "type": "object",
             "properties": {
                 "command": {"type": "string", "description": "The command, run with `sh -c`."},
                 "timeout": {"type": "integer", "description": "Seconds before it is killed (default 180)."},
             },
             "required": ["command"],
-        }),
-    }
+        })),
+    });
+    SPEC.clone()
 }
 
 /// The dangerous pattern a command matches: `(pattern key, description)`.
