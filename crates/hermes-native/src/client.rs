@@ -1,7 +1,9 @@
-//! A multiplexed gateway client: one WebSocket shared by every caller, replies matched by id,
-//! events routed to subscribers by live session id.
+//! A multiplexed gateway client: one connection shared by every caller, replies matched by
+//! id, events routed to subscribers by live session id. The connection is a WebSocket, or, to
+//! a gateway in the same process, a pair of channels carrying the same frames.
 
 use std::collections::{HashMap, VecDeque};
+use std::future::ready;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -146,7 +148,8 @@ struct Shared {
 #[derive(Clone)]
 pub struct GatewayClient {
     shared: Arc<Shared>,
-    outgoing: mpsc::UnboundedSender<Message>,
+    /// Request frames, to whatever carries them to the gateway.
+    outgoing: mpsc::UnboundedSender<String>,
     next_id: Arc<AtomicU64>,
     /// The `gateway.ready` payload.
     ready: Arc<GatewayReady>,
@@ -170,13 +173,54 @@ impl GatewayClient {
         request_timeout: Duration,
     ) -> Result<Self, GatewayError> {
         let socket = open_socket(ws_url, token, request_timeout).await?;
-        let (mut sink, mut stream) = socket.split();
+        let (mut sink, stream) = socket.split();
+        let (outgoing, mut outgoing_rx) = mpsc::unbounded_channel::<String>();
+        // Writer: ends when every handle is dropped (the channel closes) or the socket fails.
+        tokio::spawn(async move {
+            while let Some(frame) = outgoing_rx.recv().await {
+                if sink.send(Message::Text(frame.into())).await.is_err() {
+                    break;
+                }
+            }
+            let _ = sink.close().await;
+        });
+        // The text frames, until the close or an error; other frames are the socket's own.
+        let incoming = stream
+            .take_while(|message| ready(matches!(message, Ok(m) if !m.is_close())))
+            .filter_map(|message| {
+                ready(match message {
+                    Ok(Message::Text(text)) => Some(text),
+                    _ => None,
+                })
+            });
+        Self::over(Box::pin(incoming), outgoing, request_timeout).await
+    }
 
+    /// A client of a gateway in this process, whose connection is a pair of channels (see
+    /// `hermes_runtime::RunningRuntime::connect_in_process`): the same frames as over a
+    /// WebSocket, without the socket. Waits for the `gateway.ready` frame.
+    pub async fn in_process(
+        requests: mpsc::UnboundedSender<String>,
+        mut frames: mpsc::UnboundedReceiver<String>,
+        request_timeout: Duration,
+    ) -> Result<Self, GatewayError> {
+        let incoming = futures_util::stream::poll_fn(move |cx| frames.poll_recv(cx));
+        Self::over(incoming, requests, request_timeout).await
+    }
+
+    /// A client over a connection's frames however they are carried: the gateway's text frames
+    /// from `incoming` (ending with the connection), and requests sent into `outgoing`.
+    async fn over<I>(
+        mut incoming: I,
+        outgoing: mpsc::UnboundedSender<String>,
+        request_timeout: Duration,
+    ) -> Result<Self, GatewayError>
+    where
+        I: futures_util::Stream + Unpin + Send + 'static,
+        I::Item: std::ops::Deref<Target = str>,
+    {
         let ready = tokio::time::timeout(request_timeout, async {
-            while let Some(message) = stream.next().await {
-                let Ok(Message::Text(text)) = message else {
-                    continue;
-                };
+            while let Some(text) = incoming.next().await {
                 if let Some(Incoming::Event(frame)) = Incoming::parse(&text)
                     && let NativeEvent::GatewayReady(ready) = frame.event
                 {
@@ -197,28 +241,11 @@ impl GatewayClient {
             routes: Mutex::new(Routes::default()),
             closed: AtomicBool::new(false),
         });
-        let (outgoing, mut outgoing_rx) = mpsc::unbounded_channel::<Message>();
 
-        // Writer: ends when every handle is dropped (the channel closes) or the socket fails.
-        tokio::spawn(async move {
-            while let Some(message) = outgoing_rx.recv().await {
-                if sink.send(message).await.is_err() {
-                    break;
-                }
-            }
-            let _ = sink.close().await;
-        });
-
-        // Reader: routes replies and events until the socket ends, then fails what waits.
+        // Reader: routes replies and events until the connection ends, then fails what waits.
         let reader_shared = shared.clone();
         tokio::spawn(async move {
-            while let Some(Ok(message)) = stream.next().await {
-                let Message::Text(text) = message else {
-                    if matches!(message, Message::Close(_)) {
-                        break;
-                    }
-                    continue;
-                };
+            while let Some(text) = incoming.next().await {
                 match Incoming::parse(&text) {
                     Some(Incoming::Reply { id, outcome }) => {
                         let key = id_key(&id);
@@ -310,11 +337,7 @@ impl GatewayClient {
             .expect("not poisoned")
             .insert(id.clone(), tx);
         let frame = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        if self
-            .outgoing
-            .send(Message::Text(frame.to_string().into()))
-            .is_err()
-        {
+        if self.outgoing.send(frame.to_string()).is_err() {
             self.shared
                 .pending
                 .lock()

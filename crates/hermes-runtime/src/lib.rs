@@ -160,6 +160,11 @@ impl RunningRuntime {
         format!("http://{}", self.addr)
     }
 
+    /// Opens gateway connections without a socket, for a client in this process.
+    pub fn in_process_gateway(&self) -> InProcessGateway {
+        InProcessGateway(self.runtime.clone())
+    }
+
     /// Ends in-flight turns as interrupted, closes every connection and `state.db`, and stops.
     pub async fn shutdown(mut self) {
         let turns = self.runtime.interrupt_all();
@@ -174,6 +179,30 @@ impl RunningRuntime {
             let _ = server.await;
         }
         self.runtime.close_dbs().await;
+    }
+}
+
+/// Opens gateway connections to a runtime from inside its process.
+#[derive(Clone)]
+pub struct InProcessGateway(Arc<Runtime>);
+
+impl InProcessGateway {
+    /// A new connection: what is sent into the first channel is read as what a WebSocket
+    /// client sends, and the second gives what the gateway sends back, ending with the
+    /// connection. No token is asked for: the caller holds the runtime itself.
+    pub fn connect(
+        &self,
+    ) -> (
+        tokio::sync::mpsc::UnboundedSender<String>,
+        tokio::sync::mpsc::UnboundedReceiver<String>,
+    ) {
+        gateway::in_process(self.0.clone())
+    }
+}
+
+impl std::fmt::Debug for InProcessGateway {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InProcessGateway").finish_non_exhaustive()
     }
 }
 

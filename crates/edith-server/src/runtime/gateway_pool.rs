@@ -54,8 +54,15 @@ impl GatewayPool {
             return Ok(link.clone());
         }
         let endpoint = provider.start(record).await?;
-        let gateway =
-            GatewayClient::connect(&endpoint.ws_url, &endpoint.token, GATEWAY_TIMEOUT).await?;
+        let gateway = match &endpoint.in_process {
+            Some(in_process) => {
+                let (requests, frames) = in_process.connect();
+                GatewayClient::in_process(requests, frames, GATEWAY_TIMEOUT).await?
+            }
+            None => {
+                GatewayClient::connect(&endpoint.ws_url, &endpoint.token, GATEWAY_TIMEOUT).await?
+            }
+        };
         let link = Arc::new(Link {
             gateway,
             live: std::sync::Mutex::new(HashMap::new()),

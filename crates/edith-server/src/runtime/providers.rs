@@ -33,6 +33,9 @@ pub struct RuntimeEndpoint {
     /// `ws://host:port/api/ws`
     pub ws_url: String,
     pub token: String,
+    /// For a runtime in this process: its gateway without the socket (the same frames over
+    /// channels), which the control plane uses instead of `ws_url`.
+    pub in_process: Option<hermes_runtime::InProcessGateway>,
 }
 
 impl RuntimeEndpoint {

@@ -1,10 +1,12 @@
-//! One gateway connection: sends `gateway.ready`, reads requests, writes replies and events.
+//! One gateway connection: sends `gateway.ready`, reads requests, writes replies and events;
+//! over a WebSocket, or over channels for a client in the same process.
 
+use std::future::ready;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use axum::extract::ws::{Message, WebSocket};
-use futures_util::{SinkExt, StreamExt};
+use futures_util::{Sink, SinkExt, Stream, StreamExt};
 use hermes_native::events::GatewayReady;
 use hermes_native::{EventFrame, NativeEvent, codes};
 use serde_json::{Value, json};
@@ -17,10 +19,53 @@ use crate::session::Transport;
 static NEXT_CONNECTION: AtomicU64 = AtomicU64::new(1);
 
 pub async fn serve_connection(runtime: Arc<Runtime>, socket: WebSocket) {
+    let (sink, stream) = socket.split();
+    let sink = sink.with(|frame: String| ready(Ok::<_, axum::Error>(Message::Text(frame.into()))));
+    // The frames' text, until a close or an error; pings and pongs are the socket's own.
+    let incoming = stream
+        .take_while(|message| ready(matches!(message, Ok(m) if !matches!(m, Message::Close(_)))))
+        .filter_map(|message| {
+            ready(match message {
+                Ok(Message::Text(text)) => Some(text.to_string()),
+                Ok(Message::Binary(bytes)) => Some(String::from_utf8_lossy(&bytes).into_owned()),
+                _ => None,
+            })
+        });
+    serve_frames(runtime, incoming, sink).await;
+}
+
+/// A gateway connection in this process, for a client in it (the control plane driving its
+/// embedded runtime): the same frames as over a WebSocket, carried by channels. Send requests
+/// into the first; replies and events come out of the second, which ends when the connection
+/// does.
+pub fn in_process(
+    runtime: Arc<Runtime>,
+) -> (
+    mpsc::UnboundedSender<String>,
+    mpsc::UnboundedReceiver<String>,
+) {
+    let (requests, mut requests_rx) = mpsc::unbounded_channel::<String>();
+    let (frames_tx, frames) = mpsc::unbounded_channel::<String>();
+    let incoming = futures_util::stream::poll_fn(move |cx| requests_rx.poll_recv(cx));
+    let sink = futures_util::sink::unfold(frames_tx, |frames_tx, frame: String| async move {
+        frames_tx.send(frame).map(|()| frames_tx)
+    });
+    tokio::spawn(serve_frames(runtime, incoming, Box::pin(sink)));
+    (requests, frames)
+}
+
+/// Serves one connection: sends `gateway.ready`, answers each request of `incoming` (a frame
+/// may hold several, one per line) and writes replies and events to `sink`, until either side
+/// ends or the runtime stops.
+async fn serve_frames<I, S>(runtime: Arc<Runtime>, incoming: I, mut sink: S)
+where
+    I: Stream<Item = String> + Send + 'static,
+    S: Sink<String> + Unpin + Send + 'static,
+{
     // A stop waits (bounded) for this connection to write what it has queued (a turn's
     // `message.complete`, ended by the stop itself) before the process exits.
     let _until_written = runtime.background_token();
-    let (mut sink, mut stream) = socket.split();
+    let mut incoming = std::pin::pin!(incoming);
     let (frames, mut outgoing) = mpsc::unbounded_channel::<String>();
     let transport = Transport {
         connection: NEXT_CONNECTION.fetch_add(1, Ordering::Relaxed),
@@ -36,13 +81,13 @@ pub async fn serve_connection(runtime: Arc<Runtime>, socket: WebSocket) {
                 _ = stopping_writer.wait_for(|stop| *stop) => None,
             };
             let Some(frame) = frame else { break };
-            if sink.send(Message::Text(frame.into())).await.is_err() {
+            if sink.send(frame).await.is_err() {
                 return;
             }
         }
         // Stopping, or every sender gone: what is queued still goes out, then the close.
         while let Ok(frame) = outgoing.try_recv() {
-            if sink.send(Message::Text(frame.into())).await.is_err() {
+            if sink.send(frame).await.is_err() {
                 return;
             }
         }
@@ -60,17 +105,11 @@ pub async fn serve_connection(runtime: Arc<Runtime>, socket: WebSocket) {
 
     let mut stopping = runtime.stopping.clone();
     loop {
-        let message = tokio::select! {
+        let text = tokio::select! {
             _ = stopping.wait_for(|stop| *stop) => break,
-            message = stream.next() => message,
+            text = incoming.next() => text,
         };
-        let Some(Ok(message)) = message else { break };
-        let text = match message {
-            Message::Text(text) => text.to_string(),
-            Message::Binary(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
-            Message::Close(_) => break,
-            Message::Ping(_) | Message::Pong(_) => continue,
-        };
+        let Some(text) = text else { break };
         for line in text.lines().filter(|l| !l.trim().is_empty()) {
             handle_frame(&runtime, &transport, line);
         }

@@ -13,5 +13,5 @@ mod session_work;
 mod settings;
 mod skills;
 
-pub use connection::serve_connection;
+pub use connection::{in_process, serve_connection};
 pub use methods::IMPLEMENTED as IMPLEMENTED_METHODS;

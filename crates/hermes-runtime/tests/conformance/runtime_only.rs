@@ -221,3 +221,61 @@ async fn path_completion_stays_inside_the_workspace() {
     assert_eq!(inside["items"][0]["text"], "inside.txt", "{inside}");
     peer.stop().await;
 }
+
+/// A client in the runtime's own process reaches its gateway over channels: the same frames,
+/// the same turn, no socket and no token; and the runtime stopping closes the connection.
+#[tokio::test]
+async fn a_client_in_the_process_drives_a_turn_without_a_socket() {
+    use hermes_native::events::CompletionStatus;
+    use hermes_native::methods::{
+        PromptSubmit, PromptSubmitParams, SessionCreate, SessionCreateParams,
+    };
+    use hermes_native::{GatewayClient, NativeEvent};
+    use std::time::Duration;
+
+    let home = tempfile::tempdir().unwrap();
+    let config = hermes_runtime::RuntimeConfig::new(
+        home.path().to_owned(),
+        "never-asked".to_owned(),
+        std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+    );
+    let running = hermes_runtime::serve(config).await.unwrap();
+    let (requests, frames) = running.in_process_gateway().connect();
+    let gateway = GatewayClient::in_process(requests, frames, Duration::from_secs(30))
+        .await
+        .expect("gateway.ready over the channels");
+    let created = gateway
+        .request::<SessionCreate>(&SessionCreateParams::default())
+        .await
+        .unwrap();
+    let mut events = gateway.subscribe(&created.session_id);
+    gateway
+        .request::<PromptSubmit>(&PromptSubmitParams {
+            session_id: Some(created.session_id.clone()),
+            text: Some("hello".to_owned()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let complete = tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            match events.recv().await.expect("the session's events go on") {
+                NativeEvent::MessageComplete(complete) => return complete,
+                _ => continue,
+            }
+        }
+    })
+    .await
+    .expect("the turn completes");
+    assert_eq!(complete.status, CompletionStatus::Complete, "{complete:?}");
+    assert!(!complete.text.is_empty());
+
+    running.shutdown().await;
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while !gateway.is_closed() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the connection closes with the runtime");
+}

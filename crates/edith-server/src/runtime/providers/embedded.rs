@@ -1,5 +1,7 @@
 //! The `embedded` provider: the project's own runtime, served inside the control-plane process
-//! on a loopback port. The control plane still talks to it only through the native protocol.
+//! on a loopback port. The control plane still talks to it only through the native protocol:
+//! its gateway's frames go over channels rather than a loopback socket, and clients outside
+//! the process (Desktop, Hermes's own terminal UI) reach the same runtime on its port.
 
 use std::collections::HashMap;
 use std::net::{Ipv4Addr, SocketAddr};
@@ -117,5 +119,6 @@ fn endpoint(runtime: &RunningRuntime, token: &str) -> RuntimeEndpoint {
     RuntimeEndpoint {
         ws_url: runtime.ws_url(),
         token: token.to_owned(),
+        in_process: Some(runtime.in_process_gateway()),
     }
 }

@@ -60,6 +60,7 @@ impl RuntimeProvider for ExternalProvider {
         Ok(RuntimeEndpoint {
             ws_url,
             token: instance.runtime_token.clone(),
+            in_process: None,
         })
     }
 

@@ -433,6 +433,7 @@ fn endpoint(port: u16, token: &str) -> RuntimeEndpoint {
     RuntimeEndpoint {
         ws_url: format!("ws://127.0.0.1:{port}/api/ws"),
         token: token.to_owned(),
+        in_process: None,
     }
 }
 
