@@ -10,8 +10,8 @@ use edith_store::{
 };
 use edith_types::{
     ApiKey, ApiKeyId, Instance, InstanceId, InstanceState, Job, JobEventKind, JobId, JobKind,
-    JobState, ModelConfig, Profile, ProfileId, ProviderKind, RestartPolicy, Scope, Session,
-    SessionId, Timestamp, Tool, ToolHost, ToolHostId, ToolId, Turn, TurnEventKind, TurnId,
+    JobState, ModelConfig, NativeSessionId, Profile, ProfileId, ProviderKind, RestartPolicy, Scope,
+    Session, SessionId, Timestamp, Tool, ToolHost, ToolHostId, ToolId, Turn, TurnEventKind, TurnId,
     TurnState,
 };
 
@@ -58,6 +58,7 @@ on_both_backends!(
     idempotency_keys_claim_replay_and_release,
     a_requests_path_is_read_at_once_as_far_as_it_exists,
     a_turn_is_found_only_on_its_own_path,
+    a_path_read_again_shows_every_change_made_since,
     events_appended_together_are_numbered_together,
 );
 
@@ -1489,6 +1490,82 @@ async fn a_turn_is_found_only_on_its_own_path(store: Store) {
         let expected = (n == 0).then(|| turn.clone());
         assert_eq!(found, expected, "{i} {p} {s} {t}");
     }
+}
+
+/// Paths may be kept between reads (SQLite): every change made through the store shows in the
+/// next read all the same.
+async fn a_path_read_again_shows_every_change_made_since(store: Store) {
+    let (mut instance, mut profile, mut session) = a_session(&store).await;
+    let (tool, _) = add_tool(&store, "t").await;
+    let path = |store: &Store, i: &Instance, p: &Profile, s: &Session| {
+        let (store, i, p, s) = (store.clone(), i.id.clone(), p.id.clone(), s.id.clone());
+        async move { store.session_path(&i, &p, Some(&s)).await.unwrap() }
+    };
+    // Read twice: the second read may be served from what the first kept.
+    for _ in 0..2 {
+        let read = path(&store, &instance, &profile, &session).await.unwrap();
+        assert_eq!(read.session.as_ref(), Some(&session));
+    }
+
+    session.title = Some("titled".to_owned());
+    session.native_session_id = Some(NativeSessionId::new("20261206_000000_abcdef"));
+    store.update_session(&session).await.unwrap();
+    let read = path(&store, &instance, &profile, &session).await.unwrap();
+    assert_eq!(
+        read.session.as_ref(),
+        Some(&session),
+        "the session's new body"
+    );
+
+    instance.state = InstanceState::Lost;
+    store.update_instance(&instance).await.unwrap();
+    let read = path(&store, &instance, &profile, &session).await.unwrap();
+    assert_eq!(read.instance.instance.state, InstanceState::Lost);
+    instance.state = InstanceState::Ready;
+    assert!(
+        store
+            .update_instance_from(&instance, InstanceState::Lost)
+            .await
+            .unwrap()
+    );
+    let read = path(&store, &instance, &profile, &session).await.unwrap();
+    assert_eq!(read.instance.instance.state, InstanceState::Ready);
+
+    profile.model = ModelConfig::Runtime;
+    store.update_profile(&profile).await.unwrap();
+    store.attach_tool(&profile.id, &tool.id).await.unwrap();
+    let read = path(&store, &instance, &profile, &session).await.unwrap();
+    profile.tools = vec![tool.id.clone()];
+    assert_eq!(
+        read.profile.as_ref(),
+        Some(&profile),
+        "the new body and tools"
+    );
+    assert!(store.detach_tool(&profile.id, &tool.id).await.unwrap());
+    let read = path(&store, &instance, &profile, &session).await.unwrap();
+    assert_eq!(read.profile.unwrap().tools, []);
+
+    assert!(store.delete_idle_session(&session.id).await.unwrap());
+    let read = path(&store, &instance, &profile, &session).await.unwrap();
+    assert!(
+        read.profile.is_some() && read.session.is_none(),
+        "the session is gone"
+    );
+
+    let session = add_session(&store, &profile).await;
+    path(&store, &instance, &profile, &session).await.unwrap();
+    store.delete_profile(&profile.id).await.unwrap();
+    let read = path(&store, &instance, &profile, &session).await.unwrap();
+    assert!(
+        read.profile.is_none() && read.session.is_none(),
+        "the profile is gone"
+    );
+
+    let profile = add_profile(&store, &instance.id, "again").await;
+    let session = add_session(&store, &profile).await;
+    path(&store, &instance, &profile, &session).await.unwrap();
+    store.purge_instance(&instance.id).await.unwrap();
+    assert!(path(&store, &instance, &profile, &session).await.is_none());
 }
 
 async fn events_appended_together_are_numbered_together(store: Store) {

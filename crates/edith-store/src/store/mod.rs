@@ -161,6 +161,7 @@ mod idempotency;
 mod instances;
 mod jobs;
 mod keys;
+mod known_paths;
 mod paths;
 mod profiles;
 mod replicas;
@@ -233,6 +234,8 @@ fn is_postgres<P: Backend>(_pool: &P) -> bool {
 #[derive(Debug, Clone)]
 pub struct Store {
     db: Db,
+    /// Session paths kept between reads (SQLite only, see [`known_paths`]).
+    paths: Option<std::sync::Arc<known_paths::KnownPaths>>,
     /// The replica this store writes for, named in its announcements (see [`Store::named`]).
     origin: Option<std::sync::Arc<str>>,
 }
@@ -294,6 +297,7 @@ impl Store {
         let pool = Connections::open(options).await?;
         Ok(Self {
             db: Db::Sqlite(pool.clone(), TurnLogs::new(pool)),
+            paths: Some(std::sync::Arc::default()),
             origin: None,
         })
     }
@@ -311,6 +315,7 @@ impl Store {
             .await?;
         Ok(Self {
             db: Db::Postgres(pool),
+            paths: None,
             origin: None,
         })
     }

@@ -1,5 +1,6 @@
 //! What a request's path names — an instance, a profile of it, a session of that — read in one
-//! query, since nearly every request starts by loading them.
+//! query, since nearly every request starts by loading them; on SQLite whole paths are kept
+//! between reads (`known_paths`).
 
 use edith_types::{InstanceId, Profile, ProfileId, Session, SessionId};
 use sqlx::Row;
@@ -28,6 +29,41 @@ impl Store {
     /// Instance `instance`, its profile `profile` and, when `session` is given, that profile's
     /// session: as much of the path as exists (`None` when the instance does not).
     pub async fn session_path(
+        &self,
+        instance: &InstanceId,
+        profile: &ProfileId,
+        session: Option<&SessionId>,
+    ) -> Result<Option<SessionPath>> {
+        let (Some(paths), Some(session)) = (&self.paths, session) else {
+            return self.read_session_path(instance, profile, session).await;
+        };
+        let seen = match paths.get(instance, profile, session) {
+            Ok(kept) => return Ok(Some(kept)),
+            Err(seen) => seen,
+        };
+        let read = self
+            .read_session_path(instance, profile, Some(session))
+            .await?;
+        if let Some(path) = &read {
+            paths.keep(path, seen);
+        }
+        Ok(read)
+    }
+
+    /// Runs `write`, which may change what a session path holds, then forgets the paths kept
+    /// (also when it failed: what it did is not known).
+    pub(super) async fn changing_paths<T>(
+        &self,
+        write: impl std::future::Future<Output = Result<T>>,
+    ) -> Result<T> {
+        let written = write.await;
+        if let Some(paths) = &self.paths {
+            paths.forget_all();
+        }
+        written
+    }
+
+    async fn read_session_path(
         &self,
         instance: &InstanceId,
         profile: &ProfileId,

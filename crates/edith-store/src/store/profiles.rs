@@ -43,25 +43,31 @@ impl Store {
 
     /// Removes a profile and, by cascade, its tool attachments, sessions and turns.
     pub async fn delete_profile(&self, id: &ProfileId) -> Result<()> {
-        on_db!(self, pool => {
-            sqlx::query("DELETE FROM profiles WHERE id = $1")
-                .bind(id.as_str())
-                .execute(pool)
-                .await?;
-            Ok(())
+        self.changing_paths(async {
+            on_db!(self, pool => {
+                sqlx::query("DELETE FROM profiles WHERE id = $1")
+                    .bind(id.as_str())
+                    .execute(pool)
+                    .await?;
+                Ok(())
+            })
         })
+        .await
     }
 
     /// Rewrites the profile's resource (its tool attachments live apart).
     pub async fn update_profile(&self, profile: &Profile) -> Result<()> {
-        on_db!(self, pool => {
-            sqlx::query("UPDATE profiles SET body = $1 WHERE id = $2")
-                .bind(to_json(profile))
-                .bind(profile.id.as_str())
-                .execute(pool)
-                .await?;
-            Ok(())
+        self.changing_paths(async {
+            on_db!(self, pool => {
+                sqlx::query("UPDATE profiles SET body = $1 WHERE id = $2")
+                    .bind(to_json(profile))
+                    .bind(profile.id.as_str())
+                    .execute(pool)
+                    .await?;
+                Ok(())
+            })
         })
+        .await
     }
 
     /// Whether a turn of the profile's sessions is still queued, running or waiting.
@@ -160,34 +166,40 @@ impl Store {
     /// Attaches a tool; attaching twice is a no-op. The other replicas are told the profile's
     /// tools changed.
     pub async fn attach_tool(&self, profile: &ProfileId, tool: &ToolId) -> Result<()> {
-        on_db!(self, pool => {
-            let mut tx = pool.begin().await?;
-            sqlx::query(ATTACH)
-                .bind(profile.as_str())
-                .bind(tool.as_str())
-                .execute(&mut *tx)
-                .await?;
-            announce!(tx, self, pool, Channel::ToolsChanged, profile.as_str());
-            tx.commit().await?;
-            Ok(())
+        self.changing_paths(async {
+            on_db!(self, pool => {
+                let mut tx = pool.begin().await?;
+                sqlx::query(ATTACH)
+                    .bind(profile.as_str())
+                    .bind(tool.as_str())
+                    .execute(&mut *tx)
+                    .await?;
+                announce!(tx, self, pool, Channel::ToolsChanged, profile.as_str());
+                tx.commit().await?;
+                Ok(())
+            })
         })
+        .await
     }
 
     /// Detaches a tool; returns whether it was attached. The other replicas are told the
     /// profile's tools changed.
     pub async fn detach_tool(&self, profile: &ProfileId, tool: &ToolId) -> Result<bool> {
-        on_db!(self, pool => {
-            let mut tx = pool.begin().await?;
-            let done =
-                sqlx::query("DELETE FROM profile_tools WHERE profile_id = $1 AND tool_id = $2")
-                    .bind(profile.as_str())
-                    .bind(tool.as_str())
-                    .execute(&mut *tx)
-                    .await?;
-            announce!(tx, self, pool, Channel::ToolsChanged, profile.as_str());
-            tx.commit().await?;
-            Ok(done.rows_affected() > 0)
+        self.changing_paths(async {
+            on_db!(self, pool => {
+                let mut tx = pool.begin().await?;
+                let done =
+                    sqlx::query("DELETE FROM profile_tools WHERE profile_id = $1 AND tool_id = $2")
+                        .bind(profile.as_str())
+                        .bind(tool.as_str())
+                        .execute(&mut *tx)
+                        .await?;
+                announce!(tx, self, pool, Channel::ToolsChanged, profile.as_str());
+                tx.commit().await?;
+                Ok(done.rows_affected() > 0)
+            })
         })
+        .await
     }
 
     /// The profiles a tool is attached to.

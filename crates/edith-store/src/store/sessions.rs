@@ -54,29 +54,35 @@ impl Store {
     /// turns has not finished (no turn can slip in between the check and the delete); returns
     /// whether it was removed.
     pub async fn delete_idle_session(&self, id: &SessionId) -> Result<bool> {
-        on_db!(self, pool => {
-            let mut tx = pool.begin().await?;
-            lock_row!(tx, pool, "sessions", id.as_str());
-            let done = sqlx::query(
-                concat!("DELETE FROM sessions WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM turns \
-                 WHERE session_id = $1 AND state IN ", unfinished!(), ")"),
-            )
-            .bind(id.as_str())
-            .execute(&mut *tx)
-            .await?;
-            tx.commit().await?;
-            Ok(done.rows_affected() == 1)
+        self.changing_paths(async {
+            on_db!(self, pool => {
+                let mut tx = pool.begin().await?;
+                lock_row!(tx, pool, "sessions", id.as_str());
+                let done = sqlx::query(
+                    concat!("DELETE FROM sessions WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM turns \
+                     WHERE session_id = $1 AND state IN ", unfinished!(), ")"),
+                )
+                .bind(id.as_str())
+                .execute(&mut *tx)
+                .await?;
+                tx.commit().await?;
+                Ok(done.rows_affected() == 1)
+            })
         })
+        .await
     }
 
     pub async fn update_session(&self, session: &Session) -> Result<()> {
-        on_db!(self, pool => {
-            sqlx::query("UPDATE sessions SET body = $1 WHERE id = $2")
-                .bind(to_json(session))
-                .bind(session.id.as_str())
-                .execute(pool)
-                .await?;
-            Ok(())
+        self.changing_paths(async {
+            on_db!(self, pool => {
+                sqlx::query("UPDATE sessions SET body = $1 WHERE id = $2")
+                    .bind(to_json(session))
+                    .bind(session.id.as_str())
+                    .execute(pool)
+                    .await?;
+                Ok(())
+            })
         })
+        .await
     }
 }
