@@ -409,7 +409,7 @@ async fn a_runtime_that_dies_is_noticed_and_its_turn_ends_saying_why() {
             .contains("exited")
     );
     // New work is refused until it is dealt with; deleting it works.
-    let refused = ctx.post(&turns, r#"{"input": "again"}"#).await;
+    let refused = ctx.post(&turns, r#"{"input": "once more"}"#).await;
     assert_problem(&refused, 409, "instance_not_ready");
     let (status, _) = ctx
         .send(
@@ -544,6 +544,12 @@ async fn restart_policies_are_checked() {
 async fn an_idle_runtime_that_dies_turns_its_instance_lost() {
     let ctx = Ctx::start().await;
     let iid = ctx.process_instance("hermes-runtime").await;
+    // A session that ran turns before: the control plane may know its path by heart (its first
+    // turn recorded its native session; the second read the path after that).
+    let turns = ctx.turns_path(&iid).await;
+    for input in ["hello", "again"] {
+        assert_eq!(ctx.turn_on(&turns, input).await["state"], "completed");
+    }
     ctx.kill_runtime(&iid).await;
     let mut instance = Value::Null;
     for _ in 0..100 {
@@ -564,6 +570,20 @@ async fn an_idle_runtime_that_dies_turns_its_instance_lost() {
             .contains("signal: 9"),
         "{instance}"
     );
+    // A turn on it now is refused, and the runtime is not started again for it.
+    let refused = ctx.post(&turns, r#"{"input": "once more"}"#).await;
+    assert_problem(&refused, 409, "instance_not_ready");
+    let (_, log) = ctx.get(&format!("/v1/instances/{iid}/log")).await;
+    let starts = log["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|line| {
+            line.as_str()
+                .is_some_and(|l| l.starts_with("edith: started the runtime"))
+        })
+        .count();
+    assert_eq!(starts, 1, "{log}");
 }
 
 /// The control plane's admin key never reaches a runtime it starts.

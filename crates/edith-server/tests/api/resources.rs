@@ -132,6 +132,8 @@ async fn deleting_takes_what_belongs_along_but_never_from_under_a_turn() {
     assert_eq!(status, 200, "{deleted}");
     assert_eq!(ctx.get(&session).await.0, 404);
     assert_eq!(ctx.get(&turn).await.0, 404);
+    let refused = ctx.post(&turns, r#"{"input": "still there?"}"#).await;
+    assert_problem(&refused, 404, "not_found");
 
     // The profile: its sessions and its native home go too.
     let (_, other) = ctx.post(&format!("{profile}/sessions"), "{}").await;

@@ -3,6 +3,7 @@
 use edith_types::{Instance, InstanceId, InstanceState, Job, Page};
 use sqlx::{AssertSqlSafe, Row};
 
+use super::known_paths::Changed;
 use super::{Result, Store, from_body, is_postgres, one_more, page, to_json};
 use crate::records::InstanceRecord;
 
@@ -112,7 +113,7 @@ impl Store {
 
     /// Writes the instance's new state (the whole resource is rewritten).
     pub async fn update_instance(&self, instance: &Instance) -> Result<()> {
-        self.changing_paths(async {
+        self.changing_paths(Changed::Instance(&instance.id), async {
             on_db!(self, pool => {
                 sqlx::query("UPDATE instances SET state = $1, body = $2 WHERE id = $3")
                     .bind(instance.state.as_str())
@@ -133,7 +134,7 @@ impl Store {
         instance: &Instance,
         from: InstanceState,
     ) -> Result<bool> {
-        self.changing_paths(async {
+        self.changing_paths(Changed::Instance(&instance.id), async {
             on_db!(self, pool => {
                 let done = sqlx::query(
                     "UPDATE instances SET state = $1, body = $2 WHERE id = $3 AND state = $4",
@@ -153,7 +154,7 @@ impl Store {
     /// Removes the instance and, by cascade, its profiles, sessions, turns and their events.
     /// Its jobs stay, so their history can still be read.
     pub async fn purge_instance(&self, id: &InstanceId) -> Result<()> {
-        self.changing_paths(async {
+        self.changing_paths(Changed::Instance(id), async {
             on_db!(self, pool => {
                 sqlx::query("DELETE FROM instances WHERE id = $1")
                     .bind(id.as_str())

@@ -1,8 +1,9 @@
 //! Whole session paths read lately, so that a turn's request need not read its instance,
 //! profile and session again each time. Kept on SQLite only: one process holds the file, and
 //! every write that can change a path (an instance's state or body, a profile's body or tools,
-//! a session's body or existence) goes through this store, which forgets every path when it
-//! makes one. On PostgreSQL other replicas write too, so paths are read every time.
+//! a session's body or existence) goes through this store, which forgets what it wrote: the
+//! instance, the profile or the session, and with it every path through it. On PostgreSQL other
+//! replicas write too, so paths are read every time.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -29,7 +30,7 @@ struct Known {
     instances: HashMap<InstanceId, Arc<InstanceRecord>>,
     profiles: HashMap<ProfileId, Arc<Profile>>,
     sessions: HashMap<SessionId, Arc<Session>>,
-    /// Counts the writes that forgot every path, so that a read that raced one is not kept.
+    /// Counts the writes that forgot something, so that a read that raced one is not kept.
     forgotten: u64,
 }
 
@@ -83,13 +84,26 @@ impl KnownPaths {
             .insert(session.id.clone(), Arc::new(session.clone()));
     }
 
-    /// Forgets every path, and does not keep the reads under way either: a write that may
-    /// change one has been made.
-    pub(crate) fn forget_all(&self) {
+    /// Forgets what `changed` names, and every path through it; the reads under way are not
+    /// kept either (they may have read it before the write).
+    pub(crate) fn forget(&self, changed: Changed<'_>) {
         let mut known = self.0.lock().expect("not poisoned");
         known.forgotten += 1;
-        known.clear();
+        // A path is found only with its instance, its profile and its session all kept.
+        match changed {
+            Changed::Instance(id) => drop(known.instances.remove(id)),
+            Changed::Profile(id) => drop(known.profiles.remove(id)),
+            Changed::Session(id) => drop(known.sessions.remove(id)),
+        }
     }
+}
+
+/// What a write changed.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Changed<'a> {
+    Instance(&'a InstanceId),
+    Profile(&'a ProfileId),
+    Session(&'a SessionId),
 }
 
 impl Known {
@@ -164,18 +178,34 @@ mod tests {
     }
 
     #[test]
-    fn a_kept_path_is_found_only_on_its_own_path_and_until_a_write() {
+    fn a_kept_path_is_found_only_on_its_own_path_and_until_a_write_through_it() {
         let known = KnownPaths::default();
         let path = path();
         let (i, p, s) = ids(&path);
-        let seen = known.get(&i, &p, &s).unwrap_err();
-        known.keep(&path, seen);
+        let keep = || {
+            let seen = known.get(&i, &p, &s).unwrap_err();
+            known.keep(&path, seen);
+        };
+        keep();
         let kept = known.get(&i, &p, &s).unwrap();
         assert_eq!(kept.session, path.session);
         assert!(known.get(&InstanceId::generate(), &p, &s).is_err());
         assert!(known.get(&i, &ProfileId::generate(), &s).is_err());
-        known.forget_all();
-        assert!(known.get(&i, &p, &s).is_err(), "forgotten at a write");
+        known.forget(Changed::Session(&SessionId::generate()));
+        assert!(known.get(&i, &p, &s).is_ok(), "another session's write");
+        for changed in [
+            Changed::Instance(&i),
+            Changed::Profile(&p),
+            Changed::Session(&s),
+        ] {
+            known.forget(changed);
+            assert!(
+                known.get(&i, &p, &s).is_err(),
+                "forgotten at a write of {changed:?}"
+            );
+            keep();
+            assert!(known.get(&i, &p, &s).is_ok(), "kept again");
+        }
     }
 
     #[test]
@@ -185,7 +215,7 @@ mod tests {
         let (i, p, s) = ids(&path);
         // Read before a write, kept after it: it may hold what the write changed.
         let seen = known.get(&i, &p, &s).unwrap_err();
-        known.forget_all();
+        known.forget(Changed::Session(&SessionId::generate()));
         known.keep(&path, seen);
         assert!(known.get(&i, &p, &s).is_err());
         // A path without its session is never kept.

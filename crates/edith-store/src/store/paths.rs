@@ -6,6 +6,7 @@ use edith_types::{InstanceId, Profile, ProfileId, Session, SessionId};
 use sqlx::Row;
 
 use super::instances::instance_record;
+use super::known_paths::Changed;
 use super::profiles::tool_ids;
 use super::{Result, Store, is_postgres};
 use crate::records::SessionPath;
@@ -50,15 +51,16 @@ impl Store {
         Ok(read)
     }
 
-    /// Runs `write`, which may change what a session path holds, then forgets the paths kept
-    /// (also when it failed: what it did is not known).
+    /// Runs `write`, which changes what `changed` names, then forgets the paths kept through
+    /// it (also when the write failed: what it did is not known).
     pub(super) async fn changing_paths<T>(
         &self,
+        changed: Changed<'_>,
         write: impl std::future::Future<Output = Result<T>>,
     ) -> Result<T> {
         let written = write.await;
         if let Some(paths) = &self.paths {
-            paths.forget_all();
+            paths.forget(changed);
         }
         written
     }

@@ -3,6 +3,7 @@
 use edith_types::{InstanceId, Page, Profile, ProfileId, Tool, ToolHost, ToolId, TurnId};
 use sqlx::Row;
 
+use super::known_paths::Changed;
 use super::{Channel, Result, Store, duplicate_or_db, from_body, one_more, page, to_json};
 use crate::records::ToolHostRecord;
 
@@ -43,7 +44,7 @@ impl Store {
 
     /// Removes a profile and, by cascade, its tool attachments, sessions and turns.
     pub async fn delete_profile(&self, id: &ProfileId) -> Result<()> {
-        self.changing_paths(async {
+        self.changing_paths(Changed::Profile(id), async {
             on_db!(self, pool => {
                 sqlx::query("DELETE FROM profiles WHERE id = $1")
                     .bind(id.as_str())
@@ -57,7 +58,7 @@ impl Store {
 
     /// Rewrites the profile's resource (its tool attachments live apart).
     pub async fn update_profile(&self, profile: &Profile) -> Result<()> {
-        self.changing_paths(async {
+        self.changing_paths(Changed::Profile(&profile.id), async {
             on_db!(self, pool => {
                 sqlx::query("UPDATE profiles SET body = $1 WHERE id = $2")
                     .bind(to_json(profile))
@@ -166,7 +167,7 @@ impl Store {
     /// Attaches a tool; attaching twice is a no-op. The other replicas are told the profile's
     /// tools changed.
     pub async fn attach_tool(&self, profile: &ProfileId, tool: &ToolId) -> Result<()> {
-        self.changing_paths(async {
+        self.changing_paths(Changed::Profile(profile), async {
             on_db!(self, pool => {
                 let mut tx = pool.begin().await?;
                 sqlx::query(ATTACH)
@@ -185,7 +186,7 @@ impl Store {
     /// Detaches a tool; returns whether it was attached. The other replicas are told the
     /// profile's tools changed.
     pub async fn detach_tool(&self, profile: &ProfileId, tool: &ToolId) -> Result<bool> {
-        self.changing_paths(async {
+        self.changing_paths(Changed::Profile(profile), async {
             on_db!(self, pool => {
                 let mut tx = pool.begin().await?;
                 let done =

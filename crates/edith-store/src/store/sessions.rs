@@ -2,6 +2,7 @@
 
 use edith_types::{Page, ProfileId, Session, SessionId};
 
+use super::known_paths::Changed;
 use super::{Result, Store, from_body, one_more, page, to_json};
 
 impl Store {
@@ -54,7 +55,7 @@ impl Store {
     /// turns has not finished (no turn can slip in between the check and the delete); returns
     /// whether it was removed.
     pub async fn delete_idle_session(&self, id: &SessionId) -> Result<bool> {
-        self.changing_paths(async {
+        self.changing_paths(Changed::Session(id), async {
             on_db!(self, pool => {
                 let mut tx = pool.begin().await?;
                 lock_row!(tx, pool, "sessions", id.as_str());
@@ -73,7 +74,7 @@ impl Store {
     }
 
     pub async fn update_session(&self, session: &Session) -> Result<()> {
-        self.changing_paths(async {
+        self.changing_paths(Changed::Session(&session.id), async {
             on_db!(self, pool => {
                 sqlx::query("UPDATE sessions SET body = $1 WHERE id = $2")
                     .bind(to_json(session))
