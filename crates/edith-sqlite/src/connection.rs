@@ -25,6 +25,7 @@ pub struct Options {
     busy_timeout: Duration,
     foreign_keys: bool,
     cache_kib: u32,
+    writer_cache_kib: Option<u32>,
 }
 
 impl Options {
@@ -35,6 +36,7 @@ impl Options {
             // As sqlx's own driver: on unless turned off.
             foreign_keys: true,
             cache_kib: 2048,
+            writer_cache_kib: None,
         }
     }
 
@@ -60,6 +62,16 @@ impl Options {
         Self { cache_kib, ..self }
     }
 
+    /// How much page cache the writer keeps, in KiB, when it is to differ from the readers'
+    /// ([`Options::cache_kib`]). A reader's cache is dropped at every commit another connection
+    /// makes; the writer's is not, so the pages its writes keep going back to stay in it.
+    pub fn writer_cache_kib(self, writer_cache_kib: u32) -> Self {
+        Self {
+            writer_cache_kib: Some(writer_cache_kib),
+            ..self
+        }
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -67,6 +79,17 @@ impl Options {
     /// How long [`Options::busy_timeout`] says to wait for another process's lock.
     pub(crate) fn busy_limit(&self) -> Duration {
         self.busy_timeout
+    }
+
+    /// The writer: a connection with the writer's page cache.
+    pub(crate) fn open_writer(&self) -> Result<rusqlite::Connection, sqlx::Error> {
+        let connection = self.open()?;
+        if let Some(kib) = self.writer_cache_kib {
+            connection
+                .execute_batch(&format!("PRAGMA cache_size = -{kib};"))
+                .map_err(from_rusqlite)?;
+        }
+        Ok(connection)
     }
 
     pub(crate) fn open(&self) -> Result<rusqlite::Connection, sqlx::Error> {

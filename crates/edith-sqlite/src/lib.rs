@@ -118,7 +118,7 @@ impl Connections {
     }
 
     fn open_with_idle_limit(options: Options, idle_limit: Duration) -> Result<Self, sqlx::Error> {
-        let writer = Connection(options.open()?);
+        let writer = Connection(options.open_writer()?);
         let shared = Arc::new_cyclic(|me| Shared {
             me: me.clone(),
             options,
@@ -175,7 +175,7 @@ impl Connections {
         // Closed while this caller waited.
         self.refuse_if_closed()?;
         if writer.connection.is_none() {
-            writer.connection = Some(Connection(self.shared.options.open()?));
+            writer.connection = Some(Connection(self.shared.options.open_writer()?));
         }
         writer.since = Instant::now();
         Ok(WriterLease {
@@ -836,6 +836,26 @@ mod tests {
             matches!(&short, Err(sqlx::Error::Protocol(m)) if m.contains("argument 2")),
             "{short:?}"
         );
+    }
+
+    #[tokio::test]
+    async fn the_writer_keeps_a_page_cache_of_its_own_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let options = options(&dir).cache_kib(256).writer_cache_kib(4096);
+        let set = Connections::open(options).await.unwrap();
+        let cache_size = "PRAGMA cache_size";
+        let mut tx = set.begin().await.unwrap();
+        let writer: i64 = sqlx::query_scalar(cache_size)
+            .fetch_one(&mut *tx)
+            .await
+            .unwrap();
+        // Beside the transaction, a reader answers.
+        let reader: i64 = sqlx::query_scalar(cache_size)
+            .fetch_one(&set)
+            .await
+            .unwrap();
+        drop(tx);
+        assert_eq!((writer, reader), (-4096, -256));
     }
 
     #[tokio::test]

@@ -291,9 +291,11 @@ impl Store {
         let options = edith_sqlite::Options::new(path)
             .foreign_keys(true)
             .busy_timeout(Duration::from_secs(10))
-            // 256 KiB of page cache per connection, not SQLite's 2 MiB: a write by one
-            // connection makes the others drop theirs, and the system keeps the file's pages.
-            .cache_kib(256);
+            // 256 KiB of page cache per reader, not SQLite's 2 MiB: every commit makes the
+            // readers drop theirs, and the system keeps the file's pages. The writer's cache
+            // outlives its commits, and holds the pages its writes keep going back to.
+            .cache_kib(256)
+            .writer_cache_kib(4096);
         let pool = Connections::open(options).await?;
         Ok(Self {
             db: Db::Sqlite(pool.clone(), TurnLogs::new(pool)),
