@@ -1568,6 +1568,48 @@ async fn a_path_read_again_shows_every_change_made_since(store: Store) {
     assert!(path(&store, &instance, &profile, &session).await.is_none());
 }
 
+/// On SQLite, where paths are kept, a write that changes one is made and forgotten to the end
+/// even when its caller goes away after starting it (a client that hangs up): the next read
+/// shows it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_path_write_whose_caller_went_away_is_still_made_and_forgotten() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("edith.db");
+    let store = Store::open_sqlite(&path).await.unwrap();
+    let (instance, profile, mut session) = a_session(&store).await;
+    let read = || async {
+        let path = store.session_path(&instance.id, &profile.id, Some(&session.id));
+        path.await.unwrap().unwrap().session.unwrap()
+    };
+    assert_eq!(read().await.title, None, "read, and kept");
+    session.title = Some("renamed".to_owned());
+    // Another connection holds SQLite's write lock, so the write waits; its caller goes away.
+    let mut blocker = <sqlx::SqliteConnection as sqlx::Connection>::connect(&format!(
+        "sqlite://{}",
+        path.display()
+    ))
+    .await
+    .unwrap();
+    sqlx::query("BEGIN IMMEDIATE")
+        .execute(&mut blocker)
+        .await
+        .unwrap();
+    let mut write = Box::pin(store.update_session(&session));
+    let first = std::future::poll_fn(|cx| std::task::Poll::Ready(write.as_mut().poll(cx))).await;
+    assert!(first.is_pending(), "the write waits for the lock");
+    drop(write);
+    sqlx::query("COMMIT").execute(&mut blocker).await.unwrap();
+    let mut title = None;
+    for _ in 0..500 {
+        title = read().await.title;
+        if title.is_some() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(title.as_deref(), Some("renamed"));
+}
+
 async fn events_appended_together_are_numbered_together(store: Store) {
     let (_, _, session) = a_session(&store).await;
     let turn = turn_in(&session.id);

@@ -120,8 +120,9 @@ macro_rules! prefixed_id {
             pub const PREFIX: &'static str = $prefix;
 
             /// A new id of this kind: a UUIDv7, so ids made later sort after those made before
-            /// (the store's indexes then grow at one end instead of everywhere at once), with
-            /// 74 random bits.
+            /// (the store's indexes then grow at one end instead of everywhere at once); the
+            /// bits after the time are random, or a counter from a random start within one
+            /// millisecond. Ids are not secrets: keys and tokens are made apart.
             pub fn generate() -> Self {
                 Self(format!("{}_{}", $prefix, uuid::Uuid::now_v7().simple()))
             }

@@ -197,7 +197,7 @@ impl GatewayClient {
     }
 
     /// A client of a gateway in this process, whose connection is a pair of channels (see
-    /// `hermes_runtime::RunningRuntime::connect_in_process`): the same frames as over a
+    /// `hermes_runtime::RunningRuntime::in_process_gateway`): the same frames as over a
     /// WebSocket, without the socket. Waits for the `gateway.ready` frame.
     pub async fn in_process(
         requests: mpsc::UnboundedSender<String>,

@@ -113,17 +113,21 @@ impl Store {
 
     /// Writes the instance's new state (the whole resource is rewritten).
     pub async fn update_instance(&self, instance: &Instance) -> Result<()> {
-        self.changing_paths(Changed::Instance(&instance.id), async {
-            on_db!(self, pool => {
-                sqlx::query("UPDATE instances SET state = $1, body = $2 WHERE id = $3")
-                    .bind(instance.state.as_str())
-                    .bind(to_json(instance))
-                    .bind(instance.id.as_str())
-                    .execute(pool)
-                    .await?;
-                Ok(())
-            })
-        })
+        let instance = instance.clone();
+        self.changing_paths(
+            Changed::Instance(instance.id.clone()),
+            move |store| async move {
+                on_db!(store, pool => {
+                    sqlx::query("UPDATE instances SET state = $1, body = $2 WHERE id = $3")
+                        .bind(instance.state.as_str())
+                        .bind(to_json(&instance))
+                        .bind(instance.id.as_str())
+                        .execute(pool)
+                        .await?;
+                    Ok(())
+                })
+            },
+        )
         .await
     }
 
@@ -134,28 +138,33 @@ impl Store {
         instance: &Instance,
         from: InstanceState,
     ) -> Result<bool> {
-        self.changing_paths(Changed::Instance(&instance.id), async {
-            on_db!(self, pool => {
-                let done = sqlx::query(
-                    "UPDATE instances SET state = $1, body = $2 WHERE id = $3 AND state = $4",
-                )
-                .bind(instance.state.as_str())
-                .bind(to_json(instance))
-                .bind(instance.id.as_str())
-                .bind(from.as_str())
-                .execute(pool)
-                .await?;
-                Ok(done.rows_affected() == 1)
-            })
-        })
+        let instance = instance.clone();
+        self.changing_paths(
+            Changed::Instance(instance.id.clone()),
+            move |store| async move {
+                on_db!(store, pool => {
+                    let done = sqlx::query(
+                        "UPDATE instances SET state = $1, body = $2 WHERE id = $3 AND state = $4",
+                    )
+                    .bind(instance.state.as_str())
+                    .bind(to_json(&instance))
+                    .bind(instance.id.as_str())
+                    .bind(from.as_str())
+                    .execute(pool)
+                    .await?;
+                    Ok(done.rows_affected() == 1)
+                })
+            },
+        )
         .await
     }
 
     /// Removes the instance and, by cascade, its profiles, sessions, turns and their events.
     /// Its jobs stay, so their history can still be read.
     pub async fn purge_instance(&self, id: &InstanceId) -> Result<()> {
-        self.changing_paths(Changed::Instance(id), async {
-            on_db!(self, pool => {
+        let id = id.clone();
+        self.changing_paths(Changed::Instance(id.clone()), move |store| async move {
+            on_db!(store, pool => {
                 sqlx::query("DELETE FROM instances WHERE id = $1")
                     .bind(id.as_str())
                     .execute(pool)

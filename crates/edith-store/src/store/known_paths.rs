@@ -12,7 +12,8 @@ use edith_types::{InstanceId, Profile, ProfileId, Session, SessionId};
 
 use crate::records::{InstanceRecord, SessionPath};
 
-/// At most this many sessions' paths are kept; past it they are all forgotten and read again.
+/// At most this many sessions, profiles and instances are kept; past it all are forgotten and
+/// read again.
 const MOST_KEPT: usize = 16_384;
 
 #[derive(Default)]
@@ -67,7 +68,7 @@ impl KnownPaths {
         if known.forgotten != seen {
             return;
         }
-        if known.sessions.len() >= MOST_KEPT {
+        if known.sessions.len() + known.profiles.len() + known.instances.len() >= MOST_KEPT {
             known.clear();
         }
         let instance = &path.instance.instance.id;
@@ -86,12 +87,18 @@ impl KnownPaths {
 
     /// Forgets what `changed` names, and every path through it; the reads under way are not
     /// kept either (they may have read it before the write).
-    pub(crate) fn forget(&self, changed: Changed<'_>) {
+    pub(crate) fn forget(&self, changed: &Changed) {
         let mut known = self.0.lock().expect("not poisoned");
         known.forgotten += 1;
         // A path is found only with its instance, its profile and its session all kept.
         match changed {
-            Changed::Instance(id) => drop(known.instances.remove(id)),
+            Changed::Instance(id) => {
+                known.instances.remove(id);
+                // Its profiles go too, or those of a deleted instance would stay for good.
+                known
+                    .profiles
+                    .retain(|_, profile| profile.instance_id != *id);
+            }
             Changed::Profile(id) => drop(known.profiles.remove(id)),
             Changed::Session(id) => drop(known.sessions.remove(id)),
         }
@@ -99,11 +106,11 @@ impl KnownPaths {
 }
 
 /// What a write changed.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Changed<'a> {
-    Instance(&'a InstanceId),
-    Profile(&'a ProfileId),
-    Session(&'a SessionId),
+#[derive(Debug, Clone)]
+pub(crate) enum Changed {
+    Instance(InstanceId),
+    Profile(ProfileId),
+    Session(SessionId),
 }
 
 impl Known {
@@ -191,14 +198,14 @@ mod tests {
         assert_eq!(kept.session, path.session);
         assert!(known.get(&InstanceId::generate(), &p, &s).is_err());
         assert!(known.get(&i, &ProfileId::generate(), &s).is_err());
-        known.forget(Changed::Session(&SessionId::generate()));
+        known.forget(&Changed::Session(SessionId::generate()));
         assert!(known.get(&i, &p, &s).is_ok(), "another session's write");
         for changed in [
-            Changed::Instance(&i),
-            Changed::Profile(&p),
-            Changed::Session(&s),
+            Changed::Instance(i.clone()),
+            Changed::Profile(p.clone()),
+            Changed::Session(s.clone()),
         ] {
-            known.forget(changed);
+            known.forget(&changed);
             assert!(
                 known.get(&i, &p, &s).is_err(),
                 "forgotten at a write of {changed:?}"
@@ -209,13 +216,25 @@ mod tests {
     }
 
     #[test]
+    fn forgetting_an_instance_forgets_its_profiles() {
+        let known = KnownPaths::default();
+        let path = path();
+        let (i, p, s) = ids(&path);
+        let seen = known.get(&i, &p, &s).unwrap_err();
+        known.keep(&path, seen);
+        known.forget(&Changed::Instance(i));
+        let kept = known.0.lock().unwrap();
+        assert!(kept.instances.is_empty() && kept.profiles.is_empty());
+    }
+
+    #[test]
     fn a_read_that_raced_a_write_is_not_kept_and_neither_is_part_of_a_path() {
         let known = KnownPaths::default();
         let path = path();
         let (i, p, s) = ids(&path);
         // Read before a write, kept after it: it may hold what the write changed.
         let seen = known.get(&i, &p, &s).unwrap_err();
-        known.forget(Changed::Session(&SessionId::generate()));
+        known.forget(&Changed::Session(SessionId::generate()));
         known.keep(&path, seen);
         assert!(known.get(&i, &p, &s).is_err());
         // A path without its session is never kept.

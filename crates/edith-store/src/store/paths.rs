@@ -8,7 +8,7 @@ use sqlx::Row;
 use super::instances::instance_record;
 use super::known_paths::Changed;
 use super::profiles::tool_ids;
-use super::{Result, Store, is_postgres};
+use super::{Result, Store, StoreError, is_postgres};
 use crate::records::SessionPath;
 
 /// The path query, with `$tools` (a profile's tool ids as a JSON array, in the backend's
@@ -51,18 +51,35 @@ impl Store {
         Ok(read)
     }
 
-    /// Runs `write`, which changes what `changed` names, then forgets the paths kept through
-    /// it (also when the write failed: what it did is not known).
-    pub(super) async fn changing_paths<T>(
+    /// Runs `write` (given this store), which changes what `changed` names, then forgets the
+    /// paths kept through it (also when the write failed: what it did is not known). Where
+    /// paths are kept, the two run on a task of their own, to their end even if the caller goes
+    /// away meanwhile (a client that hangs up): a write that commits in another caller's batch
+    /// after its own caller is gone would otherwise leave the old path kept.
+    pub(super) async fn changing_paths<T, W>(
         &self,
-        changed: Changed<'_>,
-        write: impl std::future::Future<Output = Result<T>>,
-    ) -> Result<T> {
-        let written = write.await;
-        if let Some(paths) = &self.paths {
-            paths.forget(changed);
+        changed: Changed,
+        write: impl FnOnce(Store) -> W,
+    ) -> Result<T>
+    where
+        W: std::future::Future<Output = Result<T>> + Send + 'static,
+        T: Send + 'static,
+    {
+        let written = write(self.clone());
+        let Some(paths) = self.paths.clone() else {
+            return written.await;
+        };
+        let finished = tokio::spawn(async move {
+            let written = written.await;
+            paths.forget(&changed);
+            written
+        });
+        match finished.await {
+            Ok(written) => written,
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            // Only a runtime shutting down drops the task.
+            Err(_) => Err(StoreError::Closing),
         }
-        written
     }
 
     async fn read_session_path(

@@ -21,7 +21,7 @@ impl Store {
             .bind(profile.id.as_str())
             .bind(profile.instance_id.as_str())
             .bind(&profile.native_name)
-            .bind(to_json(profile))
+            .bind(to_json(&profile))
             .execute(&mut *tx)
             .await
             .map_err(|e| {
@@ -44,8 +44,9 @@ impl Store {
 
     /// Removes a profile and, by cascade, its tool attachments, sessions and turns.
     pub async fn delete_profile(&self, id: &ProfileId) -> Result<()> {
-        self.changing_paths(Changed::Profile(id), async {
-            on_db!(self, pool => {
+        let id = id.clone();
+        self.changing_paths(Changed::Profile(id.clone()), move |store| async move {
+            on_db!(store, pool => {
                 sqlx::query("DELETE FROM profiles WHERE id = $1")
                     .bind(id.as_str())
                     .execute(pool)
@@ -58,16 +59,20 @@ impl Store {
 
     /// Rewrites the profile's resource (its tool attachments live apart).
     pub async fn update_profile(&self, profile: &Profile) -> Result<()> {
-        self.changing_paths(Changed::Profile(&profile.id), async {
-            on_db!(self, pool => {
-                sqlx::query("UPDATE profiles SET body = $1 WHERE id = $2")
-                    .bind(to_json(profile))
-                    .bind(profile.id.as_str())
-                    .execute(pool)
-                    .await?;
-                Ok(())
-            })
-        })
+        let profile = profile.clone();
+        self.changing_paths(
+            Changed::Profile(profile.id.clone()),
+            move |store| async move {
+                on_db!(store, pool => {
+                    sqlx::query("UPDATE profiles SET body = $1 WHERE id = $2")
+                        .bind(to_json(&profile))
+                        .bind(profile.id.as_str())
+                        .execute(pool)
+                        .await?;
+                    Ok(())
+                })
+            },
+        )
         .await
     }
 
@@ -167,15 +172,16 @@ impl Store {
     /// Attaches a tool; attaching twice is a no-op. The other replicas are told the profile's
     /// tools changed.
     pub async fn attach_tool(&self, profile: &ProfileId, tool: &ToolId) -> Result<()> {
-        self.changing_paths(Changed::Profile(profile), async {
-            on_db!(self, pool => {
+        let (profile, tool) = (profile.clone(), tool.clone());
+        self.changing_paths(Changed::Profile(profile.clone()), move |store| async move {
+            on_db!(store, pool => {
                 let mut tx = pool.begin().await?;
                 sqlx::query(ATTACH)
                     .bind(profile.as_str())
                     .bind(tool.as_str())
                     .execute(&mut *tx)
                     .await?;
-                announce!(tx, self, pool, Channel::ToolsChanged, profile.as_str());
+                announce!(tx, store, pool, Channel::ToolsChanged, profile.as_str());
                 tx.commit().await?;
                 Ok(())
             })
@@ -186,8 +192,9 @@ impl Store {
     /// Detaches a tool; returns whether it was attached. The other replicas are told the
     /// profile's tools changed.
     pub async fn detach_tool(&self, profile: &ProfileId, tool: &ToolId) -> Result<bool> {
-        self.changing_paths(Changed::Profile(profile), async {
-            on_db!(self, pool => {
+        let (profile, tool) = (profile.clone(), tool.clone());
+        self.changing_paths(Changed::Profile(profile.clone()), move |store| async move {
+            on_db!(store, pool => {
                 let mut tx = pool.begin().await?;
                 let done =
                     sqlx::query("DELETE FROM profile_tools WHERE profile_id = $1 AND tool_id = $2")
@@ -195,7 +202,7 @@ impl Store {
                         .bind(tool.as_str())
                         .execute(&mut *tx)
                         .await?;
-                announce!(tx, self, pool, Channel::ToolsChanged, profile.as_str());
+                announce!(tx, store, pool, Channel::ToolsChanged, profile.as_str());
                 tx.commit().await?;
                 Ok(done.rows_affected() > 0)
             })

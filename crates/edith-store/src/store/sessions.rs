@@ -11,7 +11,7 @@ impl Store {
             sqlx::query("INSERT INTO sessions (id, profile_id, body) VALUES ($1, $2, $3)")
                 .bind(session.id.as_str())
                 .bind(session.profile_id.as_str())
-                .bind(to_json(session))
+                .bind(to_json(&session))
                 .execute(pool)
                 .await?;
             Ok(())
@@ -55,8 +55,9 @@ impl Store {
     /// turns has not finished (no turn can slip in between the check and the delete); returns
     /// whether it was removed.
     pub async fn delete_idle_session(&self, id: &SessionId) -> Result<bool> {
-        self.changing_paths(Changed::Session(id), async {
-            on_db!(self, pool => {
+        let id = id.clone();
+        self.changing_paths(Changed::Session(id.clone()), move |store| async move {
+            on_db!(store, pool => {
                 let mut tx = pool.begin().await?;
                 lock_row!(tx, pool, "sessions", id.as_str());
                 let done = sqlx::query(
@@ -74,16 +75,20 @@ impl Store {
     }
 
     pub async fn update_session(&self, session: &Session) -> Result<()> {
-        self.changing_paths(Changed::Session(&session.id), async {
-            on_db!(self, pool => {
-                sqlx::query("UPDATE sessions SET body = $1 WHERE id = $2")
-                    .bind(to_json(session))
-                    .bind(session.id.as_str())
-                    .execute(pool)
-                    .await?;
-                Ok(())
-            })
-        })
+        let session = session.clone();
+        self.changing_paths(
+            Changed::Session(session.id.clone()),
+            move |store| async move {
+                on_db!(store, pool => {
+                    sqlx::query("UPDATE sessions SET body = $1 WHERE id = $2")
+                        .bind(to_json(&session))
+                        .bind(session.id.as_str())
+                        .execute(pool)
+                        .await?;
+                    Ok(())
+                })
+            },
+        )
         .await
     }
 }
