@@ -56,7 +56,7 @@ impl GatewayPool {
         let endpoint = provider.start(record).await?;
         let gateway = match &endpoint.in_process {
             Some(in_process) => {
-                let (requests, frames) = in_process.connect();
+                let (requests, frames) = in_process();
                 GatewayClient::in_process(requests, frames, GATEWAY_TIMEOUT).await?
             }
             None => {

@@ -35,8 +35,18 @@ pub struct RuntimeEndpoint {
     pub token: String,
     /// For a runtime in this process: its gateway without the socket (the same frames over
     /// channels), which the control plane uses instead of `ws_url`.
-    pub in_process: Option<hermes_runtime::InProcessGateway>,
+    pub in_process: Option<InProcessGateway>,
 }
+
+/// Opens a gateway connection to a runtime in this process: the sender takes what the client
+/// sends, the receiver gives what the gateway sends back (and ends with the connection).
+pub type InProcessGateway = std::sync::Arc<
+    dyn Fn() -> (
+            tokio::sync::mpsc::UnboundedSender<String>,
+            tokio::sync::mpsc::UnboundedReceiver<String>,
+        ) + Send
+        + Sync,
+>;
 
 impl RuntimeEndpoint {
     /// The runtime's HTTP base (`http://host:port`), where its Desktop routes are.

@@ -119,6 +119,9 @@ fn endpoint(runtime: &RunningRuntime, token: &str) -> RuntimeEndpoint {
     RuntimeEndpoint {
         ws_url: runtime.ws_url(),
         token: token.to_owned(),
-        in_process: Some(runtime.in_process_gateway()),
+        in_process: Some({
+            let gateway = runtime.in_process_gateway();
+            std::sync::Arc::new(move || gateway.connect())
+        }),
     }
 }
