@@ -1568,6 +1568,19 @@ async fn a_path_read_again_shows_every_change_made_since(store: Store) {
     assert!(path(&store, &instance, &profile, &session).await.is_none());
 }
 
+/// Another connection to the SQLite file at `path`, holding its write lock until it commits.
+async fn holding_the_write_lock(path: &std::path::Path) -> sqlx::SqliteConnection {
+    let url = format!("sqlite://{}", path.display());
+    let mut blocker = <sqlx::SqliteConnection as sqlx::Connection>::connect(&url)
+        .await
+        .unwrap();
+    sqlx::query("BEGIN IMMEDIATE")
+        .execute(&mut blocker)
+        .await
+        .unwrap();
+    blocker
+}
+
 /// On SQLite, where paths are kept, a write that changes one is made and forgotten to the end
 /// even when its caller goes away after starting it (a client that hangs up): the next read
 /// shows it.
@@ -1584,16 +1597,7 @@ async fn a_path_write_whose_caller_went_away_is_still_made_and_forgotten() {
     assert_eq!(read().await.title, None, "read, and kept");
     session.title = Some("renamed".to_owned());
     // Another connection holds SQLite's write lock, so the write waits; its caller goes away.
-    let mut blocker = <sqlx::SqliteConnection as sqlx::Connection>::connect(&format!(
-        "sqlite://{}",
-        path.display()
-    ))
-    .await
-    .unwrap();
-    sqlx::query("BEGIN IMMEDIATE")
-        .execute(&mut blocker)
-        .await
-        .unwrap();
+    let mut blocker = holding_the_write_lock(&path).await;
     let mut write = Box::pin(store.update_session(&session));
     let first = std::future::poll_fn(|cx| std::task::Poll::Ready(write.as_mut().poll(cx))).await;
     assert!(first.is_pending(), "the write waits for the lock");
@@ -1789,16 +1793,7 @@ async fn appends_waiting_behind_a_caller_that_left_are_written() {
     };
     // Another connection holds SQLite's write lock: the first caller takes the lead and its
     // statement waits for the lock; the caller is dropped meanwhile.
-    let mut blocker = <sqlx::SqliteConnection as sqlx::Connection>::connect(&format!(
-        "sqlite://{}",
-        path.display()
-    ))
-    .await
-    .unwrap();
-    sqlx::query("BEGIN IMMEDIATE")
-        .execute(&mut blocker)
-        .await
-        .unwrap();
+    let mut blocker = holding_the_write_lock(&path).await;
     let events = [delta(), delta()];
     let mut leader = Box::pin(store.append_turn_events(&turns[0], &events));
     let first = std::future::poll_fn(|cx| std::task::Poll::Ready(leader.as_mut().poll(cx))).await;
