@@ -301,3 +301,36 @@ async fn turns_are_listed_by_state() {
     let wrong = ctx.get(&format!("{turns}?state=sideways")).await;
     assert_problem(&wrong, 400, "invalid_request");
 }
+
+#[tokio::test]
+async fn a_turn_is_running_with_its_start_logged_while_its_model_has_not_answered() {
+    // The first piece of the answer comes ten seconds after the model is asked: the turn's
+    // start is logged when the runtime takes the prompt, not held back for what it says.
+    let model = testkit::FakeModel::start_with(testkit::FakeModelOptions {
+        piece_delay: Duration::from_secs(10),
+        ..Default::default()
+    })
+    .await;
+    let ctx = Ctx::start().await;
+    let iid = ctx.ready_instance().await;
+    let profile = ctx.profile_on(&iid, &model, json!({"name": "slow"})).await;
+    let turns = ctx.new_session_turns(&iid, &profile).await;
+    let (status, turn) = ctx.post(&turns, r#"{"input": "hello"}"#).await;
+    assert_eq!(status, 202, "{turn}");
+    let path = format!("{turns}/{}", turn["id"].as_str().unwrap());
+    let mut state = Value::Null;
+    for _ in 0..200 {
+        state = ctx.get(&path).await.1["state"].clone();
+        if state != "queued" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(state, "running");
+    ctx.cancel_turn(&path).await;
+    let events = ctx.sse(&format!("{path}/events"), None).await;
+    let kinds: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert!(kinds.contains(&"turn.started"), "{kinds:?}");
+    assert!(!kinds.contains(&"message.delta"), "{kinds:?}");
+    assert_eq!(events.last().unwrap()["state"], "cancelled", "{events:?}");
+}

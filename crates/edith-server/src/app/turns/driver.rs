@@ -65,18 +65,40 @@ fn cancel_requested(state: &AppState, turn: &Turn) -> bool {
 /// At most this many events are written to the log in one go.
 const MOST_AT_ONCE: usize = 64;
 
-/// Writes `kinds` to the turn's log in one go, then publishes them: nobody is shown an event
-/// the log does not hold.
-async fn log(state: &AppState, turn: &Turn, kinds: &mut Vec<TurnEventKind>) -> AppResult<()> {
-    if kinds.is_empty() {
-        return Ok(());
+/// What the driver has not written yet: the events the runtime sent since the last write, and
+/// whether the turn's state (as the driver holds it) is unwritten too.
+struct Unlogged {
+    events: Vec<TurnEventKind>,
+    state_changed: bool,
+}
+
+impl Unlogged {
+    /// A turn that has just started: its state and its `turn.started`.
+    fn started() -> Self {
+        Self {
+            events: vec![TurnEventKind::TurnStarted],
+            state_changed: true,
+        }
     }
-    // After an answer being given meanwhile (`turns::answer`), which comes first in the log.
-    let _after_answers = state.answering.hold(&turn.id).await;
-    let events = state.store.append_turn_events(&turn.id, kinds).await?;
-    publish(state, turn, events);
-    kinds.clear();
-    Ok(())
+
+    /// Writes what is pending in one go, then publishes it: nobody is shown an event the log
+    /// does not hold.
+    async fn write(&mut self, state: &AppState, turn: &Turn) -> AppResult<()> {
+        if std::mem::take(&mut self.state_changed) {
+            log_with_state(state, turn, &self.events).await?;
+        } else if !self.events.is_empty() {
+            // After an answer being given meanwhile (`turns::answer`), which comes first in the
+            // log.
+            let _after_answers = state.answering.hold(&turn.id).await;
+            let events = state
+                .store
+                .append_turn_events(&turn.id, &self.events)
+                .await?;
+            publish(state, turn, events);
+        }
+        self.events.clear();
+        Ok(())
+    }
 }
 
 /// Writes the turn's state and `kinds`, the events that explain it, in one go, then publishes
@@ -238,46 +260,58 @@ async fn run(
 
     turn.state = TurnState::Running;
     turn.updated_at = Timestamp::now();
-    log_with_state(state, turn, &[TurnEventKind::TurnStarted]).await?;
+    // The start goes to the log with what the runtime has sent already (often a quick turn's
+    // whole answer): one write, not two. Nothing is held back for it: when nothing has come
+    // yet, it is logged at once.
+    let mut pending = Unlogged::started();
+    let mut arrived = events.try_recv().ok();
+    if arrived.is_none() {
+        pending.write(state, turn).await?;
+    }
 
     let outcome = loop {
-        let event = match tokio::time::timeout(IDLE_LIMIT, events.recv()).await {
-            Ok(Some(event)) => event,
-            Ok(None) => break Outcome::failed(lost_connection(state, &profile.instance_id).await),
-            Err(_) => {
-                break Outcome::failed(format!(
-                    "the runtime sent nothing for {} minutes; the turn is given up",
-                    IDLE_LIMIT.as_secs() / 60
-                ));
-            }
+        let event = match arrived.take() {
+            Some(event) => event,
+            None => match tokio::time::timeout(IDLE_LIMIT, events.recv()).await {
+                Ok(Some(event)) => event,
+                Ok(None) => {
+                    break Outcome::failed(lost_connection(state, &profile.instance_id).await);
+                }
+                Err(_) => {
+                    break Outcome::failed(format!(
+                        "the runtime sent nothing for {} minutes; the turn is given up",
+                        IDLE_LIMIT.as_secs() / 60
+                    ));
+                }
+            },
         };
         // The events that arrived while the last ones were written go to the log together
         // (a streamed answer's pieces, say), up to a change of the turn's state.
-        let mut pending = Vec::new();
         let mut next = Some(event);
         let mut ended = None;
         while let Some(event) = next.take() {
             let step = translate(turn, event);
             if let Some(to) = step.state.filter(|to| *to != turn.state) {
-                log(state, turn, &mut pending).await?;
+                pending.write(state, turn).await?;
                 set_state(state, turn, to).await?;
             }
-            pending.extend(step.log);
+            pending.events.extend(step.log);
             if step.outcome.is_some() {
                 ended = step.outcome;
                 break;
             }
-            if pending.len() < MOST_AT_ONCE {
+            if pending.events.len() < MOST_AT_ONCE {
                 next = events.try_recv().ok();
             }
         }
         if let Some(outcome) = ended {
+            // The turn's end rewrites its state in any case.
             break Outcome {
-                last_events: pending,
+                last_events: pending.events,
                 ..outcome
             };
         }
-        log(state, turn, &mut pending).await?;
+        pending.write(state, turn).await?;
     };
     link.gateway.unsubscribe(&sid);
     Ok(outcome)
