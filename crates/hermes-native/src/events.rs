@@ -86,14 +86,26 @@ pub enum NativeEvent {
 }
 
 /// What a session's agent has: `session.info`'s payload, and `info` of `session.create`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct SessionInfo {
     /// Tool names by toolset, as Hermes groups them.
-    #[serde(default, deserialize_with = "tool_map")]
     pub tools: BTreeMap<String, Vec<String>>,
     /// Everything else (model, skills, cwd, …), as sent.
     #[serde(flatten)]
     pub other: Map<String, Value>,
+}
+
+/// Read as an object whose `tools` is then taken out. (serde's `flatten` would first copy the
+/// whole object into a buffer of its own, and the info is the largest event a turn sends.)
+impl<'de> Deserialize<'de> for SessionInfo {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let mut other = Map::deserialize(deserializer)?;
+        let tools = other
+            .shift_remove("tools")
+            .map(tool_map)
+            .unwrap_or_default();
+        Ok(Self { tools, other })
+    }
 }
 
 impl SessionInfo {
@@ -104,11 +116,8 @@ impl SessionInfo {
 }
 
 /// A toolset → names map; anything else reads as no tools rather than failing the event.
-fn tool_map<'de, D: serde::Deserializer<'de>>(
-    deserializer: D,
-) -> Result<BTreeMap<String, Vec<String>>, D::Error> {
-    let value = Value::deserialize(deserializer)?;
-    Ok(serde_json::from_value(value).unwrap_or_default())
+fn tool_map(value: Value) -> BTreeMap<String, Vec<String>> {
+    serde_json::from_value(value).unwrap_or_default()
 }
 
 /// `session.title`'s payload: the stored session and its new title.
@@ -492,19 +501,49 @@ impl EventFrame {
     /// The whole notification, as sent on the wire (written out at once, with no `Value` tree in
     /// between: the runtime sends one per event).
     pub fn to_frame(&self) -> String {
-        #[derive(Serialize)]
-        struct Notification<'a> {
-            jsonrpc: &'static str,
-            method: &'static str,
-            params: &'a EventFrame,
-        }
-        let notification = Notification {
-            jsonrpc: "2.0",
-            method: "event",
-            params: self,
-        };
-        serde_json::to_string(&notification).expect("events serialize")
+        notification(self)
     }
+
+    /// The notification of the event `kind` (its `type`) whose payload is JSON text written
+    /// already: the frame [`EventFrame::to_frame`] writes for that event, with the payload
+    /// copied, not read into its type and written again (the runtime keeps a session's info as
+    /// text and sends it after every turn).
+    pub fn frame_with_payload(
+        session_id: Option<&LiveSessionId>,
+        kind: &str,
+        payload: &serde_json::value::RawValue,
+    ) -> String {
+        /// What [`EventFrame`] serializes as, its payload as text.
+        #[derive(Serialize)]
+        struct Params<'a> {
+            #[serde(skip_serializing_if = "Option::is_none")]
+            session_id: Option<&'a LiveSessionId>,
+            #[serde(rename = "type")]
+            kind: &'a str,
+            payload: &'a serde_json::value::RawValue,
+        }
+        notification(&Params {
+            session_id,
+            kind,
+            payload,
+        })
+    }
+}
+
+/// A JSON-RPC notification of an event, `params` its frame.
+fn notification<P: Serialize>(params: &P) -> String {
+    #[derive(Serialize)]
+    struct Notification<'a, P> {
+        jsonrpc: &'static str,
+        method: &'static str,
+        params: &'a P,
+    }
+    let notification = Notification {
+        jsonrpc: "2.0",
+        method: "event",
+        params,
+    };
+    serde_json::to_string(&notification).expect("events serialize")
 }
 
 #[cfg(test)]
@@ -519,6 +558,53 @@ mod tests {
         let from_tree = serde_json::from_value(params).expect("an event frame");
         assert_eq!(from_text, from_tree);
         from_tree
+    }
+
+    #[test]
+    fn an_events_frame_with_its_payload_as_text_is_the_frame_of_that_event() {
+        let sid = LiveSessionId::new("ab12cd34");
+        let info = SessionInfo {
+            tools: [("web".to_owned(), vec!["web_search".to_owned()])].into(),
+            other: json!({"model": "m", "running": false, "usage": {"calls": 2}})
+                .as_object()
+                .cloned()
+                .unwrap(),
+        };
+        let text = serde_json::to_string(&info).unwrap();
+        let payload = serde_json::value::RawValue::from_string(text).unwrap();
+        let event = NativeEvent::SessionInfo(info);
+        for session_id in [Some(sid), None] {
+            let raw = EventFrame::frame_with_payload(session_id.as_ref(), &event.kind(), &payload);
+            assert_eq!(raw, EventFrame::new(session_id, event.clone()).to_frame());
+        }
+    }
+
+    #[test]
+    fn a_sessions_info_reads_its_tools_by_toolset_and_keeps_the_rest_in_order() {
+        let frame = parse(
+            json!({"type": "session.info", "session_id": "s", "payload": {
+            "model": "m", "tools": {"web": ["web_search", "web_extract"]}, "cwd": "/w",
+            "usage": {"calls": 1}}}),
+        );
+        let NativeEvent::SessionInfo(info) = &frame.event else {
+            panic!("{frame:?}")
+        };
+        assert_eq!(
+            info.tool_names().collect::<Vec<_>>(),
+            ["web_search", "web_extract"]
+        );
+        assert_eq!(
+            info.other.keys().collect::<Vec<_>>(),
+            ["model", "cwd", "usage"]
+        );
+        // Tools in another shape read as none; the event is still read.
+        let odd = parse(json!({"type": "session.info", "session_id": "s",
+            "payload": {"tools": ["web_search"], "model": "m"}}));
+        let NativeEvent::SessionInfo(info) = &odd.event else {
+            panic!("{odd:?}")
+        };
+        assert!(info.tools.is_empty());
+        assert_eq!(info.other["model"], "m");
     }
 
     #[test]

@@ -115,10 +115,11 @@ pub struct SessionState {
     pub sudo_password: Option<String>,
     /// Credentials the session's commands may see: those a skill it read declared.
     pub passthrough: std::collections::BTreeSet<String>,
-    /// The info last announced (`session.info` with the agent's tools), refreshed after each
-    /// turn. Until there is one, replies carry only what is known without an agent, as in
-    /// Hermes. Kept as its JSON text: a tree of it held several KiB for every idle session, its
-    /// text a fraction of that, and it is read once a turn.
+    /// The info last announced (`session.info` with the agent's tools), less what a turn
+    /// changes, which is set over it after each turn (`session_info::after_turn`). Until there
+    /// is one, replies carry only what is known without an agent, as in Hermes. Kept as its
+    /// JSON text: a tree of it held several KiB for every idle session, its text a fraction of
+    /// that, and the text is sent on as it is.
     pub info: Option<Box<str>>,
 }
 
@@ -263,7 +264,19 @@ impl LiveSession {
 
     /// Sends an event to whichever connection the session is bound to now.
     pub fn emit(&self, event: NativeEvent) {
-        let frame = EventFrame::new(Some(self.sid.clone()), event).to_frame();
+        self.send(EventFrame::new(Some(self.sid.clone()), event).to_frame());
+    }
+
+    /// Sends the event `kind` whose payload is JSON text written already, like [`Self::emit`].
+    pub fn emit_payload(&self, kind: &str, payload: &serde_json::value::RawValue) {
+        self.send(EventFrame::frame_with_payload(
+            Some(&self.sid),
+            kind,
+            payload,
+        ));
+    }
+
+    fn send(&self, frame: String) {
         let transport = self.state.lock().expect("not poisoned").transport.clone();
         let _ = transport.frames.send(frame);
     }

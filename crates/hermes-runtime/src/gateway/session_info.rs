@@ -5,9 +5,11 @@
 
 use hermes_native::NativeEvent;
 use hermes_native::config::HermesConfig;
-use hermes_native::events::SessionInfo;
+use hermes_native::events::{NativeUsage, SessionInfo};
 use hermes_native::profile::DEFAULT_PROFILE;
+use serde::Serialize;
 use serde_json::{Map, Value, json};
+use std::sync::LazyLock;
 
 use crate::http::desktop::git::branch_of;
 use crate::runtime::Runtime;
@@ -57,6 +59,45 @@ pub async fn lazy_cwd(session: &LiveSession) -> Value {
 /// The whole info of a session whose agent is (being) announced: its model and provider, how
 /// approvals and reasoning are set, its tools by toolset, where it works, its MCP servers.
 pub async fn full(runtime: &Runtime, session: &LiveSession) -> SessionInfo {
+    let mut info = unchanged_by_a_turn(runtime, session).await;
+    set_over(&mut info, ChangedByATurn::now(session));
+    info
+}
+
+/// What a turn changes in a session's info: set over the rest of it after every turn.
+#[derive(Serialize)]
+struct ChangedByATurn {
+    model: String,
+    title: String,
+    running: bool,
+    usage: NativeUsage,
+}
+
+impl ChangedByATurn {
+    fn now(session: &LiveSession) -> Self {
+        let (title, running) = {
+            let state = session.state.lock().expect("not poisoned");
+            (
+                state.title.clone().unwrap_or_default(),
+                state.running.is_some(),
+            )
+        };
+        Self {
+            model: session.model(),
+            title,
+            running,
+            usage: session.usage_now(),
+        }
+    }
+}
+
+fn set_over(info: &mut SessionInfo, changed: ChangedByATurn) {
+    let changed = serde_json::to_value(changed).expect("a turn's changes serialize");
+    info.other.extend(object(changed));
+}
+
+/// The info but for what a turn changes ([`ChangedByATurn`]).
+async fn unchanged_by_a_turn(runtime: &Runtime, session: &LiveSession) -> SessionInfo {
     let config = HermesConfig::load(&session.home).await.unwrap_or_default();
     // A client waits for this (it is the reply of several methods): MCP servers that take
     // longer to list their tools are shown as still connecting.
@@ -66,10 +107,6 @@ pub async fn full(runtime: &Runtime, session: &LiveSession) -> SessionInfo {
             Err(_) => (ToolBox::built_ins(&config), Vec::new(), true),
         };
     let settings = session.settings();
-    let (running, title) = {
-        let state = session.state.lock().expect("not poisoned");
-        (state.running.is_some(), state.title.clone())
-    };
     let approval_mode = config.approval_mode();
     let text_at = |dotted: &str| {
         config
@@ -111,7 +148,6 @@ pub async fn full(runtime: &Runtime, session: &LiveSession) -> SessionInfo {
     SessionInfo {
         tools: toolbox.by_toolset(),
         other: object(json!({
-            "model": session.model(),
             "provider": config.model.provider_name(),
             "reasoning_effort": reasoning,
             "service_tier": "",
@@ -123,12 +159,9 @@ pub async fn full(runtime: &Runtime, session: &LiveSession) -> SessionInfo {
             "branch": branch_of(&settings.cwd).await,
             "project": null,
             "personality": text_at("display.personality"),
-            "running": running,
-            "title": title.unwrap_or_default(),
             "stored_session_id": session.stored_id,
             "desktop_contract": DESKTOP_CONTRACT,
             "version": crate::HERMES_COMPAT_VERSION,
-            "usage": session.usage_now(),
             "profile_name": session.profile.as_deref().unwrap_or(DEFAULT_PROFILE),
             "mcp_servers": mcp_servers,
             "system_prompt": "",
@@ -139,43 +172,62 @@ pub async fn full(runtime: &Runtime, session: &LiveSession) -> SessionInfo {
 /// Sends the session's whole info as a `session.info` event; from now on its replies carry
 /// the whole info too.
 pub async fn announce(runtime: &Runtime, session: &LiveSession) -> SessionInfo {
-    let info = full(runtime, session).await;
+    let mut info = unchanged_by_a_turn(runtime, session).await;
     let text = serde_json::to_string(&info).expect("session info always serializes");
     session.state.lock().expect("not poisoned").info = Some(text.into());
+    set_over(&mut info, ChangedByATurn::now(session));
     session.emit(NativeEvent::SessionInfo(info.clone()));
     info
 }
 
+/// `session.info`'s `type`, as [`NativeEvent`] names it.
+static SESSION_INFO: LazyLock<String> =
+    LazyLock::new(|| NativeEvent::SessionInfo(SessionInfo::default()).kind());
+
 /// After each turn, as Hermes does: the session's info again, with what a turn changes (its
-/// model, title, usage, and that it no longer runs). The rest is what was last announced:
-/// listing tools and asking git for the branch at every turn would cost more than it tells.
+/// model, title, usage, and that it no longer runs) set over the rest of what was last
+/// announced, as text: listing tools and asking git for the branch at every turn would cost
+/// more than it tells, and so would reading the rest back.
 pub fn after_turn(session: &LiveSession) {
-    let (info, title, running) = {
-        let state = session.state.lock().expect("not poisoned");
-        (
-            state.info.clone(),
-            state.title.clone(),
-            state.running.is_some(),
-        )
-    };
-    let Some(text) = info else {
+    let Some(unchanged) = session.state.lock().expect("not poisoned").info.clone() else {
         return;
     };
-    let mut info: SessionInfo = match serde_json::from_str(&text) {
-        Ok(info) => info,
-        Err(e) => {
-            tracing::warn!(error = %e, "the session's last info does not read back");
-            return;
-        }
-    };
-    let usage = serde_json::to_value(session.usage_now()).unwrap_or_default();
-    for (key, value) in [
-        ("model", json!(session.model())),
-        ("title", json!(title.unwrap_or_default())),
-        ("running", json!(running)),
-        ("usage", usage),
-    ] {
-        info.other.insert(key.to_owned(), value);
+    let changed =
+        serde_json::to_string(&ChangedByATurn::now(session)).expect("a turn's changes serialize");
+    let payload = joined(&unchanged, &changed)
+        .and_then(|text| serde_json::value::RawValue::from_string(text).ok());
+    match payload {
+        Some(payload) => session.emit_payload(&SESSION_INFO, &payload),
+        None => tracing::warn!("the session's last info is not a JSON object"),
     }
-    session.emit(NativeEvent::SessionInfo(info));
+}
+
+/// The text of one JSON object with the fields of two, each the text of an object (as
+/// `serde_json` writes it, with no space around its braces) and no field in both.
+fn joined(first: &str, second: &str) -> Option<String> {
+    let head = first.strip_suffix('}')?;
+    let tail = second.strip_prefix('{')?;
+    let comma = if head == "{" || tail == "}" { "" } else { "," };
+    Some(format!("{head}{comma}{tail}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::joined;
+    use serde_json::{Value, json};
+
+    #[test]
+    fn two_objects_join_into_one_with_the_fields_of_both() {
+        let joined_value = |a: Value, b: Value| -> Value {
+            let text = joined(&a.to_string(), &b.to_string()).expect("two objects");
+            serde_json::from_str(&text).expect("one object")
+        };
+        assert_eq!(
+            joined_value(json!({"a": 1, "b": {"c": [2]}}), json!({"d": "}"})),
+            json!({"a": 1, "b": {"c": [2]}, "d": "}"})
+        );
+        assert_eq!(joined_value(json!({}), json!({"d": 1})), json!({"d": 1}));
+        assert_eq!(joined_value(json!({"a": 1}), json!({})), json!({"a": 1}));
+        assert_eq!(joined("[1]", "{}"), None);
+    }
 }
