@@ -66,6 +66,7 @@ pub fn install(format: LogFormat, otlp_endpoint: Option<&str>) -> Result<Option<
         .with(spans)
         .init();
     if provider.is_some() {
+        edith_server::export_spans();
         opentelemetry::global::set_text_map_propagator(
             opentelemetry_sdk::propagation::TraceContextPropagator::new(),
         );

@@ -25,6 +25,7 @@ pub use error::AppError;
 pub use http::limits::Limits;
 pub use http::{openapi, unlisted_routes};
 pub use runtime::{ADMIN_KEY_VARIABLE, DATABASE_URL_VARIABLE, RuntimeCommand};
+pub use telemetry::export_spans;
 
 use state::{AppState, Inner};
 

@@ -7,12 +7,27 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use axum::http::HeaderMap;
 use edith_types::{InstanceId, ProfileId};
 use opentelemetry::trace::TraceContextExt;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
+
+/// Whether spans leave the process: set once by the program that installs an OpenTelemetry
+/// layer. Fields only an exporter reads (`otel.*`) are left out of spans otherwise, where they
+/// would only lengthen every log line.
+static EXPORTING: AtomicBool = AtomicBool::new(false);
+
+/// Says that spans are exported from now on ([`exporting`]).
+pub fn export_spans() {
+    EXPORTING.store(true, Ordering::Relaxed);
+}
+
+/// Whether an OpenTelemetry layer sends spans out of the process.
+pub fn exporting() -> bool {
+    EXPORTING.load(Ordering::Relaxed)
+}
 
 /// Makes `span` a child of the span named by `headers`' trace context, if they carry one (and
 /// an exporter is installed, which reads it with its propagator).

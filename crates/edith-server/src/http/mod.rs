@@ -229,6 +229,17 @@ pub type RequestLog = tower_http::trace::TraceLayer<
 >;
 
 fn request_span(request: &axum::extract::Request) -> tracing::Span {
+    if !crate::telemetry::exporting() {
+        return tracing::info_span!(
+            "request",
+            method = %request.method(),
+            // The path, not the query: Desktop routes carry what a user searched or opened
+            // there.
+            path = %request.uri().path(),
+            version = ?request.version(),
+            http.response.status_code = tracing::field::Empty,
+        );
+    }
     let route = request
         .extensions()
         .get::<axum::extract::MatchedPath>()
@@ -238,7 +249,6 @@ fn request_span(request: &axum::extract::Request) -> tracing::Span {
     let span = tracing::info_span!(
         "request",
         method = %request.method(),
-        // The path, not the query: Desktop routes carry what a user searched or opened there.
         path = %request.uri().path(),
         version = ?request.version(),
         otel.name = format!("{} {route}", request.method()),
