@@ -17,6 +17,12 @@
 //! Hermes is, after `message.complete`, which ends a straight turn), and the turn after it pays
 //! for that.
 //!
+//! Last, the control plane's own time in those turns, from its metrics: from a turn's request to
+//! its prompt sent to the runtime, and from the runtime's last event to the turn's end written
+//! and shown. It is what the control plane adds where a runtime's own pace, which moves by more
+//! than a millisecond between runs (the real Hermes's), cannot blur it; the loopback requests
+//! and the SSE's delivery are left out of it.
+//!
 //! Usage: overhead <hermes-runtime binary> [<hermes binary>]
 
 use std::collections::BTreeMap;
@@ -200,6 +206,32 @@ impl ControlPlane {
         format!("{sessions}/{}/turns", session["id"].as_str().unwrap())
     }
 
+    /// The control plane's own time in the turns it drove so far, by leg: the sum and count of
+    /// each (`edith_turn_own_seconds`, to the runtime then from it).
+    async fn own_time(&self) -> [(f64, f64); 2] {
+        let text = self
+            .http
+            .get(format!("{}/metrics", self.url))
+            .bearer_auth(KEY)
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        let sample = |name: &str| -> f64 {
+            text.lines()
+                .find_map(|line| line.strip_prefix(name)?.strip_prefix(' '))
+                .map_or(0.0, |value| value.trim().parse().expect("a number"))
+        };
+        ["to_runtime", "from_runtime"].map(|leg| {
+            (
+                sample(&format!("edith_turn_own_seconds_sum{{leg=\"{leg}\"}}")),
+                sample(&format!("edith_turn_own_seconds_count{{leg=\"{leg}\"}}")),
+            )
+        })
+    }
+
     /// Reads an SSE stream to its end.
     async fn read_stream(&self, path: &str) {
         let response = self
@@ -273,8 +305,12 @@ impl ControlPlane {
         if straight.is_some() {
             ways.push(Way::Straight);
         }
+        let mut own_before = None;
         for i in 0..WARMUP + TURNS {
             let measured = i >= WARMUP;
+            if i == WARMUP {
+                own_before = Some(self.own_time().await);
+            }
             let session = i % SESSIONS_PER_WAY;
             // Each round starts with the next way: each follows each of the others as often.
             for way in (0..ways.len()).map(|w| ways[(w + i) % ways.len()]) {
@@ -313,7 +349,16 @@ impl ControlPlane {
             differences[differences.len() / 2] * 1000.0
         };
         let paired = straight.map(|_| (paired(&wholes), paired(&streamed)));
+        let own_before = own_before.expect("taken before the measured turns");
+        let own_after = self.own_time().await;
+        // The mean of each leg over the measured turns, in milliseconds.
+        let own = [0, 1].map(|leg| {
+            let (sum, count) = own_after[leg];
+            let (sum_before, count_before) = own_before[leg];
+            (sum - sum_before) / (count - count_before) * 1000.0
+        });
         let through = Through {
+            own,
             post: median(posts),
             two_requests: median(wholes),
             one_request: median(streamed),
@@ -346,6 +391,10 @@ struct Through {
     /// With straight turns in the same rounds: the median over rounds of each way's turn less
     /// the round's straight one, in milliseconds (two requests, one request).
     paired: Option<(f64, f64)>,
+    /// The control plane's own time per turn, from its metrics: the mean over both ways of
+    /// each leg, in milliseconds (request to prompt sent; runtime's last event to the turn's
+    /// end written and shown).
+    own: [f64; 2],
 }
 
 /// Reads a reply's SSE stream to its end.
@@ -469,10 +518,16 @@ async fn main() {
     );
     println!("|---|---:|---:|---:|---:|---:|---:|");
     let mut paired_rows = Vec::new();
+    let mut own_rows = Vec::new();
     for (label, straight, through) in rows {
         if let Some((two, one)) = through.paired {
             paired_rows.push(format!("| {label} | {two:.2} ms | {one:.2} ms |"));
         }
+        let [to, from] = through.own;
+        own_rows.push(format!(
+            "| {label} | {to:.3} ms | {from:.3} ms | {:.3} ms |",
+            to + from
+        ));
         println!(
             "| {label} | {} | {} | {} | {} | {} | {} |",
             ms(straight),
@@ -488,6 +543,16 @@ async fn main() {
     println!("| target | overhead, two requests | overhead, one request |");
     println!("|---|---:|---:|");
     for row in paired_rows {
+        println!("{row}");
+    }
+    println!();
+    println!(
+        "the control plane's own time per turn, from its metrics (edith_turn_own_seconds), \
+         mean of both ways"
+    );
+    println!("| target | request to prompt sent | last event to end shown | both |");
+    println!("|---|---:|---:|---:|");
+    for row in own_rows {
         println!("{row}");
     }
 }

@@ -1,5 +1,6 @@
 //! What operators scrape at `GET /metrics` (the OpenMetrics text format, which Prometheus
-//! reads): turns by final state and how long they took, events appended, event streams open,
+//! reads): turns by final state and how long they took, the control plane's own time in a
+//! turn, events appended, event streams open,
 //! instances by provider and state, jobs by outcome and how long their steps took, runtime
 //! restarts, and HTTP requests by route and status. Each is declared once here; the code that
 //! does the work calls the method that counts it.
@@ -19,6 +20,30 @@ pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; cha
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct StateLabel {
     state: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct LegLabel {
+    leg: &'static str,
+}
+
+/// Where in a turn the control plane works while the turn waits for it.
+#[derive(Clone, Copy, Debug)]
+pub enum TurnLeg {
+    /// From the request that starts the turn to its prompt sent to the runtime.
+    ToRuntime,
+    /// From the runtime's event that ends the turn to the turn's end written and shown.
+    FromRuntime,
+}
+
+impl TurnLeg {
+    fn label(self) -> LegLabel {
+        let leg = match self {
+            TurnLeg::ToRuntime => "to_runtime",
+            TurnLeg::FromRuntime => "from_runtime",
+        };
+        LegLabel { leg }
+    }
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -63,11 +88,17 @@ fn seconds() -> Histogram {
     Histogram::new(exponential_buckets(0.001, 4.0, 11))
 }
 
+/// From 50 µs to about 1.6 s: the control plane's own part of a turn.
+fn short_seconds() -> Histogram {
+    Histogram::new(exponential_buckets(0.000_05, 2.0, 16))
+}
+
 /// The control plane's metrics.
 pub struct Metrics {
     registry: Registry,
     turns: Family<StateLabel, Counter>,
     turn_seconds: Histograms<StateLabel>,
+    leg_seconds: Histograms<LegLabel>,
     events: Family<LogLabel, Counter>,
     streams_open: Gauge,
     logs_followed: Gauge,
@@ -90,6 +121,14 @@ impl Default for Metrics {
             "turn_duration_seconds",
             "How long turns took, from being driven to their end, by final state",
             turn_seconds.clone(),
+        );
+        let leg_seconds: Histograms<LegLabel> = Family::new_with_constructor(short_seconds);
+        registry.register(
+            "turn_own_seconds",
+            "The control plane's own time in turns it drives, which the caller waits for: \
+             from the request to the prompt sent to the runtime (to_runtime), and from the \
+             runtime's last event to the turn's end written and shown (from_runtime)",
+            leg_seconds.clone(),
         );
         let events = Family::default();
         registry.register(
@@ -153,6 +192,7 @@ impl Default for Metrics {
             registry,
             turns,
             turn_seconds,
+            leg_seconds,
             events,
             streams_open,
             logs_followed,
@@ -177,6 +217,13 @@ impl Metrics {
                 .get_or_create(&label)
                 .observe(took.as_secs_f64());
         }
+    }
+
+    /// The control plane spent `took` on `leg` of a turn.
+    pub fn turn_leg_took(&self, leg: TurnLeg, took: Duration) {
+        self.leg_seconds
+            .get_or_create(&leg.label())
+            .observe(took.as_secs_f64());
     }
 
     /// An event was appended to a turn's log.

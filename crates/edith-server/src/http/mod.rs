@@ -168,10 +168,16 @@ async fn metrics(State(state): State<AppState>) -> Result<axum::response::Respon
         .into_response())
 }
 
-/// Counts each answered request by method, route (as declared, ids left out) and status.
+/// When a request reached the control plane (before its key was checked and its body read):
+/// a request extension.
+#[derive(Clone, Copy)]
+pub struct Arrived(pub std::time::Instant);
+
+/// Counts each answered request by method, route (as declared, ids left out) and status, and
+/// says when it arrived ([`Arrived`]).
 pub async fn count_request(
     State(state): State<AppState>,
-    request: axum::extract::Request,
+    mut request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
     let method = request.method().clone();
@@ -180,6 +186,7 @@ pub async fn count_request(
         .get::<axum::extract::MatchedPath>()
         .map_or_else(|| "unmatched".to_owned(), |m| m.as_str().to_owned());
     let started = std::time::Instant::now();
+    request.extensions_mut().insert(Arrived(started));
     let response = next.run(request).await;
     let status = response.status().as_u16();
     state

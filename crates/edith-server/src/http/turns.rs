@@ -12,6 +12,7 @@ use edith_types::{
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 
+use super::Arrived;
 use super::extract::{AfterParams, ApiJson, ApiQuery, Ids, PageParams};
 use super::resources::load_session;
 use super::spec::{Api, Op};
@@ -80,29 +81,38 @@ pub fn routes(api: &mut Api) {
     api.add(op, post(cancel_turn));
 }
 
+/// When the request arrived (now, for one that did not come through `count_request`).
+fn arrival(arrived: Option<Extension<Arrived>>) -> std::time::Instant {
+    arrived.map_or_else(std::time::Instant::now, |Extension(Arrived(at))| at)
+}
+
 async fn create_turn(
     State(state): State<AppState>,
+    arrived: Option<Extension<Arrived>>,
     ids: Ids,
     ApiJson(body): ApiJson<CreateTurn>,
 ) -> AppResult<impl IntoResponse> {
+    let arrived = arrival(arrived);
     let (record, profile, session) = load_path(&state, &ids).await?;
-    let turn = turns::start(&state, record, profile, session, body).await?;
+    let turn = turns::start(&state, record, profile, session, body, arrived).await?;
     Ok((StatusCode::ACCEPTED, Json(turn)))
 }
 
 async fn create_turn_streamed(
     State(state): State<AppState>,
     Extension(caller): Extension<Principal>,
+    arrived: Option<Extension<Arrived>>,
     ids: Ids,
     ApiJson(body): ApiJson<CreateTurn>,
 ) -> AppResult<impl IntoResponse> {
+    let arrived = arrival(arrived);
     let (record, profile, session) = load_path(&state, &ids).await?;
     // The stream's place is taken first: a caller over its limit gets no turn it cannot follow.
     let permit = state.gate.open_stream(&caller.0.id)?;
-    let (turn, live) = turns::start_with(&state, record, profile, session, body, |turn| {
+    let started = turns::start_with(&state, record, profile, session, body, arrived, |turn| {
         state.turn_events.subscribe(turn.id.as_str())
-    })
-    .await?;
+    });
+    let (turn, live) = started.await?;
     let replay = stored_events(&state, &turn.id);
     let events = sse::follow(
         live,

@@ -54,9 +54,7 @@ async fn metrics_follow_turns_jobs_streams_and_requests() {
         assert_eq!(events.last().unwrap()["state"], "completed");
     }
     // A turn waiting for an approval, its stream held open.
-    let input = r#"{"input": "terminal {\"command\": \"rm -rf /tmp/edith-metrics-nothing\"}"}"#;
-    let (_, waiting) = ctx.post(&turns, input).await;
-    let waiting = format!("{turns}/{}", waiting["id"].as_str().unwrap());
+    let waiting = ctx.waiting_turn(&turns).await;
     let open = ctx
         .http
         .get(ctx.url(&format!("{waiting}/events")))
@@ -78,6 +76,19 @@ async fn metrics_follow_turns_jobs_streams_and_requests() {
         ),
         3.0
     );
+    // The control plane's own time: before each of the four prompts reached the runtime, and
+    // after each of the three completed turns' last event.
+    assert_eq!(
+        sample(&text, r#"edith_turn_own_seconds_count{leg="to_runtime"}"#),
+        4.0,
+        "{text}"
+    );
+    assert_eq!(
+        sample(&text, r#"edith_turn_own_seconds_count{leg="from_runtime"}"#),
+        3.0,
+        "{text}"
+    );
+    assert!(sample(&text, r#"edith_turn_own_seconds_sum{leg="from_runtime"}"#) > 0.0);
     // Each scripted turn appends at least its start, a message and its end.
     assert!(sample(&text, r#"edith_events_appended_total{log="turn"}"#) >= 9.0);
     assert!(sample(&text, r#"edith_events_appended_total{log="job"}"#) >= 2.0);

@@ -2,6 +2,7 @@
 //! the runtime's events into the turn's durable event log.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use edith_store::InstanceRecord;
 use edith_types::{
@@ -16,18 +17,28 @@ use hermes_native::{LiveSessionId, NativeEvent, codes};
 use serde_json::{Value, json};
 
 use crate::error::{AppError, AppResult};
+use crate::metrics::TurnLeg;
 use crate::runtime::Link;
 use crate::state::AppState;
 use crate::tools::MCP_SERVER_NAME;
 
-/// Drives `turn` on `instance`'s runtime, in a task of its own.
-pub fn spawn(
-    state: AppState,
-    instance: InstanceRecord,
-    turn: Turn,
-    session: Session,
-    profile: Profile,
-) {
+/// What a turn was asked on, and when.
+pub struct Asked {
+    pub instance: InstanceRecord,
+    pub session: Session,
+    pub profile: Profile,
+    /// When the request that started the turn reached the control plane.
+    pub arrived: Instant,
+}
+
+/// Drives `turn` on the instance's runtime, in a task of its own.
+pub fn spawn(state: AppState, turn: Turn, asked: Asked) {
+    let Asked {
+        instance,
+        session,
+        profile,
+        arrived,
+    } = asked;
     // Every line logged while the turn is driven names what it is about.
     let span = tracing::info_span!(
         "turn",
@@ -44,7 +55,7 @@ pub fn spawn(
             &profile.id,
             tracing::Span::current(),
         );
-        if let Err(e) = drive(&state, &instance, turn, session, profile).await {
+        if let Err(e) = drive(&state, &instance, turn, session, profile, arrived).await {
             tracing::error!(detail = %e.detail, "turn could not record its outcome");
         }
         state.cancels.lock().expect("not poisoned").remove(&id);
@@ -129,6 +140,8 @@ struct Outcome {
     /// What the runtime sent last, not logged yet: it goes to the log with the turn's end, in
     /// one write (the completed message, say).
     last_events: Vec<TurnEventKind>,
+    /// When the runtime's event that ended the turn was read (none: it did not end it).
+    ended_by_runtime: Option<Instant>,
 }
 
 impl Outcome {
@@ -139,6 +152,7 @@ impl Outcome {
             error: Some(error.into()),
             usage: None,
             last_events: Vec::new(),
+            ended_by_runtime: None,
         }
     }
 }
@@ -149,9 +163,10 @@ async fn drive(
     mut turn: Turn,
     session: Session,
     profile: Profile,
+    arrived: Instant,
 ) -> AppResult<()> {
-    let started = std::time::Instant::now();
-    let outcome = match run(state, instance, &mut turn, session, &profile).await {
+    let started = Instant::now();
+    let outcome = match run(state, instance, &mut turn, session, &profile, arrived).await {
         Ok(outcome) => outcome,
         Err(e) => Outcome::failed(e.detail),
     };
@@ -203,6 +218,9 @@ async fn finish(
     };
     state.metrics.turn_ended(turn.state.as_str(), took);
     publish(state, &turn, events);
+    if let Some(ended) = outcome.ended_by_runtime {
+        (state.metrics).turn_leg_took(TurnLeg::FromRuntime, ended.elapsed());
+    }
     Ok(())
 }
 
@@ -212,6 +230,7 @@ async fn run(
     turn: &mut Turn,
     mut session: Session,
     profile: &Profile,
+    arrived: Instant,
 ) -> AppResult<Outcome> {
     let link = state.gateway(instance).await?;
     if cancel_requested(state, turn) {
@@ -233,9 +252,13 @@ async fn run(
     // A live session may have been reaped by the runtime (Hermes caps idle live sessions):
     // then the stored session is resumed once and the prompt sent again.
     let mut retried = false;
+    let mut arrived = Some(arrived);
     let (sid, mut events) = loop {
         let sid = open_live_session(state, &link, &mut session, profile).await?;
         let events = link.gateway.subscribe(&sid);
+        if let Some(arrived) = arrived.take() {
+            (state.metrics).turn_leg_took(TurnLeg::ToRuntime, arrived.elapsed());
+        }
         let submitted = link
             .gateway
             .request::<PromptSubmit>(&PromptSubmitParams {
@@ -308,6 +331,7 @@ async fn run(
             // The turn's end rewrites its state in any case.
             break Outcome {
                 last_events: pending.events,
+                ended_by_runtime: Some(Instant::now()),
                 ..outcome
             };
         }
@@ -411,6 +435,7 @@ fn translate(turn: &Turn, event: NativeEvent) -> Step {
                     error: None,
                     usage: Some(usage),
                     last_events: Vec::new(),
+                    ended_by_runtime: None,
                 },
                 // The completion's text says what failed (Hermes sends no `error` event).
                 CompletionStatus::Error if !complete.text.trim().is_empty() => Outcome {
@@ -431,6 +456,7 @@ fn translate(turn: &Turn, event: NativeEvent) -> Step {
                     error: None,
                     usage: Some(usage),
                     last_events: Vec::new(),
+                    ended_by_runtime: None,
                 },
             };
             return Step {

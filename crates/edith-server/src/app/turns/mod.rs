@@ -4,6 +4,7 @@ mod answers;
 mod driver;
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use edith_store::InstanceRecord;
 use edith_types::{
@@ -26,15 +27,17 @@ use crate::runtime::Link;
 use crate::state::AppState;
 
 /// Queues a turn on an idle session and starts driving it; one turn runs at a time per session.
+/// `arrived`: when the request for it reached the control plane.
 pub async fn start(
     state: &AppState,
     instance: InstanceRecord,
     profile: Profile,
     session: Session,
     body: CreateTurn,
+    arrived: Instant,
 ) -> AppResult<Turn> {
-    let (turn, ()) = start_with(state, instance, profile, session, body, |_| ()).await?;
-    Ok(turn)
+    let started = start_with(state, instance, profile, session, body, arrived, |_| ());
+    Ok(started.await?.0)
 }
 
 /// Starts a turn like [`start`], calling `before` with it once it is stored and before
@@ -45,6 +48,7 @@ pub async fn start_with<T>(
     profile: Profile,
     session: Session,
     body: CreateTurn,
+    arrived: Instant,
     before: impl FnOnce(&Turn) -> T,
 ) -> AppResult<(Turn, T)> {
     if body.input.trim().is_empty() {
@@ -83,7 +87,13 @@ pub async fn start_with<T>(
         ));
     }
     let before = before(&turn);
-    driver::spawn(state.clone(), instance, turn.clone(), session, profile);
+    let asked = driver::Asked {
+        instance,
+        session,
+        profile,
+        arrived,
+    };
+    driver::spawn(state.clone(), turn.clone(), asked);
     Ok((turn, before))
 }
 
