@@ -2,7 +2,7 @@
 //! id, events routed to subscribers by live session id. The connection is a WebSocket, or, to
 //! a gateway in the same process, a pair of channels carrying the same frames.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::future::ready;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 pub use tokio_tungstenite::tungstenite::Message;
 
-use crate::events::{GatewayReady, NativeEvent};
+use crate::events::{GatewayReady, NativeEvent, SessionInfo};
 use crate::ids::LiveSessionId;
 use crate::methods::Method;
 use crate::protocol::Incoming;
@@ -80,20 +80,44 @@ const RETIRED_SESSIONS: usize = 4096;
 #[derive(Default)]
 struct Routes {
     /// Each followed live session's receiver.
-    subscribers: HashMap<LiveSessionId, mpsc::UnboundedSender<NativeEvent>>,
+    subscribers: HashMap<LiveSessionId, Subscriber>,
     /// Events of sessions nobody follows yet, oldest session first.
     unclaimed: VecDeque<(LiveSessionId, VecDeque<NativeEvent>)>,
-    /// Sessions followed once and let go, newest last.
+    /// Sessions followed once and let go, newest last, and the same as a set.
     retired: VecDeque<LiveSessionId>,
+    retired_set: HashSet<LiveSessionId>,
+}
+
+/// Who follows a live session.
+struct Subscriber {
+    tx: mpsc::UnboundedSender<NativeEvent>,
+    /// Whether it reads `session.info` (or has it dropped unread).
+    reads_info: bool,
+}
+
+impl Subscriber {
+    fn reads(&self, event: &NativeEvent) -> bool {
+        self.reads_info || !matches!(event, NativeEvent::SessionInfo(_))
+    }
 }
 
 impl Routes {
+    /// Whether an event of type `kind` of `sid` would go nowhere, so that it need not be read.
+    fn unread(&self, sid: &LiveSessionId, kind: &str) -> bool {
+        match self.subscribers.get(sid) {
+            Some(subscriber) => !subscriber.reads_info && kind == SessionInfo::kind(),
+            None => self.retired_set.contains(sid),
+        }
+    }
+
     fn route(&mut self, sid: LiveSessionId, event: NativeEvent) {
-        if let Some(tx) = self.subscribers.get(&sid) {
-            let _ = tx.send(event);
+        if let Some(subscriber) = self.subscribers.get(&sid) {
+            if subscriber.reads(&event) {
+                let _ = subscriber.tx.send(event);
+            }
             return;
         }
-        if self.retired.contains(&sid) {
+        if self.retired_set.contains(&sid) {
             return;
         }
         match self.unclaimed.iter_mut().find(|(s, _)| *s == sid) {
@@ -112,22 +136,29 @@ impl Routes {
         }
     }
 
-    fn subscribe(&mut self, sid: &LiveSessionId) -> mpsc::UnboundedReceiver<NativeEvent> {
+    fn subscribe(
+        &mut self,
+        sid: &LiveSessionId,
+        reads_info: bool,
+    ) -> mpsc::UnboundedReceiver<NativeEvent> {
         let (tx, rx) = mpsc::unbounded_channel();
+        let subscriber = Subscriber { tx, reads_info };
         if let Some(at) = self.unclaimed.iter().position(|(s, _)| s == sid) {
             let (_, events) = self.unclaimed.remove(at).expect("present");
-            for event in events {
-                let _ = tx.send(event);
+            for event in events.into_iter().filter(|e| subscriber.reads(e)) {
+                let _ = subscriber.tx.send(event);
             }
         }
-        self.subscribers.insert(sid.clone(), tx);
+        self.subscribers.insert(sid.clone(), subscriber);
         rx
     }
 
     fn unsubscribe(&mut self, sid: &LiveSessionId) {
-        if self.subscribers.remove(sid).is_some() {
-            if self.retired.len() == RETIRED_SESSIONS {
-                self.retired.pop_front();
+        if self.subscribers.remove(sid).is_some() && self.retired_set.insert(sid.clone()) {
+            if self.retired.len() == RETIRED_SESSIONS
+                && let Some(oldest) = self.retired.pop_front()
+            {
+                self.retired_set.remove(&oldest);
             }
             self.retired.push_back(sid.clone());
         }
@@ -246,7 +277,12 @@ impl GatewayClient {
         let reader_shared = shared.clone();
         tokio::spawn(async move {
             while let Some(text) = incoming.next().await {
-                match Incoming::parse(&text) {
+                // An event that would go nowhere is not read beyond its session and type.
+                let unread = |sid: &LiveSessionId, kind: &str| {
+                    let routes = reader_shared.routes.lock().expect("not poisoned");
+                    routes.unread(sid, kind)
+                };
+                match Incoming::parse_unless(&text, unread) {
                     Some(Incoming::Reply { id, outcome }) => {
                         let key = id_key(&id);
                         let waiter = reader_shared
@@ -268,6 +304,7 @@ impl GatewayClient {
                     Some(Incoming::Other(frame)) => {
                         tracing::debug!(%frame, "ignored gateway frame");
                     }
+                    Some(Incoming::Unread) => {}
                     None => tracing::warn!("unparseable gateway frame"),
                 }
             }
@@ -370,11 +407,19 @@ impl GatewayClient {
     /// Routes `session`'s events to the returned receiver (replacing an earlier subscriber),
     /// starting with those that arrived while nobody followed it (a bounded number).
     pub fn subscribe(&self, session: &LiveSessionId) -> mpsc::UnboundedReceiver<NativeEvent> {
-        self.shared
-            .routes
-            .lock()
-            .expect("not poisoned")
-            .subscribe(session)
+        let mut routes = self.shared.routes.lock().expect("not poisoned");
+        routes.subscribe(session, true)
+    }
+
+    /// Like [`GatewayClient::subscribe`], without the session's `session.info` events, which
+    /// are dropped unread: the largest a runtime sends (the real Hermes's is about 8 KB, twice a
+    /// turn), and of no use to a subscriber that only follows turns.
+    pub fn subscribe_without_info(
+        &self,
+        session: &LiveSessionId,
+    ) -> mpsc::UnboundedReceiver<NativeEvent> {
+        let mut routes = self.shared.routes.lock().expect("not poisoned");
+        routes.subscribe(session, false)
     }
 
     /// Stops routing the live session's events to its subscriber (the stream ends).
@@ -447,17 +492,67 @@ mod tests {
         let mut routes = Routes::default();
         let sid = LiveSessionId::new("ab12cd34");
         routes.route(sid.clone(), delta("early"));
-        let mut rx = routes.subscribe(&sid);
+        let mut rx = routes.subscribe(&sid, true);
         routes.route(sid.clone(), delta("live"));
         assert_eq!(rx.try_recv().unwrap(), delta("early"));
         assert_eq!(rx.try_recv().unwrap(), delta("live"));
         routes.unsubscribe(&sid);
         routes.route(sid.clone(), delta("leftover"));
-        let mut again = routes.subscribe(&sid);
+        let mut again = routes.subscribe(&sid, true);
         assert!(
             again.try_recv().is_err(),
             "a later subscriber gets no leftovers"
         );
+    }
+
+    fn info() -> NativeEvent {
+        NativeEvent::SessionInfo(SessionInfo::default())
+    }
+
+    #[test]
+    fn a_subscriber_without_info_gets_every_other_event_and_its_info_is_left_unread() {
+        let mut routes = Routes::default();
+        let (quiet, all) = (LiveSessionId::new("q"), LiveSessionId::new("a"));
+        routes.route(quiet.clone(), info());
+        routes.route(quiet.clone(), delta("early"));
+        let mut quiet_rx = routes.subscribe(&quiet, false);
+        let mut all_rx = routes.subscribe(&all, true);
+        let kind = SessionInfo::kind();
+        assert!(routes.unread(&quiet, kind));
+        assert!(!routes.unread(&quiet, "message.delta"));
+        assert!(!routes.unread(&all, kind));
+        for sid in [&quiet, &all] {
+            routes.route(sid.clone(), info());
+            routes.route(sid.clone(), delta("live"));
+        }
+        assert_eq!(quiet_rx.try_recv().unwrap(), delta("early"));
+        assert_eq!(quiet_rx.try_recv().unwrap(), delta("live"));
+        assert!(quiet_rx.try_recv().is_err());
+        assert_eq!(all_rx.try_recv().unwrap(), info());
+        assert_eq!(all_rx.try_recv().unwrap(), delta("live"));
+        // Let go, a session's events go nowhere, so none is read; nor is one nobody followed
+        // yet left unread (it is kept for its first subscriber).
+        routes.unsubscribe(&quiet);
+        assert!(routes.unread(&quiet, "message.delta"));
+        assert!(!routes.unread(&LiveSessionId::new("new"), kind));
+    }
+
+    #[test]
+    fn let_go_sessions_are_remembered_up_to_a_bound() {
+        let mut routes = Routes::default();
+        for n in 0..RETIRED_SESSIONS + 10 {
+            let sid = LiveSessionId::new(format!("s{n}"));
+            drop(routes.subscribe(&sid, true));
+            routes.unsubscribe(&sid);
+            // Followed and let go again: remembered once.
+            drop(routes.subscribe(&sid, true));
+            routes.unsubscribe(&sid);
+        }
+        assert_eq!(routes.retired.len(), RETIRED_SESSIONS);
+        assert_eq!(routes.retired_set.len(), RETIRED_SESSIONS);
+        assert!(!routes.unread(&LiveSessionId::new("s0"), "message.delta"));
+        let last = LiveSessionId::new(format!("s{}", RETIRED_SESSIONS + 9));
+        assert!(routes.unread(&last, "message.delta"));
     }
 
     #[test]

@@ -109,6 +109,13 @@ impl<'de> Deserialize<'de> for SessionInfo {
 }
 
 impl SessionInfo {
+    /// The `type` of its event ([`NativeEvent::SessionInfo`]).
+    pub fn kind() -> &'static str {
+        static KIND: std::sync::LazyLock<String> =
+            std::sync::LazyLock::new(|| NativeEvent::SessionInfo(SessionInfo::default()).kind());
+        &KIND
+    }
+
     /// Every tool name, whatever its toolset.
     pub fn tool_names(&self) -> impl Iterator<Item = &str> {
         self.tools.values().flatten().map(String::as_str)
@@ -421,6 +428,17 @@ impl NativeEvent {
     }
 }
 
+/// An event notification's `params` with the payload left as text.
+#[derive(Deserialize)]
+struct Wire<'a> {
+    #[serde(default)]
+    session_id: Option<LiveSessionId>,
+    #[serde(rename = "type")]
+    kind: std::borrow::Cow<'a, str>,
+    #[serde(borrow, default)]
+    payload: Option<&'a serde_json::value::RawValue>,
+}
+
 /// The `params` of an event notification: the event and the live session it belongs to.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct EventFrame {
@@ -458,25 +476,30 @@ impl EventFrame {
     /// which matters for large ones (`session.info`). Anything else (an unknown event, a payload
     /// that does not fit, a repeated key) is read through a tree, as before.
     pub fn from_json(params: &str) -> serde_json::Result<Self> {
-        if let Some(typed) = Self::typed_from_json(params) {
-            return Ok(typed);
+        let read = Self::from_json_unless(params, |_, _| false)?;
+        Ok(read.expect("an event is read unless its reader says otherwise"))
+    }
+
+    /// Like [`EventFrame::from_json`], except that an event of which `unread(session, type)`
+    /// holds is not read further than those two: `None`.
+    pub fn from_json_unless(
+        params: &str,
+        unread: impl FnOnce(Option<&LiveSessionId>, &str) -> bool,
+    ) -> serde_json::Result<Option<Self>> {
+        if let Ok(wire) = serde_json::from_str::<Wire>(params) {
+            if unread(wire.session_id.as_ref(), &wire.kind) {
+                return Ok(None);
+            }
+            if let Some(typed) = Self::typed(wire) {
+                return Ok(Some(typed));
+            }
         }
-        serde_json::from_value(serde_json::from_str(params)?)
+        serde_json::from_value(serde_json::from_str(params)?).map(Some)
     }
 
     /// The frame whose payload reads into its type at once; `None` otherwise.
-    fn typed_from_json(params: &str) -> Option<Self> {
+    fn typed(wire: Wire) -> Option<Self> {
         use serde_json::value::RawValue;
-        #[derive(Deserialize)]
-        struct Wire<'a> {
-            #[serde(default)]
-            session_id: Option<LiveSessionId>,
-            #[serde(rename = "type")]
-            kind: std::borrow::Cow<'a, str>,
-            #[serde(borrow, default)]
-            payload: Option<&'a RawValue>,
-        }
-        let wire: Wire = serde_json::from_str(params).ok()?;
         let payload = wire.payload.map(RawValue::get).filter(|p| *p != "null");
         // The tag first, so serde reads the payload straight into its variant.
         let tagged = format!(

@@ -2,6 +2,7 @@
 
 use serde_json::Value;
 
+use crate::LiveSessionId;
 use crate::events::EventFrame;
 
 /// JSON-RPC and Hermes domain error codes, as 0.19 sends them.
@@ -100,6 +101,9 @@ pub enum Incoming {
     },
     /// An event the gateway sent.
     Event(EventFrame),
+    /// An event of a live session that its reader said it does not read
+    /// ([`Incoming::parse_unless`]): only its session and type were read.
+    Unread,
     /// Anything else (a server request this client does not know); ignored.
     Other(Value),
 }
@@ -107,6 +111,15 @@ pub enum Incoming {
 impl Incoming {
     /// Reads a frame's text; `None` when it is not JSON.
     pub fn parse(text: &str) -> Option<Self> {
+        Self::parse_unless(text, |_, _| false)
+    }
+
+    /// Like [`Incoming::parse`], except that an event of a live session of which
+    /// `unread(session, type)` holds is left unread ([`Incoming::Unread`]).
+    pub fn parse_unless(
+        text: &str,
+        unread: impl FnOnce(&LiveSessionId, &str) -> bool,
+    ) -> Option<Self> {
         /// Enough of a frame to tell an event, whose params are then read from their text.
         #[derive(serde::Deserialize)]
         struct Head<'a> {
@@ -122,9 +135,11 @@ impl Incoming {
             && let Ok(head) = serde_json::from_str::<Head>(text)
             && head.method.as_deref() == Some("event")
             && let Some(params) = head.params
-            && let Ok(event) = EventFrame::from_json(params.get())
+            && let Ok(read) = EventFrame::from_json_unless(params.get(), |session, kind| {
+                session.is_some_and(|session| unread(session, kind))
+            })
         {
-            return Some(Incoming::Event(event));
+            return Some(read.map_or(Incoming::Unread, Incoming::Event));
         }
         Self::from_value(serde_json::from_str(text).ok()?)
     }
@@ -206,5 +221,27 @@ mod tests {
                 outcome: Err((4007, "session not found".into()))
             })
         );
+    }
+
+    #[test]
+    fn an_event_its_reader_does_not_want_is_left_unread_and_others_are_read() {
+        let delta = r#"{"jsonrpc":"2.0","method":"event","params":{"type":"message.delta","session_id":"ab12cd34","payload":{"text":"hi"}}}"#;
+        let mut asked = Vec::new();
+        let unread = Incoming::parse_unless(delta, |sid, kind| {
+            asked.push((sid.as_str().to_owned(), kind.to_owned()));
+            true
+        });
+        assert_eq!(unread, Some(Incoming::Unread));
+        assert_eq!(asked, [("ab12cd34".to_owned(), "message.delta".to_owned())]);
+        let read = Incoming::parse_unless(delta, |_, _| false);
+        assert_eq!(read, Incoming::parse(delta));
+        assert!(matches!(read, Some(Incoming::Event(_))));
+        // A connection-wide event has no session to be left unread for.
+        let ready =
+            r#"{"jsonrpc":"2.0","method":"event","params":{"type":"gateway.ready","payload":{}}}"#;
+        assert!(matches!(
+            Incoming::parse_unless(ready, |_, _| true),
+            Some(Incoming::Event(_))
+        ));
     }
 }

@@ -412,7 +412,7 @@ impl Driver {
                     Some(Incoming::Event(frame)) => {
                         self.deliver(seq, GatewayEvent::Native(frame));
                     }
-                    Some(Incoming::Other(_)) | None => {}
+                    Some(Incoming::Other(_) | Incoming::Unread) | None => {}
                 }
             }
             RelayMessage::Closed { reason } => return Some(SocketEnd::Ended(reason)),

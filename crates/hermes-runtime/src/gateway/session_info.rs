@@ -9,7 +9,6 @@ use hermes_native::events::{NativeUsage, SessionInfo};
 use hermes_native::profile::DEFAULT_PROFILE;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
-use std::sync::LazyLock;
 
 use crate::http::desktop::git::branch_of;
 use crate::runtime::Runtime;
@@ -180,10 +179,6 @@ pub async fn announce(runtime: &Runtime, session: &LiveSession) -> SessionInfo {
     info
 }
 
-/// `session.info`'s `type`, as [`NativeEvent`] names it.
-static SESSION_INFO: LazyLock<String> =
-    LazyLock::new(|| NativeEvent::SessionInfo(SessionInfo::default()).kind());
-
 /// After each turn, as Hermes does: the session's info again, with what a turn changes (its
 /// model, title, usage, and that it no longer runs) set over the rest of what was last
 /// announced, as text: listing tools and asking git for the branch at every turn would cost
@@ -197,7 +192,7 @@ pub fn after_turn(session: &LiveSession) {
     let payload = joined(&unchanged, &changed)
         .and_then(|text| serde_json::value::RawValue::from_string(text).ok());
     match payload {
-        Some(payload) => session.emit_payload(&SESSION_INFO, &payload),
+        Some(payload) => session.emit_payload(SessionInfo::kind(), &payload),
         None => tracing::warn!("the session's last info is not a JSON object"),
     }
 }

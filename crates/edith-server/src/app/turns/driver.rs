@@ -255,7 +255,7 @@ async fn run(
     let mut arrived = Some(arrived);
     let (sid, mut events) = loop {
         let sid = open_live_session(state, &link, &mut session, profile).await?;
-        let events = link.gateway.subscribe(&sid);
+        let events = link.gateway.subscribe_without_info(&sid);
         if let Some(arrived) = arrived.take() {
             (state.metrics).turn_leg_took(TurnLeg::ToRuntime, arrived.elapsed());
         }
