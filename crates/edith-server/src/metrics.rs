@@ -30,9 +30,10 @@ struct LegLabel {
 /// Where in a turn the control plane works while the turn waits for it.
 #[derive(Clone, Copy, Debug)]
 pub enum TurnLeg {
-    /// From the request that starts the turn to its prompt sent to the runtime.
+    /// From the request that starts the turn reaching the control plane to its prompt sent to
+    /// the runtime.
     ToRuntime,
-    /// From the runtime's event that ends the turn to the turn's end written and shown.
+    /// From the runtime's event that ends the turn being read to the turn's end written.
     FromRuntime,
 }
 
@@ -125,9 +126,9 @@ impl Default for Metrics {
         let leg_seconds: Histograms<LegLabel> = Family::new_with_constructor(short_seconds);
         registry.register(
             "turn_own_seconds",
-            "The control plane's own time in turns it drives, which the caller waits for: \
-             from the request to the prompt sent to the runtime (to_runtime), and from the \
-             runtime's last event to the turn's end written and shown (from_runtime)",
+            "The control plane's time in turns it drives, which the caller waits for: from \
+             the request arriving to the prompt sent to the runtime (to_runtime), and from the \
+             runtime's last event read to the turn's end written (from_runtime)",
             leg_seconds.clone(),
         );
         let events = Family::default();

@@ -2,7 +2,7 @@
 //! id, events routed to subscribers by live session id. The connection is a WebSocket, or, to
 //! a gateway in the same process, a pair of channels carrying the same frames.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::future::ready;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -83,9 +83,11 @@ struct Routes {
     subscribers: HashMap<LiveSessionId, Subscriber>,
     /// Events of sessions nobody follows yet, oldest session first.
     unclaimed: VecDeque<(LiveSessionId, VecDeque<NativeEvent>)>,
-    /// Sessions followed once and let go, newest last, and the same as a set.
-    retired: VecDeque<LiveSessionId>,
-    retired_set: HashSet<LiveSessionId>,
+    /// Sessions followed once and let go, each with the number of its last let-go, and the
+    /// same in let-go order, oldest first (an entry is stale once the session is let go again).
+    retired: HashMap<LiveSessionId, u64>,
+    retired_order: VecDeque<(LiveSessionId, u64)>,
+    let_go: u64,
 }
 
 /// Who follows a live session.
@@ -106,7 +108,7 @@ impl Routes {
     fn unread(&self, sid: &LiveSessionId, kind: &str) -> bool {
         match self.subscribers.get(sid) {
             Some(subscriber) => !subscriber.reads_info && kind == SessionInfo::kind(),
-            None => self.retired_set.contains(sid),
+            None => self.retired.contains_key(sid),
         }
     }
 
@@ -117,7 +119,7 @@ impl Routes {
             }
             return;
         }
-        if self.retired_set.contains(&sid) {
+        if self.retired.contains_key(&sid) {
             return;
         }
         match self.unclaimed.iter_mut().find(|(s, _)| *s == sid) {
@@ -154,13 +156,25 @@ impl Routes {
     }
 
     fn unsubscribe(&mut self, sid: &LiveSessionId) {
-        if self.subscribers.remove(sid).is_some() && self.retired_set.insert(sid.clone()) {
-            if self.retired.len() == RETIRED_SESSIONS
-                && let Some(oldest) = self.retired.pop_front()
-            {
-                self.retired_set.remove(&oldest);
+        if self.subscribers.remove(sid).is_none() {
+            return;
+        }
+        self.let_go += 1;
+        self.retired.insert(sid.clone(), self.let_go);
+        self.retired_order.push_back((sid.clone(), self.let_go));
+        // Sessions let go again and again leave stale entries behind: dropped now and then.
+        if self.retired_order.len() > 2 * RETIRED_SESSIONS {
+            let retired = &self.retired;
+            (self.retired_order).retain(|(sid, number)| retired.get(sid) == Some(number));
+        }
+        // The session let go longest ago is forgotten first.
+        while self.retired.len() > RETIRED_SESSIONS {
+            let Some((oldest, number)) = self.retired_order.pop_front() else {
+                break;
+            };
+            if self.retired.get(&oldest) == Some(&number) {
+                self.retired.remove(&oldest);
             }
-            self.retired.push_back(sid.clone());
         }
     }
 }
@@ -538,21 +552,27 @@ mod tests {
     }
 
     #[test]
-    fn let_go_sessions_are_remembered_up_to_a_bound() {
+    fn let_go_sessions_are_remembered_up_to_a_bound_the_last_let_go_longest() {
         let mut routes = Routes::default();
+        let follow_and_let_go = |routes: &mut Routes, sid: &LiveSessionId| {
+            drop(routes.subscribe(sid, true));
+            routes.unsubscribe(sid);
+        };
+        let busy = LiveSessionId::new("busy");
         for n in 0..RETIRED_SESSIONS + 10 {
-            let sid = LiveSessionId::new(format!("s{n}"));
-            drop(routes.subscribe(&sid, true));
-            routes.unsubscribe(&sid);
-            // Followed and let go again: remembered once.
-            drop(routes.subscribe(&sid, true));
-            routes.unsubscribe(&sid);
+            follow_and_let_go(&mut routes, &LiveSessionId::new(format!("s{n}")));
+            // A session with a turn between every other session's: always among the last.
+            follow_and_let_go(&mut routes, &busy);
         }
         assert_eq!(routes.retired.len(), RETIRED_SESSIONS);
-        assert_eq!(routes.retired_set.len(), RETIRED_SESSIONS);
+        assert!(routes.retired_order.len() <= 2 * RETIRED_SESSIONS);
+        assert!(routes.unread(&busy, "message.delta"));
         assert!(!routes.unread(&LiveSessionId::new("s0"), "message.delta"));
         let last = LiveSessionId::new(format!("s{}", RETIRED_SESSIONS + 9));
         assert!(routes.unread(&last, "message.delta"));
+        // A remembered session's leftovers reach no later subscriber.
+        routes.route(busy.clone(), delta("leftover"));
+        assert!(routes.subscribe(&busy, true).try_recv().is_err());
     }
 
     #[test]

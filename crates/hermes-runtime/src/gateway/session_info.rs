@@ -91,8 +91,13 @@ impl ChangedByATurn {
 }
 
 fn set_over(info: &mut SessionInfo, changed: ChangedByATurn) {
-    let changed = serde_json::to_value(changed).expect("a turn's changes serialize");
-    info.other.extend(object(changed));
+    let changed = object(serde_json::to_value(changed).expect("a turn's changes serialize"));
+    // `after_turn` joins the two as text, which holds only while no field is in both.
+    debug_assert!(
+        changed.keys().all(|key| !info.other.contains_key(key)),
+        "a field a turn changes is also in the rest of the info"
+    );
+    info.other.extend(changed);
 }
 
 /// The info but for what a turn changes ([`ChangedByATurn`]).

@@ -217,10 +217,11 @@ async fn finish(
         return Ok(());
     };
     state.metrics.turn_ended(turn.state.as_str(), took);
-    publish(state, &turn, events);
+    // Counted before the end is shown, so a scrape by whoever saw it counts it.
     if let Some(ended) = outcome.ended_by_runtime {
         (state.metrics).turn_leg_took(TurnLeg::FromRuntime, ended.elapsed());
     }
+    publish(state, &turn, events);
     Ok(())
 }
 
@@ -253,7 +254,7 @@ async fn run(
     // then the stored session is resumed once and the prompt sent again.
     let mut retried = false;
     let mut arrived = Some(arrived);
-    let (sid, mut events) = loop {
+    let (_following, mut events) = loop {
         let sid = open_live_session(state, &link, &mut session, profile).await?;
         let events = link.gateway.subscribe_without_info(&sid);
         if let Some(arrived) = arrived.take() {
@@ -268,7 +269,7 @@ async fn run(
             })
             .await;
         match submitted {
-            Ok(_) => break (sid, events),
+            Ok(_) => break (Following::new(&link, sid), events),
             Err(e) if e.code() == Some(codes::LIVE_SESSION_NOT_FOUND) && !retried => {
                 link.gateway.unsubscribe(&sid);
                 link.live.lock().expect("not poisoned").remove(&session.id);
@@ -308,6 +309,9 @@ async fn run(
                 }
             },
         };
+        // When the event last taken was read: the runtime's part of the turn ends there, if it
+        // ends the turn.
+        let mut read_at = Instant::now();
         // The events that arrived while the last ones were written go to the log together
         // (a streamed answer's pieces, say), up to a change of the turn's state.
         let mut next = Some(event);
@@ -325,20 +329,38 @@ async fn run(
             }
             if pending.events.len() < MOST_AT_ONCE {
                 next = events.try_recv().ok();
+                read_at = Instant::now();
             }
         }
         if let Some(outcome) = ended {
             // The turn's end rewrites its state in any case.
             break Outcome {
                 last_events: pending.events,
-                ended_by_runtime: Some(Instant::now()),
+                ended_by_runtime: Some(read_at),
                 ..outcome
             };
         }
         pending.write(state, turn).await?;
     };
-    link.gateway.unsubscribe(&sid);
     Ok(outcome)
+}
+
+/// A live session's events followed for a turn: let go when dropped, however the turn ends.
+struct Following<'a> {
+    link: &'a Link,
+    sid: LiveSessionId,
+}
+
+impl<'a> Following<'a> {
+    fn new(link: &'a Link, sid: LiveSessionId) -> Self {
+        Self { link, sid }
+    }
+}
+
+impl Drop for Following<'_> {
+    fn drop(&mut self) {
+        self.link.gateway.unsubscribe(&self.sid);
+    }
 }
 
 /// Why the connection to the runtime ended: the runtime's exit when it exited.
@@ -376,9 +398,8 @@ struct Step {
 fn translate(turn: &Turn, event: NativeEvent) -> Step {
     let state = if event.waits_for_user() {
         Some(TurnState::RequiresAction)
-    } else if turn.state == TurnState::RequiresAction
-        && !matches!(event, NativeEvent::SessionInfo(_))
-    {
+    } else if turn.state == TurnState::RequiresAction {
+        // Any event after the wait (the driver does not follow `session.info`).
         Some(TurnState::Running)
     } else {
         None
