@@ -16,6 +16,9 @@
 //! others as often: a runtime may still be busy with the end of the turn before (the real
 //! Hermes is, after `message.complete`, which ends a straight turn), and the turn after it pays
 //! for that.
+//! The `external` rows also give the median of each turn less the straight one of its round,
+//! with that median's 95 % confidence interval: one run's median moves by tenths of a
+//! millisecond with the real Hermes's pace, and the interval says by how much.
 //!
 //! Last, the control plane's own time in those turns, from its metrics: from a turn's request to
 //! its prompt sent to the runtime, and from the runtime's last event to the turn's end written
@@ -23,7 +26,17 @@
 //! than a millisecond between runs (the real Hermes's), cannot blur it; the loopback requests
 //! and the SSE's delivery are left out of it.
 //!
-//! Usage: overhead <hermes-runtime binary> [<hermes binary>]
+//! The fake model is a process of its own (`fake-openai`), as a real model is never in the
+//! control plane's process: here it would answer a runtime's call only when the control
+//! plane's threads, busy with the turn's other events, let it, and so stretch the turns sent
+//! through the control plane alone.
+//!
+//! One more `external` row runs our runtime on a slow fake model, its turn as long as the real
+//! Hermes's: the control plane waits idle through most of such a turn, and what that alone does
+//! to its share (its code and data no longer warm in the CPU's caches when the turn's events
+//! come) is then told apart from what the real Hermes does.
+//!
+//! Usage: overhead <fake-openai binary> <hermes-runtime binary> [<hermes binary>]
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -35,12 +48,15 @@ use hermes_native::methods::{
 };
 use hermes_native::{GatewayClient, LiveSessionId, NativeEvent};
 use serde_json::{Value, json};
-use testkit::{FakeModel, ReadyProcess};
+use testkit::{ReadyProcess, hermes_model_config_at};
 
 const TOKEN: &str = "bench-token-0123456789";
 const KEY: &str = "edk_bench_admin_key_0123456789abcdef";
 const WARMUP: usize = 10;
-const TURNS: usize = 100;
+/// Measured turns per way: the real Hermes's turns vary by milliseconds, and the median of a
+/// few hundred is what places the control plane's sub-millisecond share within a fraction of
+/// a millisecond (see the interval printed beside it).
+const TURNS: usize = 300;
 /// The native profile of the `external` rows, made in the runtime's home before it starts.
 const PROFILE: &str = "bench";
 /// The profile of the `embedded` and `process` rows: the runtime's root home.
@@ -49,6 +65,9 @@ const DEFAULT_PROFILE: &str = "default";
 /// several milliseconds from one session to another, and this spreads it over every way alike
 /// (and keeps each session's history, which slows a turn down, as short on every way).
 const SESSIONS_PER_WAY: usize = 4;
+/// The slow model's pause before each piece of its answer: a turn of our runtime on it takes
+/// about what a turn of the real Hermes takes on the fast one here (40 to 55 ms).
+const SLOW_PIECE_MS: u64 = 12;
 /// A warm turn of the fake model's one-line answer takes milliseconds.
 const TURN_LIMIT: Duration = Duration::from_secs(60);
 /// The longest request to the control plane, a provisioning job's stream included.
@@ -142,7 +161,7 @@ async fn direct(ws_url: &str) -> Duration {
 
 /// A runtime binary serving a home whose root and native profile `bench` are configured for
 /// `model`.
-async fn launch(binary: &Path, home: &Path, model: &FakeModel) -> ReadyProcess {
+async fn launch(binary: &Path, home: &Path, model: &Model) -> ReadyProcess {
     let config = json!({"model": model.hermes_model_config(), "approvals": {"mode": "manual"}});
     std::fs::write(home.join("config.yaml"), config.to_string()).unwrap();
     let profile = home.join("profiles").join(PROFILE);
@@ -185,7 +204,7 @@ impl ControlPlane {
 
     /// An instance made from `body`, ready, with a session of its profile `name` using `model`
     /// (`None`: the profile's native home is used as it is); the session's turns path.
-    async fn session(&self, body: Value, name: &str, model: Option<&FakeModel>) -> String {
+    async fn session(&self, body: Value, name: &str, model: Option<&Model>) -> String {
         let created = self.post("/v1/instances", body).await;
         let iid = created["instance"]["id"].as_str().unwrap().to_owned();
         let job = created["job"]["id"].as_str().unwrap();
@@ -230,6 +249,23 @@ impl ControlPlane {
                 sample(&format!("edith_turn_own_seconds_count{{leg=\"{leg}\"}}")),
             )
         })
+    }
+
+    /// `binary` started in a home of its own on `model` and attached to as the `external`
+    /// instance `name`; its turns straight on the gateway alternated with the control plane's
+    /// ([`ControlPlane::warm_turns`]), on one native profile.
+    async fn external(&self, name: &str, binary: &Path, model: &Model) -> (Duration, Through) {
+        let home = tempfile::tempdir().unwrap();
+        let process = launch(binary, home.path(), model).await;
+        let port = process.ready_value("port");
+        let body = json!({"name": name, "provider": "external",
+            "url": format!("http://127.0.0.1:{port}"), "token": TOKEN});
+        let turns = self.session(body, PROFILE, None).await;
+        let url = format!("ws://127.0.0.1:{port}/api/ws");
+        let straight = Straight::open(&url, Some(PROFILE)).await;
+        let (through, straight) = self.warm_turns(&turns, Some(&straight)).await;
+        process.stop(Duration::from_secs(30)).await;
+        (straight.expect("straight turns were taken"), through)
     }
 
     /// Reads an SSE stream to its end.
@@ -340,13 +376,12 @@ impl ControlPlane {
         }
         // Each round's turns against its straight one: the median of a turn's own overhead.
         let paired = |through: &[Duration]| {
-            let mut differences: Vec<f64> = through
+            let differences = through
                 .iter()
                 .zip(&straights)
                 .map(|(through, straight)| through.as_secs_f64() - straight.as_secs_f64())
                 .collect();
-            differences.sort_by(f64::total_cmp);
-            differences[differences.len() / 2] * 1000.0
+            Paired::of(differences)
         };
         let paired = straight.map(|_| (paired(&wholes), paired(&streamed)));
         let own_before = own_before.expect("taken before the measured turns");
@@ -366,6 +401,35 @@ impl ControlPlane {
         };
         let straight = straight.map(|_| median(straights));
         (through, straight)
+    }
+}
+
+/// The fake model, served by a process of its own.
+struct Model {
+    process: ReadyProcess,
+    base_url: String,
+}
+
+impl Model {
+    async fn start(binary: &Path, args: &[&str]) -> Self {
+        let mut command = tokio::process::Command::new(binary);
+        command.args(args);
+        let process =
+            ReadyProcess::spawn(command, "FAKE_MODEL_READY url=", Duration::from_secs(60)).await;
+        let base_url = process.ready_value("url");
+        Self { process, base_url }
+    }
+
+    fn base_url(&self) -> &str {
+        &self.base_url
+    }
+
+    fn hermes_model_config(&self) -> Value {
+        hermes_model_config_at(&self.base_url)
+    }
+
+    async fn stop(self) {
+        self.process.stop(Duration::from_secs(10)).await;
     }
 }
 
@@ -390,11 +454,44 @@ struct Through {
     one_request: Duration,
     /// With straight turns in the same rounds: the median over rounds of each way's turn less
     /// the round's straight one, in milliseconds (two requests, one request).
-    paired: Option<(f64, f64)>,
+    paired: Option<(Paired, Paired)>,
     /// The control plane's own time per turn, from its metrics: the mean over both ways of
     /// each leg, in milliseconds (request to prompt sent; runtime's last event to the turn's
     /// end written and shown).
     own: [f64; 2],
+}
+
+/// The median of each round's turn less its straight one, in milliseconds, with the 95 %
+/// confidence interval of that median: the order statistics `n/2 ∓ 1.96·√n/2` of the sorted
+/// differences, which hold for any distribution the differences have.
+struct Paired {
+    median: f64,
+    low: f64,
+    high: f64,
+}
+
+impl Paired {
+    fn of(mut seconds: Vec<f64>) -> Self {
+        seconds.sort_by(f64::total_cmp);
+        let n = seconds.len();
+        let half_width = (1.96 * (n as f64).sqrt() / 2.0).ceil() as usize;
+        let at = |rank: usize| seconds[rank.min(n - 1)] * 1000.0;
+        Self {
+            median: at(n / 2),
+            low: at((n / 2).saturating_sub(half_width)),
+            high: at(n / 2 + half_width),
+        }
+    }
+}
+
+impl std::fmt::Display for Paired {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{:.2} ms ({:.2} to {:.2})",
+            self.median, self.low, self.high
+        )
+    }
 }
 
 /// Reads a reply's SSE stream to its end.
@@ -414,11 +511,11 @@ async fn main() {
         .skip(1)
         .map(|arg| std::fs::canonicalize(&arg).expect("a runtime binary"))
         .collect();
-    let ours = args
-        .first()
-        .expect("usage: overhead <hermes-runtime> [<hermes>]");
-    let hermes = args.get(1);
-    let model = FakeModel::start().await;
+    let usage = "usage: overhead <fake-openai> <hermes-runtime> [<hermes>]";
+    let model_binary = args.first().expect(usage);
+    let model = Model::start(model_binary, &[]).await;
+    let ours = args.get(1).expect(usage);
+    let hermes = args.get(2);
 
     let dir = tempfile::tempdir().unwrap();
     let mut runtimes = BTreeMap::from([(
@@ -496,20 +593,26 @@ async fn main() {
         rows.push((format!("process: {label}"), straight, through));
     }
     for (label, runtime, binary) in &process_targets {
-        let home = tempfile::tempdir().unwrap();
-        let process = launch(binary, home.path(), &model).await;
-        let port = process.ready_value("port");
-        let body = json!({"name": format!("{runtime}-external"), "provider": "external",
-            "url": format!("http://127.0.0.1:{port}"), "token": TOKEN});
-        let turns = plane.session(body, PROFILE, None).await;
-        let url = format!("ws://127.0.0.1:{port}/api/ws");
-        let straight = Straight::open(&url, Some(PROFILE)).await;
-        let (through, straight) = plane.warm_turns(&turns, Some(&straight)).await;
-        let straight = straight.expect("straight turns were taken");
-        process.stop(Duration::from_secs(30)).await;
+        let name = format!("{runtime}-external");
+        let (straight, through) = plane.external(&name, binary, &model).await;
         rows.push((format!("external: {label}"), straight, through));
     }
+    // Our runtime on a model as slow as the real Hermes's turn is here: what a turn's length
+    // alone does to the control plane's share, whichever runtime runs it.
+    let slow = Model::start(
+        model_binary,
+        &["--piece-delay-ms", &SLOW_PIECE_MS.to_string()],
+    )
+    .await;
+    let (straight, through) = plane.external("ours-slow-model", ours, &slow).await;
+    rows.push((
+        format!("external: hermes-runtime, model {SLOW_PIECE_MS} ms a piece"),
+        straight,
+        through,
+    ));
     server.shutdown().await;
+    model.stop().await;
+    slow.stop().await;
 
     println!("warm turn, one-line answer from the fake model; medians of {TURNS} after {WARMUP}");
     println!(
@@ -521,7 +624,7 @@ async fn main() {
     let mut own_rows = Vec::new();
     for (label, straight, through) in rows {
         if let Some((two, one)) = through.paired {
-            paired_rows.push(format!("| {label} | {two:.2} ms | {one:.2} ms |"));
+            paired_rows.push(format!("| {label} | {two} | {one} |"));
         }
         let [to, from] = through.own;
         own_rows.push(format!(
@@ -539,7 +642,10 @@ async fn main() {
         );
     }
     println!();
-    println!("each turn against the straight one of its round, median (same runtime and home)");
+    println!(
+        "each turn against the straight one of its round, median and its 95 % confidence \
+         interval (same runtime and home)"
+    );
     println!("| target | overhead, two requests | overhead, one request |");
     println!("|---|---:|---:|");
     for row in paired_rows {

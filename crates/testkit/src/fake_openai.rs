@@ -147,14 +147,20 @@ impl FakeModel {
 
     /// The `model:` section for a Hermes `config.yaml` pointing here.
     pub fn hermes_model_config(&self) -> Value {
-        json!({
-            "default": MODEL,
-            "provider": "custom",
-            "base_url": self.base_url,
-            "api_key": "sk-fake-0123456789",
-            "context_length": 131072,
-        })
+        hermes_model_config_at(&self.base_url)
     }
+}
+
+/// The `model` section of a Hermes `config.yaml` for the fake model served at `base_url`, in
+/// this process or another (the `fake-openai` binary).
+pub fn hermes_model_config_at(base_url: &str) -> Value {
+    json!({
+        "default": MODEL,
+        "provider": "custom",
+        "base_url": base_url,
+        "api_key": "sk-fake-0123456789",
+        "context_length": 131072,
+    })
 }
 
 impl Drop for FakeModel {

@@ -7,6 +7,6 @@ mod process;
 mod real_hermes;
 
 pub use cut_proxy::CutProxy;
-pub use fake_openai::{FakeModel, FakeModelOptions};
+pub use fake_openai::{FakeModel, FakeModelOptions, hermes_model_config_at};
 pub use process::{ReadyProcess, kill_processes_with_env_under};
 pub use real_hermes::{real_hermes_bin, real_hermes_command};
