@@ -48,7 +48,7 @@ use hermes_native::methods::{
 };
 use hermes_native::{GatewayClient, LiveSessionId, NativeEvent};
 use serde_json::{Value, json};
-use testkit::{ReadyProcess, hermes_model_config_at};
+use testkit::{ReadyProcess, hermes_model_config_at, metric_sample};
 
 const TOKEN: &str = "bench-token-0123456789";
 const KEY: &str = "edk_bench_admin_key_0123456789abcdef";
@@ -238,11 +238,7 @@ impl ControlPlane {
             .text()
             .await
             .unwrap();
-        let sample = |name: &str| -> f64 {
-            text.lines()
-                .find_map(|line| line.strip_prefix(name)?.strip_prefix(' '))
-                .map_or(0.0, |value| value.trim().parse().expect("a number"))
-        };
+        let sample = |name: &str| metric_sample(&text, name);
         ["to_runtime", "from_runtime"].map(|leg| {
             (
                 sample(&format!("edith_turn_own_seconds_sum{{leg=\"{leg}\"}}")),

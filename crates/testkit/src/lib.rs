@@ -2,11 +2,13 @@
 
 mod cut_proxy;
 mod fake_openai;
+mod metrics;
 pub mod postgres;
 mod process;
 mod real_hermes;
 
 pub use cut_proxy::CutProxy;
 pub use fake_openai::{FakeModel, FakeModelOptions, hermes_model_config_at};
+pub use metrics::metric_sample;
 pub use process::{ReadyProcess, kill_processes_with_env_under};
 pub use real_hermes::{real_hermes_bin, real_hermes_command};

@@ -4,12 +4,7 @@ use std::time::Duration;
 
 use crate::{Ctx, client_with_key};
 
-/// The value of the sample `name` (with its labels, as written) in a scrape; 0 when absent.
-pub(crate) fn sample(text: &str, name: &str) -> f64 {
-    text.lines()
-        .find_map(|line| line.strip_prefix(name)?.strip_prefix(' '))
-        .map_or(0.0, |value| value.trim().parse().expect("a number"))
-}
+pub(crate) use testkit::metric_sample as sample;
 
 pub(crate) async fn scrape(ctx: &Ctx) -> String {
     let response = ctx.http.get(ctx.url("/metrics")).send().await.unwrap();

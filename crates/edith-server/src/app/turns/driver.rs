@@ -95,32 +95,26 @@ impl Unlogged {
     /// Writes what is pending in one go, then publishes it: nobody is shown an event the log
     /// does not hold.
     async fn write(&mut self, state: &AppState, turn: &Turn) -> AppResult<()> {
-        if std::mem::take(&mut self.state_changed) {
-            log_with_state(state, turn, &self.events).await?;
-        } else if !self.events.is_empty() {
-            // After an answer being given meanwhile (`turns::answer`), which comes first in the
-            // log.
-            let _after_answers = state.answering.hold(&turn.id).await;
-            let events = state
+        let state_changed = std::mem::take(&mut self.state_changed);
+        if !state_changed && self.events.is_empty() {
+            return Ok(());
+        }
+        // After an answer being given meanwhile (`turns::answer`), which comes first in the log.
+        let _after_answers = state.answering.hold(&turn.id).await;
+        let events = if state_changed {
+            // The turn's state with the events that explain it.
+            (state.store.update_turn_and_log(turn, &self.events).await?)
+                .ok_or_else(|| edith_store::StoreError::TurnEnded(turn.id.to_string()))?
+        } else {
+            state
                 .store
                 .append_turn_events(&turn.id, &self.events)
-                .await?;
-            publish(state, turn, events);
-        }
+                .await?
+        };
+        publish(state, turn, events);
         self.events.clear();
         Ok(())
     }
-}
-
-/// Writes the turn's state and `kinds`, the events that explain it, in one go, then publishes
-/// them.
-async fn log_with_state(state: &AppState, turn: &Turn, kinds: &[TurnEventKind]) -> AppResult<()> {
-    let _after_answers = state.answering.hold(&turn.id).await;
-    let Some(events) = state.store.update_turn_and_log(turn, kinds).await? else {
-        return Err(edith_store::StoreError::TurnEnded(turn.id.to_string()).into());
-    };
-    publish(state, turn, events);
-    Ok(())
 }
 
 /// Shows `events`, just written to the turn's log, to those who follow it.
