@@ -32,9 +32,9 @@
 //! through the control plane alone.
 //!
 //! One more `external` row runs our runtime on a slow fake model, its turn as long as the real
-//! Hermes's: the control plane waits idle through most of such a turn, and what that alone does
-//! to its share (its code and data no longer warm in the CPU's caches when the turn's events
-//! come) is then told apart from what the real Hermes does.
+//! Hermes's, right after the same runtime on the fast one: the control plane waits idle
+//! through most of such a turn, and what a turn's length does to its share is then told apart
+//! from what the real Hermes does.
 //!
 //! Usage: overhead <fake-openai binary> <hermes-runtime binary> [<hermes binary>]
 
@@ -66,7 +66,7 @@ const DEFAULT_PROFILE: &str = "default";
 /// (and keeps each session's history, which slows a turn down, as short on every way).
 const SESSIONS_PER_WAY: usize = 4;
 /// The slow model's pause before each piece of its answer: a turn of our runtime on it takes
-/// about what a turn of the real Hermes takes on the fast one here (40 to 55 ms).
+/// about what a turn of the real Hermes takes on the fast one here (45 to 60 ms).
 const SLOW_PIECE_MS: u64 = 12;
 /// A warm turn of the fake model's one-line answer takes milliseconds.
 const TURN_LIMIT: Duration = Duration::from_secs(60);
@@ -458,8 +458,9 @@ struct Through {
 }
 
 /// The median of each round's turn less its straight one, in milliseconds, with the 95 %
-/// confidence interval of that median: the order statistics `n/2 ∓ 1.96·√n/2` of the sorted
-/// differences, which hold for any distribution the differences have.
+/// confidence interval of that median: the order statistics of 1-based ranks `n/2 − 0.98·√n`
+/// and `n/2 + 1 + 0.98·√n` of the sorted differences (the binomial interval, which asks of the
+/// differences only that the rounds be alike and independent of each other).
 struct Paired {
     median: f64,
     low: f64,
@@ -469,13 +470,19 @@ struct Paired {
 impl Paired {
     fn of(mut seconds: Vec<f64>) -> Self {
         seconds.sort_by(f64::total_cmp);
-        let n = seconds.len();
-        let half_width = (1.96 * (n as f64).sqrt() / 2.0).ceil() as usize;
-        let at = |rank: usize| seconds[rank.min(n - 1)] * 1000.0;
+        let n = seconds.len() as f64;
+        let half_width = 0.98 * n.sqrt();
+        let low_rank = (n / 2.0 - half_width).round() as usize;
+        let high_rank = (n / 2.0 + 1.0 + half_width).round() as usize;
+        assert!(
+            low_rank >= 1 && high_rank <= seconds.len(),
+            "{n} rounds are too few for a 95 % interval of their median"
+        );
+        let ms = |index: usize| seconds[index] * 1000.0;
         Self {
-            median: at(n / 2),
-            low: at((n / 2).saturating_sub(half_width)),
-            high: at(n / 2 + half_width),
+            median: ms(seconds.len() / 2),
+            low: ms(low_rank - 1),
+            high: ms(high_rank - 1),
         }
     }
 }
@@ -588,24 +595,26 @@ async fn main() {
         let (through, _) = plane.warm_turns(&turns, None).await;
         rows.push((format!("process: {label}"), straight, through));
     }
-    for (label, runtime, binary) in &process_targets {
-        let name = format!("{runtime}-external");
-        let (straight, through) = plane.external(&name, binary, &model).await;
-        rows.push((format!("external: {label}"), straight, through));
-    }
-    // Our runtime on a model as slow as the real Hermes's turn is here: what a turn's length
-    // alone does to the control plane's share, whichever runtime runs it.
+    // Our runtime on a model as slow as the real Hermes's turn is here, right after the same
+    // runtime on the fast one: what the turn's length does to the control plane's share, told
+    // apart from what the real Hermes does.
     let slow = Model::start(
         model_binary,
         &["--piece-delay-ms", &SLOW_PIECE_MS.to_string()],
     )
     .await;
-    let (straight, through) = plane.external("ours-slow-model", ours, &slow).await;
-    rows.push((
-        format!("external: hermes-runtime, model {SLOW_PIECE_MS} ms a piece"),
-        straight,
-        through,
-    ));
+    let slow_label = format!("hermes-runtime, model {SLOW_PIECE_MS} ms a piece");
+    let mut external_targets = vec![
+        ("hermes-runtime", "ours-external", ours, &model),
+        (slow_label.as_str(), "ours-slow-model", ours, &slow),
+    ];
+    if let Some(hermes) = hermes {
+        external_targets.push(("hermes 0.19.0", "hermes-external", hermes, &model));
+    }
+    for (label, name, binary, model) in external_targets {
+        let (straight, through) = plane.external(name, binary, model).await;
+        rows.push((format!("external: {label}"), straight, through));
+    }
     server.shutdown().await;
     model.stop().await;
     slow.stop().await;

@@ -104,46 +104,6 @@ mod tests {
         assert_eq!(versions, expected);
     }
 
-    /// Version 9 rebuilds `turn_events` without a rowid: the events a data dir held before are
-    /// all there after, unchanged, in a table that has no rowid.
-    #[tokio::test]
-    async fn turn_events_keep_every_event_when_their_table_loses_its_rowid() {
-        let pool = pool().await;
-        let before_9 = SQLITE.iter().filter(|m| m.version < 9).cloned().collect();
-        Migrator::with_migrations(before_9)
-            .run(&pool)
-            .await
-            .unwrap();
-        // The events alone are what the rebuild copies; their turn's parents are beside the point.
-        sqlx::raw_sql(
-            "PRAGMA foreign_keys = OFF; \
-             INSERT INTO turns (id, session_id, state, body) VALUES ('tu_1', 'se_1', 'completed', '{}'); \
-             INSERT INTO turn_events VALUES ('tu_1', 1, '2026-12-06T00:00:00Z', '{\"a\":1}'); \
-             INSERT INTO turn_events VALUES ('tu_1', 2, '2026-12-06T00:00:01Z', '{\"b\":2}'); \
-             PRAGMA foreign_keys = ON;",
-        )
-        .execute(&pool)
-        .await
-        .unwrap();
-        let events = || async {
-            sqlx::query_as::<_, (String, i64, String, String)>(
-                "SELECT turn_id, seq, at, body FROM turn_events ORDER BY turn_id, seq",
-            )
-            .fetch_all(&pool)
-            .await
-            .unwrap()
-        };
-        let held = events().await;
-
-        run_sqlite(&pool).await.unwrap();
-        assert_eq!(events().await, held);
-        assert_eq!(held.len(), 2);
-        let rowid = sqlx::raw_sql("SELECT rowid FROM turn_events")
-            .execute(&pool)
-            .await;
-        assert!(rowid.is_err(), "turn_events still has a rowid");
-    }
-
     /// A database the earlier hand-written runner made keeps its data and gets only what it
     /// lacked.
     #[tokio::test]
