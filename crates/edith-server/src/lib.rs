@@ -187,12 +187,10 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
     let store = Store::open(&url).await?.named(&replica);
     tracing::info!(backend = store.backend(), replica, "store opened");
     auth::bootstrap(&store, data_dir, config.admin_key.as_deref()).await?;
-    let listener = tokio::net::TcpListener::bind(config.listen)
-        .await
-        .map_err(|source| StartError::Listen {
-            addr: config.listen,
-            source,
-        })?;
+    let listener = http::listener::bind(config.listen).map_err(|source| StartError::Listen {
+        addr: config.listen,
+        source,
+    })?;
     let addr = listener.local_addr().map_err(|source| StartError::Listen {
         addr: config.listen,
         source,

@@ -247,6 +247,8 @@ struct Round {
     cpu: Duration,
     turns: usize,
     errors: Vec<String>,
+    /// When each turn had ended, from the round's start, earliest first.
+    ended: Vec<Duration>,
 }
 
 impl Round {
@@ -256,6 +258,17 @@ impl Round {
 
     fn cpu_per_turn_ms(&self) -> f64 {
         self.cpu.as_secs_f64() * 1000.0 / self.turns as f64
+    }
+
+    /// When the given share of the turns (0 to 1) had ended, in milliseconds from the round's
+    /// start: a round's turns/s is set by its last turn, and this tells a round slow all
+    /// through from one whose last few turns came late.
+    fn ended_by_ms(&self, share: f64) -> f64 {
+        let Some(last) = self.ended.len().checked_sub(1) else {
+            return 0.0;
+        };
+        let at = ((self.ended.len() as f64 * share).ceil() as usize).clamp(1, last + 1) - 1;
+        self.ended[at].as_secs_f64() * 1000.0
     }
 }
 
@@ -286,22 +299,34 @@ async fn round_over(servers: &[u32], by_turn: &[(ControlPlane, String)], way: Wa
         .map(|(cp, turns)| {
             let cp = cp.clone();
             let turns = turns.clone();
-            tokio::spawn(async move { cp.turn(&turns, "hello", way).await })
+            tokio::spawn(async move {
+                let result = cp.turn(&turns, "hello", way).await;
+                (result, started.elapsed())
+            })
         })
         .collect();
     let mut errors = Vec::new();
+    let mut ended = Vec::with_capacity(tasks.len());
     for task in tasks {
-        if let Err(e) = task.await.unwrap_or_else(|e| Err(e.to_string())) {
-            errors.push(e);
+        match task.await {
+            Ok((result, at)) => {
+                ended.push(at);
+                if let Err(e) = result {
+                    errors.push(e);
+                }
+            }
+            Err(e) => errors.push(e.to_string()),
         }
     }
     let wall = started.elapsed();
+    ended.sort();
     let after = quiet(&cpu, servers.len()).await;
     Round {
         wall,
         cpu: after - before,
         turns: by_turn.len(),
         errors,
+        ended,
     }
 }
 
@@ -477,8 +502,11 @@ async fn main() {
     let held = streams(&cp, pid, &profiles, stream_count).await;
 
     println!("one edith serve, embedded runtime, scripted model; {sessions} sessions");
-    println!("| every session sends a turn at once | turns/s | CPU per turn | errors |");
-    println!("|---|---:|---:|---:|");
+    println!(
+        "| every session sends a turn at once | turns/s | CPU per turn | errors | \
+         half the turns ended | 99 % ended | all ended |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|");
     let rounds = [
         ("its first turn", &first),
         ("its next turn", &next),
@@ -487,10 +515,13 @@ async fn main() {
     ];
     for (name, round) in rounds {
         println!(
-            "| {name} | {:.0} | {:.2} ms | {} |",
+            "| {name} | {:.0} | {:.2} ms | {} | {:.0} ms | {:.0} ms | {:.0} ms |",
             round.turns_per_second(),
             round.cpu_per_turn_ms(),
-            round.errors.len()
+            round.errors.len(),
+            round.ended_by_ms(0.5),
+            round.ended_by_ms(0.99),
+            round.ended_by_ms(1.0),
         );
     }
     let per_session = |rss_kib: u64| rss_kib.saturating_sub(idle_before) as f64 / sessions as f64;
