@@ -296,11 +296,16 @@ async fn round_over(servers: &[u32], by_turn: &[(ControlPlane, String)], way: Wa
     let started = Instant::now();
     let tasks: Vec<_> = by_turn
         .iter()
-        .map(|(cp, turns)| {
+        .enumerate()
+        .map(|(i, (cp, turns))| {
             let cp = cp.clone();
             let turns = turns.clone();
+            // Each session says something of its own, as users do: the runtime titles a
+            // session after its first exchange, and 2000 sessions of one title would make each
+            // new one look through all the others for the next `… #N` (as Hermes does).
+            let input = format!("hello from session {i}");
             tokio::spawn(async move {
-                let result = cp.turn(&turns, "hello", way).await;
+                let result = cp.turn(&turns, &input, way).await;
                 (result, started.elapsed())
             })
         })
