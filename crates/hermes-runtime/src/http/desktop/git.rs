@@ -72,16 +72,13 @@ async fn outside_any_repository(dir: &Path) -> bool {
 const BRANCH_KEPT: Duration = Duration::from_secs(1);
 
 /// Branches read lately, by directory; sessions opened together in one directory (a burst of
-/// them, each announcing its info) share one git probe.
+/// them, each announcing its info) share one probe, the look for a repository included.
 type BranchReads = HashMap<PathBuf, (Instant, Arc<tokio::sync::OnceCell<String>>)>;
 static BRANCHES: LazyLock<Mutex<BranchReads>> = LazyLock::new(Default::default);
 
 /// The branch checked out in `dir` (else the short commit, for a detached head), as Hermes
 /// shows a session's; `""` outside a repository. A read at most [`BRANCH_KEPT`] old may answer.
 pub async fn branch_of(dir: &Path) -> String {
-    if outside_any_repository(dir).await {
-        return String::new();
-    }
     let read = {
         let mut reads = BRANCHES.lock().expect("not poisoned");
         let now = Instant::now();
@@ -91,7 +88,15 @@ pub async fn branch_of(dir: &Path) -> String {
             .or_insert_with(|| (now, Default::default()));
         read.clone()
     };
-    read.get_or_init(|| read_branch(dir)).await.clone()
+    read.get_or_init(|| async {
+        if outside_any_repository(dir).await {
+            String::new()
+        } else {
+            read_branch(dir).await
+        }
+    })
+    .await
+    .clone()
 }
 
 async fn read_branch(dir: &Path) -> String {
@@ -473,8 +478,10 @@ mod tests {
 
         git_in(outside.path(), &["init", "-q", "-b", "trunk"]);
         assert!(!outside_any_repository(&nested).await, "below a checkout");
+        // A read is kept for a second at most, that there is no repository too: a repository
+        // made meanwhile, and a switch, show after it.
+        tokio::time::sleep(BRANCH_KEPT + Duration::from_millis(100)).await;
         assert_eq!(branch_of(&nested).await, "trunk");
-        // A read is kept for a second at most: a switch shows after it.
         git_in(outside.path(), &["checkout", "-q", "-b", "other"]);
         tokio::time::sleep(BRANCH_KEPT + Duration::from_millis(100)).await;
         assert_eq!(branch_of(&nested).await, "other");
