@@ -449,14 +449,6 @@ async fn streams(cp: &ControlPlane, pid: u32, profiles: &str, count: usize) -> S
     }
 }
 
-/// Lets this process hold as many sockets as its hard limit allows.
-fn raise_open_files() {
-    use rustix::process::{Resource, getrlimit, setrlimit};
-    let mut limit = getrlimit(Resource::Nofile);
-    limit.current = limit.maximum;
-    let _ = setrlimit(Resource::Nofile, limit);
-}
-
 fn report_errors(what: &str, errors: &[String]) {
     if let Some(first) = errors.first() {
         println!("  {what}: {} errors, the first: {first}", errors.len());
@@ -474,7 +466,7 @@ async fn main() {
     let stream_count: usize = args.next().map_or(10_000, |n| n.parse().expect("a count"));
     let replica_sessions: usize = args.next().map_or(1000, |n| n.parse().expect("a count"));
     let fanout: usize = args.next().map_or(3000, |n| n.parse().expect("a count"));
-    raise_open_files();
+    testkit::raise_open_files();
 
     let dir = tempfile::tempdir().unwrap();
     let mut command = tokio::process::Command::new(&edith);

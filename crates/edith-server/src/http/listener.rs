@@ -154,6 +154,11 @@ mod tests {
             "net.core.somaxconn is {somaxconn}: the kernel caps the listen backlog there, and \
              this machine drops the SYNs of a burst of {BURST} connections"
         );
+        let open_files = testkit::raise_open_files();
+        assert!(
+            open_files > BURST as u64 + 100,
+            "this process may open {open_files} files, too few for a burst of {BURST} sockets"
+        );
         let listener = bind("127.0.0.1:0".parse().unwrap()).unwrap();
         let addr = listener.local_addr().unwrap();
         let mut connecting = JoinSet::new();
