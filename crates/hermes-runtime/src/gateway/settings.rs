@@ -971,7 +971,7 @@ pub async fn reload_mcp(runtime: &Runtime, p: ReloadMcpParams) -> Result<StatusR
             .insert("message".to_owned(), json!(RELOAD_CONFIRM));
         return Ok(reply);
     }
-    runtime.mcp.forget_all().await;
+    runtime.mcp.forget_all();
     if let Some(session) = &session {
         session_info::announce(runtime, session).await;
     }

@@ -2,11 +2,12 @@
 //! kept until the server says they changed when it announces changes (`edith_mcp::McpClient`).
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use edith_mcp::McpClient;
+use futures_util::FutureExt;
+use futures_util::future::{BoxFuture, Shared};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
-use tokio::sync::Mutex;
 
 use crate::model::ToolSpec;
 use hermes_native::config::{HermesConfig, McpServer};
@@ -14,11 +15,17 @@ use hermes_native::config::{HermesConfig, McpServer};
 /// A listed tool: how the model sees it, the connection that serves it, its name there.
 pub type Listed = (ToolSpec, Arc<McpClient>, String);
 
+/// A connection being made or made: one attempt per server at a time, whose outcome every
+/// listing that asked meanwhile shares. New sessions come in bursts (a client opening many at
+/// once); each making its own connection would open as many MCP sessions and event streams on
+/// the server, all but one thrown away.
+type Connecting = Shared<BoxFuture<'static, Result<Arc<McpClient>, String>>>;
+
 /// Open MCP connections, shared by every session of the runtime and kept across turns.
 pub struct McpPool {
     http: reqwest::Client,
     /// By server url and credentials, so two profiles with the same server share a connection.
-    clients: Mutex<HashMap<String, Arc<McpClient>>>,
+    clients: Mutex<HashMap<String, Connecting>>,
 }
 
 impl McpPool {
@@ -32,32 +39,32 @@ impl McpPool {
 
     async fn client(&self, config: &McpServer) -> Result<Arc<McpClient>, String> {
         let key = format!("{} {:?}", config.url, config.headers);
-        if let Some(client) = self.clients.lock().await.get(&key) {
-            return Ok(client.clone());
+        let connecting = self
+            .clients()
+            .entry(key.clone())
+            .or_insert_with(|| connect(self.http.clone(), config.clone()).boxed().shared())
+            .clone();
+        let connected = connecting.clone().await;
+        if connected.is_err() {
+            // The next listing tries again, unless another attempt already replaced this one.
+            let mut clients = self.clients();
+            if clients
+                .get(&key)
+                .is_some_and(|kept| kept.ptr_eq(&connecting))
+            {
+                clients.remove(&key);
+            }
         }
-        let mut headers = HeaderMap::new();
-        for (name, value) in &config.headers {
-            let name = HeaderName::try_from(name.as_str()).map_err(|e| e.to_string())?;
-            let value = HeaderValue::try_from(value.as_str()).map_err(|e| e.to_string())?;
-            headers.insert(name, value);
-        }
-        let client = McpClient::connect(
-            self.http.clone(),
-            config.url.clone(),
-            headers,
-            config.connect_timeout.duration(),
-            config.timeout.duration(),
-        )
-        .await
-        .map_err(|e| e.to_string())?;
-        let client = Arc::new(client);
-        self.clients.lock().await.insert(key, client.clone());
-        Ok(client)
+        connected
+    }
+
+    fn clients(&self) -> std::sync::MutexGuard<'_, HashMap<String, Connecting>> {
+        self.clients.lock().expect("not poisoned")
     }
 
     /// Drops every connection (`reload.mcp`): the next listing connects anew.
-    pub async fn forget_all(&self) {
-        self.clients.lock().await.clear();
+    pub fn forget_all(&self) {
+        self.clients().clear();
     }
 
     /// Lists the tools of every configured server, with the connection that serves each and its
@@ -88,15 +95,37 @@ impl McpPool {
                     }
                 }
                 Err(e) => {
-                    // A cached connection may be stale (the server restarted): forget it.
-                    self.clients
-                        .lock()
-                        .await
-                        .retain(|_, c| c.url() != server_config.url);
+                    // A kept connection may be stale (the server restarted): forget it. One
+                    // still being made is a new attempt, and stays.
+                    self.clients().retain(|_, kept| match kept.peek() {
+                        None => true,
+                        Some(Ok(client)) => client.url() != server_config.url,
+                        Some(Err(_)) => false,
+                    });
                     problems.push(format!("MCP server `{server}`: {e}"));
                 }
             }
         }
         (tools, problems)
     }
+}
+
+/// Opens a connection to the server `config` names, with its credentials.
+async fn connect(http: reqwest::Client, config: McpServer) -> Result<Arc<McpClient>, String> {
+    let mut headers = HeaderMap::new();
+    for (name, value) in &config.headers {
+        let name = HeaderName::try_from(name.as_str()).map_err(|e| e.to_string())?;
+        let value = HeaderValue::try_from(value.as_str()).map_err(|e| e.to_string())?;
+        headers.insert(name, value);
+    }
+    let client = McpClient::connect(
+        http,
+        config.url.clone(),
+        headers,
+        config.connect_timeout.duration(),
+        config.timeout.duration(),
+    )
+    .await
+    .map_err(|e| e.to_string())?;
+    Ok(Arc::new(client))
 }

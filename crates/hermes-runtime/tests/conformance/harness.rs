@@ -3,6 +3,7 @@
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -394,6 +395,8 @@ pub fn streamed_text(events: &[Value]) -> String {
 pub struct McpServer {
     pub url: String,
     pub calls: Arc<Mutex<Vec<Value>>>,
+    /// How many MCP sessions clients opened (`initialize` requests).
+    pub initialized: Arc<AtomicUsize>,
     _stop: tokio::sync::watch::Sender<bool>,
 }
 
@@ -446,13 +449,19 @@ impl ToolService for WordCount {
 impl McpServer {
     pub async fn start() -> Self {
         let calls = Arc::new(Mutex::new(Vec::new()));
+        let initialized = Arc::new(AtomicUsize::new(0));
         let service = Arc::new(WordCount {
             calls: calls.clone(),
         });
+        let counted = initialized.clone();
         let app = axum::Router::new().route(
             "/mcp",
             axum::routing::post(move |body: axum::body::Bytes| {
                 let service = service.clone();
+                let asked: Value = serde_json::from_slice(&body).unwrap_or_default();
+                if asked["method"] == "initialize" {
+                    counted.fetch_add(1, Ordering::SeqCst);
+                }
                 async move { handle_post(service.as_ref(), &body).await }
             }),
         );
@@ -469,6 +478,7 @@ impl McpServer {
         Self {
             url,
             calls,
+            initialized,
             _stop: stop,
         }
     }

@@ -1,5 +1,7 @@
 //! Behaviour of our runtime that the real Hermes does not show with a fake model.
 
+use std::sync::atomic::Ordering;
+
 use serde_json::json;
 
 use crate::harness::{McpServer, Peer, PeerOptions, Target};
@@ -188,6 +190,38 @@ async fn an_opened_session_announces_its_tools() {
     assert_eq!(info["payload"]["version"], "0.19.0", "{info}");
     assert_eq!(info["payload"]["usage"]["calls"], 0, "{info}");
     assert!(info["payload"]["usage"]["context_used"].is_null(), "{info}");
+    peer.stop().await;
+}
+
+/// Sessions opened together share one connection to an MCP server: a burst of new sessions
+/// opens one MCP session on the server, not one each (all but one then thrown away).
+#[tokio::test]
+async fn sessions_opened_at_once_connect_to_an_mcp_server_once() {
+    const SESSIONS: usize = 16;
+    let server = McpServer::start().await;
+    let options = PeerOptions {
+        mcp_servers: vec![("tools".to_owned(), server.url.clone())],
+        ..Default::default()
+    };
+    let peer = Peer::start_with(Target::Ours, options).await;
+    let mut client = peer.connect().await;
+    for _ in 0..SESSIONS {
+        client.send_request("session.create", json!({})).await;
+    }
+    // Replies and the sessions' infos, in whatever order they come.
+    let (mut opened, mut announced) = (0, 0);
+    while opened < SESSIONS || announced < SESSIONS {
+        let frame = client.next_frame().await;
+        if frame["params"]["type"] == "session.info" {
+            let tools = &frame["params"]["payload"]["tools"]["mcp-tools"];
+            assert_eq!(tools.as_array().map(Vec::len), Some(3), "{frame}");
+            announced += 1;
+        } else if frame["id"].is_string() {
+            assert!(frame["result"]["session_id"].is_string(), "{frame}");
+            opened += 1;
+        }
+    }
+    assert_eq!(server.initialized.load(Ordering::SeqCst), 1);
     peer.stop().await;
 }
 
