@@ -236,8 +236,12 @@ pub type RequestLog = tower_http::trace::TraceLayer<
 >;
 
 fn request_span(request: &axum::extract::Request) -> tracing::Span {
+    let route = request
+        .extensions()
+        .get::<axum::extract::MatchedPath>()
+        .map_or("unmatched", axum::extract::MatchedPath::as_str);
     if !crate::telemetry::exporting() {
-        return tracing::info_span!(
+        let span = tracing::info_span!(
             "request",
             method = %request.method(),
             // The path, not the query: Desktop routes carry what a user searched or opened
@@ -245,12 +249,15 @@ fn request_span(request: &axum::extract::Request) -> tracing::Span {
             path = %request.uri().path(),
             version = ?request.version(),
             http.response.status_code = tracing::field::Empty,
+            instance = tracing::field::Empty,
+            profile = tracing::field::Empty,
+            session = tracing::field::Empty,
+            turn = tracing::field::Empty,
+            job = tracing::field::Empty,
         );
+        record_path_ids(&span, route, request.uri().path());
+        return span;
     }
-    let route = request
-        .extensions()
-        .get::<axum::extract::MatchedPath>()
-        .map_or("unmatched", axum::extract::MatchedPath::as_str);
     // `otel.*` fields name and kind the span for an OpenTelemetry exporter; the route, not
     // the path, so that spans group by what was asked, not by ids.
     let span = tracing::info_span!(
@@ -262,9 +269,32 @@ fn request_span(request: &axum::extract::Request) -> tracing::Span {
         otel.kind = "server",
         http.response.status_code = tracing::field::Empty,
         otel.status_code = tracing::field::Empty,
+        instance = tracing::field::Empty,
+        profile = tracing::field::Empty,
+        session = tracing::field::Empty,
+        turn = tracing::field::Empty,
+        job = tracing::field::Empty,
     );
+    record_path_ids(&span, route, request.uri().path());
     crate::telemetry::continue_trace(&span, request.headers());
     span
+}
+
+/// Sets on a request's span the ids its path names (`{session_id}` → `session`), so that its
+/// log line says what it is about under the same names as the lines of the turn or job it
+/// starts. `route` is the path's template.
+fn record_path_ids(span: &tracing::Span, route: &str, path: &str) {
+    for (segment, value) in route.split('/').zip(path.split('/')) {
+        let field = match segment {
+            "{instance_id}" => "instance",
+            "{profile_id}" => "profile",
+            "{session_id}" => "session",
+            "{turn_id}" => "turn",
+            "{job_id}" => "job",
+            _ => continue,
+        };
+        span.record(field, value);
+    }
 }
 
 fn request_answered(

@@ -61,6 +61,50 @@ async fn json_log_lines_name_the_instance_session_and_turn() {
     assert_eq!(ids["turn"], tid);
     assert_eq!(ids["session"], turn["session_id"].as_str().unwrap());
     assert!(ids["profile"].starts_with("prof_"), "{ids:?}");
+
+    // Every line that is about something says so in its fields, under the same names, the
+    // requests' lines too (their paths name what they are about).
+    let lines = ctx.server_log();
+    let mut named = 0;
+    for line in &lines {
+        let (_, ids) = read(line);
+        for (kind, id) in ids_in(line) {
+            assert_eq!(ids.get(kind), Some(&id), "`{kind}` of: {line}");
+            named += 1;
+        }
+    }
+    let about_the_turn = lines
+        .iter()
+        .filter(|line| read(line).1.get("turn") == Some(&tid))
+        .count();
+    // Its events' request, its end; at least.
+    assert!(about_the_turn >= 2, "{lines:#?}");
+    assert!(named >= 10, "{lines:#?}");
+}
+
+/// The ids written anywhere in a log line, by the field that names them (`sess_…` → `session`).
+fn ids_in(line: &str) -> Vec<(&'static str, String)> {
+    const KINDS: [(&str, &str); 5] = [
+        ("inst_", "instance"),
+        ("prof_", "profile"),
+        ("sess_", "session"),
+        ("turn_", "turn"),
+        ("job_", "job"),
+    ];
+    let mut found = Vec::new();
+    for (prefix, kind) in KINDS {
+        for (at, _) in line.match_indices(prefix) {
+            let id: String = line[at..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            // An id is its prefix and 32 hex digits; a field's name (`"turn":`) is not one.
+            if id.len() == prefix.len() + 32 {
+                found.push((kind, id));
+            }
+        }
+    }
+    found
 }
 
 /// The text log carries no terminal colours when it goes to a file or a pipe (as here).

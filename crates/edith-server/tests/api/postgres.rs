@@ -96,6 +96,31 @@ async fn on_postgres_a_killed_control_plane_loses_nothing_and_work_goes_on() {
     );
 }
 
+/// `--database-url` does what `EDITH_DATABASE_URL` does, and wins over it.
+#[tokio::test]
+async fn the_database_may_be_named_by_a_flag() {
+    let database = testkit::postgres::database().await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    // The environment names a database that cannot be reached: the flag's is used.
+    let unreachable = [("EDITH_DATABASE_URL", "postgres://edith@127.0.0.1:1/edith")];
+    let flag = ["--database-url", database.url()];
+    let ctx = Ctx::serve_with_env(dir, &flag, &unreachable).await;
+    let iid = ctx.ready_instance().await;
+    let dir = ctx.stop().await;
+    assert!(
+        !dir.path().join("edith.db").exists(),
+        "nothing went to a SQLite file"
+    );
+
+    // The instance is in that database: a control plane started on it by the environment
+    // finds it.
+    let ctx = serve_on(dir, database.url()).await;
+    let (status, instance) = ctx.get(&format!("/v1/instances/{iid}")).await;
+    assert_eq!(status, 200, "{instance}");
+    assert_eq!(instance["id"], iid.as_str(), "{instance}");
+    ctx.stop().await;
+}
+
 #[tokio::test]
 async fn a_database_that_cannot_be_reached_is_said_at_start() {
     let dir = tempfile::tempdir().expect("temp dir");
