@@ -236,47 +236,36 @@ pub type RequestLog = tower_http::trace::TraceLayer<
 >;
 
 fn request_span(request: &axum::extract::Request) -> tracing::Span {
+    use tracing::field::Empty;
+    let span = tracing::info_span!(
+        "request",
+        method = %request.method(),
+        // The path, not the query: Desktop routes carry what a user searched or opened there.
+        path = %request.uri().path(),
+        version = ?request.version(),
+        http.response.status_code = Empty,
+        instance = Empty,
+        profile = Empty,
+        session = Empty,
+        turn = Empty,
+        job = Empty,
+        otel.name = Empty,
+        otel.kind = Empty,
+        otel.status_code = Empty,
+    );
     let route = request
         .extensions()
         .get::<axum::extract::MatchedPath>()
         .map_or("unmatched", axum::extract::MatchedPath::as_str);
-    if !crate::telemetry::exporting() {
-        let span = tracing::info_span!(
-            "request",
-            method = %request.method(),
-            // The path, not the query: Desktop routes carry what a user searched or opened
-            // there.
-            path = %request.uri().path(),
-            version = ?request.version(),
-            http.response.status_code = tracing::field::Empty,
-            instance = tracing::field::Empty,
-            profile = tracing::field::Empty,
-            session = tracing::field::Empty,
-            turn = tracing::field::Empty,
-            job = tracing::field::Empty,
-        );
-        record_path_ids(&span, route, request.uri().path());
-        return span;
-    }
-    // `otel.*` fields name and kind the span for an OpenTelemetry exporter; the route, not
-    // the path, so that spans group by what was asked, not by ids.
-    let span = tracing::info_span!(
-        "request",
-        method = %request.method(),
-        path = %request.uri().path(),
-        version = ?request.version(),
-        otel.name = format!("{} {route}", request.method()),
-        otel.kind = "server",
-        http.response.status_code = tracing::field::Empty,
-        otel.status_code = tracing::field::Empty,
-        instance = tracing::field::Empty,
-        profile = tracing::field::Empty,
-        session = tracing::field::Empty,
-        turn = tracing::field::Empty,
-        job = tracing::field::Empty,
-    );
     record_path_ids(&span, route, request.uri().path());
-    crate::telemetry::continue_trace(&span, request.headers());
+    // `otel.*` fields name and kind the span for an OpenTelemetry exporter (the route, not the
+    // path, so that spans group by what was asked, not by ids); only then, as a log line has
+    // no use for them, and a field left empty is not written.
+    if crate::telemetry::exporting() {
+        span.record("otel.name", format!("{} {route}", request.method()));
+        span.record("otel.kind", "server");
+        crate::telemetry::continue_trace(&span, request.headers());
+    }
     span
 }
 
@@ -304,7 +293,7 @@ fn request_answered(
 ) {
     let status = response.status();
     span.record("http.response.status_code", status.as_u16());
-    if status.is_server_error() {
+    if status.is_server_error() && crate::telemetry::exporting() {
         span.record("otel.status_code", "ERROR");
     }
     tracing::info!(

@@ -159,17 +159,22 @@ async fn a_bad_timeout_in_the_config_ends_the_turn_with_a_configuration_error() 
     peer.stop().await;
 }
 
+/// Our runtime with `server` as the MCP server `tools` of its home.
+async fn with_mcp_server(server: &McpServer) -> Peer {
+    let options = PeerOptions {
+        mcp_servers: vec![("tools".to_owned(), server.url.clone())],
+        ..Default::default()
+    };
+    Peer::start_with(Target::Ours, options).await
+}
+
 /// Once a session is open, `session.info` names its tools by toolset — built-ins and the tools
 /// of the home's MCP servers — as Hermes does after building the agent (Hermes connects MCP
 /// servers later for profiles made after it started: not a conformance expectation).
 #[tokio::test]
 async fn an_opened_session_announces_its_tools() {
     let server = McpServer::start().await;
-    let options = PeerOptions {
-        mcp_servers: vec![("tools".to_owned(), server.url.clone())],
-        ..Default::default()
-    };
-    let peer = Peer::start_with(Target::Ours, options).await;
+    let peer = with_mcp_server(&server).await;
     let mut client = peer.connect().await;
     let live = client.new_session().await;
     let info = client.any_event("session.info").await;
@@ -199,11 +204,7 @@ async fn an_opened_session_announces_its_tools() {
 async fn sessions_opened_at_once_connect_to_an_mcp_server_once() {
     const SESSIONS: usize = 16;
     let server = McpServer::start().await;
-    let options = PeerOptions {
-        mcp_servers: vec![("tools".to_owned(), server.url.clone())],
-        ..Default::default()
-    };
-    let peer = Peer::start_with(Target::Ours, options).await;
+    let peer = with_mcp_server(&server).await;
     let mut client = peer.connect().await;
     for _ in 0..SESSIONS {
         client.send_request("session.create", json!({})).await;
