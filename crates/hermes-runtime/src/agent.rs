@@ -22,7 +22,7 @@ use crate::model::{self, ChatMessage, ModelEvent, Role, TokenUsage};
 use crate::retry;
 use crate::runtime::Runtime;
 use crate::session::LiveSession;
-use crate::store::{Billing, ModelCall, SessionRow, StateDb};
+use crate::store::{Billing, FirstWrite, ModelCall, SessionRow, Setup, StateDb};
 use crate::tools::{ToolBox, TurnContext};
 
 /// Runs one turn; returns the `message.complete` event, which the caller emits once the
@@ -86,23 +86,20 @@ async fn run_model_loop(
             state.settings.clone(),
         )
     };
+    // What the session was started with (for its listing) goes with its first prompt.
+    let model_config = model_config(&config);
+    let setup = first_turn.then(|| Setup {
+        model_config: &model_config,
+        cwd: settings.cwd_chosen.then_some(settings.cwd.as_path()),
+    });
     // The prompt is stored while the tools are listed (an MCP server's listing is a round trip):
     // neither needs the other.
+    let prompt = ChatMessage::user(text);
     let (recorded, (toolbox, problems)) = tokio::join!(
-        record(session, &db, &mut history, ChatMessage::user(text), None),
+        record_first(session, &db, &mut history, prompt, setup),
         ToolBox::for_turn(runtime, &config)
     );
     recorded?;
-    if first_turn {
-        let chosen_cwd = settings.cwd_chosen.then_some(settings.cwd.as_path());
-        // What the session was started with is for its listing: the turn goes on without it.
-        if let Err(e) = db
-            .note_setup(&session.stored_id, &model_config(&config), chosen_cwd)
-            .await
-        {
-            tracing::warn!(error = %e, "could not store the session's settings");
-        }
-    }
     let billing = Billing::of(&config);
 
     for problem in problems {
@@ -356,7 +353,26 @@ async fn record(
     message: ChatMessage,
     call: Option<&ModelCall<'_>>,
 ) -> Result<(), String> {
-    persist(session, db, std::slice::from_ref(&message), call).await?;
+    persist(session, db, std::slice::from_ref(&message), call, None).await?;
+    keep(session, history, message);
+    Ok(())
+}
+
+/// [`record`] for a turn's prompt, with what the session's first turn was started with.
+async fn record_first(
+    session: &LiveSession,
+    db: &StateDb,
+    history: &mut Vec<ChatMessage>,
+    message: ChatMessage,
+    setup: Option<Setup<'_>>,
+) -> Result<(), String> {
+    persist(session, db, std::slice::from_ref(&message), None, setup).await?;
+    keep(session, history, message);
+    Ok(())
+}
+
+/// Adds a stored message to the turn's history and the live session.
+fn keep(session: &LiveSession, history: &mut Vec<ChatMessage>, message: ChatMessage) {
     session
         .state
         .lock()
@@ -364,40 +380,42 @@ async fn record(
         .messages
         .push(message.clone());
     history.push(message);
-    Ok(())
 }
 
-/// Writes messages, creating the session row on first use as Hermes does.
+/// Writes messages, creating the session row on first use as Hermes does, in one transaction
+/// with what the session's first turn was started with (`setup`).
 async fn persist(
     session: &LiveSession,
     db: &StateDb,
     messages: &[ChatMessage],
     call: Option<&ModelCall<'_>>,
+    setup: Option<Setup<'_>>,
 ) -> Result<(), String> {
     let _writing = session.writes.lock().await;
     let (first, title) = {
-        let mut state = session.state.lock().expect("not poisoned");
-        (
-            !std::mem::replace(&mut state.persisted, true),
-            state.title.clone(),
-        )
+        let state = session.state.lock().expect("not poisoned");
+        (!state.persisted, state.title.clone())
     };
-    if first {
-        db.ensure_session(&SessionRow {
-            id: session.stored_id.clone(),
-            source: session.source.clone(),
-            model: session.model(),
-            started_at: session.started_at,
-            title,
-            message_count: 0,
-            profile_name: session.profile.clone(),
-        })
+    let row = first.then(|| SessionRow {
+        id: session.stored_id.clone(),
+        source: session.source.clone(),
+        model: session.model(),
+        started_at: session.started_at,
+        title,
+        message_count: 0,
+        profile_name: session.profile.clone(),
+    });
+    let first_write = FirstWrite {
+        row: row.as_ref(),
+        setup,
+    };
+    db.append_messages(&session.stored_id, messages, call, &first_write)
         .await
         .map_err(|e| format!("state.db: {e}"))?;
+    if first {
+        session.state.lock().expect("not poisoned").persisted = true;
     }
-    db.append_messages(&session.stored_id, messages, call)
-        .await
-        .map_err(|e| format!("state.db: {e}"))
+    Ok(())
 }
 
 /// The agent's settings a session is stored with, as Hermes writes them (JSON text). Hermes

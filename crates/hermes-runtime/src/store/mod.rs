@@ -172,18 +172,9 @@ impl StateDb {
 
     /// Writes the session row if it is not there yet (Hermes writes it at the first prompt).
     pub async fn ensure_session(&self, row: &SessionRow) -> Result<(), sqlx::Error> {
-        sqlx::query(
-            "INSERT OR IGNORE INTO sessions (id, source, model, started_at, title, profile_name) \
-             VALUES (?, ?, ?, ?, ?, ?)",
-        )
-        .bind(&row.id)
-        .bind(&row.source)
-        .bind(&row.model)
-        .bind(row.started_at)
-        .bind(&row.title)
-        .bind(&row.profile_name)
-        .execute(&self.pool)
-        .await?;
+        bind_session_row(sqlx::query(ENSURE_SESSION), row)
+            .execute(&self.pool)
+            .await?;
         Ok(())
     }
 
@@ -250,27 +241,42 @@ impl StateDb {
     }
 
     /// Appends messages and bumps the session's counts, in one transaction (one script; each
-    /// statement takes the next `?` values in turn). `call`:
-    /// the model call that produced them, accounted for in the same write.
+    /// statement takes the next `?` values in turn). `call`: the model call that produced them,
+    /// accounted for in the same write. `first`: what a session's first write also stores.
     pub async fn append_messages(
         &self,
         session_id: &str,
         messages: &[ChatMessage],
         call: Option<&ModelCall<'_>>,
+        first: &FirstWrite<'_>,
     ) -> Result<(), sqlx::Error> {
-        let script = format!(
-            "{}UPDATE sessions SET message_count = message_count + ?, \
-             tool_call_count = tool_call_count + ? WHERE id = ?; {}",
-            format!("{INSERT_MESSAGE}; ").repeat(messages.len()),
-            if call.is_some() {
-                format!("{ACCOUNT_MODEL_CALL}; ")
-            } else {
-                String::new()
-            }
+        let mut script = String::new();
+        if first.row.is_some() {
+            script.push_str(&format!("{ENSURE_SESSION}; "));
+        }
+        if first.setup.is_some() {
+            script.push_str(&format!("{NOTE_SETUP}; "));
+        }
+        script.push_str(&format!("{INSERT_MESSAGE}; ").repeat(messages.len()));
+        script.push_str(
+            "UPDATE sessions SET message_count = message_count + ?, \
+             tool_call_count = tool_call_count + ? WHERE id = ?; ",
         );
+        if call.is_some() {
+            script.push_str(&format!("{ACCOUNT_MODEL_CALL}; "));
+        }
         let now = unix_now();
         // Only constant text is repeated into the script.
         let mut query = sqlx::query(sqlx::AssertSqlSafe(script));
+        if let Some(row) = first.row {
+            query = bind_session_row(query, row);
+        }
+        if let Some(setup) = &first.setup {
+            query = query
+                .bind(setup.model_config)
+                .bind(setup.cwd.map(|dir| dir.display().to_string()))
+                .bind(session_id);
+        }
         for message in messages {
             query = bind_message(query, session_id, message, now);
         }
@@ -288,27 +294,6 @@ impl StateDb {
                 .bind(session_id);
         }
         self.pool.transact(query).await?;
-        Ok(())
-    }
-
-    /// Writes what a session was started with, at its first turn: the agent's settings
-    /// (`model_config`, JSON text) and, when the client chose one, its working directory.
-    /// Values already there are kept.
-    pub async fn note_setup(
-        &self,
-        session_id: &str,
-        model_config: &str,
-        chosen_cwd: Option<&Path>,
-    ) -> Result<(), sqlx::Error> {
-        sqlx::query(
-            "UPDATE sessions SET model_config = COALESCE(model_config, ?), \
-             cwd = COALESCE(cwd, ?) WHERE id = ?",
-        )
-        .bind(model_config)
-        .bind(chosen_cwd.map(|dir| dir.display().to_string()))
-        .bind(session_id)
-        .execute(&self.pool)
-        .await?;
         Ok(())
     }
 
@@ -574,6 +559,43 @@ async fn add_missing_columns(pool: &Connections) -> Result<(), sqlx::Error> {
 }
 
 /// One message's row; its values are bound by [`bind_message`].
+/// Writes a session's row if it is not there yet (Hermes writes it at the first prompt).
+const ENSURE_SESSION: &str = "INSERT OR IGNORE INTO sessions \
+                              (id, source, model, started_at, title, profile_name) \
+                              VALUES (?, ?, ?, ?, ?, ?)";
+
+/// Keeps what a session was started with, unless it has it already.
+const NOTE_SETUP: &str = "UPDATE sessions SET model_config = COALESCE(model_config, ?), \
+                          cwd = COALESCE(cwd, ?) WHERE id = ?";
+
+/// What a session's first write stores besides its messages, in the same transaction.
+#[derive(Default)]
+pub struct FirstWrite<'a> {
+    /// The session's row, written unless it is there ([`ENSURE_SESSION`]).
+    pub row: Option<&'a SessionRow>,
+    /// What its first turn was started with ([`NOTE_SETUP`]).
+    pub setup: Option<Setup<'a>>,
+}
+
+/// What a session's first turn was started with.
+pub struct Setup<'a> {
+    /// The agent's settings, JSON text as Hermes writes them.
+    pub model_config: &'a str,
+    /// The working directory, when the client chose one.
+    pub cwd: Option<&'a Path>,
+}
+
+/// `query` with the values of [`ENSURE_SESSION`] bound after those it has.
+fn bind_session_row<'q>(query: SqliteQuery<'q>, row: &'q SessionRow) -> SqliteQuery<'q> {
+    query
+        .bind(&row.id)
+        .bind(&row.source)
+        .bind(&row.model)
+        .bind(row.started_at)
+        .bind(&row.title)
+        .bind(&row.profile_name)
+}
+
 const INSERT_MESSAGE: &str = "INSERT INTO messages (session_id, role, content, tool_call_id, \
                               tool_calls, tool_name, timestamp, finish_reason) \
                               VALUES (?, ?, ?, ?, ?, ?, ?, ?)";
@@ -692,6 +714,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let db = StateDb::open(dir.path()).await.unwrap();
         db.ensure_session(&row("s", "Plans")).await.unwrap();
+        let none = FirstWrite::default();
         let call = ToolCall {
             id: "call_1".to_owned(),
             name: "search".to_owned(),
@@ -707,10 +730,10 @@ mod tests {
             tool_name: Some("search".to_owned()),
             ..ChatMessage::plain(Role::Tool, "found".to_owned())
         };
-        db.append_messages("s", &[ChatMessage::user("look it up")], None)
+        db.append_messages("s", &[ChatMessage::user("look it up")], None, &none)
             .await
             .unwrap();
-        db.append_messages("s", &[asked.clone(), answered.clone()], None)
+        db.append_messages("s", &[asked.clone(), answered.clone()], None, &none)
             .await
             .unwrap();
         let stored = db.messages("s").await.unwrap();
@@ -739,6 +762,52 @@ mod tests {
         db.close().await;
     }
 
+    /// A session's first write makes its row and keeps what it was started with, with its
+    /// first message; a later one changes neither.
+    #[tokio::test]
+    async fn a_sessions_first_write_makes_its_row_and_notes_its_setup() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = StateDb::open(dir.path()).await.unwrap();
+        let work = dir.path().join("work");
+        let (plans, other_row) = (row("s", "Plans"), row("s", "Other"));
+        let first = FirstWrite {
+            row: Some(&plans),
+            setup: Some(Setup {
+                model_config: r#"{"max_iterations": 90}"#,
+                cwd: Some(&work),
+            }),
+        };
+        let prompt = || ChatMessage::user("hello");
+        db.append_messages("s", &[prompt()], None, &first)
+            .await
+            .unwrap();
+        let other = dir.path().join("elsewhere");
+        let again = FirstWrite {
+            row: Some(&other_row),
+            setup: Some(Setup {
+                model_config: "{}",
+                cwd: Some(&other),
+            }),
+        };
+        db.append_messages("s", &[prompt()], None, &again)
+            .await
+            .unwrap();
+        let stored = sqlx::query(
+            "SELECT title, model_config, cwd, message_count FROM sessions WHERE id = 's'",
+        )
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+        assert_eq!(stored.get::<String, _>("title"), "Plans");
+        assert_eq!(
+            stored.get::<String, _>("model_config"),
+            r#"{"max_iterations": 90}"#
+        );
+        assert_eq!(stored.get::<String, _>("cwd"), work.display().to_string());
+        assert_eq!(stored.get::<i64, _>("message_count"), 2);
+        db.close().await;
+    }
+
     /// A reply written with the model call that made it: tokens and calls add up, what the calls
     /// are billed to is the first's; a reply without usage accounts for nothing.
     #[tokio::test]
@@ -746,6 +815,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let db = StateDb::open(dir.path()).await.unwrap();
         db.ensure_session(&row("s", "Plans")).await.unwrap();
+        let none = FirstWrite::default();
         let billed = |provider: &str| Billing {
             provider: Some(provider.to_owned()),
             base_url: Some(format!("http://{provider}/v1")),
@@ -757,11 +827,13 @@ mod tests {
                 usage: TokenUsage { input, output },
                 billing,
             };
-            db.append_messages("s", &[reply()], Some(&call))
+            db.append_messages("s", &[reply()], Some(&call), &none)
                 .await
                 .unwrap();
         }
-        db.append_messages("s", &[reply()], None).await.unwrap();
+        db.append_messages("s", &[reply()], None, &none)
+            .await
+            .unwrap();
         let accounted = sqlx::query(
             "SELECT input_tokens, output_tokens, api_call_count, billing_provider, \
              billing_base_url, message_count FROM sessions WHERE id = 's'",
