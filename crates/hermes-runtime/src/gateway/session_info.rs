@@ -3,7 +3,6 @@
 //! once it is, the whole of it ([`full`]), as the event that announces it and every change to
 //! a setting does.
 
-use hermes_native::NativeEvent;
 use hermes_native::config::HermesConfig;
 use hermes_native::events::{NativeUsage, SessionInfo};
 use hermes_native::profile::DEFAULT_PROFILE;
@@ -175,8 +174,10 @@ pub async fn announce(runtime: &Runtime, session: &LiveSession) -> SessionInfo {
     let mut info = unchanged_by_a_turn(runtime, session).await;
     let text = serde_json::to_string(&info).expect("session info always serializes");
     session.state.lock().expect("not poisoned").info = Some(text.into());
+    // The event is that text with what a turn changes joined on, as after a turn: the info
+    // is not written out a second time.
+    after_turn(session);
     set_over(&mut info, ChangedByATurn::now(session));
-    session.emit(NativeEvent::SessionInfo(info.clone()));
     info
 }
 
