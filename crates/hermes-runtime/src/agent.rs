@@ -79,10 +79,10 @@ async fn run_model_loop(
         .await
         .map_err(|e| format!("state.db: {e}"))?;
     let (mut history, first_turn, settings) = {
-        let mut state = session.state.lock().expect("not poisoned");
+        let state = session.state.lock().expect("not poisoned");
         (
             state.messages.clone(),
-            !std::mem::replace(&mut state.setup_noted, true),
+            !state.setup_noted,
             state.settings.clone(),
         )
     };
@@ -96,10 +96,13 @@ async fn run_model_loop(
     // neither needs the other.
     let prompt = ChatMessage::user(text);
     let (recorded, (toolbox, problems)) = tokio::join!(
-        record_first(session, &db, &mut history, prompt, setup),
+        record(session, &db, &mut history, prompt, None, setup),
         ToolBox::for_turn(runtime, &config)
     );
     recorded?;
+    if first_turn {
+        session.state.lock().expect("not poisoned").setup_noted = true;
+    }
     let billing = Billing::of(&config);
 
     for problem in problems {
@@ -128,7 +131,7 @@ async fn run_model_loop(
             Called::Interrupted(partial) => {
                 let partial_text = partial.content.clone();
                 if !partial_text.is_empty() {
-                    record(session, &db, &mut history, partial, None).await?;
+                    record(session, &db, &mut history, partial, None, None).await?;
                 }
                 return Ok((CompletionStatus::Interrupted, partial_text));
             }
@@ -141,7 +144,7 @@ async fn run_model_loop(
             usage,
             billing: &billing,
         });
-        record(session, &db, &mut history, reply, accounted.as_ref()).await?;
+        record(session, &db, &mut history, reply, accounted.as_ref(), None).await?;
         if tool_calls.is_empty() {
             return Ok((CompletionStatus::Complete, reply_text));
         }
@@ -177,7 +180,7 @@ async fn run_model_loop(
             let mut message = ChatMessage::plain(Role::Tool, content);
             message.tool_call_id = Some(call.id);
             message.tool_name = Some(call.name);
-            record(session, &db, &mut history, message, None).await?;
+            record(session, &db, &mut history, message, None, None).await?;
         }
     }
     Err(format!(
@@ -345,34 +348,17 @@ fn with_steer(session: &LiveSession, result: String) -> String {
 }
 
 /// Adds a message to the turn's history, the live session and `state.db` (with the model call
-/// that produced it, when it told its usage).
+/// that produced it, when it told its usage; with what the session's first turn was started
+/// with, for its prompt).
 async fn record(
     session: &LiveSession,
     db: &StateDb,
     history: &mut Vec<ChatMessage>,
     message: ChatMessage,
     call: Option<&ModelCall<'_>>,
-) -> Result<(), String> {
-    persist(session, db, std::slice::from_ref(&message), call, None).await?;
-    keep(session, history, message);
-    Ok(())
-}
-
-/// [`record`] for a turn's prompt, with what the session's first turn was started with.
-async fn record_first(
-    session: &LiveSession,
-    db: &StateDb,
-    history: &mut Vec<ChatMessage>,
-    message: ChatMessage,
     setup: Option<Setup<'_>>,
 ) -> Result<(), String> {
-    persist(session, db, std::slice::from_ref(&message), None, setup).await?;
-    keep(session, history, message);
-    Ok(())
-}
-
-/// Adds a stored message to the turn's history and the live session.
-fn keep(session: &LiveSession, history: &mut Vec<ChatMessage>, message: ChatMessage) {
+    persist(session, db, std::slice::from_ref(&message), call, setup).await?;
     session
         .state
         .lock()
@@ -380,6 +366,7 @@ fn keep(session: &LiveSession, history: &mut Vec<ChatMessage>, message: ChatMess
         .messages
         .push(message.clone());
     history.push(message);
+    Ok(())
 }
 
 /// Writes messages, creating the session row on first use as Hermes does, in one transaction

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use edith_types::{InstanceId, JobId, ProfileId, SessionId, TurnId};
 use serde_json::Value;
 
 use crate::Ctx;
@@ -82,18 +83,20 @@ async fn json_log_lines_name_the_instance_session_and_turn() {
     assert!(named >= 10, "{lines:#?}");
 }
 
-/// The ids written anywhere in a log line, by the field that names them (`sess_…` → `session`).
+/// The instance, profile, session, turn and job ids written anywhere in a log line, by the
+/// field that names them (`sess_…` → `session`).
 fn ids_in(line: &str) -> Vec<(&'static str, String)> {
-    const KINDS: [(&str, &str); 5] = [
-        ("inst_", "instance"),
-        ("prof_", "profile"),
-        ("sess_", "session"),
-        ("turn_", "turn"),
-        ("job_", "job"),
+    let kinds = [
+        (InstanceId::PREFIX, "instance"),
+        (ProfileId::PREFIX, "profile"),
+        (SessionId::PREFIX, "session"),
+        (TurnId::PREFIX, "turn"),
+        (JobId::PREFIX, "job"),
     ];
     let mut found = Vec::new();
-    for (prefix, kind) in KINDS {
-        for (at, _) in line.match_indices(prefix) {
+    for (prefix, kind) in kinds {
+        let prefix = format!("{prefix}_");
+        for (at, _) in line.match_indices(&prefix) {
             let id: String = line[at..]
                 .chars()
                 .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')

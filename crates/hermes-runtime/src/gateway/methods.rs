@@ -577,19 +577,20 @@ pub async fn close(runtime: &Runtime, session: &LiveSession, reason: &str) {
         .lock()
         .expect("not poisoned")
         .remove(&session.sid);
-    let (running, persisted) = {
+    let running = {
         let mut state = session.state.lock().expect("not poisoned");
-        let running = state.running.as_mut().map(|r| {
+        state.running.as_mut().map(|r| {
             r.queued = None;
             (r.interrupt.clone(), r.done.clone())
-        });
-        (running, state.persisted)
+        })
     };
     runtime.prompts.forget_session(&session.sid);
     if let Some((interrupt, mut done)) = running {
         interrupt.notify_one();
         let _ = done.changed().await;
     }
+    // Read once the turn has ended: its first write may have made the row meanwhile.
+    let persisted = session.state.lock().expect("not poisoned").persisted;
     if persisted && let Ok(db) = runtime.db(&session.home).await {
         let _ = db.end_session(&session.stored_id, reason).await;
     }
@@ -637,10 +638,12 @@ async fn session_title(runtime: &Runtime, p: SessionTitleParams) -> Result<Sessi
     if title.is_empty() {
         return Err(RpcError::new(codes::TITLE_REQUIRED, "title required"));
     }
+    // One writer of the session's rows at a time: a first turn's write also makes the row.
+    let _writing = session.writes.lock().await;
     let persisted = {
         let mut state = session.state.lock().expect("not poisoned");
         state.title = Some(title.clone());
-        std::mem::replace(&mut state.persisted, true)
+        state.persisted
     };
     let db = runtime.db(&session.home).await.map_err(handler_error)?;
     if !persisted {
@@ -656,6 +659,7 @@ async fn session_title(runtime: &Runtime, p: SessionTitleParams) -> Result<Sessi
         })
         .await
         .map_err(handler_error)?;
+        session.state.lock().expect("not poisoned").persisted = true;
     }
     db.set_title(&session.stored_id, &title)
         .await

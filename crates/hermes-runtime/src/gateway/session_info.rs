@@ -121,12 +121,15 @@ async fn unchanged_by_a_turn(runtime: &Runtime, session: &LiveSession) -> Sessio
         .reasoning
         .clone()
         .unwrap_or_else(|| text_at("agent.reasoning_effort"));
-    let tools = toolbox.by_toolset();
     let mcp_servers: Vec<Value> = config
         .mcp_servers
         .keys()
         .map(|name| {
-            let tools = tools.get(&format!("mcp-{name}")).map_or(0, Vec::len);
+            let prefix = format!("mcp__{name}__");
+            let tools = toolbox
+                .names()
+                .filter(|tool| tool.starts_with(&prefix))
+                .count();
             let failed = problems
                 .iter()
                 .find(|problem| problem.starts_with(&format!("MCP server `{name}`")));
@@ -145,7 +148,7 @@ async fn unchanged_by_a_turn(runtime: &Runtime, session: &LiveSession) -> Sessio
         .collect();
     let cwd = settings.cwd.display().to_string();
     SessionInfo {
-        tools,
+        tools: toolbox.by_toolset(),
         other: object(json!({
             "provider": config.model.provider_name(),
             "reasoning_effort": reasoning,

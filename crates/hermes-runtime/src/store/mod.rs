@@ -558,7 +558,6 @@ async fn add_missing_columns(pool: &Connections) -> Result<(), sqlx::Error> {
     Ok(())
 }
 
-/// One message's row; its values are bound by [`bind_message`].
 /// Writes a session's row if it is not there yet (Hermes writes it at the first prompt).
 const ENSURE_SESSION: &str = "INSERT OR IGNORE INTO sessions \
                               (id, source, model, started_at, title, profile_name) \
@@ -596,6 +595,7 @@ fn bind_session_row<'q>(query: SqliteQuery<'q>, row: &'q SessionRow) -> SqliteQu
         .bind(&row.profile_name)
 }
 
+/// One message's row; its values are bound by [`bind_message`].
 const INSERT_MESSAGE: &str = "INSERT INTO messages (session_id, role, content, tool_call_id, \
                               tool_calls, tool_name, timestamp, finish_reason) \
                               VALUES (?, ?, ?, ?, ?, ?, ?, ?)";

@@ -42,7 +42,16 @@ impl McpPool {
         let connecting = self
             .clients()
             .entry(key.clone())
-            .or_insert_with(|| connect(self.http.clone(), config.clone()).boxed().shared())
+            .or_insert_with(|| {
+                // On a task of its own, so that it goes on when those waiting give up (a
+                // session's info waits only so long) and is done, or has failed, by the time
+                // the next listing asks: its request deadlines count from when they are sent.
+                let attempt = tokio::spawn(connect(self.http.clone(), config.clone()));
+                attempt
+                    .map(|joined| joined.unwrap_or_else(|e| Err(e.to_string())))
+                    .boxed()
+                    .shared()
+            })
             .clone();
         let connected = connecting.clone().await;
         if connected.is_err() {
@@ -74,13 +83,13 @@ impl McpPool {
         let mut tools = Vec::new();
         let mut problems = Vec::new();
         for (server, server_config) in &config.mcp_servers {
+            // On failure, the connection that failed, if one was made.
             let listed = match self.client(server_config).await {
-                Ok(client) => client
-                    .list_tools()
-                    .await
-                    .map(|t| (client, t))
-                    .map_err(|e| e.to_string()),
-                Err(e) => Err(e),
+                Ok(client) => match client.list_tools().await {
+                    Ok(tools) => Ok((client, tools)),
+                    Err(e) => Err((Some(client), e.to_string())),
+                },
+                Err(e) => Err((None, e)),
             };
             match listed {
                 Ok((client, listed)) => {
@@ -94,14 +103,14 @@ impl McpPool {
                         tools.push((spec, client.clone(), tool.name));
                     }
                 }
-                Err(e) => {
-                    // A kept connection may be stale (the server restarted): forget it. One
-                    // still being made is a new attempt, and stays.
-                    self.clients().retain(|_, kept| match kept.peek() {
-                        None => true,
-                        Some(Ok(client)) => client.url() != server_config.url,
-                        Some(Err(_)) => false,
-                    });
+                Err((failed, e)) => {
+                    // A kept connection may be stale (the server restarted): forget it, and
+                    // only it (another may have replaced it meanwhile).
+                    if let Some(failed) = failed {
+                        self.clients().retain(|_, kept| {
+                            !matches!(kept.peek(), Some(Ok(client)) if Arc::ptr_eq(client, &failed))
+                        });
+                    }
                     problems.push(format!("MCP server `{server}`: {e}"));
                 }
             }

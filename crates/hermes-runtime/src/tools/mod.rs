@@ -226,6 +226,11 @@ impl ToolBox {
         toolsets
     }
 
+    /// The tools' names, as the model sees them.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.tools.iter().map(|(spec, _)| spec.name.as_str())
+    }
+
     pub fn specs(&self) -> Vec<ToolSpec> {
         self.tools.iter().map(|(spec, _)| spec.clone()).collect()
     }

@@ -56,6 +56,15 @@ impl Peer {
         Self::start_with(target, PeerOptions::default()).await
     }
 
+    /// `target` with `server` as the MCP server `tools` of its home.
+    pub async fn with_mcp_server(target: Target, server: &McpServer) -> Self {
+        let options = PeerOptions {
+            mcp_servers: vec![("tools".to_owned(), server.url.clone())],
+            ..Default::default()
+        };
+        Self::start_with(target, options).await
+    }
+
     pub async fn start_with(target: Target, options: PeerOptions) -> Self {
         let dir = Arc::new(tempfile::tempdir().expect("temp dir"));
         let home = dir.path().join("home");
@@ -448,6 +457,11 @@ impl ToolService for WordCount {
 
 impl McpServer {
     pub async fn start() -> Self {
+        Self::start_on("127.0.0.1:0").await
+    }
+
+    /// The server on `address` (`host:port`).
+    pub async fn start_on(address: &str) -> Self {
         let calls = Arc::new(Mutex::new(Vec::new()));
         let initialized = Arc::new(AtomicUsize::new(0));
         let service = Arc::new(WordCount {
@@ -465,7 +479,7 @@ impl McpServer {
                 async move { handle_post(service.as_ref(), &body).await }
             }),
         );
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let listener = tokio::net::TcpListener::bind(address).await.unwrap();
         let url = format!("http://{}/mcp", listener.local_addr().unwrap());
         let (stop, mut stopping) = tokio::sync::watch::channel(false);
         tokio::spawn(async move {

@@ -159,22 +159,13 @@ async fn a_bad_timeout_in_the_config_ends_the_turn_with_a_configuration_error() 
     peer.stop().await;
 }
 
-/// Our runtime with `server` as the MCP server `tools` of its home.
-async fn with_mcp_server(server: &McpServer) -> Peer {
-    let options = PeerOptions {
-        mcp_servers: vec![("tools".to_owned(), server.url.clone())],
-        ..Default::default()
-    };
-    Peer::start_with(Target::Ours, options).await
-}
-
 /// Once a session is open, `session.info` names its tools by toolset — built-ins and the tools
 /// of the home's MCP servers — as Hermes does after building the agent (Hermes connects MCP
 /// servers later for profiles made after it started: not a conformance expectation).
 #[tokio::test]
 async fn an_opened_session_announces_its_tools() {
     let server = McpServer::start().await;
-    let peer = with_mcp_server(&server).await;
+    let peer = Peer::with_mcp_server(Target::Ours, &server).await;
     let mut client = peer.connect().await;
     let live = client.new_session().await;
     let info = client.any_event("session.info").await;
@@ -204,7 +195,7 @@ async fn an_opened_session_announces_its_tools() {
 async fn sessions_opened_at_once_connect_to_an_mcp_server_once() {
     const SESSIONS: usize = 16;
     let server = McpServer::start().await;
-    let peer = with_mcp_server(&server).await;
+    let peer = Peer::with_mcp_server(Target::Ours, &server).await;
     let mut client = peer.connect().await;
     for _ in 0..SESSIONS {
         client.send_request("session.create", json!({})).await;
@@ -223,6 +214,34 @@ async fn sessions_opened_at_once_connect_to_an_mcp_server_once() {
         }
     }
     assert_eq!(server.initialized.load(Ordering::SeqCst), 1);
+    peer.stop().await;
+}
+
+/// An MCP server that could not be reached when a session opened is connected for the next
+/// one once it is up: a failed connection attempt is not kept.
+#[tokio::test]
+async fn an_mcp_server_that_was_down_is_connected_once_it_is_up() {
+    let address = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().to_string()
+    }; // nothing listens there for now
+    let options = PeerOptions {
+        mcp_servers: vec![("late".to_owned(), format!("http://{address}/mcp"))],
+        ..Default::default()
+    };
+    let peer = Peer::start_with(Target::Ours, options).await;
+    let mut client = peer.connect().await;
+    let status = |info: &serde_json::Value| info["payload"]["mcp_servers"][0]["status"].clone();
+
+    client.new_session().await;
+    let info = client.any_event("session.info").await;
+    assert_eq!(status(&info), "failed", "{info}");
+
+    let _server = McpServer::start_on(&address).await;
+    client.new_session().await;
+    let info = client.any_event("session.info").await;
+    assert_eq!(status(&info), "connected", "{info}");
+    assert_eq!(info["payload"]["mcp_servers"][0]["tools"], 3, "{info}");
     peer.stop().await;
 }
 

@@ -4,7 +4,7 @@
 use serde_json::{Value, json};
 
 use crate::conformance;
-use crate::harness::{Client, McpServer, Peer, PeerOptions, Target, last_message_to_model, types};
+use crate::harness::{Client, McpServer, Peer, Target, last_message_to_model, types};
 use crate::shared;
 
 conformance!(an_mcp_tool_is_called_with_the_models_arguments, mcp_tool);
@@ -28,11 +28,7 @@ async fn session(client: &mut Client) -> Value {
 
 async fn mcp_tool(target: Target) {
     let server = McpServer::start().await;
-    let options = PeerOptions {
-        mcp_servers: vec![("tools".to_owned(), server.url.clone())],
-        ..Default::default()
-    };
-    let peer = Peer::start_with(target, options).await;
+    let peer = Peer::with_mcp_server(target, &server).await;
     let mut client = peer.connect().await;
     let live = session(&mut client).await;
     client
@@ -83,11 +79,7 @@ async fn mcp_tool(target: Target) {
 
 async fn mcp_tool_failure(target: Target) {
     let server = McpServer::start().await;
-    let options = PeerOptions {
-        mcp_servers: vec![("tools".to_owned(), server.url.clone())],
-        ..Default::default()
-    };
-    let peer = Peer::start_with(target, options).await;
+    let peer = Peer::with_mcp_server(target, &server).await;
     let mut client = peer.connect().await;
     let live = session(&mut client).await;
     client.submit(&live, "CALL fails {}").await;
