@@ -188,20 +188,15 @@ impl StateDb {
         messages: &[ChatMessage],
     ) -> Result<(), sqlx::Error> {
         let mut tx = self.pool.begin().await?;
-        sqlx::query(
+        let insert = sqlx::query(
             "INSERT INTO sessions (id, source, model, started_at, title, profile_name, \
              parent_session_id, message_count) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        )
-        .bind(&row.id)
-        .bind(&row.source)
-        .bind(&row.model)
-        .bind(row.started_at)
-        .bind(&row.title)
-        .bind(&row.profile_name)
-        .bind(parent)
-        .bind(messages.len() as i64)
-        .execute(&mut *tx)
-        .await?;
+        );
+        bind_session_row(insert, row)
+            .bind(parent)
+            .bind(messages.len() as i64)
+            .execute(&mut *tx)
+            .await?;
         let now = unix_now();
         for message in messages {
             insert_message(&mut tx, &row.id, message, now).await?;
@@ -584,7 +579,8 @@ pub struct Setup<'a> {
     pub cwd: Option<&'a Path>,
 }
 
-/// `query` with the values of [`ENSURE_SESSION`] bound after those it has.
+/// `query` with a session row's values bound after those it has, in the order of
+/// [`ENSURE_SESSION`]'s columns.
 fn bind_session_row<'q>(query: SqliteQuery<'q>, row: &'q SessionRow) -> SqliteQuery<'q> {
     query
         .bind(&row.id)
