@@ -82,7 +82,7 @@ struct Routes {
     /// Each followed live session's receiver.
     subscribers: HashMap<LiveSessionId, Subscriber>,
     /// Events of sessions nobody follows yet, oldest session first.
-    unclaimed: VecDeque<(LiveSessionId, VecDeque<NativeEvent>)>,
+    unclaimed: VecDeque<(LiveSessionId, VecDeque<Unclaimed>)>,
     /// Sessions followed once and let go, each with the number of its last let-go, and the
     /// same in let-go order, oldest first (an entry is stale once the session is let go again).
     retired: HashMap<LiveSessionId, u64>,
@@ -101,6 +101,31 @@ impl Subscriber {
     fn reads(&self, event: &NativeEvent) -> bool {
         self.reads_info || !matches!(event, NativeEvent::SessionInfo(_))
     }
+
+    /// Sends `event` on, unless this subscriber does not read its kind.
+    fn send(&self, event: NativeEvent) {
+        if self.reads(&event) {
+            let _ = self.tx.send(event);
+        }
+    }
+
+    /// Reads a `session.info` frame's text and sends it on, when this subscriber reads info.
+    fn send_info(&self, frame: &str) {
+        if self.reads_info
+            && let Some(Incoming::Event(frame)) = Incoming::parse(frame)
+        {
+            let _ = self.tx.send(frame.event);
+        }
+    }
+}
+
+/// An event kept for a live session nobody follows yet.
+enum Unclaimed {
+    Read(NativeEvent),
+    /// A `session.info`, as its frame's text: read only if the session's first subscriber reads
+    /// info. A runtime announces every session it opens, before its opener can follow it, and
+    /// the control plane's subscribers drop the info unread.
+    Info(String),
 }
 
 impl Routes {
@@ -112,16 +137,33 @@ impl Routes {
         }
     }
 
+    /// Whether an event of type `kind` of `sid` is a `session.info` to keep unread for the
+    /// session's first subscriber ([`Routes::keep_info`]).
+    fn kept_unread(&self, sid: &LiveSessionId, kind: &str) -> bool {
+        kind == SessionInfo::kind()
+            && !self.subscribers.contains_key(sid)
+            && !self.retired.contains_key(sid)
+    }
+
     fn route(&mut self, sid: LiveSessionId, event: NativeEvent) {
         if let Some(subscriber) = self.subscribers.get(&sid) {
-            if subscriber.reads(&event) {
-                let _ = subscriber.tx.send(event);
-            }
-            return;
+            subscriber.send(event);
+        } else if !self.retired.contains_key(&sid) {
+            self.keep(sid, Unclaimed::Read(event));
         }
-        if self.retired.contains_key(&sid) {
-            return;
+    }
+
+    /// Routes the text of a `session.info` frame of `sid` that was left unread: kept so for a
+    /// session nobody follows yet, or read now if it has meanwhile been followed.
+    fn keep_info(&mut self, sid: LiveSessionId, frame: &str) {
+        if let Some(subscriber) = self.subscribers.get(&sid) {
+            subscriber.send_info(frame);
+        } else if !self.retired.contains_key(&sid) {
+            self.keep(sid, Unclaimed::Info(frame.to_owned()));
         }
+    }
+
+    fn keep(&mut self, sid: LiveSessionId, event: Unclaimed) {
         match self.unclaimed.iter_mut().find(|(s, _)| *s == sid) {
             Some((_, events)) => {
                 if events.len() == UNCLAIMED_PER_SESSION {
@@ -147,8 +189,11 @@ impl Routes {
         let subscriber = Subscriber { tx, reads_info };
         if let Some(at) = self.unclaimed.iter().position(|(s, _)| s == sid) {
             let (_, events) = self.unclaimed.remove(at).expect("present");
-            for event in events.into_iter().filter(|e| subscriber.reads(e)) {
-                let _ = subscriber.tx.send(event);
+            for event in events {
+                match event {
+                    Unclaimed::Read(event) => subscriber.send(event),
+                    Unclaimed::Info(frame) => subscriber.send_info(&frame),
+                }
             }
         }
         self.subscribers.insert(sid.clone(), subscriber);
@@ -291,9 +336,15 @@ impl GatewayClient {
         let reader_shared = shared.clone();
         tokio::spawn(async move {
             while let Some(text) = incoming.next().await {
-                // An event that would go nowhere is not read beyond its session and type.
+                // An event that would go nowhere is not read beyond its session and type, nor
+                // is a session's info kept for whoever follows it first.
+                let mut info_of = None;
                 let unread = |sid: &LiveSessionId, kind: &str| {
                     let routes = reader_shared.routes.lock().expect("not poisoned");
+                    if routes.kept_unread(sid, kind) {
+                        info_of = Some(sid.clone());
+                        return true;
+                    }
                     routes.unread(sid, kind)
                 };
                 match Incoming::parse_unless(&text, unread) {
@@ -318,7 +369,12 @@ impl GatewayClient {
                     Some(Incoming::Other(frame)) => {
                         tracing::debug!(%frame, "ignored gateway frame");
                     }
-                    Some(Incoming::Unread) => {}
+                    Some(Incoming::Unread) => {
+                        if let Some(sid) = info_of {
+                            let mut routes = reader_shared.routes.lock().expect("not poisoned");
+                            routes.keep_info(sid, &text);
+                        }
+                    }
                     None => tracing::warn!("unparseable gateway frame"),
                 }
             }
@@ -549,6 +605,51 @@ mod tests {
         routes.unsubscribe(&quiet);
         assert!(routes.unread(&quiet, "message.delta"));
         assert!(!routes.unread(&LiveSessionId::new("new"), kind));
+    }
+
+    /// The text of a `session.info` frame of `sid`.
+    fn info_frame(sid: &LiveSessionId) -> String {
+        json!({"jsonrpc": "2.0", "method": "event", "params": {
+            "type": "session.info", "session_id": sid, "payload": {"tools": {}},
+        }})
+        .to_string()
+    }
+
+    #[test]
+    fn an_info_kept_unread_before_the_first_subscription_is_read_only_for_one_that_reads_it() {
+        let mut routes = Routes::default();
+        let (quiet, all, late) = (
+            LiveSessionId::new("q"),
+            LiveSessionId::new("a"),
+            LiveSessionId::new("l"),
+        );
+        let kind = SessionInfo::kind();
+        for sid in [&quiet, &all] {
+            assert!(routes.kept_unread(sid, kind));
+            assert!(!routes.kept_unread(sid, "message.delta"));
+            routes.keep_info(sid.clone(), &info_frame(sid));
+            routes.route(sid.clone(), delta("early"));
+        }
+        let mut quiet_rx = routes.subscribe(&quiet, false);
+        let mut all_rx = routes.subscribe(&all, true);
+        assert_eq!(quiet_rx.try_recv().unwrap(), delta("early"));
+        assert!(quiet_rx.try_recv().is_err());
+        assert!(matches!(all_rx.try_recv(), Ok(NativeEvent::SessionInfo(_))));
+        assert_eq!(all_rx.try_recv().unwrap(), delta("early"));
+        // Followed, a session's info is no longer kept unread; one followed between the check
+        // and the keeping is read for its subscriber.
+        assert!(!routes.kept_unread(&all, kind));
+        let mut late_rx = routes.subscribe(&late, true);
+        routes.keep_info(late.clone(), &info_frame(&late));
+        assert!(matches!(
+            late_rx.try_recv(),
+            Ok(NativeEvent::SessionInfo(_))
+        ));
+        // Let go, a session keeps nothing.
+        routes.unsubscribe(&late);
+        assert!(!routes.kept_unread(&late, kind));
+        routes.keep_info(late.clone(), &info_frame(&late));
+        assert!(routes.unclaimed.is_empty());
     }
 
     #[test]

@@ -311,10 +311,12 @@ async fn a_client_in_the_process_drives_a_turn_without_a_socket() {
         })
         .await
         .unwrap();
+    let mut infos = 0;
     let complete = tokio::time::timeout(Duration::from_secs(30), async {
         loop {
             match events.recv().await.expect("the session's events go on") {
                 NativeEvent::MessageComplete(complete) => return complete,
+                NativeEvent::SessionInfo(_) => infos += 1,
                 _ => continue,
             }
         }
@@ -322,6 +324,9 @@ async fn a_client_in_the_process_drives_a_turn_without_a_socket() {
     .await
     .expect("the turn completes");
     assert_eq!(complete.status, CompletionStatus::Complete, "{complete:?}");
+    // The session's first info, sent as it opened (before or after the subscription; either
+    // way it reaches a subscriber that reads info).
+    assert!(infos >= 1);
     assert!(!complete.text.is_empty());
 
     running.shutdown().await;
