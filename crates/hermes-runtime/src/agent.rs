@@ -87,9 +87,9 @@ async fn run_model_loop(
         )
     };
     // What the session was started with (for its listing) goes with its first prompt.
-    let model_config = model_config(&config);
-    let setup = first_turn.then(|| Setup {
-        model_config: &model_config,
+    let model_config = first_turn.then(|| model_config(&config));
+    let setup = model_config.as_deref().map(|model_config| Setup {
+        model_config,
         cwd: settings.cwd_chosen.then_some(settings.cwd.as_path()),
     });
     // The prompt is stored while the tools are listed (an MCP server's listing is a round trip):
