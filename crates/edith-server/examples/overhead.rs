@@ -36,7 +36,14 @@
 //! through most of such a turn, and what a turn's length does to its share is then told apart
 //! from what the real Hermes does.
 //!
-//! Usage: overhead <fake-openai binary> <hermes-runtime binary> [<hermes binary>]
+//! The last row runs the real Hermes again, on a CPU of its own: the machine's last CPU for it
+//! alone, the others for this process (the control plane and its client) and the fake model,
+//! as with a runtime on a machine or a pod of its own. On a small machine the real Hermes keeps
+//! a core busy through its turn; sharing the cores, the control plane's work slows it down, and
+//! the row tells that apart from the control plane's own share. It needs two CPUs or more.
+//!
+//! Usage: [OVERHEAD_TURNS=300] overhead <fake-openai binary> <hermes-runtime binary>
+//! [<hermes binary>]
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -47,16 +54,29 @@ use hermes_native::methods::{
     PromptSubmit, PromptSubmitParams, SessionCreate, SessionCreateParams,
 };
 use hermes_native::{GatewayClient, LiveSessionId, NativeEvent};
+use rustix::thread::CpuSet;
 use serde_json::{Value, json};
 use testkit::{ReadyProcess, hermes_model_config_at, metric_sample};
 
 const TOKEN: &str = "bench-token-0123456789";
 const KEY: &str = "edk_bench_admin_key_0123456789abcdef";
 const WARMUP: usize = 10;
-/// Measured turns per way: the real Hermes's turns vary by milliseconds, and the median of a
-/// few hundred is what places the control plane's sub-millisecond share within a fraction of
-/// a millisecond (see the interval printed beside it).
+/// Measured turns per way unless `OVERHEAD_TURNS` says otherwise: the real Hermes's turns vary
+/// by milliseconds, and the median of a few hundred is what places the control plane's
+/// sub-millisecond share within a fraction of a millisecond (see the interval printed beside
+/// it); more turns narrow the interval.
 const TURNS: usize = 300;
+
+/// [`TURNS`], or the count `OVERHEAD_TURNS` gives.
+fn measured_turns() -> usize {
+    std::env::var("OVERHEAD_TURNS").map_or(TURNS, |n| {
+        n.parse()
+            .ok()
+            .filter(|n| *n > 0)
+            .expect("OVERHEAD_TURNS: a count of turns")
+    })
+}
+
 /// The native profile of the `external` rows, made in the runtime's home before it starts.
 const PROFILE: &str = "bench";
 /// The profile of the `embedded` and `process` rows: the runtime's root home.
@@ -153,7 +173,7 @@ async fn direct(ws_url: &str) -> Duration {
         straight.turn(i).await;
     }
     let mut samples = Vec::new();
-    for i in 0..TURNS {
+    for i in 0..measured_turns() {
         samples.push(straight.turn(i).await);
     }
     median(samples)
@@ -161,7 +181,7 @@ async fn direct(ws_url: &str) -> Duration {
 
 /// A runtime binary serving a home whose root and native profile `bench` are configured for
 /// `model`.
-async fn launch(binary: &Path, home: &Path, model: &Model) -> ReadyProcess {
+async fn launch(binary: &Path, home: &Path, model: &Model, cpus: Option<&CpuSet>) -> ReadyProcess {
     let config = json!({"model": model.hermes_model_config(), "approvals": {"mode": "manual"}});
     std::fs::write(home.join("config.yaml"), config.to_string()).unwrap();
     let profile = home.join("profiles").join(PROFILE);
@@ -176,7 +196,11 @@ async fn launch(binary: &Path, home: &Path, model: &Model) -> ReadyProcess {
         .env("HERMES_DASHBOARD_SESSION_TOKEN", TOKEN)
         .env("HERMES_DISABLE_LAZY_INSTALLS", "1");
     let ready = "HERMES_BACKEND_READY port=";
-    ReadyProcess::spawn(command, ready, Duration::from_secs(120)).await
+    let process = ReadyProcess::spawn(command, ready, Duration::from_secs(120)).await;
+    if let Some(cpus) = cpus {
+        keep_on(Some(process.pid()), cpus);
+    }
+    process
 }
 
 struct ControlPlane {
@@ -249,10 +273,17 @@ impl ControlPlane {
 
     /// `binary` started in a home of its own on `model` and attached to as the `external`
     /// instance `name`; its turns straight on the gateway alternated with the control plane's
-    /// ([`ControlPlane::warm_turns`]), on one native profile.
-    async fn external(&self, name: &str, binary: &Path, model: &Model) -> (Duration, Through) {
+    /// ([`ControlPlane::warm_turns`]), on one native profile; the runtime kept on `cpus` (on
+    /// any CPU when `None`).
+    async fn external(
+        &self,
+        name: &str,
+        binary: &Path,
+        model: &Model,
+        cpus: Option<&CpuSet>,
+    ) -> (Duration, Through) {
         let home = tempfile::tempdir().unwrap();
-        let process = launch(binary, home.path(), model).await;
+        let process = launch(binary, home.path(), model, cpus).await;
         let port = process.ready_value("port");
         let body = json!({"name": name, "provider": "external",
             "url": format!("http://127.0.0.1:{port}"), "token": TOKEN});
@@ -338,7 +369,7 @@ impl ControlPlane {
             ways.push(Way::Straight);
         }
         let mut own_before = None;
-        for i in 0..WARMUP + TURNS {
+        for i in 0..WARMUP + measured_turns() {
             let measured = i >= WARMUP;
             if i == WARMUP {
                 own_before = Some(self.own_time().await);
@@ -426,6 +457,36 @@ impl Model {
 
     async fn stop(self) {
         self.process.stop(Duration::from_secs(10)).await;
+    }
+}
+
+/// The machine's last CPU, for a runtime alone, and the others; `None` with fewer than two.
+fn cpus_apart() -> Option<(CpuSet, CpuSet)> {
+    let count = std::thread::available_parallelism().map_or(1, usize::from);
+    if count < 2 {
+        return None;
+    }
+    let (mut runtime, mut others) = (CpuSet::new(), CpuSet::new());
+    runtime.set(count - 1);
+    (0..count - 1).for_each(|cpu| others.set(cpu));
+    Some((runtime, others))
+}
+
+/// Keeps every thread of process `pid` (this one when `None`) on `cpus`; the threads they start
+/// later inherit it.
+fn keep_on(pid: Option<u32>, cpus: &CpuSet) {
+    let tasks = match pid {
+        Some(pid) => format!("/proc/{pid}/task"),
+        None => "/proc/self/task".to_owned(),
+    };
+    // Twice: a thread started while the first pass ran may have been missed by it.
+    for _ in 0..2 {
+        for task in std::fs::read_dir(&tasks).expect("the process's threads") {
+            let tid: i32 = task.unwrap().file_name().to_str().unwrap().parse().unwrap();
+            let tid = rustix::process::Pid::from_raw(tid).expect("a thread id");
+            // A thread that ended meanwhile is no matter.
+            let _ = rustix::thread::sched_setaffinity(Some(tid), cpus);
+        }
     }
 }
 
@@ -586,7 +647,7 @@ async fn main() {
     }
     for (label, runtime, binary) in &process_targets {
         let home = tempfile::tempdir().unwrap();
-        let process = launch(binary, home.path(), &model).await;
+        let process = launch(binary, home.path(), &model, None).await;
         let url = format!("ws://127.0.0.1:{}/api/ws", process.ready_value("port"));
         let straight = direct(&url).await;
         process.stop(Duration::from_secs(30)).await;
@@ -612,14 +673,32 @@ async fn main() {
         external_targets.push(("hermes 0.19.0", "hermes-external", hermes, &model));
     }
     for (label, name, binary, model) in external_targets {
-        let (straight, through) = plane.external(name, binary, model).await;
+        let (straight, through) = plane.external(name, binary, model, None).await;
         rows.push((format!("external: {label}"), straight, through));
+    }
+    // Last, the real Hermes on a CPU of its own, as a runtime on a machine or a pod of its own
+    // would be: this process (the control plane and the client) and the fake model are moved
+    // off that CPU for good, so this row comes after all the others.
+    if let (Some(hermes), Some((runtime_cpus, other_cpus))) = (hermes, cpus_apart()) {
+        keep_on(None, &other_cpus);
+        keep_on(Some(model.process.pid()), &other_cpus);
+        let (straight, through) = plane
+            .external("hermes-apart", hermes, &model, Some(&runtime_cpus))
+            .await;
+        rows.push((
+            "external: hermes 0.19.0, on a CPU of its own".to_owned(),
+            straight,
+            through,
+        ));
     }
     server.shutdown().await;
     model.stop().await;
     slow.stop().await;
 
-    println!("warm turn, one-line answer from the fake model; medians of {TURNS} after {WARMUP}");
+    println!(
+        "warm turn, one-line answer from the fake model; medians of {} after {WARMUP}",
+        measured_turns()
+    );
     println!(
         "| target | straight on the gateway | POST, then its stream | of which the POST | \
          streamed in its POST | overhead, two requests | overhead, one request |"

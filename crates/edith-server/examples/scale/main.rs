@@ -50,6 +50,9 @@ const UNLIMITED: [&str; 8] = [
 struct Usage {
     /// User + system CPU time so far.
     cpu: Duration,
+    /// Page faults served without I/O so far: memory touched for the first time (or again
+    /// after the allocator gave it back to the system).
+    minor_faults: u64,
     /// Resident memory, in KiB.
     rss_kib: u64,
 }
@@ -62,6 +65,8 @@ fn usage_of(pid: u32) -> Usage {
     let fields: Vec<&str> = stat[stat.rfind(')').expect("a stat line") + 2..]
         .split(' ')
         .collect();
+    // minflt is the 8th of those fields.
+    let minor_faults = fields[7].parse().expect("minflt");
     let ticks: u64 = fields[11..15]
         .iter()
         .map(|field| field.parse::<u64>().unwrap())
@@ -75,6 +80,7 @@ fn usage_of(pid: u32) -> Usage {
         .expect("VmRSS");
     Usage {
         cpu: Duration::from_secs_f64(ticks as f64 / per_second as f64),
+        minor_faults,
         rss_kib,
     }
 }
@@ -111,7 +117,13 @@ impl ControlPlane {
         Ok(body)
     }
 
-    /// Opens an event stream.
+    /// Reads a resource.
+    async fn get(&self, path: &str) -> Result<Value, String> {
+        let response = self.stream(path).await?;
+        response.json().await.map_err(|e| format!("{path}: {e}"))
+    }
+
+    /// A GET, its status checked: an event stream opened, or a resource's reply.
     async fn stream(&self, path: &str) -> Result<reqwest::Response, String> {
         let response = self
             .http
@@ -245,6 +257,8 @@ where
 struct Round {
     wall: Duration,
     cpu: Duration,
+    /// Page faults of the servers in the same span as `cpu`.
+    minor_faults: u64,
     turns: usize,
     errors: Vec<String>,
     /// When each turn had ended, from the round's start, earliest first.
@@ -292,7 +306,13 @@ async fn round_over(servers: &[u32], by_turn: &[(ControlPlane, String)], way: Wa
             .map(|pid| usage_of(*pid).cpu)
             .sum::<Duration>()
     };
-    let before = cpu();
+    let faults = || {
+        servers
+            .iter()
+            .map(|pid| usage_of(*pid).minor_faults)
+            .sum::<u64>()
+    };
+    let (before, faults_before) = (cpu(), faults());
     let started = Instant::now();
     let tasks: Vec<_> = by_turn
         .iter()
@@ -329,10 +349,33 @@ async fn round_over(servers: &[u32], by_turn: &[(ControlPlane, String)], way: Wa
     Round {
         wall,
         cpu: after - before,
+        minor_faults: faults() - faults_before,
         turns: by_turn.len(),
         errors,
         ended,
     }
+}
+
+/// Opens the client's connections before the first round: one request per session, all at once,
+/// as the round's turns will be sent. The next rounds find their connections open; without this
+/// the first round alone would pay for opening them, and its CPU per turn would not be that of a
+/// first turn. The request is the health check, which reads nothing a turn reads (no session
+/// is looked up ahead of its turn). Returns the server's CPU per request.
+async fn open_connections(cp: &ControlPlane, pid: u32, count: usize) -> Duration {
+    let cpu = || usage_of(pid).cpu;
+    let before = cpu();
+    let reads: Vec<_> = (0..count)
+        .map(|_| {
+            let cp = cp.clone();
+            tokio::spawn(async move { cp.get("/healthz").await })
+        })
+        .collect();
+    for read in reads {
+        read.await
+            .unwrap_or_else(|e| Err(e.to_string()))
+            .expect("a health check");
+    }
+    (quiet(&cpu, 1).await - before) / count as u32
 }
 
 /// Waits until `cpu`, the time of `servers` processes, grows by less than a tenth of the time
@@ -481,6 +524,7 @@ async fn main() {
     let profiles = cp.instance().await;
     let turns = cp.sessions(&profiles, "turns", sessions).await;
     let idle_before = usage_of(pid).rss_kib;
+    let connections = open_connections(&cp, pid, turns.len()).await;
     let first = round(&cp, pid, &turns, Way::TwoRequests).await;
     let next = round(&cp, pid, &turns, Way::TwoRequests).await;
     let idle_after = usage_of(pid).rss_kib;
@@ -500,10 +544,10 @@ async fn main() {
 
     println!("one edith serve, embedded runtime, scripted model; {sessions} sessions");
     println!(
-        "| every session sends a turn at once | turns/s | CPU per turn | errors | \
-         half the turns ended | 99 % ended | all ended |"
+        "| every session sends a turn at once | turns/s | CPU per turn | page faults per turn | \
+         errors | half the turns ended | 99 % ended | all ended |"
     );
-    println!("|---|---:|---:|---:|---:|---:|---:|");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|");
     let rounds = [
         ("its first turn", &first),
         ("its next turn", &next),
@@ -512,15 +556,21 @@ async fn main() {
     ];
     for (name, round) in rounds {
         println!(
-            "| {name} | {:.0} | {:.2} ms | {} | {:.0} ms | {:.0} ms | {:.0} ms |",
+            "| {name} | {:.0} | {:.2} ms | {:.1} | {} | {:.0} ms | {:.0} ms | {:.0} ms |",
             round.turns_per_second(),
             round.cpu_per_turn_ms(),
+            round.minor_faults as f64 / round.turns as f64,
             round.errors.len(),
             round.ended_by_ms(0.5),
             round.ended_by_ms(0.99),
             round.ended_by_ms(1.0),
         );
     }
+    println!(
+        "before the first round, the client's connections opened (a health check on each, all \
+         at once): {:.2} ms of CPU per request",
+        connections.as_secs_f64() * 1000.0
+    );
     let per_session = |rss_kib: u64| rss_kib.saturating_sub(idle_before) as f64 / sessions as f64;
     println!(
         "resident memory per idle session: {:.1} KiB right after its two turns and {:.1} KiB \
