@@ -36,9 +36,10 @@
 //! through most of such a turn, and what a turn's length does to its share is then told apart
 //! from what the real Hermes does.
 //!
-//! The last row runs the real Hermes again, on a CPU of its own: the machine's last CPU for it
-//! alone, the others for this process (the control plane and its client) and the fake model,
-//! as with a runtime on a machine or a pod of its own. On a small machine the real Hermes keeps
+//! The last row runs the real Hermes again, on a CPU of its own: the last CPU this process may
+//! use for it alone, the others for this process (the control plane and its client) and the
+//! fake models, as with a runtime on a machine or a pod of its own (the `process` rows'
+//! runtimes, idle by then, stay where they are). On a small machine the real Hermes keeps
 //! a core busy through its turn; sharing the cores, the control plane's work slows it down, and
 //! the row tells that apart from the control plane's own share. It needs two CPUs or more.
 //!
@@ -67,13 +68,16 @@ const WARMUP: usize = 10;
 /// it); more turns narrow the interval.
 const TURNS: usize = 300;
 
+/// The fewest measured turns `OVERHEAD_TURNS` may ask for: fewer give no 95 % interval.
+const FEWEST_TURNS: usize = 10;
+
 /// [`TURNS`], or the count `OVERHEAD_TURNS` gives.
 fn measured_turns() -> usize {
     std::env::var("OVERHEAD_TURNS").map_or(TURNS, |n| {
         n.parse()
             .ok()
-            .filter(|n| *n > 0)
-            .expect("OVERHEAD_TURNS: a count of turns")
+            .filter(|n| *n >= FEWEST_TURNS)
+            .unwrap_or_else(|| panic!("OVERHEAD_TURNS: a count of turns, {FEWEST_TURNS} or more"))
     })
 }
 
@@ -460,34 +464,53 @@ impl Model {
     }
 }
 
-/// The machine's last CPU, for a runtime alone, and the others; `None` with fewer than two.
+/// Of the CPUs this process may run on, the last one, for a runtime alone, and the others;
+/// `None` with fewer than two.
 fn cpus_apart() -> Option<(CpuSet, CpuSet)> {
-    let count = std::thread::available_parallelism().map_or(1, usize::from);
-    if count < 2 {
+    let allowed = rustix::thread::sched_getaffinity(None).expect("this process's CPUs");
+    let cpus: Vec<usize> = (0..CpuSet::MAX_CPU)
+        .filter(|cpu| allowed.is_set(*cpu))
+        .collect();
+    let (&last, rest) = cpus.split_last()?;
+    if rest.is_empty() {
         return None;
     }
     let (mut runtime, mut others) = (CpuSet::new(), CpuSet::new());
-    runtime.set(count - 1);
-    (0..count - 1).for_each(|cpu| others.set(cpu));
+    runtime.set(last);
+    rest.iter().for_each(|cpu| others.set(*cpu));
     Some((runtime, others))
 }
 
 /// Keeps every thread of process `pid` (this one when `None`) on `cpus`; the threads they start
-/// later inherit it.
+/// later inherit it. Panics when a thread cannot be moved, rather than let a row claim a
+/// placement it did not have.
 fn keep_on(pid: Option<u32>, cpus: &CpuSet) {
     let tasks = match pid {
         Some(pid) => format!("/proc/{pid}/task"),
         None => "/proc/self/task".to_owned(),
     };
-    // Twice: a thread started while the first pass ran may have been missed by it.
-    for _ in 0..2 {
+    let mut kept = std::collections::HashSet::new();
+    // Until a pass finds no thread it had not moved: one started during a pass may be missed.
+    for _ in 0..100 {
+        let mut moved = 0;
         for task in std::fs::read_dir(&tasks).expect("the process's threads") {
             let tid: i32 = task.unwrap().file_name().to_str().unwrap().parse().unwrap();
-            let tid = rustix::process::Pid::from_raw(tid).expect("a thread id");
-            // A thread that ended meanwhile is no matter.
-            let _ = rustix::thread::sched_setaffinity(Some(tid), cpus);
+            if !kept.insert(tid) {
+                continue;
+            }
+            moved += 1;
+            let thread = rustix::process::Pid::from_raw(tid).expect("a thread id");
+            match rustix::thread::sched_setaffinity(Some(thread), cpus) {
+                // A thread that ended meanwhile is no matter.
+                Ok(()) | Err(rustix::io::Errno::SRCH) => {}
+                Err(e) => panic!("thread {tid} of {tasks} could not be moved: {e}"),
+            }
+        }
+        if moved == 0 {
+            return;
         }
     }
+    panic!("{tasks} kept starting threads while they were moved");
 }
 
 /// How a turn is sent.
@@ -575,7 +598,9 @@ async fn main() {
         .skip(1)
         .map(|arg| std::fs::canonicalize(&arg).expect("a runtime binary"))
         .collect();
-    let usage = "usage: overhead <fake-openai> <hermes-runtime> [<hermes>]";
+    let usage = "usage: [OVERHEAD_TURNS=300] overhead <fake-openai> <hermes-runtime> [<hermes>]";
+    // A count it cannot use is told before any row runs.
+    measured_turns();
     let model_binary = args.first().expect(usage);
     let model = Model::start(model_binary, &[]).await;
     let ours = args.get(1).expect(usage);
@@ -679,9 +704,12 @@ async fn main() {
     // Last, the real Hermes on a CPU of its own, as a runtime on a machine or a pod of its own
     // would be: this process (the control plane and the client) and the fake model are moved
     // off that CPU for good, so this row comes after all the others.
+    // The `process` rows' runtimes, idle since their rows, are left where they are.
     if let (Some(hermes), Some((runtime_cpus, other_cpus))) = (hermes, cpus_apart()) {
         keep_on(None, &other_cpus);
-        keep_on(Some(model.process.pid()), &other_cpus);
+        for model in [&model, &slow] {
+            keep_on(Some(model.process.pid()), &other_cpus);
+        }
         let (straight, through) = plane
             .external("hermes-apart", hermes, &model, Some(&runtime_cpus))
             .await;

@@ -9,4 +9,6 @@ mod records;
 mod store;
 
 pub use records::{InstanceRecord, SessionPath, ToolHostRecord};
-pub use store::{Announcement, Channel, Claim, Idempotency, Listener, Store, StoreError};
+pub use store::{
+    Announcement, Channel, Claim, Idempotency, Listener, SessionChange, Store, StoreError,
+};

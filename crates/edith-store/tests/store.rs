@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use edith_store::{
-    Announcement, Channel, Claim, Idempotency, InstanceRecord, Store, StoreError, ToolHostRecord,
+    Announcement, Channel, Claim, Idempotency, InstanceRecord, SessionChange, Store, StoreError,
+    ToolHostRecord,
 };
 use edith_types::{
     ApiKey, ApiKeyId, Instance, InstanceId, InstanceState, Job, JobEventKind, JobId, JobKind,
@@ -55,6 +56,7 @@ on_both_backends!(
     concurrent_appends_to_one_log_get_every_number_once,
     a_finished_turn_has_its_last_event_and_readers_see_the_tail,
     a_session_with_an_unfinished_turn_is_not_deleted,
+    a_sessions_changes_each_write_their_own_field,
     idempotency_keys_claim_replay_and_release,
     a_requests_path_is_read_at_once_as_far_as_it_exists,
     a_turn_is_found_only_on_its_own_path,
@@ -1081,7 +1083,9 @@ async fn a_session_with_an_unfinished_turn_is_not_deleted(store: Store) {
     assert!(!store.delete_idle_session(&session.id).await.unwrap());
     let mut titled = session.clone();
     titled.title = Some("kept".to_owned());
-    store.update_session(&titled).await.unwrap();
+    let change = SessionChange::Title("kept".to_owned());
+    let changed = store.change_session(&session.id, change).await.unwrap();
+    assert_eq!(changed.as_ref(), Some(&titled), "the session as stored");
     assert_eq!(
         store.session(&profile.id, &session.id).await.unwrap(),
         Some(titled.clone())
@@ -1104,6 +1108,50 @@ async fn a_session_with_an_unfinished_turn_is_not_deleted(store: Store) {
     );
     assert!(store.delete_idle_session(&session.id).await.unwrap());
     assert!(store.turn(&session.id, &turn.id).await.unwrap().is_none());
+}
+
+/// A caller's new title and the native session id a first turn learns are written at about the
+/// same time, each by a writer that read the session before the other wrote: neither undoes
+/// the other, in either order, and a session that is gone is not made again.
+async fn a_sessions_changes_each_write_their_own_field(store: Store) {
+    let (_, profile, session) = a_session(&store).await;
+    let native = NativeSessionId::new("20261206_000000_abcdef");
+    let title = |text: &str| SessionChange::Title(text.to_owned());
+    let changes = [
+        (
+            title("first"),
+            SessionChange::NativeSessionId(native.clone()),
+        ),
+        (
+            SessionChange::NativeSessionId(native.clone()),
+            title("second"),
+        ),
+    ];
+    for (one, other) in changes {
+        let changed = store.change_session(&session.id, one).await.unwrap();
+        assert!(changed.is_some(), "the session as stored");
+        let both = store.change_session(&session.id, other).await.unwrap();
+        let stored = store.session(&profile.id, &session.id).await.unwrap();
+        assert_eq!(both, stored, "the reply is the session as stored");
+        let stored = stored.unwrap();
+        assert_eq!(stored.native_session_id.as_ref(), Some(&native));
+        assert!(stored.title.is_some(), "the title stays: {stored:?}");
+        assert_eq!(
+            (&stored.id, &stored.created_at),
+            (&session.id, &session.created_at),
+            "the rest as it was"
+        );
+    }
+    let stored = store.session(&profile.id, &session.id).await.unwrap();
+    assert_eq!(stored.unwrap().title.as_deref(), Some("second"));
+
+    assert!(store.delete_idle_session(&session.id).await.unwrap());
+    let gone = store
+        .change_session(&session.id, title("late"))
+        .await
+        .unwrap();
+    assert_eq!(gone, None);
+    assert_eq!(store.session(&profile.id, &session.id).await.unwrap(), None);
 }
 
 async fn idempotency_keys_claim_replay_and_release(store: Store) {
@@ -1508,8 +1556,12 @@ async fn a_path_read_again_shows_every_change_made_since(store: Store) {
     }
 
     session.title = Some("titled".to_owned());
-    session.native_session_id = Some(NativeSessionId::new("20261206_000000_abcdef"));
-    store.update_session(&session).await.unwrap();
+    let native = NativeSessionId::new("20261206_000000_abcdef");
+    session.native_session_id = Some(native.clone());
+    let change = SessionChange::Title("titled".to_owned());
+    store.change_session(&session.id, change).await.unwrap();
+    let change = SessionChange::NativeSessionId(native);
+    store.change_session(&session.id, change).await.unwrap();
     let read = path(&store, &instance, &profile, &session).await.unwrap();
     assert_eq!(
         read.session.as_ref(),
@@ -1598,7 +1650,8 @@ async fn a_path_write_whose_caller_went_away_is_still_made_and_forgotten() {
     session.title = Some("renamed".to_owned());
     // Another connection holds SQLite's write lock, so the write waits; its caller goes away.
     let mut blocker = holding_the_write_lock(&path).await;
-    let mut write = Box::pin(store.update_session(&session));
+    let change = SessionChange::Title("renamed".to_owned());
+    let mut write = Box::pin(store.change_session(&session.id, change));
     let first = std::future::poll_fn(|cx| std::task::Poll::Ready(write.as_mut().poll(cx))).await;
     assert!(first.is_pending(), "the write waits for the lock");
     drop(write);

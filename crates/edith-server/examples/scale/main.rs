@@ -8,6 +8,11 @@
 //! streams with one and with three replicas on PostgreSQL (`replicas`). Asserts nothing. Run
 //! with `scripts/bench-scale`.
 //!
+//! Before the first round the client opens its connections (a health check per session, all
+//! at once), as the next rounds find them open; what that costs is printed too. Beside each
+//! round's CPU, its page faults per turn: a round after a pause faults in again the memory the
+//! allocator gave back meanwhile, one right after another reuses it.
+//!
 //! Usage: scale <edith binary> [sessions = 2000] [streams = 10000] [replica sessions = 1000]
 //! [fan-out streams = 3000]
 
@@ -50,8 +55,9 @@ const UNLIMITED: [&str; 8] = [
 struct Usage {
     /// User + system CPU time so far.
     cpu: Duration,
-    /// Page faults served without I/O so far: memory touched for the first time (or again
-    /// after the allocator gave it back to the system).
+    /// Page faults served without I/O so far (the server's own, not its children's): for the
+    /// most part memory touched for the first time, or again after the allocator gave it back
+    /// to the system.
     minor_faults: u64,
     /// Resident memory, in KiB.
     rss_kib: u64,
@@ -119,12 +125,17 @@ impl ControlPlane {
 
     /// Reads a resource.
     async fn get(&self, path: &str) -> Result<Value, String> {
-        let response = self.stream(path).await?;
+        let response = self.send_get(path).await?;
         response.json().await.map_err(|e| format!("{path}: {e}"))
     }
 
-    /// A GET, its status checked: an event stream opened, or a resource's reply.
+    /// Opens an event stream.
     async fn stream(&self, path: &str) -> Result<reqwest::Response, String> {
+        self.send_get(path).await
+    }
+
+    /// A GET, its status checked; its reply's body is not read yet.
+    async fn send_get(&self, path: &str) -> Result<reqwest::Response, String> {
         let response = self
             .http
             .get(format!("{}{path}", self.url))
@@ -375,7 +386,7 @@ async fn open_connections(cp: &ControlPlane, pid: u32, count: usize) -> Duration
             .unwrap_or_else(|e| Err(e.to_string()))
             .expect("a health check");
     }
-    (quiet(&cpu, 1).await - before) / count as u32
+    (quiet(&cpu, 1).await - before) / count.max(1) as u32
 }
 
 /// Waits until `cpu`, the time of `servers` processes, grows by less than a tenth of the time

@@ -1,6 +1,6 @@
 //! Sessions: a conversation on a profile, optionally continuing a stored native session.
 
-use edith_store::InstanceRecord;
+use edith_store::{InstanceRecord, SessionChange};
 use edith_types::{
     CreateSession, ErrorCode, InstanceId, Profile, ProfileId, Session, SessionId, Timestamp,
     UpdateSession, control_plane_kind,
@@ -88,12 +88,17 @@ pub async fn update(
     id: &SessionId,
     body: UpdateSession,
 ) -> AppResult<Session> {
-    let (_, mut session) = load(state, instance, profile, id).await?;
-    if let Some(title) = body.title {
-        session.title = Some(title);
-        state.store.update_session(&session).await?;
-    }
-    Ok(session)
+    let (_, session) = load(state, instance, profile, id).await?;
+    let Some(title) = body.title else {
+        return Ok(session);
+    };
+    // The title alone: a native session id a first turn writes meanwhile stays.
+    let changed = state
+        .store
+        .change_session(&session.id, SessionChange::Title(title))
+        .await?;
+    // Gone since it was read: deleted meanwhile.
+    changed.ok_or_else(|| AppError::not_found(format!("session `{id}` of profile `{profile}`")))
 }
 
 /// Deletes the control-plane session with its turns and their logs, and closes its live

@@ -173,6 +173,7 @@ use edith_sqlite::Connections;
 use group_commit::TurnLogs;
 pub use idempotency::Idempotency;
 pub use replicas::{Announcement, Channel, Claim, Listener};
+pub use sessions::SessionChange;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {

@@ -1,9 +1,9 @@
 //! Sessions of a profile.
 
-use edith_types::{Page, ProfileId, Session, SessionId};
+use edith_types::{NativeSessionId, Page, ProfileId, Session, SessionId};
 
 use super::known_paths::Changed;
-use super::{Result, Store, from_body, one_more, page, to_json};
+use super::{Result, Store, from_body, is_postgres, one_more, page, to_json};
 
 impl Store {
     pub async fn insert_session(&self, session: &Session) -> Result<()> {
@@ -74,21 +74,54 @@ impl Store {
         .await
     }
 
-    pub async fn update_session(&self, session: &Session) -> Result<()> {
-        let session = session.clone();
-        self.changing_paths(
-            Changed::Session(session.id.clone()),
-            move |store| async move {
-                on_db!(store, pool => {
-                    sqlx::query("UPDATE sessions SET body = $1 WHERE id = $2")
-                        .bind(to_json(&session))
-                        .bind(session.id.as_str())
-                        .execute(pool)
-                        .await?;
-                    Ok(())
-                })
-            },
-        )
+    /// Makes `change` to session `id`, that field alone; the session as it is stored then
+    /// (`None` when there is none).
+    pub async fn change_session(
+        &self,
+        id: &SessionId,
+        change: SessionChange,
+    ) -> Result<Option<Session>> {
+        let id = id.clone();
+        self.changing_paths(Changed::Session(id.clone()), move |store| async move {
+            let (field, value) = change.field();
+            on_db!(store, pool => {
+                let sql = if is_postgres(pool) {
+                    "UPDATE sessions SET body = \
+                     jsonb_set(body::jsonb, ARRAY[$1::text], to_jsonb($2::text))::text \
+                     WHERE id = $3 RETURNING body"
+                } else {
+                    "UPDATE sessions SET body = json_set(body, '$.' || $1, $2) WHERE id = $3 \
+                     RETURNING body"
+                };
+                let row = sqlx::query(sql)
+                    .bind(field)
+                    .bind(value)
+                    .bind(id.as_str())
+                    .fetch_optional(pool)
+                    .await?;
+                row.map(|row| from_body(&row)).transpose()
+            })
+        })
         .await
+    }
+}
+
+/// What may change of a session once it is made. A change writes its own field of the stored
+/// session and nothing else, so that two made at once (a caller's new title, and the runtime
+/// session its first turn opened) never undo each other, as writing a whole session read
+/// before the other change would.
+#[derive(Debug, Clone)]
+pub enum SessionChange {
+    Title(String),
+    NativeSessionId(NativeSessionId),
+}
+
+impl SessionChange {
+    /// The field of the stored session (as [`Session`] serializes) and its new text.
+    fn field(&self) -> (&'static str, &str) {
+        match self {
+            Self::Title(title) => ("title", title),
+            Self::NativeSessionId(id) => ("native_session_id", id.as_str()),
+        }
     }
 }

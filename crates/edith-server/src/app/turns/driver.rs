@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use edith_store::InstanceRecord;
+use edith_store::{InstanceRecord, SessionChange};
 use edith_types::{
     ErrorCode, NativeSessionId, Profile, Session, Timestamp, Turn, TurnEventKind, TurnState, Usage,
 };
@@ -577,10 +577,11 @@ pub async fn open_live_session(
                 ..Default::default()
             };
             let created = link.gateway.request::<SessionCreate>(&params).await?;
-            session.native_session_id = Some(NativeSessionId::new(
-                created.stored_session_id.into_string(),
-            ));
-            state.store.update_session(session).await?;
+            let native = NativeSessionId::new(created.stored_session_id.into_string());
+            // The native id alone: a title the caller set meanwhile stays.
+            let change = SessionChange::NativeSessionId(native.clone());
+            state.store.change_session(&session.id, change).await?;
+            session.native_session_id = Some(native);
             created.session_id
         }
     };
