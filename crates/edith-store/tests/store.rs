@@ -56,7 +56,7 @@ on_both_backends!(
     concurrent_appends_to_one_log_get_every_number_once,
     a_finished_turn_has_its_last_event_and_readers_see_the_tail,
     a_session_with_an_unfinished_turn_is_not_deleted,
-    a_sessions_changes_each_write_their_own_field,
+    a_sessions_changes_never_undo_each_other,
     idempotency_keys_claim_replay_and_release,
     a_requests_path_is_read_at_once_as_far_as_it_exists,
     a_turn_is_found_only_on_its_own_path,
@@ -1112,8 +1112,9 @@ async fn a_session_with_an_unfinished_turn_is_not_deleted(store: Store) {
 
 /// A caller's new title and the native session id a first turn learns are written at about the
 /// same time, each by a writer that read the session before the other wrote: neither undoes
-/// the other, in either order, and a session that is gone is not made again.
-async fn a_sessions_changes_each_write_their_own_field(store: Store) {
+/// the other, in either order, and a session that is gone is not made again. A title may hold
+/// any character (PostgreSQL's `jsonb` would refuse U+0000).
+async fn a_sessions_changes_never_undo_each_other(store: Store) {
     let (_, profile, session) = a_session(&store).await;
     let native = NativeSessionId::new("20261206_000000_abcdef");
     let title = |text: &str| SessionChange::Title(text.to_owned());
@@ -1124,7 +1125,7 @@ async fn a_sessions_changes_each_write_their_own_field(store: Store) {
         ),
         (
             SessionChange::NativeSessionId(native.clone()),
-            title("second"),
+            title("second \u{0} one"),
         ),
     ];
     for (one, other) in changes {
@@ -1143,7 +1144,7 @@ async fn a_sessions_changes_each_write_their_own_field(store: Store) {
         );
     }
     let stored = store.session(&profile.id, &session.id).await.unwrap();
-    assert_eq!(stored.unwrap().title.as_deref(), Some("second"));
+    assert_eq!(stored.unwrap().title.as_deref(), Some("second \u{0} one"));
 
     assert!(store.delete_idle_session(&session.id).await.unwrap());
     let gone = store

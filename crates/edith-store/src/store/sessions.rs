@@ -3,7 +3,7 @@
 use edith_types::{NativeSessionId, Page, ProfileId, Session, SessionId};
 
 use super::known_paths::Changed;
-use super::{Result, Store, from_body, is_postgres, one_more, page, to_json};
+use super::{Result, Store, from_body, one_more, page, to_json};
 
 impl Store {
     pub async fn insert_session(&self, session: &Session) -> Result<()> {
@@ -83,31 +83,33 @@ impl Store {
     ) -> Result<Option<Session>> {
         let id = id.clone();
         self.changing_paths(Changed::Session(id.clone()), move |store| async move {
-            let (field, value) = change.field();
             on_db!(store, pool => {
-                let sql = if is_postgres(pool) {
-                    "UPDATE sessions SET body = \
-                     jsonb_set(body::jsonb, ARRAY[$1::text], to_jsonb($2::text))::text \
-                     WHERE id = $3 RETURNING body"
-                } else {
-                    "UPDATE sessions SET body = json_set(body, '$.' || $1, $2) WHERE id = $3 \
-                     RETURNING body"
-                };
-                let row = sqlx::query(sql)
-                    .bind(field)
-                    .bind(value)
+                // Read and written in one transaction, the row locked on PostgreSQL (SQLite runs
+                // one writer at a time): no other change comes in between.
+                let mut tx = pool.begin().await?;
+                lock_row!(tx, pool, "sessions", id.as_str());
+                let row = sqlx::query("SELECT body FROM sessions WHERE id = $1")
                     .bind(id.as_str())
-                    .fetch_optional(pool)
+                    .fetch_optional(&mut *tx)
                     .await?;
-                row.map(|row| from_body(&row)).transpose()
+                let Some(row) = row else { return Ok(None) };
+                let mut session: Session = from_body(&row)?;
+                change.apply(&mut session);
+                sqlx::query("UPDATE sessions SET body = $1 WHERE id = $2")
+                    .bind(to_json(&session))
+                    .bind(id.as_str())
+                    .execute(&mut *tx)
+                    .await?;
+                tx.commit().await?;
+                Ok(Some(session))
             })
         })
         .await
     }
 }
 
-/// What may change of a session once it is made. A change writes its own field of the stored
-/// session and nothing else, so that two made at once (a caller's new title, and the runtime
+/// What may change of a session once it is made. A change is made to the session as it is
+/// stored at that moment, so that two made at once (a caller's new title, and the runtime
 /// session its first turn opened) never undo each other, as writing a whole session read
 /// before the other change would.
 #[derive(Debug, Clone)]
@@ -117,11 +119,10 @@ pub enum SessionChange {
 }
 
 impl SessionChange {
-    /// The field of the stored session (as [`Session`] serializes) and its new text.
-    fn field(&self) -> (&'static str, &str) {
+    fn apply(self, session: &mut Session) {
         match self {
-            Self::Title(title) => ("title", title),
-            Self::NativeSessionId(id) => ("native_session_id", id.as_str()),
+            Self::Title(title) => session.title = Some(title),
+            Self::NativeSessionId(id) => session.native_session_id = Some(id),
         }
     }
 }
