@@ -13,7 +13,7 @@ use edith_types::{
     ApiKey, ApiKeyId, Instance, InstanceId, InstanceState, Job, JobEventKind, JobId, JobKind,
     JobState, ModelConfig, NativeSessionId, Profile, ProfileId, ProviderKind, RestartPolicy, Scope,
     Session, SessionId, Timestamp, Tool, ToolHost, ToolHostId, ToolId, Turn, TurnEventKind, TurnId,
-    TurnState,
+    TurnState, UpdateTool, UpdateToolHost,
 };
 
 /// Declares each named check (an `async fn(Store)` below) once per backend.
@@ -771,19 +771,50 @@ async fn tools_and_hosts_in_use_are_not_deleted(store: Store) {
         std::slice::from_ref(&tool.id)
     );
 
-    let mut described = tool.clone();
-    described.description = "looks things up".to_owned();
-    store.update_tool(&described).await.unwrap();
+    // Two changes of a tool, one field each, each sent by a caller that read the tool before
+    // the other wrote: neither undoes the other.
+    let described = Tool {
+        description: "looks things up".to_owned(),
+        input_schema: serde_json::json!({"type": "object", "properties": {"q": {}}}),
+        ..tool.clone()
+    };
+    let description = UpdateTool {
+        description: Some(described.description.clone()),
+        ..Default::default()
+    };
+    let changed = store.change_tool(&tool.id, description).await.unwrap();
+    assert_eq!(
+        changed.map(|t| t.description),
+        Some(described.description.clone())
+    );
+    let schema = UpdateTool {
+        input_schema: Some(described.input_schema.clone()),
+        ..Default::default()
+    };
+    let changed = store.change_tool(&tool.id, schema).await.unwrap();
+    assert_eq!(changed.as_ref(), Some(&described), "the tool as stored");
     assert_eq!(store.tool(&tool.id).await.unwrap(), Some(described));
+    // A host moved, then its secret changed by a caller that read it before the move: the
+    // move stays.
     let moved = ToolHost {
         url: "http://127.0.0.1:10/mcp".to_owned(),
         ..host.host.clone()
     };
-    store.update_tool_host(&moved, None).await.unwrap();
-    store
-        .update_tool_host(&moved, Some("new-secret"))
+    let move_it = UpdateToolHost {
+        url: Some(moved.url.clone()),
+        secret: None,
+    };
+    let changed = store
+        .change_tool_host(&host.host.id, &move_it)
         .await
         .unwrap();
+    assert_eq!(changed.as_ref(), Some(&moved));
+    let new_secret = UpdateToolHost {
+        url: None,
+        secret: Some("new-secret".to_owned()),
+    };
+    let changed = store.change_tool_host(&host.host.id, &new_secret);
+    assert_eq!(changed.await.unwrap().as_ref(), Some(&moved));
     assert_eq!(
         store.tool_host(&host.host.id).await.unwrap(),
         Some(moved.clone())
@@ -806,6 +837,10 @@ async fn tools_and_hosts_in_use_are_not_deleted(store: Store) {
     assert!(store.detach_tool(&profile.id, &tool.id).await.unwrap());
     assert!(store.delete_unused_tool(&tool.id).await.unwrap());
     assert!(store.delete_unused_tool_host(&host.host.id).await.unwrap());
+    let gone = store.change_tool(&tool.id, UpdateTool::default()).await;
+    assert_eq!(gone.unwrap(), None, "a tool that is gone is not made again");
+    let gone = store.change_tool_host(&host.host.id, &new_secret).await;
+    assert_eq!(gone.unwrap(), None, "a host that is gone is not made again");
     assert!(store.tool(&tool.id).await.unwrap().is_none());
     assert_eq!(store.list_tools(None, 10).await.unwrap().items.len(), 1);
     assert_eq!(
@@ -1368,7 +1403,9 @@ async fn replicas_hear_each_others_announcements_but_not_their_own() {
     // as touching every profile.
     a.attach_tool(&profile.id, &tool.id).await.unwrap();
     a.detach_tool(&profile.id, &tool.id).await.unwrap();
-    a.update_tool(&tool).await.unwrap();
+    a.change_tool(&tool.id, UpdateTool::default())
+        .await
+        .unwrap();
     for id in [
         profile.id.as_str(),
         profile.id.as_str(),

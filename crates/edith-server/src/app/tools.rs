@@ -56,11 +56,15 @@ pub async fn register_host(state: &AppState, body: RegisterToolHost) -> AppResul
 }
 
 pub async fn load_host(state: &AppState, id: &ToolHostId) -> AppResult<ToolHost> {
-    state
-        .store
-        .tool_host(id)
-        .await?
-        .ok_or_else(|| AppError::not_found(format!("tool host `{id}`")))
+    state.store.tool_host(id).await?.ok_or_else(|| no_host(id))
+}
+
+fn no_host(id: &ToolHostId) -> AppError {
+    AppError::not_found(format!("tool host `{id}`"))
+}
+
+fn no_tool(id: &ToolId) -> AppError {
+    AppError::not_found(format!("tool `{id}`"))
 }
 
 fn valid_tool_name(name: &str) -> bool {
@@ -101,18 +105,14 @@ pub async fn update_host(
     id: &ToolHostId,
     body: UpdateToolHost,
 ) -> AppResult<ToolHost> {
-    let mut host = load_host(state, id).await?;
-    if let Some(url) = body.url {
-        check_host_url(&url)?;
-        host.url = url;
+    if let Some(url) = &body.url {
+        check_host_url(url)?;
     }
     if let Some(secret) = &body.secret {
         check_secret(secret)?;
     }
-    state
-        .store
-        .update_tool_host(&host, body.secret.as_deref())
-        .await?;
+    let host = state.store.change_tool_host(id, &body).await?;
+    let host = host.ok_or_else(|| no_host(id))?;
     // Its connection was to the old place or with the old secret.
     state.tool_hosts.forget(id).await;
     Ok(host)
@@ -122,26 +122,17 @@ pub async fn update_host(
 /// see it at their next turn; with replicas, the others' runtimes once this replica's
 /// announcement reaches them (`docs/decisions.md`, 2026-12-05).
 pub async fn update(state: &AppState, id: &ToolId, body: UpdateTool) -> AppResult<Tool> {
-    let mut tool = load(state, id).await?;
-    if let Some(schema) = body.input_schema {
-        check_schema(&schema)?;
-        tool.input_schema = schema;
-    }
-    if let Some(description) = body.description {
-        tool.description = description;
+    if let Some(schema) = &body.input_schema {
+        check_schema(schema)?;
     }
     let changing = (state.tool_lists).changing(crate::tools::Touched::All);
-    state.store.update_tool(&tool).await?;
+    let tool = state.store.change_tool(id, body).await?;
     drop(changing);
-    Ok(tool)
+    tool.ok_or_else(|| no_tool(id))
 }
 
 pub async fn load(state: &AppState, id: &ToolId) -> AppResult<Tool> {
-    state
-        .store
-        .tool(id)
-        .await?
-        .ok_or_else(|| AppError::not_found(format!("tool `{id}`")))
+    state.store.tool(id).await?.ok_or_else(|| no_tool(id))
 }
 
 /// Deletes a tool no profile uses; one in use is a 409 naming the profiles.

@@ -1,6 +1,6 @@
 //! Callback tools and the hosts that serve them.
 
-use edith_types::{Page, Tool, ToolHost, ToolHostId, ToolId};
+use edith_types::{Page, Tool, ToolHost, ToolHostId, ToolId, UpdateTool, UpdateToolHost};
 
 use super::{Channel, Result, Store, duplicate_or_db, from_body, to_json};
 use crate::records::ToolHostRecord;
@@ -18,22 +18,38 @@ impl Store {
         })
     }
 
-    /// Rewrites a tool host: its resource, and its secret when `secret` is given; the other
-    /// replicas are told (their connections to it are to the old place or with the old secret).
-    pub async fn update_tool_host(&self, host: &ToolHost, secret: Option<&str>) -> Result<()> {
+    /// Applies `change` to tool host `id` as it is stored (its place, its secret: what the
+    /// change gives), in one transaction, so that changes made at once never undo each other;
+    /// the other replicas are told (their connections to it are to the old place or with the
+    /// old secret). The host as it is then; `None` when there is none.
+    pub async fn change_tool_host(
+        &self,
+        id: &ToolHostId,
+        change: &UpdateToolHost,
+    ) -> Result<Option<ToolHost>> {
         on_db!(self, pool => {
             let mut tx = pool.begin().await?;
+            lock_row!(tx, pool, "tool_hosts", id.as_str());
+            let row = sqlx::query("SELECT body FROM tool_hosts WHERE id = $1")
+                .bind(id.as_str())
+                .fetch_optional(&mut *tx)
+                .await?;
+            let Some(row) = row else { return Ok(None) };
+            let mut host: ToolHost = from_body(&row)?;
+            if let Some(url) = &change.url {
+                host.url.clone_from(url);
+            }
             sqlx::query(
                 "UPDATE tool_hosts SET body = $1, secret = COALESCE($2, secret) WHERE id = $3",
             )
-            .bind(to_json(host))
-            .bind(secret)
-            .bind(host.id.as_str())
+            .bind(to_json(&host))
+            .bind(change.secret.as_deref())
+            .bind(id.as_str())
             .execute(&mut *tx)
             .await?;
-            announce!(tx, self, pool, Channel::ToolHostChanged, host.id.as_str());
+            announce!(tx, self, pool, Channel::ToolHostChanged, id.as_str());
             tx.commit().await?;
-            Ok(())
+            Ok(Some(host))
         })
     }
 
@@ -109,17 +125,34 @@ impl Store {
 
     /// Rewrites a tool's resource (its name and host stay); the other replicas are told that
     /// tool lists changed.
-    pub async fn update_tool(&self, tool: &Tool) -> Result<()> {
+    /// Applies `change` to tool `id` as it is stored (what the change gives: its description,
+    /// its argument schema), in one transaction, so that changes made at once never undo each
+    /// other; every profile's runtimes are told. The tool as it is then; `None` when there is
+    /// none.
+    pub async fn change_tool(&self, id: &ToolId, change: UpdateTool) -> Result<Option<Tool>> {
         on_db!(self, pool => {
             let mut tx = pool.begin().await?;
+            lock_row!(tx, pool, "tools", id.as_str());
+            let row = sqlx::query("SELECT body FROM tools WHERE id = $1")
+                .bind(id.as_str())
+                .fetch_optional(&mut *tx)
+                .await?;
+            let Some(row) = row else { return Ok(None) };
+            let mut tool: Tool = from_body(&row)?;
+            if let Some(description) = change.description {
+                tool.description = description;
+            }
+            if let Some(schema) = change.input_schema {
+                tool.input_schema = schema;
+            }
             sqlx::query("UPDATE tools SET body = $1 WHERE id = $2")
-                .bind(to_json(tool))
-                .bind(tool.id.as_str())
+                .bind(to_json(&tool))
+                .bind(id.as_str())
                 .execute(&mut *tx)
                 .await?;
             announce!(tx, self, pool, Channel::ToolsChanged, Channel::EVERY_PROFILE);
             tx.commit().await?;
-            Ok(())
+            Ok(Some(tool))
         })
     }
 
