@@ -120,6 +120,22 @@ macro_rules! lock_row {
     };
 }
 
+/// Reads the body of row `$id` of `$table` in the transaction `$tx`, the row locked on
+/// PostgreSQL (SQLite runs one writer at a time) until `$tx` ends: where a change made to the
+/// row as it is stored starts, so that two made at once never undo each other. `None` when
+/// there is no such row.
+macro_rules! locked_body {
+    ($tx:expr, $pool:expr, $table:literal, $id:expr) => {{
+        lock_row!($tx, $pool, $table, $id);
+        sqlx::query(concat!("SELECT body FROM ", $table, " WHERE id = $1"))
+            .bind($id)
+            .fetch_optional(&mut *$tx)
+            .await?
+            .map(|row| $crate::store::from_body(&row))
+            .transpose()?
+    }};
+}
+
 /// On PostgreSQL, tells the other replicas listening on `$channel` (see [`Store::listen`]) that
 /// `$id` changed, once the transaction `$tx` commits (a notification sent in a transaction is
 /// delivered at its commit, or never). `$store` names the sender, so it does not hear itself.

@@ -84,16 +84,9 @@ impl Store {
         let id = id.clone();
         self.changing_paths(Changed::Session(id.clone()), move |store| async move {
             on_db!(store, pool => {
-                // Read and written in one transaction, the row locked on PostgreSQL (SQLite runs
-                // one writer at a time): no other change comes in between.
                 let mut tx = pool.begin().await?;
-                lock_row!(tx, pool, "sessions", id.as_str());
-                let row = sqlx::query("SELECT body FROM sessions WHERE id = $1")
-                    .bind(id.as_str())
-                    .fetch_optional(&mut *tx)
-                    .await?;
-                let Some(row) = row else { return Ok(None) };
-                let mut session: Session = from_body(&row)?;
+                let stored: Option<Session> = locked_body!(tx, pool, "sessions", id.as_str());
+                let Some(mut session) = stored else { return Ok(None) };
                 change.apply(&mut session);
                 sqlx::query("UPDATE sessions SET body = $1 WHERE id = $2")
                     .bind(to_json(&session))

@@ -29,13 +29,8 @@ impl Store {
     ) -> Result<Option<ToolHost>> {
         on_db!(self, pool => {
             let mut tx = pool.begin().await?;
-            lock_row!(tx, pool, "tool_hosts", id.as_str());
-            let row = sqlx::query("SELECT body FROM tool_hosts WHERE id = $1")
-                .bind(id.as_str())
-                .fetch_optional(&mut *tx)
-                .await?;
-            let Some(row) = row else { return Ok(None) };
-            let mut host: ToolHost = from_body(&row)?;
+            let stored: Option<ToolHost> = locked_body!(tx, pool, "tool_hosts", id.as_str());
+            let Some(mut host) = stored else { return Ok(None) };
             if let Some(url) = &change.url {
                 host.url.clone_from(url);
             }
@@ -132,13 +127,8 @@ impl Store {
     pub async fn change_tool(&self, id: &ToolId, change: UpdateTool) -> Result<Option<Tool>> {
         on_db!(self, pool => {
             let mut tx = pool.begin().await?;
-            lock_row!(tx, pool, "tools", id.as_str());
-            let row = sqlx::query("SELECT body FROM tools WHERE id = $1")
-                .bind(id.as_str())
-                .fetch_optional(&mut *tx)
-                .await?;
-            let Some(row) = row else { return Ok(None) };
-            let mut tool: Tool = from_body(&row)?;
+            let stored: Option<Tool> = locked_body!(tx, pool, "tools", id.as_str());
+            let Some(mut tool) = stored else { return Ok(None) };
             if let Some(description) = change.description {
                 tool.description = description;
             }
