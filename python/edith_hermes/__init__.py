@@ -24,6 +24,7 @@ from edith_hermes._core import (
     UnsupportedError,
     __version__,
 )
+from edith_hermes import _exit  # registers the exit hook
 from edith_hermes._client import AsyncEdithHermes
 from edith_hermes._desktop import AsyncHermesDesktop
 from edith_hermes._tools import Tool, tool
