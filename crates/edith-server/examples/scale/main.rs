@@ -129,12 +129,8 @@ impl ControlPlane {
         response.json().await.map_err(|e| format!("{path}: {e}"))
     }
 
-    /// Opens an event stream.
-    async fn stream(&self, path: &str) -> Result<reqwest::Response, String> {
-        self.send_get(path).await
-    }
-
-    /// A GET, its status checked; its reply's body is not read yet.
+    /// A GET, its status checked; its reply's body (a resource, or an event stream opened) is
+    /// not read yet.
     async fn send_get(&self, path: &str) -> Result<reqwest::Response, String> {
         let response = self
             .http
@@ -151,7 +147,7 @@ impl ControlPlane {
 
     /// Reads an event stream to its end; returns what it said.
     async fn read_stream(&self, path: &str) -> Result<String, String> {
-        read_to_end(path, self.stream(path).await?).await
+        read_to_end(path, self.send_get(path).await?).await
     }
 
     /// A ready embedded instance; its profiles path.
@@ -440,7 +436,7 @@ async fn streams(cp: &ControlPlane, pid: u32, profiles: &str, count: usize) -> S
             let cp = cp.clone();
             let path = format!("{turn}/events");
             tokio::spawn(async move {
-                let mut response = cp.stream(&path).await?;
+                let mut response = cp.send_get(&path).await?;
                 let mut seen = String::new();
                 let asked = tokio::time::timeout(LIMIT, async {
                     while let Ok(Some(chunk)) = response.chunk().await {

@@ -81,7 +81,7 @@ pub async fn measure(edith: &Path, count: usize, sessions: usize, streams: usize
         let plane = planes[i % count].clone();
         let path = format!("{turn}/events");
         opened.push(tokio::spawn(async move {
-            let mut response = plane.stream(&path).await?;
+            let mut response = plane.send_get(&path).await?;
             let mut seen = String::new();
             while !seen.contains("approval.requested") {
                 match tokio::time::timeout(LIMIT, response.chunk()).await {
