@@ -255,7 +255,8 @@ async fn instances_page_filter_and_count(store: Store) {
 
     let mut ready = made[1].clone();
     ready.state = InstanceState::Ready;
-    store.update_instance(&ready).await.unwrap();
+    let from = InstanceState::Provisioning;
+    assert!(store.update_instance_from(&ready, from).await.unwrap());
     let in_ready = store
         .list_instances(None, 10, Some(InstanceState::Ready), None)
         .await
@@ -264,7 +265,8 @@ async fn instances_page_filter_and_count(store: Store) {
 
     let mut deleted = made[0].clone();
     deleted.state = InstanceState::Deleted;
-    store.update_instance(&deleted).await.unwrap();
+    let from = InstanceState::Provisioning;
+    assert!(store.update_instance_from(&deleted, from).await.unwrap());
     let listed = store.list_instances(None, 10, None, None).await.unwrap();
     assert_eq!(
         ids(&listed.items, |i| i.id.to_string()),
@@ -316,6 +318,45 @@ async fn an_instance_changes_state_only_from_the_state_it_was_seen_in(store: Sto
     );
     let stored = store.instance(&seen.id).await.unwrap().unwrap();
     assert_eq!(stored.instance.state, InstanceState::Ready);
+
+    // A move with its job: neither is written when the state was not the one seen.
+    let mut deleting = seen.clone();
+    deleting.state = InstanceState::Deleting;
+    let late = job_for(&seen.id);
+    assert!(
+        !store
+            .update_instance_from_with_job(&deleting, InstanceState::Lost, &late)
+            .await
+            .unwrap(),
+        "it is ready, not lost"
+    );
+    assert_eq!(
+        store.job(&late.id).await.unwrap(),
+        None,
+        "no job without the move"
+    );
+    let deletion = job_for(&seen.id);
+    assert!(
+        store
+            .update_instance_from_with_job(&deleting, InstanceState::Ready, &deletion)
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        store.job(&deletion.id).await.unwrap(),
+        Some(deletion.clone())
+    );
+    let stored = store.instance(&seen.id).await.unwrap().unwrap();
+    assert_eq!(stored.instance.state, InstanceState::Deleting);
+    let again = job_for(&seen.id);
+    assert!(
+        !store
+            .update_instance_from_with_job(&deleting, InstanceState::Ready, &again)
+            .await
+            .unwrap(),
+        "a second deletion of what it saw ready finds it deleting"
+    );
+    assert_eq!(store.job(&again.id).await.unwrap(), None);
 }
 
 async fn purging_an_instance_removes_what_it_holds_but_keeps_its_jobs(store: Store) {
@@ -1608,7 +1649,8 @@ async fn a_path_read_again_shows_every_change_made_since(store: Store) {
     );
 
     instance.state = InstanceState::Lost;
-    store.update_instance(&instance).await.unwrap();
+    let from = InstanceState::Provisioning;
+    assert!(store.update_instance_from(&instance, from).await.unwrap());
     let read = path(&store, &instance, &profile, &session).await.unwrap();
     assert_eq!(read.instance.instance.state, InstanceState::Lost);
     instance.state = InstanceState::Ready;

@@ -267,34 +267,52 @@ pub fn ready(record: InstanceRecord) -> AppResult<InstanceRecord> {
 
 /// Marks the instance `deleting` and starts the job that stops, destroys and forgets it.
 pub async fn delete(state: &AppState, id: &InstanceId) -> AppResult<InstanceWithJob> {
-    let mut record = load(state, id).await?;
-    let instance = &mut record.instance;
-    if matches!(
-        instance.state,
-        InstanceState::Deleting | InstanceState::Deleted | InstanceState::Provisioning
-    ) {
-        return Err(AppError::new(
-            ErrorCode::Conflict,
-            format!(
-                "instance `{}` is {}; it can be deleted once that has finished",
-                instance.id,
-                instance.state.as_str()
-            ),
-        ));
+    // The reconciler may move the instance (`ready` → `lost` → `ready`) between the read and the
+    // write; the deletion is then checked again against what it recorded. Another deletion that
+    // got there first makes this one a conflict.
+    for _ in 0..DELETE_ATTEMPTS {
+        let mut record = load(state, id).await?;
+        let instance = &mut record.instance;
+        let from = instance.state;
+        if matches!(
+            from,
+            InstanceState::Deleting | InstanceState::Deleted | InstanceState::Provisioning
+        ) {
+            return Err(AppError::new(
+                ErrorCode::Conflict,
+                format!(
+                    "instance `{}` is {}; it can be deleted once that has finished",
+                    instance.id,
+                    from.as_str()
+                ),
+            ));
+        }
+        instance.state = InstanceState::Deleting;
+        instance.state_reason = None;
+        instance.updated_at = Timestamp::now();
+        let job = jobs::new_job(&instance.id, JobKind::InstanceDelete);
+        let store = &state.store;
+        if !store
+            .update_instance_from_with_job(instance, from, &job)
+            .await?
+        {
+            continue;
+        }
+        state.relays.end_for_instance(&instance.id);
+        jobs::spawn(state.clone(), job.clone());
+        return Ok(InstanceWithJob {
+            instance: record.instance,
+            job,
+        });
     }
-    instance.state = InstanceState::Deleting;
-    instance.state_reason = None;
-    instance.updated_at = Timestamp::now();
-    let job = jobs::new_job(&instance.id, JobKind::InstanceDelete);
-    state.store.insert_job(&job).await?;
-    state.store.update_instance(instance).await?;
-    state.relays.end_for_instance(&instance.id);
-    jobs::spawn(state.clone(), job.clone());
-    Ok(InstanceWithJob {
-        instance: record.instance,
-        job,
-    })
+    Err(AppError::new(
+        ErrorCode::Conflict,
+        format!("instance `{id}` kept changing while it was being deleted; try again"),
+    ))
 }
+
+/// How many times a deletion reads the instance again when it changed meanwhile.
+const DELETE_ATTEMPTS: usize = 3;
 
 /// The runtimes `process` instances may run, with the version each reports.
 pub async fn runtimes(state: &AppState) -> Vec<RuntimeInfo> {

@@ -454,10 +454,22 @@ async fn finish(state: &AppState, mut job: Job, outcome: Result<(), String>) -> 
         (Err(_), _) => InstanceState::Failed,
     };
     if let Some(mut record) = state.store.instance(&job.instance_id).await? {
+        let from = record.instance.state;
         record.instance.state = instance_state;
         record.instance.state_reason = outcome.as_ref().err().cloned();
         record.instance.updated_at = Timestamp::now();
-        state.store.update_instance(&record.instance).await?;
+        // Only its job moves an instance out of `provisioning` or `deleting`; a state it did not
+        // read would be someone else's change, which a whole-resource write must not undo.
+        if !state
+            .store
+            .update_instance_from(&record.instance, from)
+            .await?
+        {
+            tracing::warn!(
+                instance = %job.instance_id,
+                "the instance changed while its job finished; its state is left as recorded"
+            );
+        }
     }
     tracing::info!(
         error = outcome.as_ref().err().map(String::as_str).unwrap_or(""),

@@ -97,6 +97,26 @@ async fn every_step_run_twice_does_no_harm() {
 }
 
 #[tokio::test]
+async fn of_deletions_sent_at_once_one_starts_a_job_and_the_others_are_conflicts() {
+    let ctx = Ctx::start_sim().await;
+    let (iid, _) = ctx.sim_instance(json!({})).await;
+    let path = format!("/v1/instances/{iid}");
+    let deletions = (0..8).map(|_| ctx.send(reqwest::Method::DELETE, &path, None));
+    let answers = futures_util::future::join_all(deletions).await;
+    let (started, refused): (Vec<_>, Vec<_>) =
+        answers.into_iter().partition(|(status, _)| *status == 202);
+    assert_eq!(started.len(), 1, "one deletion job: {started:?}");
+    for answer in &refused {
+        assert_problem(answer, 409, "conflict");
+    }
+    let job = started[0].1["job"]["id"].as_str().unwrap();
+    let events = ctx.sse(&format!("/v1/jobs/{job}/events"), None).await;
+    assert_eq!(events.last().unwrap()["instance_state"], "deleted");
+    assert_eq!(ctx.get(&path).await.0, 404);
+    assert!(!ctx.instance_dir(&iid).exists());
+}
+
+#[tokio::test]
 async fn a_sim_runtime_that_exits_is_lost_and_restarted_by_its_policy() {
     let ctx = Ctx::start_sim().await;
     let body = json!({"name": "exits", "provider": "sim", "restart_policy": "on_failure",

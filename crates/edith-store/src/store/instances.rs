@@ -7,6 +7,20 @@ use super::known_paths::Changed;
 use super::{Result, Store, from_body, is_postgres, one_more, page, to_json};
 use crate::records::InstanceRecord;
 
+/// The statement that writes an instance's new state (its whole resource) only if its recorded
+/// state is still `$from`.
+macro_rules! move_instance {
+    ($instance:expr, $from:expr) => {{
+        let instance: &Instance = $instance;
+        let from: InstanceState = $from;
+        sqlx::query("UPDATE instances SET state = $1, body = $2 WHERE id = $3 AND state = $4")
+            .bind(instance.state.as_str())
+            .bind(to_json(instance))
+            .bind(instance.id.as_str())
+            .bind(from.as_str())
+    }};
+}
+
 impl Store {
     /// Records a new instance together with the job that provisions it; `owner`: the replica
     /// that owns it from the start, and until when (see [`Store::claim_instance`]).
@@ -111,26 +125,6 @@ impl Store {
         })
     }
 
-    /// Writes the instance's new state (the whole resource is rewritten).
-    pub async fn update_instance(&self, instance: &Instance) -> Result<()> {
-        let instance = instance.clone();
-        self.changing_paths(
-            Changed::Instance(instance.id.clone()),
-            move |store| async move {
-                on_db!(store, pool => {
-                    sqlx::query("UPDATE instances SET state = $1, body = $2 WHERE id = $3")
-                        .bind(instance.state.as_str())
-                        .bind(to_json(&instance))
-                        .bind(instance.id.as_str())
-                        .execute(pool)
-                        .await?;
-                    Ok(())
-                })
-            },
-        )
-        .await
-    }
-
     /// Writes the instance's new state only if its recorded state is still `from` (nobody moved
     /// it meanwhile); returns whether it was written.
     pub async fn update_instance_from(
@@ -143,16 +137,36 @@ impl Store {
             Changed::Instance(instance.id.clone()),
             move |store| async move {
                 on_db!(store, pool => {
-                    let done = sqlx::query(
-                        "UPDATE instances SET state = $1, body = $2 WHERE id = $3 AND state = $4",
-                    )
-                    .bind(instance.state.as_str())
-                    .bind(to_json(&instance))
-                    .bind(instance.id.as_str())
-                    .bind(from.as_str())
-                    .execute(pool)
-                    .await?;
+                    let done = move_instance!(&instance, from).execute(pool).await?;
                     Ok(done.rows_affected() == 1)
+                })
+            },
+        )
+        .await
+    }
+
+    /// Like [`Store::update_instance_from`], and records `job` with the move, in one
+    /// transaction: a job that works on the instance in its new state (its deletion) exists
+    /// exactly when the move was made, also across a crash.
+    pub async fn update_instance_from_with_job(
+        &self,
+        instance: &Instance,
+        from: InstanceState,
+        job: &Job,
+    ) -> Result<bool> {
+        let (instance, job) = (instance.clone(), job.clone());
+        self.changing_paths(
+            Changed::Instance(instance.id.clone()),
+            move |store| async move {
+                on_db!(store, pool => {
+                    let mut tx = pool.begin().await?;
+                    let done = move_instance!(&instance, from).execute(&mut *tx).await?;
+                    if done.rows_affected() != 1 {
+                        return Ok(false);
+                    }
+                    insert_job!(&job).execute(&mut *tx).await?;
+                    tx.commit().await?;
+                    Ok(true)
                 })
             },
         )
