@@ -65,10 +65,12 @@ impl Store {
         W: std::future::Future<Output = Result<T>> + Send + 'static,
         T: Send + 'static,
     {
-        let written = write(self.clone());
         let Some(paths) = self.paths.clone() else {
-            return written.await;
+            return write(self.clone()).await;
         };
+        // Boxed: a store call's future is some 10 KB (it holds either backend's statements), and
+        // a task holding it inline would be twice that, copied into fresh memory at each spawn.
+        let written = Box::pin(write(self.clone()));
         let finished = tokio::spawn(async move {
             let written = written.await;
             paths.forget(&changed);

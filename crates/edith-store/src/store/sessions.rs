@@ -3,7 +3,9 @@
 use edith_types::{NativeSessionId, Page, ProfileId, Session, SessionId};
 
 use super::known_paths::Changed;
-use super::{Result, Store, from_body, one_more, page, to_json};
+use serde::Serialize;
+
+use super::{Result, Store, from_body, is_postgres, one_more, page, to_json};
 
 impl Store {
     pub async fn insert_session(&self, session: &Session) -> Result<()> {
@@ -84,6 +86,21 @@ impl Store {
         let id = id.clone();
         self.changing_paths(Changed::Session(id.clone()), move |store| async move {
             on_db!(store, pool => {
+                if !is_postgres(pool) {
+                    // One statement, which SQLite's single writer runs whole: it joins the
+                    // writes committed together (a first turn's native id among many).
+                    let row = sqlx::query(
+                        "UPDATE sessions SET body = json_patch(body, $1) WHERE id = $2 \
+                         RETURNING body",
+                    )
+                    .bind(change.merge_patch())
+                    .bind(id.as_str())
+                    .fetch_optional(pool)
+                    .await?;
+                    return row.map(|row| from_body(&row)).transpose();
+                }
+                // PostgreSQL's `jsonb` refuses a `\u0000` that a title may hold: the session is
+                // changed here, its row locked.
                 let mut tx = pool.begin().await?;
                 let stored: Option<Session> = locked_body!(tx, pool, "sessions", id.as_str());
                 let Some(mut session) = stored else { return Ok(None) };
@@ -105,7 +122,11 @@ impl Store {
 /// stored at that moment, so that two made at once (a caller's new title, and the runtime
 /// session its first turn opened) never undo each other, as writing a whole session read
 /// before the other change would.
-#[derive(Debug, Clone)]
+///
+/// It serializes as a JSON merge patch (RFC 7396) of the stored session: an object with the one
+/// field it sets, named as [`Session`] names it (a test holds the two together).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum SessionChange {
     Title(String),
     NativeSessionId(NativeSessionId),
@@ -116,6 +137,53 @@ impl SessionChange {
         match self {
             Self::Title(title) => session.title = Some(title),
             Self::NativeSessionId(id) => session.native_session_id = Some(id),
+        }
+    }
+
+    fn merge_patch(&self) -> String {
+        to_json(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use edith_types::{InstanceId, Timestamp};
+    use serde_json::Value;
+
+    /// RFC 7396, for patches of objects whose values are never null.
+    fn merged(target: &mut Value, patch: Value) {
+        match (target, patch) {
+            (Value::Object(target), Value::Object(patch)) => {
+                for (key, value) in patch {
+                    merged(target.entry(key).or_insert(Value::Null), value);
+                }
+            }
+            (target, patch) => *target = patch,
+        }
+    }
+
+    #[test]
+    fn a_change_patches_the_stored_session_as_applying_it_does() {
+        let session = Session {
+            id: SessionId::generate(),
+            profile_id: ProfileId::generate(),
+            instance_id: InstanceId::generate(),
+            title: Some("before".to_owned()),
+            native_session_id: None,
+            created_at: Timestamp::now(),
+        };
+        let changes = [
+            SessionChange::Title("after \u{0}".to_owned()),
+            SessionChange::NativeSessionId(NativeSessionId::new("20261206_000000_abcdef")),
+        ];
+        for change in changes {
+            let mut patched = serde_json::to_value(&session).unwrap();
+            let patch = serde_json::from_str(&change.merge_patch()).unwrap();
+            merged(&mut patched, patch);
+            let mut applied = session.clone();
+            change.apply(&mut applied);
+            assert_eq!(patched, serde_json::to_value(&applied).unwrap());
         }
     }
 }
