@@ -53,20 +53,10 @@ impl GatewayPool {
         {
             return Ok(link.clone());
         }
-        let endpoint = provider.start(record).await?;
-        let gateway = match &endpoint.in_process {
-            Some(in_process) => {
-                let (requests, frames) = in_process();
-                GatewayClient::in_process(requests, frames, GATEWAY_TIMEOUT).await?
-            }
-            None => {
-                GatewayClient::connect(&endpoint.ws_url, &endpoint.token, GATEWAY_TIMEOUT).await?
-            }
-        };
-        let link = Arc::new(Link {
-            gateway,
-            live: std::sync::Mutex::new(HashMap::new()),
-        });
+        // Boxed: starting a runtime and connecting to it is a future of kilobytes, and this
+        // call is on every turn's way (inline, it made each turn's task that much larger), where
+        // the connection is almost always open.
+        let link = Box::pin(open(provider, record)).await?;
         *current = Some(link.clone());
         Ok(link)
     }
@@ -103,4 +93,21 @@ impl GatewayPool {
             slot.lock().await.take();
         }
     }
+}
+
+/// Starts the instance's runtime with `provider` (a no-op when it runs) and connects to its
+/// gateway.
+async fn open(provider: &dyn RuntimeProvider, record: &InstanceRecord) -> AppResult<Arc<Link>> {
+    let endpoint = provider.start(record).await?;
+    let gateway = match &endpoint.in_process {
+        Some(in_process) => {
+            let (requests, frames) = in_process();
+            GatewayClient::in_process(requests, frames, GATEWAY_TIMEOUT).await?
+        }
+        None => GatewayClient::connect(&endpoint.ws_url, &endpoint.token, GATEWAY_TIMEOUT).await?,
+    };
+    Ok(Arc::new(Link {
+        gateway,
+        live: std::sync::Mutex::new(HashMap::new()),
+    }))
 }

@@ -31,7 +31,7 @@ impl Store {
         owner: Option<(&str, i64)>,
     ) -> Result<()> {
         on_db!(self, pool => {
-            let mut tx = pool.begin().await?;
+            let mut tx = begin!(pool);
             sqlx::query(
                 "INSERT INTO instances (id, state, body, runtime_token, mcp_token, owner, \
                  owner_until) VALUES ($1, $2, $3, $4, $5, $6, $7)",
@@ -159,7 +159,7 @@ impl Store {
             Changed::Instance(instance.id.clone()),
             move |store| async move {
                 on_db!(store, pool => {
-                    let mut tx = pool.begin().await?;
+                    let mut tx = begin!(pool);
                     let done = move_instance!(&instance, from).execute(&mut *tx).await?;
                     if done.rows_affected() != 1 {
                         return Ok(false);

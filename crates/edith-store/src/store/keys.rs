@@ -83,7 +83,7 @@ impl Store {
             } else {
                 format!("UPDATE api_keys SET body = json_set(body, '$.{field}', $1) WHERE id = $2")
             };
-            let mut tx = pool.begin().await?;
+            let mut tx = begin!(pool);
             // Only the constant names above are spliced into `sql`.
             sqlx::query(sqlx::AssertSqlSafe(sql))
                 .bind(at.as_str())

@@ -26,6 +26,16 @@ macro_rules! on_db {
     };
 }
 
+/// A transaction on `$pool`, the future that begins it boxed. sqlx's PostgreSQL `begin` future
+/// is some 8.5 KB (its pool's `acquire`): held inline, it made every store call that can begin
+/// one as large, and so every future that awaits such a call (a turn's driver, a request's
+/// handler), which are moved into fresh memory when they are spawned.
+macro_rules! begin {
+    ($pool:expr) => {
+        Box::pin($pool.begin()).await?
+    };
+}
+
 /// The states of a turn that has not finished, as SQL (`state IN (…)`): a macro, so statements
 /// `concat!` it and stay constant text. The partial index of migration `0005` names them too.
 macro_rules! unfinished {
@@ -160,7 +170,7 @@ macro_rules! announce {
 macro_rules! append_alone {
     ($store:expr, $pool:expr, $channel:expr, $table:literal, $key:literal, $id:expr, $at:expr, $body:expr) => {
         if $crate::store::is_postgres($pool) {
-            let mut tx = $pool.begin().await?;
+            let mut tx = begin!($pool);
             lock_log!(tx, $pool, $id);
             let seq = append_event!(&mut *tx, $table, $key, $id, $at, $body)?;
             announce!(tx, $store, $pool, $channel, $id);

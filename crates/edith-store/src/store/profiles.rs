@@ -14,7 +14,7 @@ const ATTACH: &str =
 impl Store {
     pub async fn insert_profile(&self, profile: &Profile) -> Result<()> {
         on_db!(self, pool => {
-            let mut tx = pool.begin().await?;
+            let mut tx = begin!(pool);
             sqlx::query(
                 "INSERT INTO profiles (id, instance_id, native_name, body) VALUES ($1, $2, $3, $4)",
             )
@@ -175,7 +175,7 @@ impl Store {
         let (profile, tool) = (profile.clone(), tool.clone());
         self.changing_paths(Changed::Profile(profile.clone()), move |store| async move {
             on_db!(store, pool => {
-                let mut tx = pool.begin().await?;
+                let mut tx = begin!(pool);
                 sqlx::query(ATTACH)
                     .bind(profile.as_str())
                     .bind(tool.as_str())
@@ -195,7 +195,7 @@ impl Store {
         let (profile, tool) = (profile.clone(), tool.clone());
         self.changing_paths(Changed::Profile(profile.clone()), move |store| async move {
             on_db!(store, pool => {
-                let mut tx = pool.begin().await?;
+                let mut tx = begin!(pool);
                 let done =
                     sqlx::query("DELETE FROM profile_tools WHERE profile_id = $1 AND tool_id = $2")
                         .bind(profile.as_str())

@@ -140,7 +140,7 @@ impl Store {
         displace: bool,
     ) -> Result<std::result::Result<Vec<InstanceId>, String>> {
         on_db!(self, pool => {
-            let mut tx = pool.begin().await?;
+            let mut tx = begin!(pool);
             let done = sqlx::query(
                 "INSERT INTO replicas (id, url, alive_until) VALUES ($1, $2, $3) \
                  ON CONFLICT (id) DO UPDATE SET url = excluded.url, \
@@ -198,7 +198,7 @@ impl Store {
              (SELECT id FROM replicas WHERE {which})"
         );
         on_db!(self, pool => {
-            let mut tx = pool.begin().await?;
+            let mut tx = begin!(pool);
             // Only the constant conditions above are spliced in.
             for sql in [instances.as_str(), jobs.as_str(), replicas.as_str()] {
                 sqlx::query(sqlx::AssertSqlSafe(sql.to_owned()))

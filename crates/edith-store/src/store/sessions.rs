@@ -60,7 +60,7 @@ impl Store {
         let id = id.clone();
         self.changing_paths(Changed::Session(id.clone()), move |store| async move {
             on_db!(store, pool => {
-                let mut tx = pool.begin().await?;
+                let mut tx = begin!(pool);
                 lock_row!(tx, pool, "sessions", id.as_str());
                 let done = sqlx::query(
                     concat!("DELETE FROM sessions WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM turns \
@@ -101,7 +101,7 @@ impl Store {
                 }
                 // PostgreSQL's `jsonb` refuses a `\u0000` that a title may hold: the session is
                 // changed here, its row locked.
-                let mut tx = pool.begin().await?;
+                let mut tx = begin!(pool);
                 let stored: Option<Session> = locked_body!(tx, pool, "sessions", id.as_str());
                 let Some(mut session) = stored else { return Ok(None) };
                 change.apply(&mut session);

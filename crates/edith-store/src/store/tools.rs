@@ -28,7 +28,7 @@ impl Store {
         change: &UpdateToolHost,
     ) -> Result<Option<ToolHost>> {
         on_db!(self, pool => {
-            let mut tx = pool.begin().await?;
+            let mut tx = begin!(pool);
             let stored: Option<ToolHost> = locked_body!(tx, pool, "tool_hosts", id.as_str());
             let Some(mut host) = stored else { return Ok(None) };
             if let Some(url) = &change.url {
@@ -87,7 +87,7 @@ impl Store {
     /// Deletes a tool host unless a tool uses it; returns whether it was.
     pub async fn delete_unused_tool_host(&self, host: &ToolHostId) -> Result<bool> {
         on_db!(self, pool => {
-            let mut tx = pool.begin().await?;
+            let mut tx = begin!(pool);
             lock_row!(tx, pool, "tool_hosts", host.as_str());
             let done = sqlx::query(
                 "DELETE FROM tool_hosts WHERE id = $1 \
@@ -126,7 +126,7 @@ impl Store {
     /// none.
     pub async fn change_tool(&self, id: &ToolId, change: UpdateTool) -> Result<Option<Tool>> {
         on_db!(self, pool => {
-            let mut tx = pool.begin().await?;
+            let mut tx = begin!(pool);
             let stored: Option<Tool> = locked_body!(tx, pool, "tools", id.as_str());
             let Some(mut tool) = stored else { return Ok(None) };
             if let Some(description) = change.description {
@@ -170,7 +170,7 @@ impl Store {
     /// the delete); returns whether it was deleted.
     pub async fn delete_unused_tool(&self, tool: &ToolId) -> Result<bool> {
         on_db!(self, pool => {
-            let mut tx = pool.begin().await?;
+            let mut tx = begin!(pool);
             lock_row!(tx, pool, "tools", tool.as_str());
             let done = sqlx::query(
                 "DELETE FROM tools WHERE id = $1 \

@@ -240,7 +240,7 @@ impl Store {
                 let at = Timestamp::now();
                 let sql = insert_events(kinds.len(), Guard::OnlyUnfinished);
                 let query = bind_events!(sqlx::query_scalar::<_, i64>, sql, turn, at, &bodies);
-                let mut tx = pool.begin().await?;
+                let mut tx = begin!(pool);
                 lock_log!(tx, pool, turn.as_str());
                 let seqs = query.fetch_all(&mut *tx).await?;
                 announce!(tx, self, pool, Channel::TurnEvents, turn.as_str());
@@ -335,7 +335,7 @@ impl Store {
                 seqs
             }
             Db::Postgres(pool) => {
-                let mut tx = pool.begin().await?;
+                let mut tx = begin!(pool);
                 lock_log!(tx, pool, turn.id.as_str());
                 let ended = sqlx::query(sqlx::AssertSqlSafe(update_unfinished(1, 2, 3)))
                     .bind(turn.state.as_str())

@@ -75,9 +75,13 @@ pub async fn to_owner(State(state): State<AppState>, request: Request, next: Nex
     };
     match replicas::place(&state, &instance).await {
         Ok(Place::Here) => next.run(request).await,
-        Ok(Place::There { replica, url }) => forward(&state, &instance, &replica, url, request)
-            .await
-            .unwrap_or_else(IntoResponse::into_response),
+        // Boxed: a forwarded request is a future of kilobytes, and this middleware wraps every
+        // request that names an instance, nearly all of them served here.
+        Ok(Place::There { replica, url }) => {
+            Box::pin(forward(&state, &instance, &replica, url, request))
+                .await
+                .unwrap_or_else(IntoResponse::into_response)
+        }
         Err(e) => e.into_response(),
     }
 }
