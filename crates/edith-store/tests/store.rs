@@ -322,41 +322,39 @@ async fn an_instance_changes_state_only_from_the_state_it_was_seen_in(store: Sto
     // A move with its job: neither is written when the state was not the one seen.
     let mut deleting = seen.clone();
     deleting.state = InstanceState::Deleting;
-    let late = job_for(&seen.id);
-    assert!(
-        !store
-            .update_instance_from_with_job(&deleting, InstanceState::Lost, &late)
-            .await
-            .unwrap(),
+    // Whether the move was made, and the job as then stored, if it was.
+    let move_with_job = |from| {
+        let (store, deleting, job) = (store.clone(), deleting.clone(), job_for(&seen.id));
+        async move {
+            let moved = store
+                .update_instance_from_with_job(&deleting, from, &job)
+                .await
+                .unwrap();
+            let stored = store.job(&job.id).await.unwrap();
+            assert_eq!(
+                stored.is_some(),
+                moved,
+                "a job exactly when the move was made"
+            );
+            (moved, stored.map(|stored| stored == job))
+        }
+    };
+    assert_eq!(
+        move_with_job(InstanceState::Lost).await,
+        (false, None),
         "it is ready, not lost"
     );
     assert_eq!(
-        store.job(&late.id).await.unwrap(),
-        None,
-        "no job without the move"
-    );
-    let deletion = job_for(&seen.id);
-    assert!(
-        store
-            .update_instance_from_with_job(&deleting, InstanceState::Ready, &deletion)
-            .await
-            .unwrap()
-    );
-    assert_eq!(
-        store.job(&deletion.id).await.unwrap(),
-        Some(deletion.clone())
+        move_with_job(InstanceState::Ready).await,
+        (true, Some(true))
     );
     let stored = store.instance(&seen.id).await.unwrap().unwrap();
     assert_eq!(stored.instance.state, InstanceState::Deleting);
-    let again = job_for(&seen.id);
-    assert!(
-        !store
-            .update_instance_from_with_job(&deleting, InstanceState::Ready, &again)
-            .await
-            .unwrap(),
+    assert_eq!(
+        move_with_job(InstanceState::Ready).await,
+        (false, None),
         "a second deletion of what it saw ready finds it deleting"
     );
-    assert_eq!(store.job(&again.id).await.unwrap(), None);
 }
 
 async fn purging_an_instance_removes_what_it_holds_but_keeps_its_jobs(store: Store) {
