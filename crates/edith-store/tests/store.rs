@@ -359,10 +359,18 @@ async fn an_instance_changes_state_only_from_the_state_it_was_seen_in(store: Sto
 
 async fn purging_an_instance_removes_what_it_holds_but_keeps_its_jobs(store: Store) {
     let (instance, profile, session) = a_session(&store).await;
+    // Two more jobs, each with the move it makes (provisioning failed, then a deletion).
     let job = job_for(&instance.id);
-    store.insert_job(&job).await.unwrap();
+    let mut failed = instance.clone();
+    failed.state = InstanceState::Failed;
+    let from = InstanceState::Provisioning;
+    let moved = store.update_instance_from_with_job(&failed, from, &job);
+    assert!(moved.await.unwrap());
     let later = job_for(&instance.id);
-    store.insert_job(&later).await.unwrap();
+    let mut deleting = instance.clone();
+    deleting.state = InstanceState::Deleting;
+    let moved = store.update_instance_from_with_job(&deleting, InstanceState::Failed, &later);
+    assert!(moved.await.unwrap());
     let someone_else = self::instance("other", ProviderKind::Embedded, &[]);
     let (other, _) = add_instance(&store, someone_else).await;
     // Its own (the one that made it, then these two), oldest first; not another's.
@@ -1192,7 +1200,8 @@ async fn a_sessions_changes_never_undo_each_other(store: Store) {
     let (_, profile, session) = a_session(&store).await;
     let native = NativeSessionId::new("20261206_000000_abcdef");
     let title = |text: &str| SessionChange::Title(text.to_owned());
-    // A title may hold U+0000, also when the native id is set after it.
+    // A title may hold U+0000, quotes, backslashes and any character, also when the native id
+    // is set after it.
     let changes = [
         (
             title("first \u{0} one"),
@@ -1201,8 +1210,8 @@ async fn a_sessions_changes_never_undo_each_other(store: Store) {
         ),
         (
             SessionChange::NativeSessionId(native.clone()),
-            title("second \u{0} one"),
-            "second \u{0} one",
+            title("second \u{0} \"one\" \\ é 🦀"),
+            "second \u{0} \"one\" \\ é 🦀",
         ),
     ];
     for (one, other, expected_title) in changes {

@@ -267,24 +267,24 @@ pub fn ready(record: InstanceRecord) -> AppResult<InstanceRecord> {
 
 /// Marks the instance `deleting` and starts the job that stops, destroys and forgets it.
 pub async fn delete(state: &AppState, id: &InstanceId) -> AppResult<InstanceWithJob> {
-    // The reconciler may move the instance (`ready` → `lost` → `ready`) between the read and the
-    // write; the deletion is then checked again against what it recorded. Another deletion that
-    // got there first makes this one a conflict.
+    // The reconciler may move the instance (`ready` → `lost`, say) between the read and the
+    // write, which then finds another state; the deletion is checked again against the state
+    // recorded by then. Another deletion that got there first makes this one a conflict.
     for _ in 0..DELETE_ATTEMPTS {
         let mut record = load(state, id).await?;
         let instance = &mut record.instance;
         let from = instance.state;
-        if matches!(
-            from,
-            InstanceState::Deleting | InstanceState::Deleted | InstanceState::Provisioning
-        ) {
+        let refused = match from {
+            InstanceState::Deleting | InstanceState::Deleted => Some("is already being deleted"),
+            InstanceState::Provisioning => {
+                Some("is provisioning; it can be deleted once that ends")
+            }
+            _ => None,
+        };
+        if let Some(why) = refused {
             return Err(AppError::new(
                 ErrorCode::Conflict,
-                format!(
-                    "instance `{}` is {}; it can be deleted once that has finished",
-                    instance.id,
-                    from.as_str()
-                ),
+                format!("instance `{}` {why}", instance.id),
             ));
         }
         instance.state = InstanceState::Deleting;

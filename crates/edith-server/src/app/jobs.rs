@@ -448,26 +448,36 @@ async fn finish(state: &AppState, mut job: Job, outcome: Result<(), String>) -> 
     {
         return Err(lease_lost(&job));
     }
-    let instance_state = match (&outcome, job.kind) {
+    let mut instance_state = match (&outcome, job.kind) {
         (Ok(()), JobKind::InstanceProvision) => InstanceState::Ready,
         (Ok(()), JobKind::InstanceDelete) => InstanceState::Deleted,
         (Err(_), _) => InstanceState::Failed,
     };
+    // The state the job moves its instance out of: in any other, the instance has moved on
+    // without it (an earlier run of the job finished it, and a delete or the reconciler came
+    // after), and writing the whole resource over it would undo that.
+    let working = match job.kind {
+        JobKind::InstanceProvision => InstanceState::Provisioning,
+        JobKind::InstanceDelete => InstanceState::Deleting,
+    };
     if let Some(mut record) = state.store.instance(&job.instance_id).await? {
-        let from = record.instance.state;
+        let seen = record.instance.state;
         record.instance.state = instance_state;
         record.instance.state_reason = outcome.as_ref().err().cloned();
         record.instance.updated_at = Timestamp::now();
-        // Only its job moves an instance out of `provisioning` or `deleting`; a state it did not
-        // read would be someone else's change, which a whole-resource write must not undo.
-        if !state
-            .store
-            .update_instance_from(&record.instance, from)
-            .await?
-        {
+        let moved = seen == working
+            && state
+                .store
+                .update_instance_from(&record.instance, working)
+                .await?;
+        if !moved {
+            let now = state.store.instance(&job.instance_id).await?;
+            // Purged meanwhile: only a deletion does that.
+            instance_state = now.map_or(InstanceState::Deleted, |r| r.instance.state);
             tracing::warn!(
                 instance = %job.instance_id,
-                "the instance changed while its job finished; its state is left as recorded"
+                state = instance_state.as_str(),
+                "the instance moved on before its job finished; its state is left as it is"
             );
         }
     }

@@ -6,13 +6,6 @@ use sqlx::Row;
 use super::{Channel, Result, Store, from_body, seq_bound, to_json};
 
 impl Store {
-    pub async fn insert_job(&self, job: &Job) -> Result<()> {
-        on_db!(self, pool => {
-            insert_job!(job).execute(pool).await?;
-            Ok(())
-        })
-    }
-
     pub async fn job(&self, id: &JobId) -> Result<Option<Job>> {
         on_db!(self, pool => {
             let row = sqlx::query("SELECT body FROM jobs WHERE id = $1")
