@@ -215,6 +215,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         jobs_running: Default::default(),
         cancels: Default::default(),
         answering: Default::default(),
+        profile_changes: Default::default(),
         running_turns: Default::default(),
         last_use: Default::default(),
         known_keys: Default::default(),

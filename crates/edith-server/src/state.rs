@@ -44,6 +44,8 @@ pub struct Inner {
     /// while its driver writes to its log: what the runtime does after an answer is logged after
     /// the answer.
     pub answering: crate::app::AnswerGates,
+    /// Held by a change to a profile's row and native config (see `app::ProfileLocks`).
+    pub profile_changes: crate::app::ProfileLocks,
     /// The spans of the turns driven here, which their tool calls belong to.
     pub running_turns: crate::telemetry::RunningTurns,
     /// This replica among those sharing the database: its name (in leases), and the instances

@@ -8,6 +8,7 @@ pub mod instances;
 pub mod jobs;
 pub mod keys;
 pub mod native;
+mod profile_locks;
 pub mod profiles;
 pub mod reconciler;
 pub mod relay;
@@ -17,4 +18,5 @@ pub mod tools;
 pub mod turns;
 
 pub use hub::{Follower, Hub, LogEvent, Shared};
+pub use profile_locks::ProfileLocks;
 pub use turns::AnswerGates;

@@ -73,6 +73,48 @@ async fn a_profiles_model_is_changed_in_its_native_config() {
 }
 
 #[tokio::test]
+async fn a_profiles_model_changed_twice_at_once_ends_the_same_in_its_row_and_its_config() {
+    let ctx = Ctx::start().await;
+    let iid = ctx.ready_instance().await;
+    let (_, profile) = ctx
+        .post(&format!("/v1/instances/{iid}/profiles"), r#"{"name": "p"}"#)
+        .await;
+    let path = format!(
+        "/v1/instances/{iid}/profiles/{}",
+        profile["id"].as_str().unwrap()
+    );
+    let config = (ctx.dir.path().join("instances").join(&iid)).join("home/profiles/p/config.yaml");
+    let model = |name: &str| {
+        json!({"model": {"provider": "openai_compatible", "base_url": "http://127.0.0.1:9/v1",
+            "model": name}})
+        .to_string()
+    };
+    let (one, other) = (model("model-one"), model("model-other"));
+    for _ in 0..10 {
+        let (a, b) = tokio::join!(
+            ctx.send(reqwest::Method::PATCH, &path, Some(&one)),
+            ctx.send(reqwest::Method::PATCH, &path, Some(&other)),
+        );
+        assert_eq!((a.0, b.0), (200, 200), "{a:?} {b:?}");
+        let (_, stored) = ctx.get(&path).await;
+        let written = std::fs::read_to_string(&config).unwrap();
+        let in_row = stored["model"]["model"].as_str().unwrap();
+        assert!(
+            written.contains(&format!("default: {in_row}")),
+            "{stored} {written}"
+        );
+    }
+    // A deletion and a change at once: the deleted profile's home is not written again.
+    let (deleted, changed) = tokio::join!(
+        ctx.send(reqwest::Method::DELETE, &path, None),
+        ctx.send(reqwest::Method::PATCH, &path, Some(&one)),
+    );
+    assert_eq!(deleted.0, 200, "{deleted:?}");
+    assert!(matches!(changed.0, 200 | 404), "{changed:?}");
+    assert!(!config.exists(), "the deleted profile's config is gone");
+}
+
+#[tokio::test]
 async fn deleting_takes_what_belongs_along_but_never_from_under_a_turn() {
     let ctx = Ctx::start().await;
     let iid = ctx.ready_instance().await;
