@@ -1,38 +1,41 @@
-//! One lock per profile, held while a request changes what the profile is made of in two
-//! places: its row and its native `config.yaml` (model), or its home (deletion). Two such
-//! changes interleaved could leave the row saying one model and the file another, or a
-//! deleted profile's home written again. Requests that change a profile are served by the
-//! replica that owns its instance, so a lock in this process is enough.
+//! One lock per instance's profiles, held while a request changes what a profile is made of in
+//! two places: its row and its native home (`config.yaml`, with its model). Two such changes
+//! interleaved could leave the row saying one model and the file another, write a deleted
+//! profile's home again, or remove the home of a profile made meanwhile under the same name
+//! (homes are named after profiles' names, which a deleted profile gives back). Requests that
+//! change an instance's profiles are served by the replica that owns it, so a lock in this
+//! process is enough.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use edith_types::ProfileId;
+use edith_types::InstanceId;
 use tokio::sync::OwnedMutexGuard;
 
-/// The locks of the profiles being changed now; a lock goes with its last holder.
+/// The locks of the instances whose profiles are being changed now; a lock goes with its last
+/// holder.
 #[derive(Default)]
 pub struct ProfileLocks {
-    locks: Mutex<HashMap<ProfileId, Arc<tokio::sync::Mutex<()>>>>,
+    locks: Mutex<HashMap<InstanceId, Arc<tokio::sync::Mutex<()>>>>,
 }
 
-/// The profile's lock, held until dropped.
+/// An instance's profile lock, held until dropped.
 pub struct ProfileLock<'a> {
     guard: Option<OwnedMutexGuard<()>>,
-    profile: ProfileId,
+    instance: InstanceId,
     locks: &'a ProfileLocks,
 }
 
 impl ProfileLocks {
-    /// Waits for the profile's lock.
-    pub async fn lock(&self, profile: &ProfileId) -> ProfileLock<'_> {
+    /// Waits for the lock of `instance`'s profiles.
+    pub async fn lock(&self, instance: &InstanceId) -> ProfileLock<'_> {
         let lock = {
             let mut locks = self.locks.lock().expect("not poisoned");
-            locks.entry(profile.clone()).or_default().clone()
+            locks.entry(instance.clone()).or_default().clone()
         };
         ProfileLock {
             guard: Some(lock.lock_owned().await),
-            profile: profile.clone(),
+            instance: instance.clone(),
             locks: self,
         }
     }
@@ -49,10 +52,10 @@ impl Drop for ProfileLock<'_> {
         let mut locks = self.locks.locks.lock().expect("not poisoned");
         // Nobody else holds or waits for it (a waiter took its clone under this map's lock).
         if locks
-            .get(&self.profile)
+            .get(&self.instance)
             .is_some_and(|lock| Arc::strong_count(lock) == 1)
         {
-            locks.remove(&self.profile);
+            locks.remove(&self.instance);
         }
     }
 }
@@ -64,11 +67,11 @@ mod tests {
     use super::*;
 
     #[tokio::test]
-    async fn a_profiles_changes_wait_for_each_other_and_its_lock_goes_with_the_last() {
+    async fn profile_changes_on_an_instance_wait_for_each_other_and_its_lock_goes_with_the_last() {
         let locks = Arc::new(ProfileLocks::default());
-        let (one, other) = (ProfileId::generate(), ProfileId::generate());
+        let (one, other) = (InstanceId::generate(), InstanceId::generate());
         let first = locks.lock(&one).await;
-        // Another profile's lock is free.
+        // Another instance's lock is free.
         drop(locks.lock(&other).await);
         let waiting = {
             let locks = locks.clone();

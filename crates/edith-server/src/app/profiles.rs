@@ -46,6 +46,7 @@ pub async fn create(
     instance: &InstanceId,
     body: CreateProfile,
 ) -> AppResult<Profile> {
+    let _changing = state.profile_changes.lock(instance).await;
     let record = instances::load_ready(state, instance).await?;
     if !valid_profile_name(&body.name) {
         return Err(AppError::invalid(format!(
@@ -106,7 +107,7 @@ pub async fn update(
     id: &ProfileId,
     body: UpdateProfile,
 ) -> AppResult<Profile> {
-    let _changing = state.profile_changes.lock(id).await;
+    let _changing = state.profile_changes.lock(instance).await;
     let mut profile = load(state, instance, id).await?;
     let Some(model) = body.model else {
         return Ok(profile);
@@ -136,7 +137,7 @@ pub async fn update(
 /// Deletes the profile with its sessions, turns and their logs, and its native profile's home
 /// on the runtime (the root's stays). Refused (409) while one of its turns runs.
 pub async fn delete(state: &AppState, instance: &InstanceId, id: &ProfileId) -> AppResult<Profile> {
-    let _changing = state.profile_changes.lock(id).await;
+    let _changing = state.profile_changes.lock(instance).await;
     let profile = load(state, instance, id).await?;
     if let Some(turn) = state.store.unfinished_turn_of_profile(&profile.id).await? {
         return Err(AppError::new(
@@ -235,7 +236,7 @@ pub async fn retarget_tool_relays(state: &AppState, instance: &Instance) -> AppR
             .list_profiles(&instance.id, profiles.as_ref(), 100)
             .await?;
         for profile in &listed.items {
-            let _changing = state.profile_changes.lock(&profile.id).await;
+            let _changing = state.profile_changes.lock(&instance.id).await;
             let url = mcp_endpoint::url(state, &instance.id, &profile.id);
             let name = &profile.native_name;
             let moved = provider.retarget_mcp_server(&instance.id, name, MCP_SERVER_NAME, &url);

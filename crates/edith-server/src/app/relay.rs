@@ -17,7 +17,10 @@ use std::time::{Duration, Instant};
 
 use axum::extract::ws::{Message as ClientMessage, WebSocket};
 use edith_types::relay::FORBIDDEN;
-use edith_types::{ApiKeyId, GatewayConnectionId, InstanceId, ProfileId, RelayMessage, Scope};
+use edith_types::{
+    ApiKeyId, ErrorCode, GatewayConnectionId, InstanceId, InstanceState, ProfileId, RelayMessage,
+    Scope,
+};
 use futures_util::stream::SplitSink;
 use futures_util::{SinkExt, StreamExt};
 use hermes_native::catalog::{Scope as MethodScope, catalog};
@@ -192,7 +195,41 @@ pub async fn open(
     state.relays.insert(relay.clone());
     // Ends it unless a socket attaches (the upgrade can still fail).
     relay.clone().wait_for_resume(state.clone(), 0);
+    still_allowed(state, &relay).await?;
     Ok(relay)
+}
+
+/// Whether the relay's key and instance are still what let it open, read after it was
+/// registered: a key revoked, or an instance deleted, while it connected (which can take
+/// seconds) was swept before it was there to be found; what comes after sees it registered.
+/// Ends it when they are not.
+async fn still_allowed(state: &AppState, relay: &Relay) -> AppResult<()> {
+    let key = state.store.api_key(&relay.owner).await?;
+    if key.is_some_and(|key| key.revoked_at.is_some()) {
+        state.relays.end_for_key(&relay.owner);
+        return Err(AppError::new(
+            ErrorCode::Unauthorized,
+            "the API key was revoked",
+        ));
+    }
+    let deleting = state
+        .store
+        .instance(&relay.instance)
+        .await?
+        .is_none_or(|record| {
+            matches!(
+                record.instance.state,
+                InstanceState::Deleting | InstanceState::Deleted
+            )
+        });
+    if deleting {
+        state.relays.end_for_instance(&relay.instance);
+        return Err(AppError::new(
+            ErrorCode::InstanceNotReady,
+            format!("instance `{}` is being deleted", relay.instance),
+        ));
+    }
+    Ok(())
 }
 
 /// How a client's socket ended.

@@ -112,6 +112,27 @@ async fn a_profiles_model_changed_twice_at_once_ends_the_same_in_its_row_and_its
     assert_eq!(deleted.0, 200, "{deleted:?}");
     assert!(matches!(changed.0, 200 | 404), "{changed:?}");
     assert!(!config.exists(), "the deleted profile's config is gone");
+
+    // Deleted and made again under its name at once: the new one keeps its home.
+    let profiles = format!("/v1/instances/{iid}/profiles");
+    for _ in 0..10 {
+        let (_, made) = ctx.post(&profiles, r#"{"name": "p"}"#).await;
+        let path = format!("{profiles}/{}", made["id"].as_str().unwrap());
+        let (deleted, again) = tokio::join!(
+            ctx.send(reqwest::Method::DELETE, &path, None),
+            ctx.post(&profiles, r#"{"name": "p"}"#),
+        );
+        assert_eq!(deleted.0, 200, "{deleted:?}");
+        match again.0 {
+            201 => {
+                assert!(config.exists(), "the new profile's config: {again:?}");
+                let path = format!("{profiles}/{}", again.1["id"].as_str().unwrap());
+                assert_eq!(ctx.send(reqwest::Method::DELETE, &path, None).await.0, 200);
+            }
+            // It came while the name was still taken.
+            _ => assert_problem(&again, 409, "conflict"),
+        }
+    }
 }
 
 #[tokio::test]
