@@ -33,19 +33,22 @@ impl Ctx {
     async fn delete(&self, path: &str) -> (u16, Value) {
         self.send(reqwest::Method::DELETE, path, None).await
     }
+
+    /// A ready instance with a profile named `p`: the instance's id and the profile's path.
+    async fn profile_named_p(&self) -> (String, String) {
+        let iid = self.ready_instance().await;
+        let profiles = format!("/v1/instances/{iid}/profiles");
+        let (status, profile) = self.post(&profiles, r#"{"name": "p"}"#).await;
+        assert_eq!(status, 201, "{profile}");
+        let path = format!("{profiles}/{}", profile["id"].as_str().unwrap());
+        (iid, path)
+    }
 }
 
 #[tokio::test]
 async fn a_profiles_model_is_changed_in_its_native_config() {
     let ctx = Ctx::start().await;
-    let iid = ctx.ready_instance().await;
-    let (_, profile) = ctx
-        .post(&format!("/v1/instances/{iid}/profiles"), r#"{"name": "p"}"#)
-        .await;
-    let path = format!(
-        "/v1/instances/{iid}/profiles/{}",
-        profile["id"].as_str().unwrap()
-    );
+    let (iid, path) = ctx.profile_named_p().await;
     let model = json!({"model": {"provider": "openai_compatible", "base_url": "http://127.0.0.1:9/v1",
         "model": "m", "api_key": "sk-secret-never-shown"}});
     let (status, changed) = ctx
@@ -75,14 +78,7 @@ async fn a_profiles_model_is_changed_in_its_native_config() {
 #[tokio::test]
 async fn a_profiles_model_changed_twice_at_once_ends_the_same_in_its_row_and_its_config() {
     let ctx = Ctx::start().await;
-    let iid = ctx.ready_instance().await;
-    let (_, profile) = ctx
-        .post(&format!("/v1/instances/{iid}/profiles"), r#"{"name": "p"}"#)
-        .await;
-    let path = format!(
-        "/v1/instances/{iid}/profiles/{}",
-        profile["id"].as_str().unwrap()
-    );
+    let (iid, path) = ctx.profile_named_p().await;
     let config = (ctx.dir.path().join("instances").join(&iid)).join("home/profiles/p/config.yaml");
     let model = |name: &str| {
         json!({"model": {"provider": "openai_compatible", "base_url": "http://127.0.0.1:9/v1",
@@ -106,7 +102,7 @@ async fn a_profiles_model_changed_twice_at_once_ends_the_same_in_its_row_and_its
     }
     // A deletion and a change at once: the deleted profile's home is not written again.
     let (deleted, changed) = tokio::join!(
-        ctx.send(reqwest::Method::DELETE, &path, None),
+        ctx.delete(&path),
         ctx.send(reqwest::Method::PATCH, &path, Some(&one)),
     );
     assert_eq!(deleted.0, 200, "{deleted:?}");
@@ -118,16 +114,14 @@ async fn a_profiles_model_changed_twice_at_once_ends_the_same_in_its_row_and_its
     for _ in 0..10 {
         let (_, made) = ctx.post(&profiles, r#"{"name": "p"}"#).await;
         let path = format!("{profiles}/{}", made["id"].as_str().unwrap());
-        let (deleted, again) = tokio::join!(
-            ctx.send(reqwest::Method::DELETE, &path, None),
-            ctx.post(&profiles, r#"{"name": "p"}"#),
-        );
+        let (deleted, again) =
+            tokio::join!(ctx.delete(&path), ctx.post(&profiles, r#"{"name": "p"}"#),);
         assert_eq!(deleted.0, 200, "{deleted:?}");
         match again.0 {
             201 => {
                 assert!(config.exists(), "the new profile's config: {again:?}");
                 let path = format!("{profiles}/{}", again.1["id"].as_str().unwrap());
-                assert_eq!(ctx.send(reqwest::Method::DELETE, &path, None).await.0, 200);
+                assert_eq!(ctx.delete(&path).await.0, 200);
             }
             // It came while the name was still taken.
             _ => assert_problem(&again, 409, "conflict"),
