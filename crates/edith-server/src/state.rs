@@ -38,12 +38,9 @@ pub struct Inner {
     pub last_use: crate::auth::LastUse,
     /// API keys found by their secret's hash, kept for a while.
     pub known_keys: crate::auth::KnownKeys,
-    /// Turns a client asked to cancel; their driver ends them `cancelled`.
-    pub cancels: std::sync::Mutex<std::collections::HashSet<edith_types::TurnId>>,
-    /// For each turn driven here, held while an answer is given to its runtime and logged, and
-    /// while its driver writes to its log: what the runtime does after an answer is logged after
-    /// the answer.
-    pub answering: crate::app::AnswerGates,
+    /// For each turn driven here, held while an answer or a cancel is given to its runtime, and
+    /// while its driver writes to its log (see `app::turns::gates`); it notes a cancel too.
+    pub turn_gates: crate::app::TurnGates,
     /// Held by a change to a profile's row and native config (see `app::ProfileLocks`).
     pub profile_changes: crate::app::ProfileLocks,
     /// The spans of the turns driven here, which their tool calls belong to.

@@ -19,4 +19,4 @@ pub mod turns;
 
 pub use hub::{Follower, Hub, LogEvent, Shared};
 pub use profile_locks::ProfileLocks;
-pub use turns::AnswerGates;
+pub use turns::TurnGates;

@@ -159,15 +159,14 @@ async fn turn_on_path(state: &AppState, ids: &Ids) -> AppResult<Turn> {
         .await?;
     match found {
         Some(turn) => Ok(turn),
-        None => Ok(load_turn(state, ids).await?.2),
+        None => load_turn(state, ids).await,
     }
 }
 
-/// The turn the path names, with its session and profile.
-async fn load_turn(state: &AppState, ids: &Ids) -> AppResult<(Profile, Session, Turn)> {
-    let (profile, session) = load_session(state, ids).await?;
-    let turn = turns::load(state, &session, &ids.get("turn_id")?).await?;
-    Ok((profile, session, turn))
+/// The turn the path names, read after its session (whose 404s come first).
+async fn load_turn(state: &AppState, ids: &Ids) -> AppResult<Turn> {
+    let (_, session) = load_session(state, ids).await?;
+    turns::load(state, &session, &ids.get("turn_id")?).await
 }
 
 async fn list_turns(
@@ -194,18 +193,19 @@ async fn turn_action(
     ids: Ids,
     ApiJson(action): ApiJson<TurnAction>,
 ) -> AppResult<impl IntoResponse> {
-    let (profile, session, turn) = load_turn(&state, &ids).await?;
-    let turn = turns::answer(&state, &profile, &session, turn, action).await?;
+    let (profile, session) = load_session(&state, &ids).await?;
+    let turn = turns::answer(&state, &profile, &session, &ids.get("turn_id")?, action).await?;
     Ok((StatusCode::ACCEPTED, Json(turn)))
 }
 
 async fn cancel_turn(State(state): State<AppState>, ids: Ids) -> AppResult<impl IntoResponse> {
-    let (profile, session, turn) = load_turn(&state, &ids).await?;
-    if turn.state.is_terminal() {
-        return Ok((StatusCode::OK, Json(turn)));
-    }
-    let turn = turns::cancel(&state, &profile, &session, turn).await?;
-    Ok((StatusCode::ACCEPTED, Json(turn)))
+    let (profile, session) = load_session(&state, &ids).await?;
+    let turn = turns::cancel(&state, &profile, &session, &ids.get("turn_id")?).await?;
+    let status = match turn.state.is_terminal() {
+        true => StatusCode::OK,
+        false => StatusCode::ACCEPTED,
+    };
+    Ok((status, Json(turn)))
 }
 
 async fn turn_events(

@@ -47,7 +47,6 @@ pub fn spawn(state: AppState, turn: Turn, asked: Asked) {
         session = %session.id,
         turn = %turn.id,
     );
-    state.answering.open(&turn.id);
     let driven = async move {
         let id = turn.id.clone();
         let _running = state.running_turns.started(
@@ -58,19 +57,14 @@ pub fn spawn(state: AppState, turn: Turn, asked: Asked) {
         if let Err(e) = drive(&state, &instance, turn, session, profile, arrived).await {
             tracing::error!(detail = %e.detail, "turn could not record its outcome");
         }
-        state.cancels.lock().expect("not poisoned").remove(&id);
-        state.answering.close(&id);
+        state.turn_gates.close(&id);
         state.turn_events.finish(id.as_str());
     };
     tokio::spawn(tracing::Instrument::instrument(driven, span));
 }
 
 fn cancel_requested(state: &AppState, turn: &Turn) -> bool {
-    state
-        .cancels
-        .lock()
-        .expect("not poisoned")
-        .contains(&turn.id)
+    state.turn_gates.cancel_requested(&turn.id)
 }
 
 /// At most this many events are written to the log in one go.
@@ -100,7 +94,7 @@ impl Unlogged {
             return Ok(());
         }
         // After an answer being given meanwhile (`turns::answer`), which comes first in the log.
-        let _after_answers = state.answering.hold(&turn.id).await;
+        let _after_answers = state.turn_gates.hold(&turn.id).await;
         let events = if state_changed {
             // The turn's state with the events that explain it.
             (state.store.update_turn_and_log(turn, &self.events).await?)
@@ -199,7 +193,7 @@ async fn finish(
         error: outcome.error,
     };
     // After an answer being given meanwhile (`turns::answer`), which comes first in the log.
-    let _after_answers = state.answering.hold(&turn.id).await;
+    let _after_answers = state.turn_gates.hold(&turn.id).await;
     // Already ended by another replica (this one had stopped renewing its lease): that end
     // stands.
     let finished = state

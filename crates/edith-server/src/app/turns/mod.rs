@@ -1,7 +1,7 @@
 //! Turns: started, answered and cancelled on behalf of clients; run by the driver.
 
-mod answers;
 mod driver;
+mod gates;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -18,8 +18,8 @@ use hermes_native::methods::{
     LiveSessionParams, SessionInterrupt,
 };
 
-pub use answers::AnswerGates;
 pub use driver::{open_live_session, recover};
+pub use gates::TurnGates;
 
 use super::instances;
 use crate::error::{AppError, AppResult};
@@ -73,11 +73,16 @@ pub async fn start_with<T>(
         created_at: now.clone(),
         updated_at: now,
     };
-    if let Some(busy) = state
+    // Open before the turn is stored: a turn stored by this replica has its gate for as long
+    // as it is driven here, so a cancel sent at once finds it.
+    state.turn_gates.open(&turn.id);
+    let inserted = state
         .store
         .insert_turn_if_idle(&turn, state.replica.name())
-        .await?
-    {
+        .await;
+    let busy = inserted.inspect_err(|_| state.turn_gates.close(&turn.id))?;
+    if let Some(busy) = busy {
+        state.turn_gates.close(&turn.id);
         return Err(AppError::new(
             ErrorCode::Conflict,
             format!(
@@ -127,10 +132,11 @@ pub async fn answer(
     state: &AppState,
     profile: &Profile,
     session: &Session,
-    turn: Turn,
+    turn: &TurnId,
     action: TurnAction,
 ) -> AppResult<Turn> {
     let conflict = |detail: String| AppError::new(ErrorCode::Conflict, detail);
+    let (held, turn) = hold_and_read(state, session, turn).await?;
     if turn.state != TurnState::RequiresAction {
         return Err(conflict(format!(
             "turn `{}` is {}; it waits for no answer",
@@ -138,11 +144,13 @@ pub async fn answer(
             turn.state.as_str()
         )));
     }
+    // Held until the answer is logged: the driver logs what the runtime does next after it.
+    let Some(_logged_first) = held else {
+        return Err(not_driven_here(&turn));
+    };
     let Some((link, sid)) = live_session(state, profile, session).await? else {
         return Err(conflict(format!("turn `{}` has no live session", turn.id)));
     };
-    // Held until the answer is logged: the driver logs what the runtime does next after it.
-    let _logged_first = state.answering.hold(&turn.id).await;
     match &action {
         TurnAction::Approval { choice, all } => {
             let params = ApprovalRespondParams {
@@ -185,22 +193,50 @@ pub async fn answer(
 }
 
 /// Asks the runtime to interrupt the turn; the driver ends it `cancelled`. A turn not yet on
-/// the runtime is cancelled by the driver before it submits the prompt.
+/// the runtime is cancelled by the driver before it submits the prompt. A turn that has ended
+/// is given back as it ended.
 pub async fn cancel(
     state: &AppState,
     profile: &Profile,
     session: &Session,
-    turn: Turn,
+    turn: &TurnId,
 ) -> AppResult<Turn> {
-    state
-        .cancels
-        .lock()
-        .expect("not poisoned")
-        .insert(turn.id.clone());
+    let (held, turn) = hold_and_read(state, session, turn).await?;
+    if turn.state.is_terminal() {
+        return Ok(turn);
+    }
+    let Some(_held) = held.inspect(gates::Held::request_cancel) else {
+        return Err(not_driven_here(&turn));
+    };
     if let Some((link, sid)) = live_session(state, profile, session).await? {
         link.gateway
             .request::<SessionInterrupt>(&LiveSessionParams::new(&sid))
             .await?;
     }
     Ok(turn)
+}
+
+/// Holds the turn's gate (none when it is not driven here) and reads the turn under it: what
+/// is read then stays true of the runtime's live session until the gate is let go (see
+/// `gates`).
+async fn hold_and_read(
+    state: &AppState,
+    session: &Session,
+    turn: &TurnId,
+) -> AppResult<(Option<gates::Held>, Turn)> {
+    let held = state.turn_gates.hold(turn).await;
+    Ok((held, load(state, session, turn).await?))
+}
+
+/// A turn stored as running that this replica does not drive: its driver is another replica,
+/// which stopped (the turn will end `interrupted`) or handed the instance on.
+fn not_driven_here(turn: &Turn) -> AppError {
+    AppError::new(
+        ErrorCode::Conflict,
+        format!(
+            "turn `{}` is not driven by the replica that owns its instance now; it ends when its \
+             driver's lease runs out",
+            turn.id
+        ),
+    )
 }

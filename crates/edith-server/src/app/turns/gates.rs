@@ -1,0 +1,111 @@
+//! A gate for each turn driven here, and its cancellation.
+//!
+//! Answers and the log: an answer to a waiting turn is logged before what the runtime does
+//! after it. The answer is given to the runtime first (it may refuse it), and the runtime goes
+//! on at once, so without a gate the driver could log the runtime's next events, or even the
+//! turn's end, before the answer's entry.
+//!
+//! Answers, cancels and the session's next turn: the driver ends a turn holding its gate, so
+//! whoever holds it and reads the turn still running knows that the session's live turn on the
+//! runtime is this one (or none), never the session's next turn. An answer or an interrupt sent
+//! from a stale read could otherwise reach the next turn, which goes to the same live session.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use edith_types::TurnId;
+use tokio::sync::OwnedMutexGuard;
+
+/// One gate per turn driven here, from before the turn is stored until its driver is done.
+#[derive(Default)]
+pub struct TurnGates {
+    gates: Mutex<HashMap<TurnId, Arc<Gate>>>,
+}
+
+#[derive(Default)]
+struct Gate {
+    order: Arc<tokio::sync::Mutex<()>>,
+    /// A client asked to cancel the turn: its driver ends it `cancelled`.
+    cancel_requested: AtomicBool,
+}
+
+/// A turn's gate, held until dropped.
+pub struct Held {
+    gate: Arc<Gate>,
+    _order: OwnedMutexGuard<()>,
+}
+
+impl Held {
+    /// Asks the turn's driver to end it `cancelled`.
+    pub fn request_cancel(&self) {
+        self.gate.cancel_requested.store(true, Ordering::Relaxed);
+    }
+}
+
+impl TurnGates {
+    /// The turn is driven here from now on.
+    pub fn open(&self, turn: &TurnId) {
+        let mut gates = self.gates.lock().expect("not poisoned");
+        gates.insert(turn.clone(), Arc::default());
+    }
+
+    /// The turn is no longer driven here.
+    pub fn close(&self, turn: &TurnId) {
+        self.gates.lock().expect("not poisoned").remove(turn);
+    }
+
+    fn gate(&self, turn: &TurnId) -> Option<Arc<Gate>> {
+        self.gates.lock().expect("not poisoned").get(turn).cloned()
+    }
+
+    /// Holds the turn's gate (none for a turn not driven here) until the guard is dropped.
+    pub async fn hold(&self, turn: &TurnId) -> Option<Held> {
+        let gate = self.gate(turn)?;
+        let order = Arc::clone(&gate.order).lock_owned().await;
+        Some(Held {
+            gate,
+            _order: order,
+        })
+    }
+
+    /// Whether a client asked to cancel the turn.
+    pub fn cancel_requested(&self, turn: &TurnId) -> bool {
+        self.gate(turn)
+            .is_some_and(|gate| gate.cancel_requested.load(Ordering::Relaxed))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_cancel_is_kept_while_its_turn_is_driven_and_gone_with_it() {
+        let gates = TurnGates::default();
+        let turn = TurnId::generate();
+        assert!(gates.hold(&turn).await.is_none(), "not driven yet");
+        gates.open(&turn);
+        assert!(!gates.cancel_requested(&turn));
+        gates.hold(&turn).await.expect("driven").request_cancel();
+        assert!(gates.cancel_requested(&turn));
+        gates.close(&turn);
+        assert!(!gates.cancel_requested(&turn));
+        assert!(gates.hold(&turn).await.is_none(), "no longer driven");
+    }
+
+    #[tokio::test]
+    async fn a_gate_is_held_by_one_at_a_time() {
+        let gates = TurnGates::default();
+        let turn = TurnId::generate();
+        gates.open(&turn);
+        let first = gates.hold(&turn).await.expect("driven");
+        let second = gates.hold(&turn);
+        tokio::pin!(second);
+        let waited = tokio::time::timeout(std::time::Duration::from_millis(50), &mut second);
+        assert!(waited.await.is_err(), "the second waits for the first");
+        drop(first);
+        let taken = tokio::time::timeout(std::time::Duration::from_secs(5), second);
+        assert!(taken.await.expect("taken once let go").is_some());
+    }
+}
