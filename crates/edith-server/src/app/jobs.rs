@@ -422,10 +422,14 @@ async fn run_step(state: &AppState, job: &Job, step: Step) -> AppResult<()> {
         Step::Disconnect => state.gateways.forget(id).await,
         Step::DestroyRuntime => {
             let record = instance(state, id).await?;
-            state
-                .provider(record.instance.provider)?
+            // A profile change that read the instance ready before it was being deleted
+            // finishes first, or finds it deleting: none writes a home after it is gone.
+            let _no_profile_changes = state.profile_changes.lock(id).await;
+            (state.provider(record.instance.provider)?)
                 .destroy(id)
-                .await?
+                .await?;
+            // A request that read the instance ready may have connected since `Disconnect`.
+            state.gateways.forget(id).await
         }
         Step::RemoveRecords => state.store.purge_instance(id).await?,
     }

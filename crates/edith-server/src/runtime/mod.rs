@@ -6,6 +6,7 @@ mod homes;
 mod process_group;
 mod providers;
 mod runtime_log;
+mod slots;
 
 pub use gateway_pool::{GatewayPool, Link};
 #[cfg(feature = "embedded")]

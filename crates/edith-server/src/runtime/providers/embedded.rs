@@ -3,7 +3,6 @@
 //! its gateway's frames go over channels rather than a loopback socket, and clients outside
 //! the process (Desktop, Hermes's own terminal UI) reach the same runtime on its port.
 
-use std::collections::HashMap;
 use std::net::{Ipv4Addr, SocketAddr};
 
 use async_trait::async_trait;
@@ -11,22 +10,22 @@ use edith_store::InstanceRecord;
 use edith_types::InstanceId;
 use hermes_native::config::HermesConfig;
 use hermes_runtime::{RunningRuntime, RuntimeConfig};
-use tokio::sync::Mutex;
 
 use super::{ProviderError, RuntimeEndpoint, RuntimeProvider};
 use crate::runtime::homes::Homes;
+use crate::runtime::slots::Slots;
 
 pub struct EmbeddedProvider {
     homes: Homes,
-    /// The runtimes running now, by instance, with their tokens.
-    running: Mutex<HashMap<InstanceId, (RunningRuntime, String)>>,
+    /// The runtimes running now, with their tokens.
+    running: Slots<(RunningRuntime, String)>,
 }
 
 impl EmbeddedProvider {
     pub fn new(homes: Homes) -> Self {
         Self {
             homes,
-            running: Mutex::new(HashMap::new()),
+            running: Slots::default(),
         }
     }
 }
@@ -39,8 +38,8 @@ impl RuntimeProvider for EmbeddedProvider {
 
     async fn start(&self, instance: &InstanceRecord) -> Result<RuntimeEndpoint, ProviderError> {
         let id = &instance.instance.id;
-        let mut running = self.running.lock().await;
-        if let Some((runtime, token)) = running.get(id) {
+        let mut current = self.running.slot(id).lock_owned().await;
+        if let Some((runtime, token)) = current.as_ref() {
             return Ok(endpoint(runtime, token));
         }
         let config = RuntimeConfig {
@@ -55,21 +54,23 @@ impl RuntimeProvider for EmbeddedProvider {
             .await
             .map_err(|e| ProviderError(format!("cannot start the embedded runtime: {e}")))?;
         let endpoint = endpoint(&runtime, &instance.runtime_token);
-        running.insert(id.clone(), (runtime, instance.runtime_token.clone()));
+        *current = Some((runtime, instance.runtime_token.clone()));
         Ok(endpoint)
     }
 
     async fn stop(&self, instance: &InstanceId) -> Result<(), ProviderError> {
-        let runtime = self.running.lock().await.remove(instance);
-        if let Some((runtime, _)) = runtime {
-            runtime.shutdown().await;
-        }
+        let mut current = self.running.slot(instance).lock_owned().await;
+        stop_in(&mut current).await;
         Ok(())
     }
 
     async fn destroy(&self, instance: &InstanceId) -> Result<(), ProviderError> {
-        self.stop(instance).await?;
-        self.homes.destroy(instance).await
+        // Held until the home is gone too: a start meanwhile finds no home to run in.
+        let mut current = self.running.slot(instance).lock_owned().await;
+        stop_in(&mut current).await;
+        self.homes.destroy(instance).await?;
+        self.running.forget(instance);
+        Ok(())
     }
 
     async fn retarget_mcp_server(
@@ -104,14 +105,20 @@ impl RuntimeProvider for EmbeddedProvider {
     }
 
     async fn running_count(&self) -> usize {
-        self.running.lock().await.len()
+        self.running.running_count().await
     }
 
     async fn shutdown(&self) {
-        let running: Vec<_> = self.running.lock().await.drain().collect();
-        for (_, (runtime, _)) in running {
-            runtime.shutdown().await;
+        for (id, _) in self.running.all() {
+            let _ = self.stop(&id).await;
         }
+    }
+}
+
+/// Stops the runtime in an instance's slot, which the caller holds, if one runs there.
+async fn stop_in(current: &mut Option<(RunningRuntime, String)>) {
+    if let Some((runtime, _)) = current.take() {
+        runtime.shutdown().await;
     }
 }
 

@@ -4,12 +4,17 @@
 //! `HERMES_BACKEND_READY port=<n>`. What it writes goes to `runtime.log` in the instance's
 //! directory.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::{ProviderError, RuntimeEndpoint, RuntimeProvider};
+use crate::runtime::homes::{Homes, io_error};
+use crate::runtime::process_group;
+use crate::runtime::runtime_log::{self, RuntimeLog};
+use crate::runtime::slots::Slots;
 use async_trait::async_trait;
 use edith_store::InstanceRecord;
 use edith_types::InstanceId;
@@ -17,12 +22,6 @@ use hermes_native::config::HermesConfig;
 use rustix::process::Pid;
 use tokio::io::BufReader;
 use tokio::process::{Child, Command};
-use tokio::sync::Mutex;
-
-use super::{ProviderError, RuntimeEndpoint, RuntimeProvider};
-use crate::runtime::homes::{Homes, io_error};
-use crate::runtime::process_group;
-use crate::runtime::runtime_log::{self, RuntimeLog};
 
 /// How long a runtime may take to print its ready line (the real Hermes takes a few seconds).
 const READY_TIMEOUT: Duration = Duration::from_secs(120);
@@ -73,8 +72,6 @@ const NOT_INHERITED: &[&str] = &[
     "PGPASSFILE",
 ];
 
-type Slot = Arc<Mutex<Option<Running>>>;
-
 struct Running {
     child: Child,
     group: Pid,
@@ -90,10 +87,8 @@ pub struct ProcessProvider {
     log_limit: u64,
     /// What each runtime's `--version` said, asked once (the real Hermes takes a second).
     versions: BTreeMap<String, tokio::sync::OnceCell<Option<String>>>,
-    /// The runtimes running now, one slot per instance, each behind its own lock: launching or
-    /// stopping one runtime (seconds) never holds up another, nor the reconciler's looks; and
-    /// a start waits for a stop of the same instance, so there are never two runtimes for one.
-    running: std::sync::Mutex<HashMap<InstanceId, Slot>>,
+    /// The runtimes running now (the reconciler's looks never wait for a launch or a stop).
+    running: Slots<Running>,
 }
 
 impl ProcessProvider {
@@ -107,7 +102,7 @@ impl ProcessProvider {
             runtimes,
             log_limit,
             versions,
-            running: std::sync::Mutex::new(HashMap::new()),
+            running: Slots::default(),
         }
     }
 
@@ -137,7 +132,7 @@ impl ProcessProvider {
     /// this replica takes the instance, before it starts a runtime for it.
     pub async fn stop_orphan(&self, instance: &InstanceId) {
         // Held throughout, so that no start here races the stop.
-        let slot = self.slot(instance);
+        let slot = self.running.slot(instance);
         let current = slot.lock().await;
         if current.is_some() {
             // This process runs it: not an orphan.
@@ -161,7 +156,7 @@ impl ProcessProvider {
     /// with how it ended and how long it had run.
     pub async fn reap_exited(&self) -> Vec<Exited> {
         let mut reaped = Vec::new();
-        for (id, slot) in self.slots() {
+        for (id, slot) in self.running.all() {
             // A slot being launched or stopped is someone else's business right now.
             let Ok(mut current) = slot.try_lock() else {
                 continue;
@@ -188,21 +183,6 @@ impl ProcessProvider {
             });
         }
         reaped
-    }
-
-    /// Every slot, as it is now.
-    fn slots(&self) -> Vec<(InstanceId, Slot)> {
-        let running = self.running.lock().expect("not poisoned");
-        running
-            .iter()
-            .map(|(id, slot)| (id.clone(), slot.clone()))
-            .collect()
-    }
-
-    /// The instance's slot, made when it has none.
-    fn slot(&self, instance: &InstanceId) -> Slot {
-        let mut running = self.running.lock().expect("not poisoned");
-        running.entry(instance.clone()).or_default().clone()
     }
 
     /// The last `lines` lines of the instance's runtime log.
@@ -293,6 +273,14 @@ impl ProcessProvider {
         })
     }
 
+    /// Stops the runtime in the instance's slot, which the caller holds, if one runs there.
+    async fn stop_in(&self, instance: &InstanceId, current: &mut Option<Running>) {
+        if let Some(mut running) = current.take() {
+            process_group::stop(&mut running.child, running.group, STOP_GRACE).await;
+            self.forget_pid(instance, running.group).await;
+        }
+    }
+
     /// Forgets the pid of a runtime that was stopped or reaped — only if the file still names
     /// it (a runtime started since has written its own).
     async fn forget_pid(&self, instance: &InstanceId, pid: Pid) {
@@ -352,7 +340,7 @@ impl RuntimeProvider for ProcessProvider {
     }
 
     async fn start(&self, instance: &InstanceRecord) -> Result<RuntimeEndpoint, ProviderError> {
-        let slot = self.slot(&instance.instance.id);
+        let slot = self.running.slot(&instance.instance.id);
         let mut current = slot.lock().await;
         if let Some(running) = current.as_ref() {
             if !process_group::leader_exited(running.group) {
@@ -368,19 +356,19 @@ impl RuntimeProvider for ProcessProvider {
     }
 
     async fn stop(&self, instance: &InstanceId) -> Result<(), ProviderError> {
-        let slot = self.slot(instance);
         // Held until the runtime is gone: a start meanwhile waits, then launches a fresh one.
-        let mut current = slot.lock().await;
-        if let Some(mut running) = current.take() {
-            process_group::stop(&mut running.child, running.group, STOP_GRACE).await;
-            self.forget_pid(instance, running.group).await;
-        }
+        let mut current = self.running.slot(instance).lock_owned().await;
+        self.stop_in(instance, &mut current).await;
         Ok(())
     }
 
     async fn destroy(&self, instance: &InstanceId) -> Result<(), ProviderError> {
-        self.stop(instance).await?;
-        self.homes.destroy(instance).await
+        // Held until the home is gone too: a start meanwhile finds no home to run in.
+        let mut current = self.running.slot(instance).lock_owned().await;
+        self.stop_in(instance, &mut current).await;
+        self.homes.destroy(instance).await?;
+        self.running.forget(instance);
+        Ok(())
     }
 
     async fn retarget_mcp_server(
@@ -415,15 +403,11 @@ impl RuntimeProvider for ProcessProvider {
     }
 
     async fn running_count(&self) -> usize {
-        let mut count = 0;
-        for (_, slot) in self.slots() {
-            count += usize::from(slot.lock().await.is_some());
-        }
-        count
+        self.running.running_count().await
     }
 
     async fn shutdown(&self) {
-        for (id, _) in self.slots() {
+        for (id, _) in self.running.all() {
             let _ = self.stop(&id).await;
         }
     }
@@ -440,8 +424,7 @@ fn endpoint(port: u16, token: &str) -> RuntimeEndpoint {
 impl Drop for ProcessProvider {
     /// A control plane dropped without `shutdown` leaves no runtime behind.
     fn drop(&mut self) {
-        let running = self.running.get_mut().expect("not poisoned");
-        for slot in running.values() {
+        for slot in self.running.get_mut().values() {
             if let Ok(current) = slot.try_lock()
                 && let Some(running) = current.as_ref()
             {
@@ -486,5 +469,62 @@ async fn next_line<R: tokio::io::AsyncBufRead + Unpin>(reader: &mut R) -> Option
             let line = String::from_utf8_lossy(&bytes);
             Some(line.trim_end_matches(['\n', '\r']).to_owned())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A runtime that is ready at once and takes half a second to stop after SIGTERM.
+    const SLOW_TO_STOP: &str = "trap 'sleep 0.5; exit 0' TERM; \
+        echo 'HERMES_BACKEND_READY port=1'; while :; do sleep 0.05; done";
+
+    fn provider(data_dir: &std::path::Path) -> ProcessProvider {
+        let command = RuntimeCommand {
+            program: "/bin/sh".into(),
+            args: vec!["-c".to_owned(), SLOW_TO_STOP.to_owned(), "sh".to_owned()],
+        };
+        let runtimes = BTreeMap::from([("slow".to_owned(), command)]);
+        ProcessProvider::new(Homes::new(data_dir), runtimes, 1 << 20)
+    }
+
+    fn record() -> InstanceRecord {
+        let instance = serde_json::json!({
+            "id": InstanceId::generate(), "name": "i", "provider": "process", "runtime": "slow",
+            "state": "ready", "state_reason": null, "created_at": "2026-12-07T00:00:00Z",
+            "updated_at": "2026-12-07T00:00:00Z",
+        });
+        InstanceRecord {
+            instance: serde_json::from_value(instance).expect("an instance"),
+            runtime_token: "runtime-token".to_owned(),
+            mcp_token: "mcp-token".to_owned(),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_start_that_waited_for_a_destruction_finds_no_home_and_runs_nothing() {
+        let data = tempfile::tempdir().expect("a temporary directory");
+        let provider = provider(data.path());
+        let record = record();
+        let id = &record.instance.id;
+        provider.provision(&record).await.expect("provisioned");
+        provider.start(&record).await.expect("started");
+        let limit = Duration::from_secs(20);
+        let late_start = async {
+            // While the destruction stops the runtime (it takes half a second).
+            tokio::time::sleep(Duration::from_millis(150)).await;
+            provider.start(&record).await
+        };
+        let both = tokio::join!(provider.destroy(id), late_start);
+        let (destroyed, started) = tokio::time::timeout(limit, async { both }).await.unwrap();
+        destroyed.expect("destroyed");
+        let refused = started.err().expect("a start after the destruction fails");
+        assert!(refused.0.contains("is missing"), "{}", refused.0);
+        assert_eq!(provider.running_count().await, 0, "no runtime left running");
+        assert!(
+            !provider.homes.dir(id).exists(),
+            "the instance's directory is gone"
+        );
     }
 }

@@ -1,0 +1,61 @@
+//! The runtimes a provider runs in or from this process, one slot per instance, each behind a
+//! lock of its own: starting or stopping one runtime (seconds for the real Hermes) never holds
+//! up another; a start waits for a stop of the same instance, so there are never two runtimes
+//! for one; and a destruction holds the slot from the stop until the home is gone, so a start
+//! that was waiting finds no home rather than launching a runtime nobody will stop.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use edith_types::InstanceId;
+
+/// An instance's slot: its running runtime, if any.
+pub type Slot<T> = Arc<tokio::sync::Mutex<Option<T>>>;
+
+pub struct Slots<T> {
+    slots: Mutex<HashMap<InstanceId, Slot<T>>>,
+}
+
+impl<T> Default for Slots<T> {
+    fn default() -> Self {
+        Self {
+            slots: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+impl<T> Slots<T> {
+    /// The instance's slot, made when it has none.
+    pub fn slot(&self, instance: &InstanceId) -> Slot<T> {
+        let mut slots = self.slots.lock().expect("not poisoned");
+        slots.entry(instance.clone()).or_default().clone()
+    }
+
+    /// Every slot, as it is now.
+    pub fn all(&self) -> Vec<(InstanceId, Slot<T>)> {
+        let slots = self.slots.lock().expect("not poisoned");
+        slots
+            .iter()
+            .map(|(id, slot)| (id.clone(), slot.clone()))
+            .collect()
+    }
+
+    /// Forgets a destroyed instance's slot (whoever still holds it finds it empty).
+    pub fn forget(&self, instance: &InstanceId) {
+        self.slots.lock().expect("not poisoned").remove(instance);
+    }
+
+    /// How many slots hold a runtime.
+    pub async fn running_count(&self) -> usize {
+        let mut count = 0;
+        for (_, slot) in self.all() {
+            count += usize::from(slot.lock().await.is_some());
+        }
+        count
+    }
+
+    /// The slots, for a provider being dropped (no lock needed: nobody else can hold them).
+    pub fn get_mut(&mut self) -> &mut HashMap<InstanceId, Slot<T>> {
+        self.slots.get_mut().expect("not poisoned")
+    }
+}
