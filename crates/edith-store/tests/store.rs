@@ -55,7 +55,7 @@ on_both_backends!(
     a_session_runs_one_turn_at_a_time_even_when_inserts_race,
     concurrent_appends_to_one_log_get_every_number_once,
     a_finished_turn_has_its_last_event_and_readers_see_the_tail,
-    a_session_with_an_unfinished_turn_is_not_deleted,
+    a_session_or_profile_with_an_unfinished_turn_is_not_deleted,
     a_sessions_changes_never_undo_each_other,
     idempotency_keys_claim_replay_and_release,
     a_requests_path_is_read_at_once_as_far_as_it_exists,
@@ -1158,11 +1158,14 @@ async fn a_finished_turn_has_its_last_event_and_readers_see_the_tail(store: Stor
     );
 }
 
-async fn a_session_with_an_unfinished_turn_is_not_deleted(store: Store) {
+async fn a_session_or_profile_with_an_unfinished_turn_is_not_deleted(store: Store) {
     let (_, profile, session) = a_session(&store).await;
     let turn = turn_in(&session.id);
     store.insert_turn_if_idle(&turn, "r").await.unwrap();
     assert!(!store.delete_idle_session(&session.id).await.unwrap());
+    assert!(!store.delete_idle_profile(&profile.id).await.unwrap());
+    let kept = store.profile(&profile.instance_id, &profile.id).await;
+    assert_eq!(kept.unwrap().as_ref(), Some(&profile));
     let mut titled = session.clone();
     titled.title = Some("kept".to_owned());
     let change = SessionChange::Title("kept".to_owned());
@@ -1186,10 +1189,16 @@ async fn a_session_with_an_unfinished_turn_is_not_deleted(store: Store) {
             .await
             .unwrap()
             .items,
-        [other]
+        std::slice::from_ref(&other)
     );
     assert!(store.delete_idle_session(&session.id).await.unwrap());
     assert!(store.turn(&session.id, &turn.id).await.unwrap().is_none());
+    // The profile's other session has no turn: the profile goes, with it.
+    assert!(store.delete_idle_profile(&profile.id).await.unwrap());
+    let gone = store.profile(&profile.instance_id, &profile.id).await;
+    assert_eq!(gone.unwrap(), None);
+    assert_eq!(store.session(&profile.id, &other.id).await.unwrap(), None);
+    assert!(!store.delete_idle_profile(&profile.id).await.unwrap());
 }
 
 /// A caller's new title and the native session id a first turn learns are written at about the

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use edith_store::InstanceRecord;
 use edith_types::{
     CreateProfile, ErrorCode, Instance, InstanceId, ModelConfig, ModelSpec, Profile, ProfileId,
-    ProviderKind, Session, SessionId, Timestamp, ToolId, UpdateProfile,
+    ProviderKind, Session, SessionId, Timestamp, ToolId, TurnId, UpdateProfile,
 };
 use hermes_native::config::{HermesConfig, McpServer, ModelSection, SCRIPTED, Seconds};
 use hermes_native::profile::{DEFAULT_PROFILE, PROFILE_NAME_RULE, valid_profile_name};
@@ -134,23 +134,44 @@ pub async fn update(
     Ok(profile)
 }
 
+/// How many times a deletion is tried when turns start and end on the profile meanwhile.
+const DELETE_ATTEMPTS: u32 = 3;
+
 /// Deletes the profile with its sessions, turns and their logs, and its native profile's home
 /// on the runtime (the root's stays). Refused (409) while one of its turns runs.
 pub async fn delete(state: &AppState, instance: &InstanceId, id: &ProfileId) -> AppResult<Profile> {
     let _changing = state.profile_changes.lock(instance).await;
     let profile = load(state, instance, id).await?;
-    if let Some(turn) = state.store.unfinished_turn_of_profile(&profile.id).await? {
-        return Err(AppError::new(
+    let busy = |turn: TurnId| {
+        AppError::new(
             ErrorCode::Conflict,
             format!(
                 "profile `{id}` has turn `{turn}` that has not finished: cancel it or let it \
                  finish first"
             ),
-        ));
+        )
+    };
+    if let Some(turn) = state.store.unfinished_turn_of_profile(&profile.id).await? {
+        return Err(busy(turn));
     }
     let record = instances::load(state, instance).await?;
     let restart = root_change_needs_restart(state, &record, &profile.native_name).await?;
-    state.store.delete_profile(&profile.id).await?;
+    // A turn started since the look above keeps the profile (one that also ended since does
+    // not: the delete is tried again).
+    let mut attempts = 0;
+    while !state.store.delete_idle_profile(&profile.id).await? {
+        if let Some(turn) = state.store.unfinished_turn_of_profile(&profile.id).await? {
+            return Err(busy(turn));
+        }
+        load(state, instance, id).await?;
+        attempts += 1;
+        if attempts == DELETE_ATTEMPTS {
+            return Err(AppError::new(
+                ErrorCode::Conflict,
+                format!("profile `{id}` kept starting turns; try again"),
+            ));
+        }
+    }
     state.tool_lists.forget(&profile.id);
     let provider = state.provider(record.instance.provider)?;
     if provider.configures_profiles() {

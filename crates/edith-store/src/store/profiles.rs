@@ -4,7 +4,9 @@ use edith_types::{InstanceId, Page, Profile, ProfileId, Tool, ToolHost, ToolId, 
 use sqlx::Row;
 
 use super::known_paths::Changed;
-use super::{Channel, Result, Store, duplicate_or_db, from_body, one_more, page, to_json};
+use super::{
+    Channel, Result, Store, duplicate_or_db, from_body, is_postgres, one_more, page, to_json,
+};
 use crate::records::ToolHostRecord;
 
 /// Attaching twice is a no-op.
@@ -57,6 +59,40 @@ impl Store {
         .await
     }
 
+    /// Removes the profile and, by cascade, its tool attachments, sessions and turns — unless
+    /// one of its sessions has a turn that has not finished (no turn can slip in between the
+    /// check and the delete); returns whether it was removed.
+    pub async fn delete_idle_profile(&self, id: &ProfileId) -> Result<bool> {
+        let id = id.clone();
+        self.changing_paths(Changed::Profile(id.clone()), move |store| async move {
+            on_db!(store, pool => {
+                let mut tx = begin!(pool);
+                // On PostgreSQL a new session (on the profile's row) and a new turn (on its
+                // session's row) wait for these locks, and are seen by the delete once in.
+                lock_row!(tx, pool, "profiles", id.as_str());
+                if is_postgres(pool) {
+                    sqlx::query("SELECT 1 FROM sessions WHERE profile_id = $1 FOR UPDATE")
+                        .bind(id.as_str())
+                        .execute(&mut *tx)
+                        .await?;
+                }
+                let done = sqlx::query(concat!(
+                    "DELETE FROM profiles WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM turns \
+                     JOIN sessions ON sessions.id = turns.session_id \
+                     WHERE sessions.profile_id = $1 AND turns.state IN ",
+                    unfinished!(),
+                    ")"
+                ))
+                .bind(id.as_str())
+                .execute(&mut *tx)
+                .await?;
+                tx.commit().await?;
+                Ok(done.rows_affected() == 1)
+            })
+        })
+        .await
+    }
+
     /// Rewrites the profile's resource (its tool attachments live apart).
     pub async fn update_profile(&self, profile: &Profile) -> Result<()> {
         let profile = profile.clone();
@@ -76,7 +112,6 @@ impl Store {
         .await
     }
 
-    /// Whether a turn of the profile's sessions is still queued, running or waiting.
     /// A turn of the profile's sessions that has not finished, if there is one.
     pub async fn unfinished_turn_of_profile(&self, profile: &ProfileId) -> Result<Option<TurnId>> {
         let id: Option<String> = on_db!(self, pool => {
