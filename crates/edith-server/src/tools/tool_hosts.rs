@@ -1,5 +1,6 @@
 //! Calls to tool hosts: one MCP connection per host, made on first use and remade after a
-//! failure (the host may have restarted).
+//! failure (the host may have restarted), or when the host's record names another address or
+//! secret than the one the connection was made with.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -18,13 +19,34 @@ const CALL_TIMEOUT: Duration = Duration::from_secs(120);
 #[derive(Default)]
 pub struct ToolHosts {
     http: reqwest::Client,
-    clients: Mutex<HashMap<ToolHostId, Arc<McpClient>>>,
+    clients: Mutex<HashMap<ToolHostId, Connected>>,
+}
+
+/// A connection to a host, with what it was made from: a connection made from a record read
+/// before the host changed (its connect may outlast the change's `forget`) is never used for
+/// the changed host.
+struct Connected {
+    client: Arc<McpClient>,
+    url: String,
+    secret: String,
+}
+
+impl Connected {
+    fn made_from(&self, record: &ToolHostRecord) -> bool {
+        self.url == record.host.url && self.secret == record.secret
+    }
 }
 
 impl ToolHosts {
     async fn client(&self, record: &ToolHostRecord) -> Result<Arc<McpClient>, String> {
-        if let Some(client) = self.clients.lock().await.get(&record.host.id) {
-            return Ok(client.clone());
+        let cached = self
+            .clients
+            .lock()
+            .await
+            .get(&record.host.id)
+            .and_then(|c| c.made_from(record).then(|| c.client.clone()));
+        if let Some(client) = cached {
+            return Ok(client);
         }
         let mut headers = HeaderMap::new();
         let bearer = HeaderValue::try_from(format!("Bearer {}", record.secret))
@@ -40,10 +62,12 @@ impl ToolHosts {
         .await
         .map_err(|e| e.to_string())?;
         let client = Arc::new(client);
-        self.clients
-            .lock()
-            .await
-            .insert(record.host.id.clone(), client.clone());
+        let connected = Connected {
+            client: client.clone(),
+            url: record.host.url.clone(),
+            secret: record.secret.clone(),
+        };
+        (self.clients.lock().await).insert(record.host.id.clone(), connected);
         Ok(client)
     }
 
@@ -74,5 +98,62 @@ impl ToolHosts {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::body::Bytes;
+    use edith_mcp::ToolDescriptor;
+    use edith_mcp::server::{ToolCallError, ToolService, handle_post};
+    use edith_types::Timestamp;
+
+    use super::*;
+
+    /// A tool host whose one tool answers with the host's name; returns its MCP URL.
+    async fn named_host(name: &'static str) -> String {
+        struct Named(&'static str);
+        impl ToolService for Named {
+            async fn list_tools(&self) -> Result<Vec<ToolDescriptor>, String> {
+                Ok(Vec::new())
+            }
+            async fn call_tool(&self, _: &str, _: Value) -> Result<ToolOutput, ToolCallError> {
+                Ok(ToolOutput::value(Value::from(self.0)))
+            }
+        }
+        let serve = move |body: Bytes| async move { handle_post(&Named(name), &body).await };
+        let app = axum::Router::new().route("/mcp", axum::routing::post(serve));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        url
+    }
+
+    #[tokio::test]
+    async fn a_connection_serves_only_the_record_it_was_made_from() {
+        let (first, second) = (named_host("first").await, named_host("second").await);
+        let id = ToolHostId::generate();
+        let record = |url: &str, secret: &str| ToolHostRecord {
+            host: edith_types::ToolHost {
+                id: id.clone(),
+                url: url.to_owned(),
+                created_at: Timestamp::now(),
+            },
+            secret: secret.to_owned(),
+        };
+        let hosts = ToolHosts::default();
+        let name_of = async |record: &ToolHostRecord| {
+            let called = hosts.call(record, "name", Value::Null);
+            let output = tokio::time::timeout(Duration::from_secs(10), called).await;
+            let output = output.expect("answered in time");
+            assert!(!output.is_error, "{}", output.text);
+            output.text
+        };
+        let was = record(&first, "secret-one");
+        assert_eq!(name_of(&was).await, "first");
+        // Moved, with no `forget` (as when it moved while this connection was being made).
+        let moved = record(&second, "secret-one");
+        assert_eq!(name_of(&moved).await, "second");
+        assert_eq!(name_of(&was).await, "first");
     }
 }
