@@ -56,6 +56,7 @@ on_both_backends!(
     concurrent_appends_to_one_log_get_every_number_once,
     a_finished_turn_has_its_last_event_and_readers_see_the_tail,
     a_session_or_profile_with_an_unfinished_turn_is_not_deleted,
+    a_profile_deleted_as_a_turn_starts_is_kept_or_the_turn_refused,
     a_sessions_changes_never_undo_each_other,
     idempotency_keys_claim_replay_and_release,
     a_requests_path_is_read_at_once_as_far_as_it_exists,
@@ -1199,6 +1200,40 @@ async fn a_session_or_profile_with_an_unfinished_turn_is_not_deleted(store: Stor
     assert_eq!(gone.unwrap(), None);
     assert_eq!(store.session(&profile.id, &other.id).await.unwrap(), None);
     assert!(!store.delete_idle_profile(&profile.id).await.unwrap());
+}
+
+/// A profile's deletion and a turn's start on one of its sessions, sent at once: either the
+/// turn is stored and the profile kept, or the profile is gone and the turn refused; never a
+/// deleted profile under a stored turn (its driver would run a turn that no longer exists).
+async fn a_profile_deleted_as_a_turn_starts_is_kept_or_the_turn_refused(store: Store) {
+    let (instance, _, _) = a_session(&store).await;
+    for round in 0..24 {
+        let profile = add_profile(&store, &instance.id, &format!("racing-{round}")).await;
+        let session = add_session(&store, &profile).await;
+        let turn = turn_in(&session.id);
+        let starting = tokio::spawn({
+            let (store, turn) = (store.clone(), turn.clone());
+            async move { store.insert_turn_if_idle(&turn, "r").await }
+        });
+        let deleting = tokio::spawn({
+            let (store, id) = (store.clone(), profile.id.clone());
+            async move { store.delete_idle_profile(&id).await.unwrap() }
+        });
+        let (started, gone) = (starting.await.unwrap(), deleting.await.unwrap());
+        let stored = store.turn(&session.id, &turn.id).await.unwrap();
+        let profile_now = store.profile(&instance.id, &profile.id).await.unwrap();
+        if gone {
+            assert!(
+                started.is_err(),
+                "round {round}: a turn started on a deleted profile"
+            );
+            assert_eq!((stored, profile_now), (None, None), "round {round}");
+        } else {
+            assert_eq!(started.unwrap(), None, "round {round}: the turn is stored");
+            assert_eq!(stored.as_ref(), Some(&turn), "round {round}");
+            assert_eq!(profile_now.as_ref(), Some(&profile), "round {round}");
+        }
+    }
 }
 
 /// A caller's new title and the native session id a first turn learns are written at about the

@@ -67,8 +67,10 @@ impl Store {
         self.changing_paths(Changed::Profile(id.clone()), move |store| async move {
             on_db!(store, pool => {
                 let mut tx = begin!(pool);
-                // On PostgreSQL a new session (on the profile's row) and a new turn (on its
-                // session's row) wait for these locks, and are seen by the delete once in.
+                // On PostgreSQL these locks order the delete against a new session (its
+                // foreign key locks the profile's row) and a new turn (its session's row): one
+                // that got its lock first is seen by the delete, which then keeps the profile;
+                // one that comes after waits, and fails if the profile went.
                 lock_row!(tx, pool, "profiles", id.as_str());
                 if is_postgres(pool) {
                     sqlx::query("SELECT 1 FROM sessions WHERE profile_id = $1 FOR UPDATE")

@@ -133,6 +133,13 @@ struct Outcome {
 }
 
 impl Outcome {
+    fn cancelled_before_it_started() -> Self {
+        Self {
+            state: TurnState::Cancelled,
+            ..Self::failed("cancelled before it started")
+        }
+    }
+
     fn failed(error: impl Into<String>) -> Self {
         Self {
             state: TurnState::Failed,
@@ -158,14 +165,6 @@ async fn drive(
         Ok(outcome) => outcome,
         Err(e) => Outcome::failed(e.detail),
     };
-    // An interrupt the client asked for is a cancellation.
-    let outcome = match outcome.state {
-        TurnState::Interrupted if cancel_requested(state, &turn) => Outcome {
-            state: TurnState::Cancelled,
-            ..outcome
-        },
-        _ => outcome,
-    };
     finish(state, turn, outcome, Some(started.elapsed())).await
 }
 
@@ -177,6 +176,17 @@ async fn finish(
     outcome: Outcome,
     took: Option<std::time::Duration>,
 ) -> AppResult<()> {
+    // After an answer or a cancel being given meanwhile (`turns::answer`, `turns::cancel`):
+    // an answer comes first in the log, and a cancel that found the turn running is seen.
+    let _after_answers = state.turn_gates.hold(&turn.id).await;
+    // An interrupt the client asked for is a cancellation.
+    let outcome = match outcome.state {
+        TurnState::Interrupted if cancel_requested(state, &turn) => Outcome {
+            state: TurnState::Cancelled,
+            ..outcome
+        },
+        _ => outcome,
+    };
     tracing::info!(
         state = outcome.state.as_str(),
         error = outcome.error.as_deref().unwrap_or(""),
@@ -192,8 +202,6 @@ async fn finish(
         output: outcome.output,
         error: outcome.error,
     };
-    // After an answer being given meanwhile (`turns::answer`), which comes first in the log.
-    let _after_answers = state.turn_gates.hold(&turn.id).await;
     // Already ended by another replica (this one had stopped renewing its lease): that end
     // stands.
     let finished = state
@@ -223,10 +231,7 @@ async fn run(
 ) -> AppResult<Outcome> {
     let link = state.gateway(instance).await?;
     if cancel_requested(state, turn) {
-        return Ok(Outcome {
-            state: TurnState::Cancelled,
-            ..Outcome::failed("cancelled before it started")
-        });
+        return Ok(Outcome::cancelled_before_it_started());
     }
 
     // A runtime that keeps the profile's tools between turns has listed them since they last
@@ -238,6 +243,13 @@ async fn run(
         );
     }
 
+    // Held from the last look at a cancel until the runtime has the prompt: a cancel sent
+    // meanwhile waits for it, then interrupts the turn on the runtime (an interrupt sent
+    // before would find the live session idle, and be lost).
+    let no_cancel_unseen = state.turn_gates.hold(&turn.id).await;
+    if cancel_requested(state, turn) {
+        return Ok(Outcome::cancelled_before_it_started());
+    }
     // A live session may have been reaped by the runtime (Hermes caps idle live sessions):
     // then the stored session is resumed once and the prompt sent again.
     let mut retried = false;
@@ -270,6 +282,7 @@ async fn run(
         }
     };
 
+    drop(no_cancel_unseen);
     turn.state = TurnState::Running;
     turn.updated_at = Timestamp::now();
     // The start goes to the log with what the runtime has sent already (often a quick turn's

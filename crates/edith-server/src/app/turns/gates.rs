@@ -43,11 +43,39 @@ impl Held {
     }
 }
 
+/// A gate opened for a turn about to be stored: closed again when dropped (the turn was not
+/// stored, or the request storing it went away), unless its driver took it over.
+pub struct Opened<'a> {
+    gates: &'a TurnGates,
+    turn: TurnId,
+    handed_over: bool,
+}
+
+impl Opened<'_> {
+    /// The turn's driver closes the gate when it is done.
+    pub fn hand_over(mut self) {
+        self.handed_over = true;
+    }
+}
+
+impl Drop for Opened<'_> {
+    fn drop(&mut self) {
+        if !self.handed_over {
+            self.gates.close(&self.turn);
+        }
+    }
+}
+
 impl TurnGates {
     /// The turn is driven here from now on.
-    pub fn open(&self, turn: &TurnId) {
+    pub fn open(&self, turn: &TurnId) -> Opened<'_> {
         let mut gates = self.gates.lock().expect("not poisoned");
         gates.insert(turn.clone(), Arc::default());
+        Opened {
+            gates: self,
+            turn: turn.clone(),
+            handed_over: false,
+        }
     }
 
     /// The turn is no longer driven here.
@@ -85,7 +113,12 @@ mod tests {
         let gates = TurnGates::default();
         let turn = TurnId::generate();
         assert!(gates.hold(&turn).await.is_none(), "not driven yet");
-        gates.open(&turn);
+        drop(gates.open(&turn));
+        assert!(
+            gates.hold(&turn).await.is_none(),
+            "not handed over to a driver"
+        );
+        gates.open(&turn).hand_over();
         assert!(!gates.cancel_requested(&turn));
         gates.hold(&turn).await.expect("driven").request_cancel();
         assert!(gates.cancel_requested(&turn));
@@ -98,7 +131,7 @@ mod tests {
     async fn a_gate_is_held_by_one_at_a_time() {
         let gates = TurnGates::default();
         let turn = TurnId::generate();
-        gates.open(&turn);
+        gates.open(&turn).hand_over();
         let first = gates.hold(&turn).await.expect("driven");
         let second = gates.hold(&turn);
         tokio::pin!(second);

@@ -75,14 +75,12 @@ pub async fn start_with<T>(
     };
     // Open before the turn is stored: a turn stored by this replica has its gate for as long
     // as it is driven here, so a cancel sent at once finds it.
-    state.turn_gates.open(&turn.id);
-    let inserted = state
+    let gate = state.turn_gates.open(&turn.id);
+    if let Some(busy) = state
         .store
         .insert_turn_if_idle(&turn, state.replica.name())
-        .await;
-    let busy = inserted.inspect_err(|_| state.turn_gates.close(&turn.id))?;
-    if let Some(busy) = busy {
-        state.turn_gates.close(&turn.id);
+        .await?
+    {
         return Err(AppError::new(
             ErrorCode::Conflict,
             format!(
@@ -92,6 +90,7 @@ pub async fn start_with<T>(
         ));
     }
     let before = before(&turn);
+    gate.hand_over();
     let asked = driver::Asked {
         instance,
         session,
@@ -228,14 +227,15 @@ async fn hold_and_read(
     Ok((held, load(state, session, turn).await?))
 }
 
-/// A turn stored as running that this replica does not drive: its driver is another replica,
-/// which stopped (the turn will end `interrupted`) or handed the instance on.
+/// A turn stored as unfinished that nothing here drives: its driver stopped (its replica
+/// stopped or handed the instance on, or it could not record the turn's end). It is ended
+/// `interrupted` once its driver's replica is found gone, or restarts.
 fn not_driven_here(turn: &Turn) -> AppError {
     AppError::new(
         ErrorCode::Conflict,
         format!(
-            "turn `{}` is not driven by the replica that owns its instance now; it ends when its \
-             driver's lease runs out",
+            "turn `{}` has no driver here any more; it ends as interrupted once the control \
+             plane recovers it",
             turn.id
         ),
     )
