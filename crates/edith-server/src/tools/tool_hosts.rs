@@ -90,7 +90,16 @@ impl ToolHosts {
         match client.call_tool(tool, args).await {
             Ok(output) => output,
             Err(e) => {
-                self.clients.lock().await.remove(&record.host.id);
+                // This connection only: another may have replaced it meanwhile.
+                let mut clients = self.clients.lock().await;
+                let id = &record.host.id;
+                if clients
+                    .get(id)
+                    .is_some_and(|c| Arc::ptr_eq(&c.client, &client))
+                {
+                    clients.remove(id);
+                }
+                drop(clients);
                 if e.is_unreachable() {
                     ToolOutput::error(format!("tool host unreachable: {e}"))
                 } else {
