@@ -84,6 +84,33 @@ impl Store {
         }
     }
 
+    /// Runs `delete`, bound to `id`, in a transaction that first takes the row locks
+    /// `pg_locks` (each bound to `id`) on PostgreSQL, where SQLite's one writer needs none: the
+    /// delete's own condition (no unfinished turn, say) then holds against rows being added at
+    /// once. Whether a row was deleted.
+    pub(super) async fn delete_locked(
+        &self,
+        changed: Changed,
+        id: String,
+        pg_locks: &'static [&'static str],
+        delete: &'static str,
+    ) -> Result<bool> {
+        self.changing_paths(changed, move |store| async move {
+            on_db!(store, pool => {
+                let mut tx = begin!(pool);
+                if is_postgres(pool) {
+                    for &lock in pg_locks {
+                        sqlx::query(lock).bind(&id).execute(&mut *tx).await?;
+                    }
+                }
+                let done = sqlx::query(delete).bind(&id).execute(&mut *tx).await?;
+                tx.commit().await?;
+                Ok(done.rows_affected() == 1)
+            })
+        })
+        .await
+    }
+
     async fn read_session_path(
         &self,
         instance: &InstanceId,

@@ -4,9 +4,7 @@ use edith_types::{InstanceId, Page, Profile, ProfileId, Tool, ToolHost, ToolId, 
 use sqlx::Row;
 
 use super::known_paths::Changed;
-use super::{
-    Channel, Result, Store, duplicate_or_db, from_body, is_postgres, one_more, page, to_json,
-};
+use super::{Channel, Result, Store, duplicate_or_db, from_body, one_more, page, to_json};
 use crate::records::ToolHostRecord;
 
 /// Attaching twice is a no-op.
@@ -63,36 +61,23 @@ impl Store {
     /// one of its sessions has a turn that has not finished (no turn can slip in between the
     /// check and the delete); returns whether it was removed.
     pub async fn delete_idle_profile(&self, id: &ProfileId) -> Result<bool> {
-        let id = id.clone();
-        self.changing_paths(Changed::Profile(id.clone()), move |store| async move {
-            on_db!(store, pool => {
-                let mut tx = begin!(pool);
-                // On PostgreSQL these locks order the delete against a new session (its
-                // foreign key locks the profile's row) and a new turn (its session's row): one
-                // that got its lock first is seen by the delete, which then keeps the profile;
-                // one that comes after waits, and fails if the profile went.
-                lock_row!(tx, pool, "profiles", id.as_str());
-                if is_postgres(pool) {
-                    sqlx::query("SELECT 1 FROM sessions WHERE profile_id = $1 FOR UPDATE")
-                        .bind(id.as_str())
-                        .execute(&mut *tx)
-                        .await?;
-                }
-                let done = sqlx::query(concat!(
-                    "DELETE FROM profiles WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM turns \
-                     JOIN sessions ON sessions.id = turns.session_id \
-                     WHERE sessions.profile_id = $1 AND turns.state IN ",
-                    unfinished!(),
-                    ")"
-                ))
-                .bind(id.as_str())
-                .execute(&mut *tx)
-                .await?;
-                tx.commit().await?;
-                Ok(done.rows_affected() == 1)
-            })
-        })
-        .await
+        let delete = concat!(
+            "DELETE FROM profiles WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM turns \
+             JOIN sessions ON sessions.id = turns.session_id \
+             WHERE sessions.profile_id = $1 AND turns.state IN ",
+            unfinished!(),
+            ")"
+        );
+        // These locks order the delete against a new session (its foreign key locks the
+        // profile's row) and a new turn (its session's row): one that got its lock first is
+        // seen by the delete, which then keeps the profile; one that comes after waits, and
+        // fails if the profile went.
+        let locks = &[
+            "SELECT 1 FROM profiles WHERE id = $1 FOR UPDATE",
+            "SELECT 1 FROM sessions WHERE profile_id = $1 FOR UPDATE",
+        ];
+        let changed = Changed::Profile(id.clone());
+        (self.delete_locked(changed, id.to_string(), locks, delete)).await
     }
 
     /// Rewrites the profile's resource (its tool attachments live apart).

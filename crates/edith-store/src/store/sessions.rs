@@ -57,23 +57,15 @@ impl Store {
     /// turns has not finished (no turn can slip in between the check and the delete); returns
     /// whether it was removed.
     pub async fn delete_idle_session(&self, id: &SessionId) -> Result<bool> {
-        let id = id.clone();
-        self.changing_paths(Changed::Session(id.clone()), move |store| async move {
-            on_db!(store, pool => {
-                let mut tx = begin!(pool);
-                lock_row!(tx, pool, "sessions", id.as_str());
-                let done = sqlx::query(
-                    concat!("DELETE FROM sessions WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM turns \
-                     WHERE session_id = $1 AND state IN ", unfinished!(), ")"),
-                )
-                .bind(id.as_str())
-                .execute(&mut *tx)
-                .await?;
-                tx.commit().await?;
-                Ok(done.rows_affected() == 1)
-            })
-        })
-        .await
+        let delete = concat!(
+            "DELETE FROM sessions WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM turns \
+             WHERE session_id = $1 AND state IN ",
+            unfinished!(),
+            ")"
+        );
+        let locks = &["SELECT 1 FROM sessions WHERE id = $1 FOR UPDATE"];
+        let changed = Changed::Session(id.clone());
+        (self.delete_locked(changed, id.to_string(), locks, delete)).await
     }
 
     /// Makes `change` to session `id`, that field alone; the session as it is stored then
