@@ -230,6 +230,8 @@ async fn run(
     arrived: Instant,
 ) -> AppResult<Outcome> {
     let link = state.gateway(instance).await?;
+    // A turn cancelled while it waited for its runtime goes no further (the look that counts
+    // is the one under the gate, below).
     if cancel_requested(state, turn) {
         return Ok(Outcome::cancelled_before_it_started());
     }
