@@ -41,7 +41,8 @@ pub struct Inner {
     /// For each turn driven here, held while an answer or a cancel is given to its runtime, and
     /// while its driver writes to its log (see `app::turns::gates`); it notes a cancel too.
     pub turn_gates: crate::app::TurnGates,
-    /// Held by a change to a profile's row and native config (see `app::ProfileLocks`).
+    /// Held by a change to a profile's row and native config, and shared by turns being stored
+    /// on a runtime that such a change restarts (see `app::ProfileLocks`).
     pub profile_changes: crate::app::ProfileLocks,
     /// The spans of the turns driven here, which their tool calls belong to.
     pub running_turns: crate::telemetry::RunningTurns,

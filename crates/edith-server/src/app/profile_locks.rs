@@ -2,46 +2,70 @@
 //! two places: its row and its native home (`config.yaml`, with its model). Two such changes
 //! interleaved could leave the row saying one model and the file another, write a deleted
 //! profile's home again, or remove the home of a profile made meanwhile under the same name
-//! (homes are named after profiles' names, which a deleted profile gives back). Requests that
-//! change an instance's profiles are served by the replica that owns it, so a lock in this
-//! process is enough.
+//! (homes are named after profiles' names, which a deleted profile gives back).
+//!
+//! A turn starting on a runtime that restarts to take a change of its root profile (see
+//! `profiles::runtime_restarts_for_root_changes`) shares the lock while it is stored: such a
+//! change looks for running turns and restarts the runtime under the lock, so a turn is either
+//! seen by that look (and the change refused) or stored after the restart, never cut short by
+//! it. Requests that change an instance's profiles or start its turns are served by the replica
+//! that owns it, so a lock in this process is enough.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use edith_types::InstanceId;
-use tokio::sync::OwnedMutexGuard;
+use tokio::sync::{OwnedRwLockReadGuard, OwnedRwLockWriteGuard, RwLock};
 
-/// The locks of the instances whose profiles are being changed now; a lock goes with its last
-/// holder.
+/// The locks of the instances whose profiles are being changed or whose turns are being
+/// stored now; a lock goes with its last holder.
 #[derive(Default)]
 pub struct ProfileLocks {
-    locks: Mutex<HashMap<InstanceId, Arc<tokio::sync::Mutex<()>>>>,
+    locks: Mutex<HashMap<InstanceId, Arc<RwLock<()>>>>,
 }
 
 /// An instance's profile lock, held until dropped.
 pub struct ProfileLock<'a> {
-    guard: Option<OwnedMutexGuard<()>>,
+    guard: Option<Guard>,
     instance: InstanceId,
     locks: &'a ProfileLocks,
 }
 
+/// Held alone by a change, or beside others by turns being stored.
+enum Guard {
+    Change(#[expect(dead_code, reason = "held for its drop")] OwnedRwLockWriteGuard<()>),
+    TurnStart(#[expect(dead_code, reason = "held for its drop")] OwnedRwLockReadGuard<()>),
+}
+
 impl ProfileLocks {
-    /// Waits for the lock of `instance`'s profiles.
+    /// Waits for the lock of `instance`'s profiles, to change them.
     pub async fn lock(&self, instance: &InstanceId) -> ProfileLock<'_> {
-        let lock = {
-            let mut locks = self.locks.lock().expect("not poisoned");
-            locks.entry(instance.clone()).or_default().clone()
-        };
+        let lock = self.lock_of(instance);
+        self.held(instance, Guard::Change(lock.write_owned().await))
+    }
+
+    /// Waits for any change of `instance`'s profiles to finish, and keeps the next one from
+    /// starting until dropped; shared with other turn starts.
+    pub async fn share(&self, instance: &InstanceId) -> ProfileLock<'_> {
+        let lock = self.lock_of(instance);
+        self.held(instance, Guard::TurnStart(lock.read_owned().await))
+    }
+
+    fn lock_of(&self, instance: &InstanceId) -> Arc<RwLock<()>> {
+        let mut locks = self.locks.lock().expect("not poisoned");
+        locks.entry(instance.clone()).or_default().clone()
+    }
+
+    fn held(&self, instance: &InstanceId, guard: Guard) -> ProfileLock<'_> {
         ProfileLock {
-            guard: Some(lock.lock_owned().await),
+            guard: Some(guard),
             instance: instance.clone(),
             locks: self,
         }
     }
 
     #[cfg(test)]
-    fn held(&self) -> usize {
+    fn kept(&self) -> usize {
         self.locks.lock().expect("not poisoned").len()
     }
 }
@@ -87,6 +111,41 @@ mod tests {
             .await
             .expect("the second change goes on once the first is done")
             .unwrap();
-        assert_eq!(locks.held(), 0, "no lock is kept once nobody holds it");
+        assert_eq!(locks.kept(), 0, "no lock is kept once nobody holds it");
+    }
+
+    #[tokio::test]
+    async fn turn_starts_share_the_lock_and_a_change_waits_for_them_as_they_wait_for_it() {
+        let locks = Arc::new(ProfileLocks::default());
+        let one = InstanceId::generate();
+        let change = locks.lock(&one).await;
+        let turn_start = {
+            let (locks, one) = (locks.clone(), one.clone());
+            tokio::spawn(async move { drop(locks.share(&one).await) })
+        };
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!turn_start.is_finished(), "a turn start waits for a change");
+        drop(change);
+        tokio::time::timeout(Duration::from_secs(5), turn_start)
+            .await
+            .expect("the turn start goes on once the change is done")
+            .unwrap();
+
+        let (first, second) = (locks.share(&one).await, locks.share(&one).await);
+        let next_change = {
+            let (locks, one) = (locks.clone(), one.clone());
+            tokio::spawn(async move { drop(locks.lock(&one).await) })
+        };
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!next_change.is_finished(), "a change waits for turn starts");
+        drop(first);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!next_change.is_finished(), "for every one of them");
+        drop(second);
+        tokio::time::timeout(Duration::from_secs(5), next_change)
+            .await
+            .expect("the change goes on once the turn starts are done")
+            .unwrap();
+        assert_eq!(locks.kept(), 0, "no lock is kept once nobody holds it");
     }
 }

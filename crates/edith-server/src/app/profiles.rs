@@ -194,7 +194,9 @@ async fn root_change_needs_restart(
     record: &edith_store::InstanceRecord,
     native_name: &str,
 ) -> AppResult<bool> {
-    if native_name != DEFAULT_PROFILE || record.instance.provider != ProviderKind::Process {
+    if native_name != DEFAULT_PROFILE
+        || !runtime_restarts_for_root_changes(record.instance.provider)
+    {
         return Ok(false);
     }
     if state
@@ -209,6 +211,13 @@ async fn root_change_needs_restart(
         ));
     }
     Ok(true)
+}
+
+/// Whether runtimes of `provider` read the root profile's MCP servers only when they start, so
+/// that a change of them restarts the runtime. Turns on such an instance start under its
+/// profile lock, shared (see `ProfileLocks`).
+pub fn runtime_restarts_for_root_changes(provider: ProviderKind) -> bool {
+    provider == ProviderKind::Process
 }
 
 /// Stops the runtime; the next use starts it again with the new configuration.
@@ -332,6 +341,7 @@ pub async fn attach_tool(
     id: &ProfileId,
     tool: &ToolId,
 ) -> AppResult<Profile> {
+    let _changing = state.profile_changes.lock(instance).await;
     let profile = load(state, instance, id).await?;
     let record = instances::load(state, instance).await?;
     if !state
@@ -361,6 +371,7 @@ pub async fn detach_tool(
     id: &ProfileId,
     tool: &ToolId,
 ) -> AppResult<Profile> {
+    let _changing = state.profile_changes.lock(instance).await;
     let profile = load(state, instance, id).await?;
     let record = instances::load(state, instance).await?;
     let restart = root_change_needs_restart(state, &record, &profile.native_name).await?;

@@ -733,6 +733,100 @@ async fn changing_the_default_profiles_tools_restarts_a_process_runtime_unless_t
     assert_ne!(ctx.runtime_pid(&iid).await, running);
 }
 
+/// A change of the `default` profile's tools and a turn started at the same moment: the change
+/// either sees the turn and is refused, or restarts the runtime before the turn is stored.
+/// Never is the turn stored after the change looked for running turns and then cut short by
+/// the restart. (On two threads: on one, the test and the in-process control plane would take
+/// turns, and the two requests never meet.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_started_beside_a_restarting_change_is_refused_by_it_or_runs_after_it() {
+    let ctx = Ctx::start().await;
+    let iid = ctx.process_instance("hermes-runtime").await;
+    let tool = ctx.echo_tool().await;
+    let (status, profile) = ctx
+        .post(
+            &format!("/v1/instances/{iid}/profiles"),
+            r#"{"name": "default"}"#,
+        )
+        .await;
+    assert_eq!(status, 201, "{profile}");
+    let pid = profile["id"].as_str().unwrap();
+    let (_, session) = ctx
+        .post(
+            &format!("/v1/instances/{iid}/profiles/{pid}/sessions"),
+            "{}",
+        )
+        .await;
+    let turns = format!(
+        "/v1/instances/{iid}/profiles/{pid}/sessions/{}/turns",
+        session["id"].as_str().unwrap()
+    );
+    let attachment = format!("/v1/instances/{iid}/profiles/{pid}/tools/{tool}");
+    // Long enough for a restart to cut it short.
+    let input = json!({"input": r#"terminal {"command": "sleep 0.2"}"#}).to_string();
+    let mut restarted = 0;
+    // Each side on a connection of its own, open before the round: neither waits for the
+    // other's or for a connection to be made.
+    let changes = crate::client_with_key(crate::ADMIN_KEY);
+    let instance = format!("/v1/instances/{iid}");
+    let warmed = ctx.send_with(&changes, reqwest::Method::GET, &instance, None);
+    assert_eq!(warmed.await.0, 200);
+    const ROUNDS: u64 = 24;
+    for round in 0..ROUNDS {
+        // Attached in even rounds, detached in odd ones.
+        let method = || match round % 2 {
+            0 => reqwest::Method::PUT,
+            _ => reqwest::Method::DELETE,
+        };
+        // From the change sent 0.24 ms before the turn to 0.24 ms after it, in steps finer
+        // than the timer's: the window that counts is a store read and write apart.
+        let lead = Duration::from_micros(round.abs_diff(ROUNDS / 2) * 20);
+        let (change_after, turn_after) = if round < ROUNDS / 2 {
+            (Duration::ZERO, lead)
+        } else {
+            (lead, Duration::ZERO)
+        };
+        let change = async {
+            spin(change_after).await;
+            ctx.send_with(&changes, method(), &attachment, None).await
+        };
+        let turn = async {
+            spin(turn_after).await;
+            ctx.post(&turns, &input).await
+        };
+        let ((changed, detail), (status, turn)) = tokio::join!(change, turn);
+        assert_eq!(status, 202, "{turn}");
+        match changed {
+            200 => restarted += 1,
+            409 => {}
+            other => panic!("round {round}: the change answered {other}: {detail}"),
+        }
+        let path = format!("{turns}/{}/events", turn["id"].as_str().unwrap());
+        let last = ctx.sse(&path, None).await.pop().expect("a final event");
+        assert_eq!(
+            last["state"], "completed",
+            "round {round}, the change answered {changed}: {last}"
+        );
+        if changed == 409 {
+            // Refused: it is made now that nothing runs, for the next round to undo.
+            let (status, detail) = ctx.send(method(), &attachment, None).await;
+            assert_eq!(status, 200, "{detail}");
+        }
+    }
+    assert!(
+        restarted > 0,
+        "no round restarted the runtime beside a turn"
+    );
+}
+
+/// Lets `wait` pass without the timer's millisecond steps, yielding to other tasks meanwhile.
+async fn spin(wait: Duration) {
+    let start = std::time::Instant::now();
+    while start.elapsed() < wait {
+        tokio::task::yield_now().await;
+    }
+}
+
 /// A conversation on a new session of the `default` profile of a new `runtime` instance, then
 /// that stored native session listed, resumed through the control plane in a new session, and
 /// a turn there that the model answers with the earlier conversation in front of it.

@@ -21,7 +21,7 @@ use hermes_native::methods::{
 pub use driver::{open_live_session, recover};
 pub use gates::TurnGates;
 
-use super::instances;
+use super::{instances, profiles};
 use crate::error::{AppError, AppResult};
 use crate::runtime::Link;
 use crate::state::AppState;
@@ -76,11 +76,20 @@ pub async fn start_with<T>(
     // Open before the turn is stored: a turn stored by this replica has its gate for as long
     // as it is driven here, so a cancel sent at once finds it.
     let gate = state.turn_gates.open(&turn.id);
-    if let Some(busy) = state
+    // Stored under the profile lock where a profile change restarts the runtime: such a change
+    // either sees this turn and is refused, or is done before it (see `ProfileLocks`).
+    let restarts = profiles::runtime_restarts_for_root_changes(instance.instance.provider);
+    let no_restart = if restarts {
+        Some(state.profile_changes.share(&instance.instance.id).await)
+    } else {
+        None
+    };
+    let busy = state
         .store
         .insert_turn_if_idle(&turn, state.replica.name())
-        .await?
-    {
+        .await?;
+    drop(no_restart);
+    if let Some(busy) = busy {
         return Err(AppError::new(
             ErrorCode::Conflict,
             format!(
