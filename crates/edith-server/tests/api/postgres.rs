@@ -176,3 +176,63 @@ async fn a_runtime_never_sees_the_database_url() {
     );
     ctx.stop().await;
 }
+
+/// The database refuses a turn's end for a while (a trigger stands in for an outage of the
+/// writes that end turns): the driver writes it again until it is taken, rather than leaving
+/// the turn unfinished until the control plane restarts.
+#[tokio::test]
+async fn a_turns_end_the_database_refused_for_a_while_is_written_once_it_takes_it() {
+    let database = testkit::postgres::database().await;
+    let ctx = serve_on(tempfile::tempdir().expect("temp dir"), database.url()).await;
+    let turns = ctx.turns_path(&ctx.ready_instance().await).await;
+    let waiting = ctx.waiting_turn(&turns).await;
+
+    let mut db = <sqlx::PgConnection as sqlx::Connection>::connect(database.url())
+        .await
+        .expect("the test's own connection");
+    for statement in [
+        "CREATE FUNCTION refuse_ends() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
+         RAISE EXCEPTION 'the test refuses ends of turns'; END $$",
+        "CREATE TRIGGER refuse_ends BEFORE UPDATE ON turns FOR EACH ROW \
+         WHEN (NEW.state IN ('completed', 'failed', 'cancelled', 'interrupted')) \
+         EXECUTE FUNCTION refuse_ends()",
+    ] {
+        sqlx::query(statement).execute(&mut db).await.unwrap();
+    }
+    let (status, body) = ctx.post(&format!("{waiting}/cancel"), "{}").await;
+    assert_eq!(status, 202, "{body}");
+    // The end was refused at least once.
+    let mut refused = false;
+    for _ in 0..200 {
+        if ctx
+            .server_log()
+            .iter()
+            .any(|line| line.contains("the test refuses ends of turns"))
+        {
+            refused = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(refused, "the database refused the turn's end");
+    let unfinished = ctx.get(&waiting).await.1;
+    assert!(
+        ["requires_action", "running"].contains(&unfinished["state"].as_str().unwrap()),
+        "{unfinished}"
+    );
+
+    sqlx::query("DROP TRIGGER refuse_ends ON turns")
+        .execute(&mut db)
+        .await
+        .unwrap();
+    let events = ctx
+        .sse_within(&format!("{waiting}/events"), None, Duration::from_secs(20))
+        .await;
+    let last = events.last().expect("a final event");
+    assert_eq!(last["type"], "turn.finished", "{events:?}");
+    assert_eq!(last["state"], "cancelled", "{last}");
+    assert_eq!(ctx.get(&waiting).await.1["state"], "cancelled");
+    // The session goes on.
+    let next = ctx.turn_on(&turns, "after").await;
+    assert_eq!(next["state"], "completed", "{next}");
+}

@@ -133,6 +133,15 @@ struct Outcome {
 }
 
 impl Outcome {
+    /// The turn's end as the client sees it: an interrupt the client asked for is a
+    /// cancellation. Read under the turn's gate.
+    fn state_seen(&self, state: &AppState, turn: &Turn) -> TurnState {
+        match self.state {
+            TurnState::Interrupted if cancel_requested(state, turn) => TurnState::Cancelled,
+            other => other,
+        }
+    }
+
     fn cancelled_before_it_started() -> Self {
         Self {
             state: TurnState::Cancelled,
@@ -169,45 +178,59 @@ async fn drive(
 }
 
 /// Records the final state and the final event, together. `took`: how long it was driven
-/// (unknown for a turn an earlier process left).
+/// (unknown for a turn an earlier process left). A write the database failed is tried again
+/// for up to about a minute (a database restarting, a connection cut), so that a short outage
+/// does not leave the turn unfinished until this replica restarts.
 async fn finish(
     state: &AppState,
     mut turn: Turn,
     outcome: Outcome,
     took: Option<std::time::Duration>,
 ) -> AppResult<()> {
-    // After an answer or a cancel being given meanwhile (`turns::answer`, `turns::cancel`):
-    // an answer comes first in the log, and a cancel that found the turn running is seen.
-    let _after_answers = state.turn_gates.hold(&turn.id).await;
-    // An interrupt the client asked for is a cancellation.
-    let outcome = match outcome.state {
-        TurnState::Interrupted if cancel_requested(state, &turn) => Outcome {
-            state: TurnState::Cancelled,
-            ..outcome
-        },
-        _ => outcome,
-    };
-    tracing::info!(
-        state = outcome.state.as_str(),
-        error = outcome.error.as_deref().unwrap_or(""),
-        "turn finished"
-    );
-    turn.state = outcome.state;
-    turn.output = outcome.output.clone();
-    turn.error = outcome.error.clone();
-    turn.usage = outcome.usage;
-    turn.updated_at = Timestamp::now();
-    let last = TurnEventKind::TurnFinished {
-        state: outcome.state,
-        output: outcome.output,
-        error: outcome.error,
+    let mut wait = FINISH_RETRY_FIRST;
+    let mut attempt = 1;
+    let finished = loop {
+        // After an answer or a cancel being given meanwhile (`turns::answer`,
+        // `turns::cancel`): an answer comes first in the log, and a cancel that found the turn
+        // running is seen.
+        let gate = state.turn_gates.hold(&turn.id).await;
+        let ended = outcome.state_seen(state, &turn);
+        if attempt == 1 {
+            tracing::info!(
+                state = ended.as_str(),
+                error = outcome.error.as_deref().unwrap_or(""),
+                "turn finished"
+            );
+        }
+        turn.state = ended;
+        turn.output = outcome.output.clone();
+        turn.error = outcome.error.clone();
+        turn.usage = outcome.usage.clone();
+        turn.updated_at = Timestamp::now();
+        let last = TurnEventKind::TurnFinished {
+            state: ended,
+            output: outcome.output.clone(),
+            error: outcome.error.clone(),
+        };
+        match state
+            .store
+            .finish_turn(&turn, &outcome.last_events, &last)
+            .await
+        {
+            Ok(finished) => break finished,
+            Err(e) if attempt < FINISH_ATTEMPTS && worth_retrying(&e) => {
+                tracing::warn!(attempt, error = %e, "the turn's end was not written; trying again");
+            }
+            Err(e) => return Err(e.into()),
+        }
+        // The gate is let go meanwhile: an answer or a cancel waits for no outage.
+        drop(gate);
+        tokio::time::sleep(wait).await;
+        wait = (wait * 2).min(FINISH_RETRY_LONGEST);
+        attempt += 1;
     };
     // Already ended by another replica (this one had stopped renewing its lease): that end
     // stands.
-    let finished = state
-        .store
-        .finish_turn(&turn, &outcome.last_events, &last)
-        .await?;
     let Some(events) = finished else {
         tracing::warn!("the turn was ended elsewhere meanwhile");
         return Ok(());
@@ -219,6 +242,23 @@ async fn finish(
     }
     publish(state, &turn, events);
     Ok(())
+}
+
+/// How often, and how far apart, a turn's end is written when the database fails it: 50 ms,
+/// doubling up to 5 s, about a minute in all.
+const FINISH_ATTEMPTS: u32 = 16;
+const FINISH_RETRY_FIRST: std::time::Duration = std::time::Duration::from_millis(50);
+const FINISH_RETRY_LONGEST: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Whether a failed write may succeed if made again: the database failed it, not the write's
+/// own content, and this process is not stopping.
+fn worth_retrying(e: &edith_store::StoreError) -> bool {
+    use edith_store::StoreError;
+    match e {
+        StoreError::Db(_) | StoreError::Contended(_) => true,
+        StoreError::Shared(e) => worth_retrying(e),
+        _ => false,
+    }
 }
 
 async fn run(
