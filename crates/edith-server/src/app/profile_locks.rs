@@ -24,7 +24,8 @@ pub struct ProfileLocks {
     locks: Mutex<HashMap<InstanceId, Arc<RwLock<()>>>>,
 }
 
-/// An instance's profile lock, held until dropped.
+/// An instance's profile lock, held until dropped (or waited for: a wait given up also lets
+/// the lock go).
 pub struct ProfileLock<'a> {
     guard: Option<Guard>,
     instance: InstanceId,
@@ -40,28 +41,31 @@ enum Guard {
 impl ProfileLocks {
     /// Waits for the lock of `instance`'s profiles, to change them.
     pub async fn lock(&self, instance: &InstanceId) -> ProfileLock<'_> {
-        let lock = self.lock_of(instance);
-        self.held(instance, Guard::Change(lock.write_owned().await))
+        let (mut held, lock) = self.waiting(instance);
+        held.guard = Some(Guard::Change(lock.write_owned().await));
+        held
     }
 
     /// Waits for any change of `instance`'s profiles to finish, and keeps the next one from
     /// starting until dropped; shared with other turn starts.
     pub async fn share(&self, instance: &InstanceId) -> ProfileLock<'_> {
-        let lock = self.lock_of(instance);
-        self.held(instance, Guard::TurnStart(lock.read_owned().await))
+        let (mut held, lock) = self.waiting(instance);
+        held.guard = Some(Guard::TurnStart(lock.read_owned().await));
+        held
     }
 
-    fn lock_of(&self, instance: &InstanceId) -> Arc<RwLock<()>> {
-        let mut locks = self.locks.lock().expect("not poisoned");
-        locks.entry(instance.clone()).or_default().clone()
-    }
-
-    fn held(&self, instance: &InstanceId, guard: Guard) -> ProfileLock<'_> {
-        ProfileLock {
-            guard: Some(guard),
+    /// The lock of `instance`, and what lets it go if the wait for it is given up.
+    fn waiting(&self, instance: &InstanceId) -> (ProfileLock<'_>, Arc<RwLock<()>>) {
+        let lock = {
+            let mut locks = self.locks.lock().expect("not poisoned");
+            locks.entry(instance.clone()).or_default().clone()
+        };
+        let held = ProfileLock {
+            guard: None,
             instance: instance.clone(),
             locks: self,
-        }
+        };
+        (held, lock)
     }
 
     #[cfg(test)]
@@ -74,7 +78,8 @@ impl Drop for ProfileLock<'_> {
     fn drop(&mut self) {
         drop(self.guard.take());
         let mut locks = self.locks.locks.lock().expect("not poisoned");
-        // Nobody else holds or waits for it (a waiter took its clone under this map's lock).
+        // Nobody else holds or waits for it (a waiter took its clone under this map's lock;
+        // a wait given up has dropped its clone before this).
         if locks
             .get(&self.instance)
             .is_some_and(|lock| Arc::strong_count(lock) == 1)
@@ -146,6 +151,33 @@ mod tests {
             .await
             .expect("the change goes on once the turn starts are done")
             .unwrap();
+        assert_eq!(locks.kept(), 0, "no lock is kept once nobody holds it");
+    }
+
+    #[tokio::test]
+    async fn a_wait_given_up_keeps_no_lock() {
+        let locks = Arc::new(ProfileLocks::default());
+        let one = InstanceId::generate();
+        let change = locks.lock(&one).await;
+        let waits: Vec<_> = (0..2)
+            .map(|n| {
+                let (locks, one) = (locks.clone(), one.clone());
+                tokio::spawn(async move {
+                    match n {
+                        0 => drop(locks.share(&one).await),
+                        _ => drop(locks.lock(&one).await),
+                    }
+                })
+            })
+            .collect();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        // Given up as the lock is let go, before they could take it: none of them holds it,
+        // and the change that let it go saw them waiting.
+        drop(change);
+        waits.iter().for_each(tokio::task::JoinHandle::abort);
+        for wait in waits {
+            assert!(wait.await.unwrap_err().is_cancelled());
+        }
         assert_eq!(locks.kept(), 0, "no lock is kept once nobody holds it");
     }
 }

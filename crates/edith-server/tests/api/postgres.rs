@@ -177,62 +177,102 @@ async fn a_runtime_never_sees_the_database_url() {
     ctx.stop().await;
 }
 
-/// The database refuses a turn's end for a while (a trigger stands in for an outage of the
-/// writes that end turns): the driver writes it again until it is taken, rather than leaving
-/// the turn unfinished until the control plane restarts.
+/// The database refuses writes to turns for a while (a trigger stands in for an outage): the
+/// driver writes a turn's end again until it is taken, rather than leaving the turn unfinished
+/// until the control plane restarts; and while it does, the turn takes no answer.
 #[tokio::test]
 async fn a_turns_end_the_database_refused_for_a_while_is_written_once_it_takes_it() {
     let database = testkit::postgres::database().await;
     let ctx = serve_on(tempfile::tempdir().expect("temp dir"), database.url()).await;
     let turns = ctx.turns_path(&ctx.ready_instance().await).await;
-    let waiting = ctx.waiting_turn(&turns).await;
-
     let mut db = <sqlx::PgConnection as sqlx::Connection>::connect(database.url())
         .await
         .expect("the test's own connection");
-    for statement in [
-        "CREATE FUNCTION refuse_ends() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
-         RAISE EXCEPTION 'the test refuses ends of turns'; END $$",
-        "CREATE TRIGGER refuse_ends BEFORE UPDATE ON turns FOR EACH ROW \
+    sqlx::query(
+        "CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
+         RAISE EXCEPTION 'the test refuses this write'; END $$",
+    )
+    .execute(&mut db)
+    .await
+    .unwrap();
+    let refusals = || {
+        let log = ctx.server_log();
+        log.iter()
+            .filter(|line| line.contains("the test refuses this write"))
+            .count()
+    };
+
+    // Only the turn's end is refused: the cancel is seen, and the turn ends cancelled.
+    let waiting = ctx.waiting_turn(&turns).await;
+    sqlx::query(
+        "CREATE TRIGGER refuse BEFORE UPDATE ON turns FOR EACH ROW \
          WHEN (NEW.state IN ('completed', 'failed', 'cancelled', 'interrupted')) \
-         EXECUTE FUNCTION refuse_ends()",
-    ] {
-        sqlx::query(statement).execute(&mut db).await.unwrap();
-    }
+         EXECUTE FUNCTION refuse()",
+    )
+    .execute(&mut db)
+    .await
+    .unwrap();
     let (status, body) = ctx.post(&format!("{waiting}/cancel"), "{}").await;
     assert_eq!(status, 202, "{body}");
-    // The end was refused at least once.
-    let mut refused = false;
-    for _ in 0..200 {
-        if ctx
-            .server_log()
-            .iter()
-            .any(|line| line.contains("the test refuses ends of turns"))
-        {
-            refused = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    assert!(refused, "the database refused the turn's end");
+    wait_until(|| refusals() > 0).await;
     let unfinished = ctx.get(&waiting).await.1;
     assert!(
         ["requires_action", "running"].contains(&unfinished["state"].as_str().unwrap()),
         "{unfinished}"
     );
+    let drop_trigger = "DROP TRIGGER refuse ON turns";
+    sqlx::query(drop_trigger).execute(&mut db).await.unwrap();
+    let ended = ctx.ended(&waiting).await;
+    assert_eq!(ended["state"], "cancelled", "{ended}");
 
-    sqlx::query("DROP TRIGGER refuse_ends ON turns")
-        .execute(&mut db)
-        .await
-        .unwrap();
-    let events = ctx
-        .sse_within(&format!("{waiting}/events"), None, Duration::from_secs(20))
-        .await;
-    let last = events.last().expect("a final event");
-    assert_eq!(last["type"], "turn.finished", "{events:?}");
-    assert_eq!(last["state"], "cancelled", "{last}");
-    assert_eq!(ctx.get(&waiting).await.1["state"], "cancelled");
+    // Every write to turns is refused: the driver gives the turn up as failed, and while it
+    // writes that end, the turn (still `requires_action` in the store) takes no answer.
+    let waiting = ctx.waiting_turn(&turns).await;
+    sqlx::query(
+        "CREATE TRIGGER refuse BEFORE UPDATE ON turns FOR EACH ROW EXECUTE FUNCTION refuse()",
+    )
+    .execute(&mut db)
+    .await
+    .unwrap();
+    let before = refusals();
+    let (status, body) = ctx.post(&format!("{waiting}/cancel"), "{}").await;
+    assert_eq!(status, 202, "{body}");
+    // Its state's change, then its end.
+    wait_until(|| refusals() >= before + 2).await;
+    assert_eq!(ctx.get(&waiting).await.1["state"], "requires_action");
+    let answer = json!({"type": "approval", "choice": "once"}).to_string();
+    let refused = ctx.post(&format!("{waiting}/actions"), &answer).await;
+    assert_eq!(refused.0, 409, "{}", refused.1);
+    let detail = refused.1["detail"].as_str().unwrap();
+    assert!(detail.contains("is ending"), "{detail}");
+    sqlx::query(drop_trigger).execute(&mut db).await.unwrap();
+    let ended = ctx.ended(&waiting).await;
+    assert_eq!(ended["state"], "failed", "{ended}");
+
     // The session goes on.
     let next = ctx.turn_on(&turns, "after").await;
     assert_eq!(next["state"], "completed", "{next}");
+}
+
+/// Waits up to 5 s for `done`.
+async fn wait_until(done: impl Fn() -> bool) {
+    for _ in 0..200 {
+        if done() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("not within 5 s");
+}
+
+impl Ctx {
+    /// The turn at `path`'s last event, once it has ended (within 20 s), and the turn then.
+    async fn ended(&self, path: &str) -> serde_json::Value {
+        let events =
+            (self.sse_within(&format!("{path}/events"), None, Duration::from_secs(20))).await;
+        let last = events.last().expect("a final event");
+        assert_eq!(last["type"], "turn.finished", "{events:?}");
+        assert_eq!(self.get(path).await.1["state"], last["state"]);
+        last.clone()
+    }
 }

@@ -229,6 +229,20 @@ pub enum StoreError {
     Shared(std::sync::Arc<StoreError>),
 }
 
+impl StoreError {
+    /// Whether the same write may succeed if made again: the database failed it (a lost
+    /// connection, a database restarting, a conflict with other writers), not the write's own
+    /// content, and the store is not closing.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            StoreError::Db(sqlx::Error::PoolClosed) => false,
+            StoreError::Db(_) | StoreError::Contended(_) => true,
+            StoreError::Shared(e) => e.is_transient(),
+            _ => false,
+        }
+    }
+}
+
 type Result<T> = std::result::Result<T, StoreError>;
 
 /// The database behind a store.

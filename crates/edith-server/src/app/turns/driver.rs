@@ -179,8 +179,8 @@ async fn drive(
 
 /// Records the final state and the final event, together. `took`: how long it was driven
 /// (unknown for a turn an earlier process left). A write the database failed is tried again
-/// for up to about a minute (a database restarting, a connection cut), so that a short outage
-/// does not leave the turn unfinished until this replica restarts.
+/// for about 45 s (a database restarting, a connection cut), so that a short outage does not
+/// leave the turn unfinished until this replica restarts.
 async fn finish(
     state: &AppState,
     mut turn: Turn,
@@ -189,6 +189,7 @@ async fn finish(
 ) -> AppResult<()> {
     let mut wait = FINISH_RETRY_FIRST;
     let mut attempt = 1;
+    let mut stopping = state.shutdown.clone();
     let finished = loop {
         // After an answer or a cancel being given meanwhile (`turns::answer`,
         // `turns::cancel`): an answer comes first in the log, and a cancel that found the turn
@@ -196,6 +197,7 @@ async fn finish(
         let gate = state.turn_gates.hold(&turn.id).await;
         let ended = outcome.state_seen(state, &turn);
         if attempt == 1 {
+            gate.as_ref().inspect(|gate| gate.mark_ending());
             tracing::info!(
                 state = ended.as_str(),
                 error = outcome.error.as_deref().unwrap_or(""),
@@ -212,26 +214,34 @@ async fn finish(
             output: outcome.output.clone(),
             error: outcome.error.clone(),
         };
-        match state
+        let failed = match state
             .store
             .finish_turn(&turn, &outcome.last_events, &last)
             .await
         {
             Ok(finished) => break finished,
-            Err(e) if attempt < FINISH_ATTEMPTS && worth_retrying(&e) => {
-                tracing::warn!(attempt, error = %e, "the turn's end was not written; trying again");
-            }
+            Err(e) if attempt < FINISH_ATTEMPTS && e.is_transient() => e,
             Err(e) => return Err(e.into()),
-        }
+        };
+        tracing::warn!(attempt, error = %failed, "the turn's end was not written; trying again");
         // The gate is let go meanwhile: an answer or a cancel waits for no outage.
         drop(gate);
-        tokio::time::sleep(wait).await;
+        tokio::select! {
+            _ = stopping.wait_for(|stop| *stop) => return Err(failed.into()),
+            _ = tokio::time::sleep(wait) => {}
+        }
         wait = (wait * 2).min(FINISH_RETRY_LONGEST);
         attempt += 1;
     };
-    // Already ended by another replica (this one had stopped renewing its lease): that end
-    // stands.
     let Some(events) = finished else {
+        if attempt > 1 && written_before(state, &turn).await {
+            // An attempt the database reported failed had written it: nothing is lost, and
+            // those who follow the turn read its end from the log once its driver is done.
+            state.metrics.turn_ended(turn.state.as_str(), took);
+            return Ok(());
+        }
+        // Already ended by another replica (this one had stopped renewing its lease): that
+        // end stands.
         tracing::warn!("the turn was ended elsewhere meanwhile");
         return Ok(());
     };
@@ -245,18 +255,16 @@ async fn finish(
 }
 
 /// How often, and how far apart, a turn's end is written when the database fails it: 50 ms,
-/// doubling up to 5 s, about a minute in all.
+/// doubling up to 5 s, 15 pauses of about 45 s in all.
 const FINISH_ATTEMPTS: u32 = 16;
 const FINISH_RETRY_FIRST: std::time::Duration = std::time::Duration::from_millis(50);
 const FINISH_RETRY_LONGEST: std::time::Duration = std::time::Duration::from_secs(5);
 
-/// Whether a failed write may succeed if made again: the database failed it, not the write's
-/// own content, and this process is not stopping.
-fn worth_retrying(e: &edith_store::StoreError) -> bool {
-    use edith_store::StoreError;
-    match e {
-        StoreError::Db(_) | StoreError::Contended(_) => true,
-        StoreError::Shared(e) => worth_retrying(e),
+/// Whether the store holds `turn` ended as the driver ended it (written by an attempt whose
+/// reply was lost, such as a commit whose connection dropped before it answered).
+async fn written_before(state: &AppState, turn: &Turn) -> bool {
+    match state.store.turn(&turn.session_id, &turn.id).await {
+        Ok(Some(stored)) => stored.state == turn.state && stored.error == turn.error,
         _ => false,
     }
 }

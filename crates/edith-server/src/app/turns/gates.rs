@@ -28,6 +28,9 @@ struct Gate {
     order: Arc<tokio::sync::Mutex<()>>,
     /// A client asked to cancel the turn: its driver ends it `cancelled`.
     cancel_requested: AtomicBool,
+    /// The driver is writing the turn's end: the runtime is done with it (or was given up on),
+    /// so it takes no more answers.
+    ending: AtomicBool,
 }
 
 /// A turn's gate, held until dropped.
@@ -40,6 +43,17 @@ impl Held {
     /// Asks the turn's driver to end it `cancelled`.
     pub fn request_cancel(&self) {
         self.gate.cancel_requested.store(true, Ordering::Relaxed);
+    }
+
+    /// The driver is writing the turn's end from now on (it may take several tries).
+    pub fn mark_ending(&self) {
+        self.gate.ending.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether the driver is writing the turn's end: what the turn was is decided, and the
+    /// runtime's live session has nothing of it to answer or interrupt.
+    pub fn ending(&self) -> bool {
+        self.gate.ending.load(Ordering::Relaxed)
     }
 }
 

@@ -153,9 +153,15 @@ pub async fn answer(
         )));
     }
     // Held until the answer is logged: the driver logs what the runtime does next after it.
-    let Some(_logged_first) = held else {
+    let Some(held) = held else {
         return Err(not_driven_here(&turn));
     };
+    if held.ending() {
+        return Err(conflict(format!(
+            "turn `{}` is ending; it waits for no answer",
+            turn.id
+        )));
+    }
     let Some((link, sid)) = live_session(state, profile, session).await? else {
         return Err(conflict(format!("turn `{}` has no live session", turn.id)));
     };
@@ -213,9 +219,14 @@ pub async fn cancel(
     if turn.state.is_terminal() {
         return Ok(turn);
     }
-    let Some(_held) = held.inspect(gates::Held::request_cancel) else {
+    let Some(held) = held.inspect(gates::Held::request_cancel) else {
         return Err(not_driven_here(&turn));
     };
+    // Ending: the runtime is done with it; the request still makes an interrupted end a
+    // cancelled one.
+    if held.ending() {
+        return Ok(turn);
+    }
     if let Some((link, sid)) = live_session(state, profile, session).await? {
         link.gateway
             .request::<SessionInterrupt>(&LiveSessionParams::new(&sid))
