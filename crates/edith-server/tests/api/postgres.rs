@@ -182,70 +182,41 @@ async fn a_runtime_never_sees_the_database_url() {
 /// until the control plane restarts; and while it does, the turn takes no answer.
 #[tokio::test]
 async fn a_turns_end_the_database_refused_for_a_while_is_written_once_it_takes_it() {
-    let database = testkit::postgres::database().await;
-    let ctx = serve_on(tempfile::tempdir().expect("temp dir"), database.url()).await;
+    let outage = Outage::start().await;
+    let ctx = &outage.ctx;
     let turns = ctx.turns_path(&ctx.ready_instance().await).await;
-    let mut db = <sqlx::PgConnection as sqlx::Connection>::connect(database.url())
-        .await
-        .expect("the test's own connection");
-    sqlx::query(
-        "CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
-         RAISE EXCEPTION 'the test refuses this write'; END $$",
-    )
-    .execute(&mut db)
-    .await
-    .unwrap();
-    let refusals = || {
-        let log = ctx.server_log();
-        log.iter()
-            .filter(|line| line.contains("the test refuses this write"))
-            .count()
-    };
 
     // Only the turn's end is refused: the cancel is seen, and the turn ends cancelled.
     let waiting = ctx.waiting_turn(&turns).await;
-    sqlx::query(
-        "CREATE TRIGGER refuse BEFORE UPDATE ON turns FOR EACH ROW \
-         WHEN (NEW.state IN ('completed', 'failed', 'cancelled', 'interrupted')) \
-         EXECUTE FUNCTION refuse()",
-    )
-    .execute(&mut db)
-    .await
-    .unwrap();
+    let ends = "WHEN (NEW.state IN ('completed', 'failed', 'cancelled', 'interrupted'))";
+    outage.refuse_updates_of_turns(ends).await;
     let (status, body) = ctx.post(&format!("{waiting}/cancel"), "{}").await;
     assert_eq!(status, 202, "{body}");
-    wait_until(|| refusals() > 0).await;
+    outage.refused_at_least(1).await;
     let unfinished = ctx.get(&waiting).await.1;
     assert!(
         ["requires_action", "running"].contains(&unfinished["state"].as_str().unwrap()),
         "{unfinished}"
     );
-    let drop_trigger = "DROP TRIGGER refuse ON turns";
-    sqlx::query(drop_trigger).execute(&mut db).await.unwrap();
+    outage.end().await;
     let ended = ctx.ended(&waiting).await;
     assert_eq!(ended["state"], "cancelled", "{ended}");
 
     // Every write to turns is refused: the driver gives the turn up as failed, and while it
     // writes that end, the turn (still `requires_action` in the store) takes no answer.
     let waiting = ctx.waiting_turn(&turns).await;
-    sqlx::query(
-        "CREATE TRIGGER refuse BEFORE UPDATE ON turns FOR EACH ROW EXECUTE FUNCTION refuse()",
-    )
-    .execute(&mut db)
-    .await
-    .unwrap();
-    let before = refusals();
+    outage.refuse_updates_of_turns("").await;
+    let before = outage.refusals();
     let (status, body) = ctx.post(&format!("{waiting}/cancel"), "{}").await;
     assert_eq!(status, 202, "{body}");
-    // Its state's change, then its end.
-    wait_until(|| refusals() >= before + 2).await;
+    outage.refused_at_least(before + 2).await;
     assert_eq!(ctx.get(&waiting).await.1["state"], "requires_action");
     let answer = json!({"type": "approval", "choice": "once"}).to_string();
     let refused = ctx.post(&format!("{waiting}/actions"), &answer).await;
     assert_eq!(refused.0, 409, "{}", refused.1);
     let detail = refused.1["detail"].as_str().unwrap();
     assert!(detail.contains("is ending"), "{detail}");
-    sqlx::query(drop_trigger).execute(&mut db).await.unwrap();
+    outage.end().await;
     let ended = ctx.ended(&waiting).await;
     assert_eq!(ended["state"], "failed", "{ended}");
 
@@ -254,15 +225,113 @@ async fn a_turns_end_the_database_refused_for_a_while_is_written_once_it_takes_i
     assert_eq!(next["state"], "completed", "{next}");
 }
 
-/// Waits up to 5 s for `done`.
-async fn wait_until(done: impl Fn() -> bool) {
-    for _ in 0..200 {
-        if done() {
-            return;
+/// A turn whose log cannot be written while the runtime runs it is given up, and stopped on
+/// the runtime too: the session's next turn is its own. (Left running, the turn given up
+/// would go on streaming into the live session the next turn follows, until that turn's
+/// prompt interrupted it and met its end.)
+#[tokio::test]
+async fn a_turn_given_up_is_stopped_on_the_runtime_before_the_sessions_next_one() {
+    let outage = Outage::start().await;
+    let ctx = &outage.ctx;
+    let model = testkit::FakeModel::start().await;
+    let iid = ctx.ready_instance().await;
+    let profile = ctx.profile_on(&iid, &model, json!({"name": "slow"})).await;
+    let turns = ctx.new_session_turns(&iid, &profile).await;
+    let warm = ctx.turn_on(&turns, "hello").await;
+    assert_eq!(warm["state"], "completed", "{warm}");
+
+    outage.refuse_updates_of_turns("").await;
+    // Six seconds of streamed pieces.
+    let (status, turn) = ctx.post(&turns, r#"{"input": "SLOW"}"#).await;
+    assert_eq!(status, 202, "{turn}");
+    let path = format!("{turns}/{}", turn["id"].as_str().unwrap());
+    // Its start is refused, then its end.
+    outage.refused_at_least(2).await;
+    outage.end().await;
+    let ended = ctx.ended(&path).await;
+    assert_eq!(ended["state"], "failed", "{ended}");
+
+    let (status, next) = ctx.post(&turns, r#"{"input": "after"}"#).await;
+    assert_eq!(status, 202, "{next}");
+    let events = ctx
+        .sse(
+            &format!("{turns}/{}/events", next["id"].as_str().unwrap()),
+            None,
+        )
+        .await;
+    let last = events.last().expect("a final event");
+    assert_eq!(last["state"], "completed", "{events:?}");
+    assert_eq!(last["output"], "You said: after", "{events:?}");
+    assert!(
+        !events.iter().any(|e| e.to_string().contains("tick")),
+        "the turn given up streamed into the next one: {events:?}"
+    );
+}
+
+/// A control plane on PostgreSQL, and a connection of the test's own to refuse its writes.
+struct Outage {
+    ctx: Ctx,
+    db: tokio::sync::Mutex<sqlx::PgConnection>,
+    _database: testkit::postgres::TestDatabase,
+}
+
+impl Outage {
+    async fn start() -> Self {
+        let database = testkit::postgres::database().await;
+        let ctx = serve_on(tempfile::tempdir().expect("temp dir"), database.url()).await;
+        let mut db = <sqlx::PgConnection as sqlx::Connection>::connect(database.url())
+            .await
+            .expect("the test's own connection");
+        sqlx::query(
+            "CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
+             RAISE EXCEPTION 'the test refuses this write'; END $$",
+        )
+        .execute(&mut db)
+        .await
+        .unwrap();
+        Self {
+            ctx,
+            db: tokio::sync::Mutex::new(db),
+            _database: database,
         }
-        tokio::time::sleep(Duration::from_millis(25)).await;
     }
-    panic!("not within 5 s");
+
+    /// From now on, updates of turns are refused (those `when` says, if it says).
+    async fn refuse_updates_of_turns(&self, when: &str) {
+        let trigger = format!(
+            "CREATE TRIGGER refuse BEFORE UPDATE ON turns FOR EACH ROW {when} \
+             EXECUTE FUNCTION refuse()"
+        );
+        let mut db = self.db.lock().await;
+        // `when` is the test's own text.
+        let trigger = sqlx::query(sqlx::AssertSqlSafe(trigger));
+        trigger.execute(&mut *db).await.unwrap();
+    }
+
+    async fn end(&self) {
+        let mut db = self.db.lock().await;
+        let dropped = sqlx::query("DROP TRIGGER refuse ON turns");
+        dropped.execute(&mut *db).await.unwrap();
+    }
+
+    /// How many refusals the control plane's log tells of.
+    fn refusals(&self) -> usize {
+        let log = self.ctx.server_log();
+        log.iter()
+            .filter(|line| line.contains("the test refuses this write"))
+            .count()
+    }
+
+    /// Waits up to 10 s for the log to tell of `count` refusals.
+    async fn refused_at_least(&self, count: usize) {
+        for _ in 0..400 {
+            if self.refusals() >= count {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        panic!("{count} refusals not logged within 10 s");
+    }
 }
 
 impl Ctx {

@@ -10,8 +10,8 @@ use edith_types::{
 };
 use hermes_native::events::CompletionStatus;
 use hermes_native::methods::{
-    PromptSubmit, PromptSubmitParams, SessionCreate, SessionCreateParams, SessionResume,
-    SessionResumeParams,
+    LiveSessionParams, PromptSubmit, PromptSubmitParams, SessionCreate, SessionCreateParams,
+    SessionInterrupt, SessionResume, SessionResumeParams,
 };
 use hermes_native::{LiveSessionId, NativeEvent, codes};
 use serde_json::{Value, json};
@@ -304,7 +304,7 @@ async fn run(
     // then the stored session is resumed once and the prompt sent again.
     let mut retried = false;
     let mut arrived = Some(arrived);
-    let (_following, mut events) = loop {
+    let (following, mut events) = loop {
         let sid = open_live_session(state, &link, &mut session, profile).await?;
         let events = link.gateway.subscribe_without_info(&sid);
         if let Some(arrived) = arrived.take() {
@@ -333,6 +333,54 @@ async fn run(
     };
 
     drop(no_cancel_unseen);
+    let mut ended_by_runtime = false;
+    let followed = follow(state, turn, &mut events, profile, &mut ended_by_runtime).await;
+    if !ended_by_runtime {
+        stop_given_up(&link, &following.sid, turn, &mut events).await;
+    }
+    followed
+}
+
+/// How long the runtime is given to end a turn given up here once it is told to.
+const GIVEN_UP_ENDS_WITHIN: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Tells the runtime to stop a turn given up here (its log could not be written, the runtime
+/// went quiet), and waits a while for the runtime to end it: otherwise it would go on unseen,
+/// and the session's next prompt would interrupt it and meet its end. A runtime that is gone
+/// needs no telling.
+async fn stop_given_up(
+    link: &Link,
+    sid: &LiveSessionId,
+    turn: &Turn,
+    events: &mut tokio::sync::mpsc::UnboundedReceiver<NativeEvent>,
+) {
+    let interrupt = LiveSessionParams::new(sid);
+    if let Err(e) = link.gateway.request::<SessionInterrupt>(&interrupt).await {
+        tracing::debug!(error = %e, "the turn given up was not interrupted on the runtime");
+        return;
+    }
+    let ended = tokio::time::timeout(GIVEN_UP_ENDS_WITHIN, async {
+        while let Some(event) = events.recv().await {
+            if translate(turn, event).outcome.is_some() {
+                return;
+            }
+        }
+    });
+    if ended.await.is_err() {
+        tracing::warn!("the runtime did not end the turn given up within 10 s of an interrupt");
+    }
+}
+
+/// Follows the turn's events on the runtime until they end it, writing them to its log.
+/// `ended_by_runtime`: set once the runtime's event that ends the turn is read (even if what
+/// follows fails).
+async fn follow(
+    state: &AppState,
+    turn: &mut Turn,
+    events: &mut tokio::sync::mpsc::UnboundedReceiver<NativeEvent>,
+    profile: &Profile,
+    ended_by_runtime: &mut bool,
+) -> AppResult<Outcome> {
     turn.state = TurnState::Running;
     turn.updated_at = Timestamp::now();
     // The start goes to the log with what the runtime has sent already (often a quick turn's
@@ -369,6 +417,7 @@ async fn run(
         let mut ended = None;
         while let Some(event) = next.take() {
             let step = translate(turn, event);
+            *ended_by_runtime |= step.outcome.is_some();
             if let Some(to) = step.state.filter(|to| *to != turn.state) {
                 pending.write(state, turn).await?;
                 set_state(state, turn, to).await?;
