@@ -6,6 +6,7 @@
 //! - a user text containing `CALL <tool> <json object>`: a call of the offered tool whose name is
 //!   `<tool>` or ends with `__<tool>`, with those arguments (ids `call_<n>`, unique per server);
 //! - a user text containing `SLOW`: 60 pieces `tick `, one every 100 ms (for interrupts);
+//!   `SLOWEST`: 200 of them (20 s, longer than anything waits for a turn's natural end);
 //! - a user text whose last line contains `FAIL`: HTTP 500 with an OpenAI-style error body
 //!   (the last line, because a client may merge an unanswered user message into the next);
 //! - a user text whose last line contains `FLAKY`: HTTP 503 the first time a conversation is
@@ -240,8 +241,9 @@ fn decide(request: &Value, options: &FakeModelOptions) -> Reply {
         return Reply::Overloaded;
     }
     if text.contains("SLOW") {
+        let pieces = if text.contains("SLOWEST") { 200 } else { 60 };
         return Reply::Text {
-            pieces: vec!["tick ".to_owned(); 60],
+            pieces: vec!["tick ".to_owned(); pieces],
             delay: Duration::from_millis(100),
         };
     }

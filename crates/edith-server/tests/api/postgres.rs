@@ -241,8 +241,9 @@ async fn a_turn_given_up_is_stopped_on_the_runtime_before_the_sessions_next_one(
     assert_eq!(warm["state"], "completed", "{warm}");
 
     outage.refuse_updates_of_turns("").await;
-    // Six seconds of streamed pieces.
-    let (status, turn) = ctx.post(&turns, r#"{"input": "SLOW"}"#).await;
+    // Twenty seconds of streamed pieces: longer than the driver waits for a turn it gave up
+    // to end, so only the interrupt ends it in time.
+    let (status, turn) = ctx.post(&turns, r#"{"input": "SLOWEST"}"#).await;
     assert_eq!(status, 202, "{turn}");
     let path = format!("{turns}/{}", turn["id"].as_str().unwrap());
     // Its start is refused, then its end.

@@ -13,7 +13,7 @@ use hermes_native::methods::{
     LiveSessionParams, PromptSubmit, PromptSubmitParams, SessionCreate, SessionCreateParams,
     SessionInterrupt, SessionResume, SessionResumeParams,
 };
-use hermes_native::{LiveSessionId, NativeEvent, codes};
+use hermes_native::{GatewayError, LiveSessionId, NativeEvent, codes};
 use serde_json::{Value, json};
 
 use crate::error::{AppError, AppResult};
@@ -264,7 +264,10 @@ const FINISH_RETRY_LONGEST: std::time::Duration = std::time::Duration::from_secs
 /// reply was lost, such as a commit whose connection dropped before it answered).
 async fn written_before(state: &AppState, turn: &Turn) -> bool {
     match state.store.turn(&turn.session_id, &turn.id).await {
-        Ok(Some(stored)) => stored.state == turn.state && stored.error == turn.error,
+        // Not the state: a cancel between attempts may have made an interrupted end cancelled.
+        Ok(Some(stored)) => {
+            stored.state.is_terminal() && stored.error == turn.error && stored.output == turn.output
+        }
         _ => false,
     }
 }
@@ -326,6 +329,12 @@ async fn run(
                 retried = true;
             }
             Err(e) => {
+                if matches!(e, GatewayError::Timeout { .. }) {
+                    // The runtime may have the prompt, and run it.
+                    drop(no_cancel_unseen);
+                    let mut events = events;
+                    give_up(state, &link, &sid, turn, &mut events).await;
+                }
                 link.gateway.unsubscribe(&sid);
                 return Err(e.into());
             }
@@ -336,9 +345,25 @@ async fn run(
     let mut ended_by_runtime = false;
     let followed = follow(state, turn, &mut events, profile, &mut ended_by_runtime).await;
     if !ended_by_runtime {
-        stop_given_up(&link, &following.sid, turn, &mut events).await;
+        give_up(state, &link, &following.sid, turn, &mut events).await;
     }
     followed
+}
+
+/// Gives up a turn the runtime runs: from now on it takes no answer (its end is decided
+/// here), and the runtime is told to stop it.
+async fn give_up(
+    state: &AppState,
+    link: &Link,
+    sid: &LiveSessionId,
+    turn: &Turn,
+    events: &mut tokio::sync::mpsc::UnboundedReceiver<NativeEvent>,
+) {
+    // Under the gate: an answer being given now is given before.
+    if let Some(gate) = state.turn_gates.hold(&turn.id).await {
+        gate.mark_ending();
+    }
+    stop_given_up(link, sid, turn, events).await;
 }
 
 /// How long the runtime is given to end a turn given up here once it is told to.
@@ -720,6 +745,11 @@ pub async fn recover(state: &AppState, restarted: Option<&str>) -> AppResult<()>
         .turns_left_by_their_driver(now, restarted)
         .await?
     {
+        // This replica's own, still driven: it was taken for gone (it could not renew for a
+        // lease) and is back; its driver ends the turn.
+        if state.turn_gates.driven_here(&turn.id) {
+            continue;
+        }
         let outcome = Outcome {
             state: TurnState::Interrupted,
             ..Outcome::failed("the control plane stopped during the turn")

@@ -111,6 +111,11 @@ impl TurnGates {
         })
     }
 
+    /// Whether the turn is driven here.
+    pub fn driven_here(&self, turn: &TurnId) -> bool {
+        self.gate(turn).is_some()
+    }
+
     /// Whether a client asked to cancel the turn.
     pub fn cancel_requested(&self, turn: &TurnId) -> bool {
         self.gate(turn)
