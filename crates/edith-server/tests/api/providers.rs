@@ -662,6 +662,14 @@ async fn the_real_hermes_calls_a_callback_tool_of_the_default_profile() {
 }
 
 impl Ctx {
+    /// Makes the instance's `default` profile (scripted model); its id.
+    async fn default_profile(&self, iid: &str) -> String {
+        let path = format!("/v1/instances/{iid}/profiles");
+        let (status, profile) = self.post(&path, r#"{"name": "default"}"#).await;
+        assert_eq!(status, 201, "{profile}");
+        profile["id"].as_str().unwrap().to_owned()
+    }
+
     /// An `echo` tool served by a tool host of the test; its id.
     pub(crate) async fn echo_tool(&self) -> String {
         let secret = "0123456789abcdef";
@@ -684,14 +692,7 @@ async fn changing_the_default_profiles_tools_restarts_a_process_runtime_unless_t
     let iid = ctx.process_instance("hermes-runtime").await;
     let tool = ctx.echo_tool().await;
     let before = ctx.runtime_pid(&iid).await;
-    let (status, profile) = ctx
-        .post(
-            &format!("/v1/instances/{iid}/profiles"),
-            r#"{"name": "default"}"#,
-        )
-        .await;
-    assert_eq!(status, 201, "{profile}");
-    let pid = profile["id"].as_str().unwrap().to_owned();
+    let pid = ctx.default_profile(&iid).await;
     // A turn waiting for an approval keeps the runtime busy: the change is refused.
     let sessions = format!("/v1/instances/{iid}/profiles/{pid}/sessions");
     let (_, session) = ctx.post(&sessions, "{}").await;
@@ -743,14 +744,7 @@ async fn a_turn_started_beside_a_restarting_change_is_refused_by_it_or_runs_afte
     let ctx = Ctx::start().await;
     let iid = ctx.process_instance("hermes-runtime").await;
     let tool = ctx.echo_tool().await;
-    let (status, profile) = ctx
-        .post(
-            &format!("/v1/instances/{iid}/profiles"),
-            r#"{"name": "default"}"#,
-        )
-        .await;
-    assert_eq!(status, 201, "{profile}");
-    let pid = profile["id"].as_str().unwrap();
+    let pid = ctx.default_profile(&iid).await;
     let (_, session) = ctx
         .post(
             &format!("/v1/instances/{iid}/profiles/{pid}/sessions"),
