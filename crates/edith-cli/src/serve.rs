@@ -27,6 +27,18 @@ pub struct Serve {
         hide_env_values = true
     )]
     database_url: Option<String>,
+    /// What a commit to the SQLite database waits for before the request that made it is
+    /// answered: `normal` loses nothing to a crash of edith, `full` nothing to a power cut or a
+    /// crash of the machine either, at one sync of the disk per commit (commits made at once
+    /// share it). Not for PostgreSQL, whose server decides (`synchronous_commit`).
+    #[arg(
+        long,
+        value_name = "MODE",
+        value_enum,
+        default_value_t = SqliteSync::Normal,
+        env = "EDITH_SQLITE_SYNC"
+    )]
+    sqlite_sync: SqliteSync,
     /// This replica's name among those sharing a database (default: one made on first start
     /// and kept in `<data-dir>/replica.id`). Replicas that share a data dir need one each.
     #[arg(long, value_name = "NAME", env = "EDITH_REPLICA")]
@@ -134,6 +146,22 @@ fn runtime_arg(raw: &str) -> Result<(String, RuntimeCommand), String> {
     Ok((name.to_owned(), command))
 }
 
+/// `--sqlite-sync`'s modes.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum SqliteSync {
+    Normal,
+    Full,
+}
+
+impl From<SqliteSync> for edith_server::SqliteSynchronous {
+    fn from(mode: SqliteSync) -> Self {
+        match mode {
+            SqliteSync::Normal => edith_server::SqliteSynchronous::Normal,
+            SqliteSync::Full => edith_server::SqliteSynchronous::Full,
+        }
+    }
+}
+
 /// The default limits, with the operator's where given.
 fn limits(serve: &Serve) -> edith_server::Limits {
     let defaults = edith_server::Limits::default();
@@ -165,6 +193,7 @@ pub async fn run(serve: Serve) -> ExitCode {
         listen: serve.listen,
         data_dir: serve.data_dir,
         database_url: serve.database_url.filter(|url| !url.is_empty()),
+        sqlite_synchronous: serve.sqlite_sync.into(),
         replica: serve.replica.filter(|name| !name.is_empty()),
         lease: std::time::Duration::from_secs(serve.lease_seconds),
         advertise_url: serve.advertise_url.filter(|url| !url.is_empty()),

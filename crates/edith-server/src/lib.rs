@@ -21,6 +21,7 @@ use std::path::PathBuf;
 use edith_store::Store;
 
 pub use auth::ADMIN_KEY_FILE;
+pub use edith_store::Synchronous as SqliteSynchronous;
 pub use error::AppError;
 pub use http::limits::Limits;
 pub use http::{openapi, unlisted_routes};
@@ -40,6 +41,10 @@ pub struct ServerConfig {
     /// The database: `postgres://…` for PostgreSQL, or `None` for the SQLite file
     /// `<data_dir>/edith.db`. It may hold a password: it is never logged or shown.
     pub database_url: Option<String>,
+    /// What a commit to a SQLite database waits for: `Normal` (the default) loses nothing to a
+    /// crash of the process, `Full` nothing to a power cut either, at one sync of the disk per
+    /// commit. Only for SQLite (PostgreSQL's is the server's `synchronous_commit`).
+    pub sqlite_synchronous: SqliteSynchronous,
     /// This replica's name among the replicas sharing the database; `None` for the one kept in
     /// `<data_dir>/replica.id` (made on first start). Replicas sharing a data dir need one each.
     pub replica: Option<String>,
@@ -74,6 +79,7 @@ impl ServerConfig {
             listen: ([127, 0, 0, 1], 0).into(),
             data_dir,
             database_url: None,
+            sqlite_synchronous: SqliteSynchronous::Normal,
             replica: None,
             lease: std::time::Duration::from_secs(15),
             advertise_url: None,
@@ -175,6 +181,13 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         Some(url) => url.clone(),
         None => format!("sqlite:{}", data_dir.join("edith.db").display()),
     };
+    if config.sqlite_synchronous != SqliteSynchronous::Normal && !url.starts_with("sqlite:") {
+        return Err(StartError::Store(edith_store::StoreError::Url(
+            "the SQLite sync setting applies to a SQLite database only; PostgreSQL's commits wait \
+             for what its server's `synchronous_commit` says"
+                .to_owned(),
+        )));
+    }
     let replica = match &config.replica {
         Some(name) if app::replicas::valid_name(name) => name.clone(),
         Some(name) => {
@@ -184,8 +197,11 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         }
         None => replica_id(data_dir).await?,
     };
-    let store = Store::open(&url).await?.named(&replica);
-    tracing::info!(backend = store.backend(), replica, "store opened");
+    let store = Store::open_with(&url, config.sqlite_synchronous)
+        .await?
+        .named(&replica);
+    let sqlite_sync = (store.backend() == "sqlite").then(|| config.sqlite_synchronous.as_str());
+    tracing::info!(backend = store.backend(), sqlite_sync, replica, "store opened");
     auth::bootstrap(&store, data_dir, config.admin_key.as_deref()).await?;
     let listener = http::listener::bind(config.listen).map_err(|source| StartError::Listen {
         addr: config.listen,

@@ -16,9 +16,8 @@ use crate::error::from_rusqlite;
 use crate::run::{Results, STATEMENTS_KEPT, run};
 
 /// How the connections to one database file are opened. The file is made if missing and kept
-/// in WAL mode with `synchronous = NORMAL`: that never corrupts it; a power cut may drop the
-/// last commits, a crash of the process loses nothing. SQLite's automatic checkpoints are off:
-/// [`crate::Connections`] runs them on a thread of their own.
+/// in WAL mode, with [`Synchronous::Normal`] unless told otherwise. SQLite's automatic
+/// checkpoints are off: [`crate::Connections`] runs them on a thread of their own.
 #[derive(Debug, Clone)]
 pub struct Options {
     path: PathBuf,
@@ -26,6 +25,30 @@ pub struct Options {
     foreign_keys: bool,
     cache_kib: u32,
     writer_cache_kib: Option<u32>,
+    synchronous: Synchronous,
+}
+
+/// What a commit waits for (SQLite's `synchronous`, in WAL mode). Neither ever corrupts the
+/// file, and with either a crash of the process loses nothing that was committed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Synchronous {
+    /// A commit is written to the WAL, not synced: a power cut or a crash of the system may
+    /// drop the last commits. The WAL is synced at each checkpoint.
+    #[default]
+    Normal,
+    /// A commit returns once the WAL is synced to the disk: nothing committed is lost to a
+    /// power cut either. One sync per commit (a commit holds every write queued beside it).
+    Full,
+}
+
+impl Synchronous {
+    /// As SQLite's `PRAGMA synchronous` takes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Synchronous::Normal => "NORMAL",
+            Synchronous::Full => "FULL",
+        }
+    }
 }
 
 impl Options {
@@ -37,6 +60,15 @@ impl Options {
             foreign_keys: true,
             cache_kib: 2048,
             writer_cache_kib: None,
+            synchronous: Synchronous::Normal,
+        }
+    }
+
+    /// What a commit waits for.
+    pub fn synchronous(self, synchronous: Synchronous) -> Self {
+        Self {
+            synchronous,
+            ..self
         }
     }
 
@@ -110,9 +142,10 @@ impl Options {
         // write runs in a transaction here.
         connection
             .execute_batch(&format!(
-                "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
+                "PRAGMA journal_mode = WAL; PRAGMA synchronous = {}; \
                  PRAGMA foreign_keys = {foreign_keys}; PRAGMA cache_size = -{}; \
                  PRAGMA wal_autocheckpoint = 0; PRAGMA temp_store = MEMORY;",
+                self.synchronous.as_str(),
                 self.cache_kib
             ))
             .map_err(from_rusqlite)?;

@@ -38,7 +38,7 @@ use rusqlite::OpenFlags;
 use sqlx::{Either, Execute, Executor, SqlStr};
 use tokio::sync::Semaphore;
 
-pub use connection::{Connection, Options};
+pub use connection::{Connection, Options, Synchronous};
 pub use database::{Arguments, Column, QueryResult, Sqlite, SqliteRow, TypeInfo, Value, ValueRef};
 pub use error::SqliteError;
 
@@ -553,7 +553,7 @@ impl Shared {
     /// meanwhile would keep it from ever catching up: the WAL starts again from its beginning
     /// only once a checkpoint has copied all of it, and without that it grows for good. SQLite's
     /// automatic checkpoint is off on this set's connections: it would run in the commit that
-    /// crossed its threshold, on a thread serving requests, and with `synchronous = NORMAL` it
+    /// crossed its threshold, on a thread serving requests, and with `Synchronous::Normal` it
     /// syncs the files. A checkpoint that fails is tried again at the next one.
     async fn checkpoint(self: Arc<Self>) {
         let writer = self.writer.lock().await;
@@ -779,6 +779,23 @@ mod tests {
             .await
             .expect("nothing holds the writer")
             .unwrap();
+    }
+
+    #[tokio::test]
+    async fn commits_wait_for_the_sync_they_are_told_to() {
+        let dir = tempfile::tempdir().unwrap();
+        for (told, pragma) in [(Synchronous::Normal, 1), (Synchronous::Full, 2)] {
+            let set = Connections::open(options(&dir).synchronous(told))
+                .await
+                .unwrap();
+            // Read on the writer, then on a reader while the writer is held.
+            let read = || sqlx::query_scalar::<_, i64>("PRAGMA synchronous").fetch_one(&set);
+            assert_eq!(read().await.unwrap(), pragma, "{told:?}");
+            let tx = set.begin().await.unwrap();
+            assert_eq!(read().await.unwrap(), pragma, "{told:?}, on a reader");
+            drop(tx);
+            set.close(Duration::from_secs(5)).await;
+        }
     }
 
     #[tokio::test]

@@ -11,4 +11,5 @@ mod store;
 pub use records::{InstanceRecord, SessionPath, ToolHostRecord};
 pub use store::{
     Announcement, Channel, Claim, Idempotency, Listener, SessionChange, Store, StoreError,
+    Synchronous,
 };

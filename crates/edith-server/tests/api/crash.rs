@@ -272,3 +272,21 @@ async fn a_finished_turn_whose_log_lost_its_end_gets_it_on_the_next_start() {
     assert!(last["output"].as_str().unwrap().contains("hello"), "{last}");
     ctx.stop().await;
 }
+
+/// `--sqlite-sync full`: commits wait for the disk, so nothing answered is lost to a power cut
+/// either; the control plane says so when it opens its store, and serves as usual.
+#[tokio::test]
+async fn a_sqlite_file_that_syncs_every_commit_serves_as_usual() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let ctx = Ctx::serve_with(dir, &["--sqlite-sync", "full"]).await;
+    let opened = ctx.server_log();
+    let opened = opened.iter().find(|line| line.contains("store opened"));
+    assert!(
+        opened.is_some_and(|line| line.contains("sqlite_sync=\"FULL\"")),
+        "{opened:?}"
+    );
+    let turns = ctx.turns_path(&ctx.ready_instance().await).await;
+    let finished = ctx.turn_on(&turns, "hello").await;
+    assert_eq!(finished["state"], "completed", "{finished}");
+    ctx.stop().await;
+}

@@ -155,6 +155,19 @@ async fn a_database_that_cannot_be_reached_is_said_at_start() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success(), "{stderr}");
     assert!(stderr.contains("must start with postgres://"), "{stderr}");
+
+    // SQLite's sync setting names no PostgreSQL setting: refused, not ignored.
+    let output = tokio::process::Command::new(crate::edith_binary())
+        .args(["serve", "--listen", "127.0.0.1:0", "--sqlite-sync", "full"])
+        .arg("--data-dir")
+        .arg(dir.path())
+        .env("EDITH_DATABASE_URL", "postgres://edith@127.0.0.1:1/edith")
+        .output()
+        .await
+        .expect("it runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(stderr.contains("applies to a SQLite database only"), "{stderr}");
 }
 
 /// The runtimes a control plane starts run agents and the commands they choose: they never get

@@ -196,6 +196,7 @@ mod tools;
 mod turns;
 
 use edith_sqlite::Connections;
+pub use edith_sqlite::Synchronous;
 use group_commit::TurnLogs;
 pub use idempotency::Idempotency;
 pub use replicas::{Announcement, Channel, Claim, Listener};
@@ -291,7 +292,13 @@ impl Store {
     /// Opens the store `url` names: `postgres://…` (or `postgresql://…`) for PostgreSQL,
     /// `sqlite:PATH` (or `sqlite://PATH`) for a SQLite file. Pending migrations are applied.
     pub async fn open(url: &str) -> Result<Self> {
-        let store = Self::connect(url).await?;
+        Self::open_with(url, Synchronous::default()).await
+    }
+
+    /// Like [`Store::open`], a SQLite file's commits waiting for `synchronous` (PostgreSQL's
+    /// wait for what the server's `synchronous_commit` says).
+    pub async fn open_with(url: &str, synchronous: Synchronous) -> Result<Self> {
+        let store = Self::connect(url, synchronous).await?;
         store.migrate().await?;
         Ok(store)
     }
@@ -307,19 +314,19 @@ impl Store {
 
     /// Opens (creating) the SQLite database at `path` and applies pending migrations.
     pub async fn open_sqlite(path: &Path) -> Result<Self> {
-        let store = Self::connect_sqlite(path).await?;
+        let store = Self::connect_sqlite(path, Synchronous::default()).await?;
         store.migrate().await?;
         Ok(store)
     }
 
-    async fn connect(url: &str) -> Result<Self> {
+    async fn connect(url: &str, synchronous: Synchronous) -> Result<Self> {
         if url.starts_with("postgres://") || url.starts_with("postgresql://") {
             return Self::connect_postgres(url).await;
         }
         match url.strip_prefix("sqlite:") {
             Some(path) => {
                 let path = path.strip_prefix("//").unwrap_or(path);
-                Self::connect_sqlite(Path::new(path)).await
+                Self::connect_sqlite(Path::new(path), synchronous).await
             }
             // Not taken for a file name: a libpq `key=value` string would become one.
             None => Err(StoreError::Url(format!(
@@ -328,8 +335,9 @@ impl Store {
         }
     }
 
-    async fn connect_sqlite(path: &Path) -> Result<Self> {
+    async fn connect_sqlite(path: &Path, synchronous: Synchronous) -> Result<Self> {
         let options = edith_sqlite::Options::new(path)
+            .synchronous(synchronous)
             .foreign_keys(true)
             .busy_timeout(Duration::from_secs(10))
             // 256 KiB of page cache per reader, not SQLite's 2 MiB: every commit makes the
