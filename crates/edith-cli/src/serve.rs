@@ -36,7 +36,7 @@ pub struct Serve {
         value_name = "MODE",
         value_enum,
         default_value_t = SqliteSync::Normal,
-        env = "EDITH_SQLITE_SYNC"
+        env = edith_server::SQLITE_SYNC_VARIABLE
     )]
     sqlite_sync: SqliteSync,
     /// This replica's name among those sharing a database (default: one made on first start

@@ -43,8 +43,8 @@
 //! a core busy through its turn; sharing the cores, the control plane's work slows it down, and
 //! the row tells that apart from the control plane's own share. It needs two CPUs or more.
 //!
-//! Usage: [OVERHEAD_TURNS=300] overhead <fake-openai binary> <hermes-runtime binary>
-//! [<hermes binary>]
+//! Usage: [OVERHEAD_TURNS=300] [EDITH_SQLITE_SYNC=full] overhead <fake-openai binary>
+//! <hermes-runtime binary> [<hermes binary>]
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -632,6 +632,11 @@ async fn main() {
             requests_per_second: 10_000.0,
             burst: 10_000.0,
             ..Default::default()
+        },
+        // As `edith serve` takes it from the environment.
+        sqlite_synchronous: match std::env::var(edith_server::SQLITE_SYNC_VARIABLE).as_deref() {
+            Ok("full") => edith_server::SqliteSynchronous::Full,
+            _ => edith_server::SqliteSynchronous::Normal,
         },
         ..ServerConfig::local(dir.path().to_path_buf())
     };

@@ -22,6 +22,9 @@ use edith_store::Store;
 
 pub use auth::ADMIN_KEY_FILE;
 pub use edith_store::Synchronous as SqliteSynchronous;
+
+/// The environment variable `edith serve` reads its `--sqlite-sync` from.
+pub const SQLITE_SYNC_VARIABLE: &str = "EDITH_SQLITE_SYNC";
 pub use error::AppError;
 pub use http::limits::Limits;
 pub use http::{openapi, unlisted_routes};
@@ -201,7 +204,12 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         .await?
         .named(&replica);
     let sqlite_sync = (store.backend() == "sqlite").then(|| config.sqlite_synchronous.as_str());
-    tracing::info!(backend = store.backend(), sqlite_sync, replica, "store opened");
+    tracing::info!(
+        backend = store.backend(),
+        sqlite_sync,
+        replica,
+        "store opened"
+    );
     auth::bootstrap(&store, data_dir, config.admin_key.as_deref()).await?;
     let listener = http::listener::bind(config.listen).map_err(|source| StartError::Listen {
         addr: config.listen,

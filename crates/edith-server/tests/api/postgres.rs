@@ -167,7 +167,10 @@ async fn a_database_that_cannot_be_reached_is_said_at_start() {
         .expect("it runs");
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success(), "{stderr}");
-    assert!(stderr.contains("applies to a SQLite database only"), "{stderr}");
+    assert!(
+        stderr.contains("applies to a SQLite database only"),
+        "{stderr}"
+    );
 }
 
 /// The runtimes a control plane starts run agents and the commands they choose: they never get
