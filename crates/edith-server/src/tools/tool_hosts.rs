@@ -19,7 +19,16 @@ const CALL_TIMEOUT: Duration = Duration::from_secs(120);
 #[derive(Default)]
 pub struct ToolHosts {
     http: reqwest::Client,
-    clients: Mutex<HashMap<ToolHostId, Connected>>,
+    clients: Mutex<Clients>,
+}
+
+#[derive(Default)]
+struct Clients {
+    by_host: HashMap<ToolHostId, Connected>,
+    /// How many times connections were forgotten: a connection whose making began before a
+    /// `forget` is used for its call but not kept (its host may be gone, and its entry would
+    /// then stay for good).
+    forgets: u64,
 }
 
 /// A connection to a host, with what it was made from: a connection made from a record read
@@ -39,12 +48,12 @@ impl Connected {
 
 impl ToolHosts {
     async fn client(&self, record: &ToolHostRecord) -> Result<Arc<McpClient>, String> {
-        let cached = self
-            .clients
-            .lock()
-            .await
-            .get(&record.host.id)
-            .and_then(|c| c.made_from(record).then(|| c.client.clone()));
+        let (cached, forgets) = {
+            let clients = self.clients.lock().await;
+            let cached = (clients.by_host.get(&record.host.id))
+                .and_then(|c| c.made_from(record).then(|| c.client.clone()));
+            (cached, clients.forgets)
+        };
         if let Some(client) = cached {
             return Ok(client);
         }
@@ -67,18 +76,25 @@ impl ToolHosts {
             url: record.host.url.clone(),
             secret: record.secret.clone(),
         };
-        (self.clients.lock().await).insert(record.host.id.clone(), connected);
+        let mut clients = self.clients.lock().await;
+        if clients.forgets == forgets {
+            clients.by_host.insert(record.host.id.clone(), connected);
+        }
         Ok(client)
     }
 
     /// Drops the connection to a host (it was changed or deleted).
     pub async fn forget(&self, host: &ToolHostId) {
-        self.clients.lock().await.remove(host);
+        let mut clients = self.clients.lock().await;
+        clients.by_host.remove(host);
+        clients.forgets += 1;
     }
 
     /// Drops every connection (a change to any host may have gone unheard).
     pub async fn forget_all(&self) {
-        self.clients.lock().await.clear();
+        let mut clients = self.clients.lock().await;
+        clients.by_host.clear();
+        clients.forgets += 1;
     }
 
     /// Calls `tool` on the host. Failures to reach it are told to the model as a failed call.
@@ -93,11 +109,8 @@ impl ToolHosts {
                 // This connection only: another may have replaced it meanwhile.
                 let mut clients = self.clients.lock().await;
                 let id = &record.host.id;
-                if clients
-                    .get(id)
-                    .is_some_and(|c| Arc::ptr_eq(&c.client, &client))
-                {
-                    clients.remove(id);
+                if (clients.by_host.get(id)).is_some_and(|c| Arc::ptr_eq(&c.client, &client)) {
+                    clients.by_host.remove(id);
                 }
                 drop(clients);
                 if e.is_unreachable() {
@@ -121,6 +134,11 @@ mod tests {
 
     /// A tool host whose one tool answers with the host's name; returns its MCP URL.
     async fn named_host(name: &'static str) -> String {
+        slow_named_host(name, Duration::ZERO).await
+    }
+
+    /// Like `named_host`, answering every request after `delay`.
+    async fn slow_named_host(name: &'static str, delay: Duration) -> String {
         struct Named(&'static str);
         impl ToolService for Named {
             async fn list_tools(&self) -> Result<Vec<ToolDescriptor>, String> {
@@ -130,7 +148,10 @@ mod tests {
                 Ok(ToolOutput::value(Value::from(self.0)))
             }
         }
-        let serve = move |body: Bytes| async move { handle_post(&Named(name), &body).await };
+        let serve = move |body: Bytes| async move {
+            tokio::time::sleep(delay).await;
+            handle_post(&Named(name), &body).await
+        };
         let app = axum::Router::new().route("/mcp", axum::routing::post(serve));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}/mcp", listener.local_addr().unwrap());
@@ -138,18 +159,40 @@ mod tests {
         url
     }
 
-    #[tokio::test]
-    async fn a_connection_serves_only_the_record_it_was_made_from() {
-        let (first, second) = (named_host("first").await, named_host("second").await);
-        let id = ToolHostId::generate();
-        let record = |url: &str, secret: &str| ToolHostRecord {
+    fn record(id: &ToolHostId, url: &str, secret: &str) -> ToolHostRecord {
+        ToolHostRecord {
             host: edith_types::ToolHost {
                 id: id.clone(),
                 url: url.to_owned(),
                 created_at: Timestamp::now(),
             },
             secret: secret.to_owned(),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_connection_made_across_a_forget_serves_its_call_and_is_not_kept() {
+        let url = slow_named_host("slow", Duration::from_millis(200)).await;
+        let id = ToolHostId::generate();
+        let hosts = Arc::new(ToolHosts::default());
+        let call = {
+            let (hosts, record) = (hosts.clone(), record(&id, &url, "secret-one"));
+            tokio::spawn(async move { hosts.call(&record, "name", Value::Null).await })
         };
+        // Deleted while its connection is being made.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        hosts.forget(&id).await;
+        let output = tokio::time::timeout(Duration::from_secs(10), call).await;
+        let output = output.expect("answered in time").unwrap();
+        assert_eq!(output.text, "slow");
+        assert!(hosts.clients.lock().await.by_host.is_empty(), "kept");
+    }
+
+    #[tokio::test]
+    async fn a_connection_serves_only_the_record_it_was_made_from() {
+        let (first, second) = (named_host("first").await, named_host("second").await);
+        let id = ToolHostId::generate();
+        let record = |url: &str, secret: &str| record(&id, url, secret);
         let hosts = ToolHosts::default();
         let name_of = async |record: &ToolHostRecord| {
             let called = hosts.call(record, "name", Value::Null);
