@@ -636,7 +636,8 @@ async fn main() {
         // As `edith serve` takes it from the environment.
         sqlite_synchronous: match std::env::var(edith_server::SQLITE_SYNC_VARIABLE).as_deref() {
             Ok("full") => edith_server::SqliteSynchronous::Full,
-            _ => edith_server::SqliteSynchronous::Normal,
+            Ok("normal") | Err(_) => edith_server::SqliteSynchronous::Normal,
+            Ok(other) => panic!("EDITH_SQLITE_SYNC={other}: `normal` or `full`"),
         },
         ..ServerConfig::local(dir.path().to_path_buf())
     };

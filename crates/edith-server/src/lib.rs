@@ -184,13 +184,6 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         Some(url) => url.clone(),
         None => format!("sqlite:{}", data_dir.join("edith.db").display()),
     };
-    if config.sqlite_synchronous != SqliteSynchronous::Normal && !url.starts_with("sqlite:") {
-        return Err(StartError::Store(edith_store::StoreError::Url(
-            "the SQLite sync setting applies to a SQLite database only; PostgreSQL's commits wait \
-             for what its server's `synchronous_commit` says"
-                .to_owned(),
-        )));
-    }
     let replica = match &config.replica {
         Some(name) if app::replicas::valid_name(name) => name.clone(),
         Some(name) => {

@@ -66,6 +66,7 @@ impl ToolService for ProfileTools {
     }
 
     async fn call_tool(&self, name: &str, args: Value) -> Result<ToolOutput, ToolCallError> {
+        let read = self.state.tool_hosts.before_reading().await;
         let tools = self
             .state
             .store
@@ -87,7 +88,7 @@ impl ToolService for ProfileTools {
             tool_host = %host.host.id,
             otel.kind = "client",
         );
-        let called = self.state.tool_hosts.call(&host, &tool.name, args);
+        let called = self.state.tool_hosts.call(&host, read, &tool.name, args);
         Ok(tracing::Instrument::instrument(called, span).await)
     }
 }

@@ -25,11 +25,16 @@ pub struct ToolHosts {
 #[derive(Default)]
 struct Clients {
     by_host: HashMap<ToolHostId, Connected>,
-    /// How many times connections were forgotten: a connection whose making began before a
+    /// How many times connections were forgotten: a connection made from a record read before a
     /// `forget` is used for its call but not kept (its host may be gone, and its entry would
     /// then stay for good).
     forgets: u64,
 }
+
+/// How many forgets there had been when a caller began reading a host's record
+/// ([`ToolHosts::before_reading`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ForgetsSoFar(u64);
 
 /// A connection to a host, with what it was made from: a connection made from a record read
 /// before the host changed (its connect may outlast the change's `forget`) is never used for
@@ -47,13 +52,18 @@ impl Connected {
 }
 
 impl ToolHosts {
-    async fn client(&self, record: &ToolHostRecord) -> Result<Arc<McpClient>, String> {
-        let (cached, forgets) = {
-            let clients = self.clients.lock().await;
-            let cached = (clients.by_host.get(&record.host.id))
-                .and_then(|c| c.made_from(record).then(|| c.client.clone()));
-            (cached, clients.forgets)
-        };
+    /// To be taken before a host's record is read for a call ([`ToolHosts::call`]).
+    pub async fn before_reading(&self) -> ForgetsSoFar {
+        ForgetsSoFar(self.clients.lock().await.forgets)
+    }
+
+    async fn client(
+        &self,
+        record: &ToolHostRecord,
+        read: ForgetsSoFar,
+    ) -> Result<Arc<McpClient>, String> {
+        let cached = (self.clients.lock().await.by_host.get(&record.host.id))
+            .and_then(|c| c.made_from(record).then(|| c.client.clone()));
         if let Some(client) = cached {
             return Ok(client);
         }
@@ -77,7 +87,7 @@ impl ToolHosts {
             secret: record.secret.clone(),
         };
         let mut clients = self.clients.lock().await;
-        if clients.forgets == forgets {
+        if ForgetsSoFar(clients.forgets) == read {
             clients.by_host.insert(record.host.id.clone(), connected);
         }
         Ok(client)
@@ -97,9 +107,16 @@ impl ToolHosts {
         clients.forgets += 1;
     }
 
-    /// Calls `tool` on the host. Failures to reach it are told to the model as a failed call.
-    pub async fn call(&self, record: &ToolHostRecord, tool: &str, args: Value) -> ToolOutput {
-        let client = match self.client(record).await {
+    /// Calls `tool` on the host of `record`, read after `read` was taken. Failures to reach it
+    /// are told to the model as a failed call.
+    pub async fn call(
+        &self,
+        record: &ToolHostRecord,
+        read: ForgetsSoFar,
+        tool: &str,
+        args: Value,
+    ) -> ToolOutput {
+        let client = match self.client(record, read).await {
             Ok(client) => client,
             Err(e) => return ToolOutput::error(format!("tool host unreachable: {e}")),
         };
@@ -171,15 +188,25 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_connection_made_across_a_forget_serves_its_call_and_is_not_kept() {
+    async fn a_connection_made_from_a_record_read_before_a_forget_serves_its_call_and_is_not_kept()
+    {
         let url = slow_named_host("slow", Duration::from_millis(200)).await;
         let id = ToolHostId::generate();
         let hosts = Arc::new(ToolHosts::default());
+        // Read, then deleted before its connection is made.
+        let read = hosts.before_reading().await;
+        hosts.forget(&id).await;
+        let host = record(&id, &url, "secret-one");
+        let output = hosts.call(&host, read, "name", Value::Null);
+        let output = tokio::time::timeout(Duration::from_secs(10), output).await;
+        assert_eq!(output.expect("answered in time").text, "slow");
+        assert!(hosts.clients.lock().await.by_host.is_empty(), "kept");
+        // Deleted while its connection is being made.
         let call = {
             let (hosts, record) = (hosts.clone(), record(&id, &url, "secret-one"));
-            tokio::spawn(async move { hosts.call(&record, "name", Value::Null).await })
+            let read = hosts.before_reading().await;
+            tokio::spawn(async move { hosts.call(&record, read, "name", Value::Null).await })
         };
-        // Deleted while its connection is being made.
         tokio::time::sleep(Duration::from_millis(100)).await;
         hosts.forget(&id).await;
         let output = tokio::time::timeout(Duration::from_secs(10), call).await;
@@ -195,7 +222,7 @@ mod tests {
         let record = |url: &str, secret: &str| record(&id, url, secret);
         let hosts = ToolHosts::default();
         let name_of = async |record: &ToolHostRecord| {
-            let called = hosts.call(record, "name", Value::Null);
+            let called = hosts.call(record, hosts.before_reading().await, "name", Value::Null);
             let output = tokio::time::timeout(Duration::from_secs(10), called).await;
             let output = output.expect("answered in time");
             assert!(!output.is_error, "{}", output.text);

@@ -78,6 +78,8 @@ async fn edith_serve_with_env(
         .args(extra)
         .arg("--data-dir")
         .arg(dir)
+        // What a test does not say is the default, whatever the shell running it exports.
+        .env_remove(edith_server::SQLITE_SYNC_VARIABLE)
         .envs(env.iter().copied());
     match key {
         Some(key) => command.env("EDITH_API_KEY", key),

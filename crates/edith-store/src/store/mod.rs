@@ -321,6 +321,14 @@ impl Store {
 
     async fn connect(url: &str, synchronous: Synchronous) -> Result<Self> {
         if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            // Refused, not ignored: whoever asked expects it to hold.
+            if synchronous != Synchronous::default() {
+                return Err(StoreError::Url(
+                    "the SQLite sync setting applies to a SQLite database only; PostgreSQL's \
+                     commits wait for what its server's `synchronous_commit` says"
+                        .to_owned(),
+                ));
+            }
             return Self::connect_postgres(url).await;
         }
         match url.strip_prefix("sqlite:") {
