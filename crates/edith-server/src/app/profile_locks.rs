@@ -8,7 +8,8 @@
 //! `profiles::runtime_restarts_for_root_changes`) shares the lock while it is stored: such a
 //! change looks for running turns and restarts the runtime under the lock, so a turn is either
 //! seen by that look (and the change refused) or stored after the restart, never cut short by
-//! it. Requests that change an instance's profiles or start its turns are served by the replica
+//! it. A turn start that waited reads its instance again (a deletion's destruction holds the
+//! lock too). Requests that change an instance's profiles or start its turns are served by the replica
 //! that owns it, so a lock in this process is enough.
 
 use std::collections::HashMap;
@@ -30,6 +31,8 @@ pub struct ProfileLock<'a> {
     guard: Option<Guard>,
     instance: InstanceId,
     locks: &'a ProfileLocks,
+    /// Whether it had to wait for another holder.
+    waited: bool,
 }
 
 /// Held alone by a change, or beside others by turns being stored.
@@ -50,7 +53,14 @@ impl ProfileLocks {
     /// starting until dropped; shared with other turn starts.
     pub async fn share(&self, instance: &InstanceId) -> ProfileLock<'_> {
         let (mut held, lock) = self.waiting(instance);
-        held.guard = Some(Guard::TurnStart(lock.read_owned().await));
+        let guard = match Arc::clone(&lock).try_read_owned() {
+            Ok(guard) => guard,
+            Err(_) => {
+                held.waited = true;
+                lock.read_owned().await
+            }
+        };
+        held.guard = Some(Guard::TurnStart(guard));
         held
     }
 
@@ -64,6 +74,7 @@ impl ProfileLocks {
             guard: None,
             instance: instance.clone(),
             locks: self,
+            waited: false,
         };
         (held, lock)
     }
@@ -71,6 +82,14 @@ impl ProfileLocks {
     #[cfg(test)]
     fn kept(&self) -> usize {
         self.locks.lock().expect("not poisoned").len()
+    }
+}
+
+impl ProfileLock<'_> {
+    /// Whether a change held the lock (or waited for it) when this was asked for: what was read
+    /// before may have changed meanwhile (the instance deleted, say).
+    pub fn waited(&self) -> bool {
+        self.waited
     }
 }
 
@@ -126,17 +145,22 @@ mod tests {
         let change = locks.lock(&one).await;
         let turn_start = {
             let (locks, one) = (locks.clone(), one.clone());
-            tokio::spawn(async move { drop(locks.share(&one).await) })
+            tokio::spawn(async move { locks.share(&one).await.waited() })
         };
         tokio::time::sleep(Duration::from_millis(50)).await;
         assert!(!turn_start.is_finished(), "a turn start waits for a change");
         drop(change);
-        tokio::time::timeout(Duration::from_secs(5), turn_start)
+        let waited = tokio::time::timeout(Duration::from_secs(5), turn_start)
             .await
             .expect("the turn start goes on once the change is done")
             .unwrap();
+        assert!(waited, "and knows it waited");
 
         let (first, second) = (locks.share(&one).await, locks.share(&one).await);
+        assert!(
+            !first.waited() && !second.waited(),
+            "turn starts do not wait for each other"
+        );
         let next_change = {
             let (locks, one) = (locks.clone(), one.clone());
             tokio::spawn(async move { drop(locks.lock(&one).await) })

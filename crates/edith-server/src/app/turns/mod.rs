@@ -80,7 +80,12 @@ pub async fn start_with<T>(
     // either sees this turn and is refused, or is done before it (see `ProfileLocks`).
     let restarts = profiles::runtime_restarts_for_root_changes(instance.instance.provider);
     let no_restart = if restarts {
-        Some(state.profile_changes.share(&instance.instance.id).await)
+        let shared = state.profile_changes.share(&instance.instance.id).await;
+        // A change or a deletion went first: the instance may be `deleting` by now.
+        if shared.waited() {
+            instances::load_ready(state, &instance.instance.id).await?;
+        }
+        Some(shared)
     } else {
         None
     };
