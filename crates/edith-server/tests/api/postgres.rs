@@ -125,52 +125,43 @@ async fn the_database_may_be_named_by_a_flag() {
 async fn a_database_that_cannot_be_reached_is_said_at_start() {
     let dir = tempfile::tempdir().expect("temp dir");
     // Nothing listens on port 1; the password must not be echoed in the error.
+    let url = "postgres://edith:unreachable-secret@127.0.0.1:1/edith";
+    let stderr = refused_at_start(&dir, url, &[]).await;
+    assert!(stderr.contains("cannot open the store"), "{stderr}");
+    assert!(!stderr.contains("unreachable-secret"), "{stderr}");
+
+    let stderr = refused_at_start(&dir, "mysql://root@127.0.0.1/edith", &[]).await;
+    assert!(stderr.contains("must start with postgres://"), "{stderr}");
+
+    // SQLite's sync setting names no PostgreSQL setting: refused, not ignored.
+    let url = "postgres://edith@127.0.0.1:1/edith";
+    let stderr = refused_at_start(&dir, url, &["--sqlite-sync", "full"]).await;
+    assert!(
+        stderr.contains("applies to a SQLite database only"),
+        "{stderr}"
+    );
+}
+
+/// What `edith serve` with the database `url` and `extra` flags says as it fails to start,
+/// within 30 s.
+async fn refused_at_start(dir: &tempfile::TempDir, url: &str, extra: &[&str]) -> String {
     let output = tokio::time::timeout(
         Duration::from_secs(30),
         tokio::process::Command::new(crate::edith_binary())
             .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
             .arg(dir.path())
-            .env(
-                "EDITH_DATABASE_URL",
-                "postgres://edith:unreachable-secret@127.0.0.1:1/edith",
-            )
+            .args(extra)
+            .env("EDITH_DATABASE_URL", url)
+            .env_remove(edith_server::SQLITE_SYNC_VARIABLE)
             .kill_on_drop(true)
             .output(),
     )
     .await
-    .expect("an unreachable database is reported, not waited on")
+    .expect("a database it cannot use is reported, not waited on")
     .expect("it runs");
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
     assert!(!output.status.success(), "{stderr}");
-    assert!(stderr.contains("cannot open the store"), "{stderr}");
-    assert!(!stderr.contains("unreachable-secret"), "{stderr}");
-
-    let output = tokio::process::Command::new(crate::edith_binary())
-        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
-        .arg(dir.path())
-        .env("EDITH_DATABASE_URL", "mysql://root@127.0.0.1/edith")
-        .output()
-        .await
-        .expect("it runs");
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(!output.status.success(), "{stderr}");
-    assert!(stderr.contains("must start with postgres://"), "{stderr}");
-
-    // SQLite's sync setting names no PostgreSQL setting: refused, not ignored.
-    let output = tokio::process::Command::new(crate::edith_binary())
-        .args(["serve", "--listen", "127.0.0.1:0", "--sqlite-sync", "full"])
-        .arg("--data-dir")
-        .arg(dir.path())
-        .env("EDITH_DATABASE_URL", "postgres://edith@127.0.0.1:1/edith")
-        .output()
-        .await
-        .expect("it runs");
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(!output.status.success(), "{stderr}");
-    assert!(
-        stderr.contains("applies to a SQLite database only"),
-        "{stderr}"
-    );
+    stderr
 }
 
 /// The runtimes a control plane starts run agents and the commands they choose: they never get

@@ -350,8 +350,13 @@ async fn run(
     followed
 }
 
-/// Gives up a turn the runtime runs: from now on it takes no answer (its end is decided
-/// here), and the runtime is told to stop it.
+/// How long the runtime is given to end a turn given up here once it is told to.
+const GIVEN_UP_ENDS_WITHIN: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Gives up a turn the runtime runs (its log could not be written, the runtime went quiet):
+/// from now on it takes no answer (its end is decided here), and the runtime is told to stop
+/// it and given a while to end it. Otherwise it would go on unseen, and the session's next
+/// prompt would interrupt it and meet its end. A runtime that is gone needs no telling.
 async fn give_up(
     state: &AppState,
     link: &Link,
@@ -363,22 +368,6 @@ async fn give_up(
     if let Some(gate) = state.turn_gates.hold(&turn.id).await {
         gate.mark_ending();
     }
-    stop_given_up(link, sid, turn, events).await;
-}
-
-/// How long the runtime is given to end a turn given up here once it is told to.
-const GIVEN_UP_ENDS_WITHIN: std::time::Duration = std::time::Duration::from_secs(10);
-
-/// Tells the runtime to stop a turn given up here (its log could not be written, the runtime
-/// went quiet), and waits a while for the runtime to end it: otherwise it would go on unseen,
-/// and the session's next prompt would interrupt it and meet its end. A runtime that is gone
-/// needs no telling.
-async fn stop_given_up(
-    link: &Link,
-    sid: &LiveSessionId,
-    turn: &Turn,
-    events: &mut tokio::sync::mpsc::UnboundedReceiver<NativeEvent>,
-) {
     let interrupt = LiveSessionParams::new(sid);
     if let Err(e) = link.gateway.request::<SessionInterrupt>(&interrupt).await {
         tracing::debug!(error = %e, "the turn given up was not interrupted on the runtime");
@@ -392,7 +381,10 @@ async fn stop_given_up(
         }
     });
     if ended.await.is_err() {
-        tracing::warn!("the runtime did not end the turn given up within 10 s of an interrupt");
+        tracing::warn!(
+            within = ?GIVEN_UP_ENDS_WITHIN,
+            "the runtime did not end the turn given up after an interrupt"
+        );
     }
 }
 
