@@ -1,5 +1,9 @@
 //! Running a query on a connection, on the caller's thread: its values bound, every row read.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::ops::Range;
+use std::rc::Rc;
 use std::sync::Arc;
 
 use rusqlite::fallible_iterator::FallibleIterator;
@@ -75,6 +79,35 @@ fn statements(sql: &str) -> Option<Vec<&str>> {
     if !is_script(sql) {
         return Some(vec![sql]);
     }
+    let ends = SPLIT_LATELY.with_borrow_mut(|split| {
+        if let Some(ends) = split.get(sql) {
+            return ends.clone();
+        }
+        if split.len() >= MOST_SPLITS_KEPT {
+            split.clear();
+        }
+        let ends = split_script(sql);
+        split.insert(sql.into(), ends.clone());
+        ends
+    })?;
+    Some(ends.iter().map(|range| &sql[range.clone()]).collect())
+}
+
+/// How many scripts each thread keeps split (more distinct ones than this forget them all).
+const MOST_SPLITS_KEPT: usize = 128;
+
+thread_local! {
+    /// Scripts split lately on this thread, by their text: the same few run again and again
+    /// (their text differing only in how many rows they write), and splitting one looks at its
+    /// every byte, where finding it again costs a hash of its text.
+    static SPLIT_LATELY: RefCell<HashMap<Box<str>, Option<Split>>> = RefCell::new(HashMap::new());
+}
+
+/// Where each statement of a script lies in its text.
+type Split = Rc<[Range<usize>]>;
+
+/// Where each statement of the script `sql` lies in it (see [`statements`]).
+fn split_script(sql: &str) -> Option<Split> {
     if sql
         .split_ascii_whitespace()
         .any(|word| word.eq_ignore_ascii_case("TRIGGER"))
@@ -104,7 +137,7 @@ fn statements(sql: &str) -> Option<Vec<&str>> {
             (b'/', Some(b'*')) => end_of(i + 1, b"*/"),
             (b';', _) => {
                 if has_code {
-                    statements.push(&sql[start..i]);
+                    statements.push(start..i);
                 }
                 (start, has_code) = (i + 1, false);
                 i + 1
@@ -116,9 +149,9 @@ fn statements(sql: &str) -> Option<Vec<&str>> {
         };
     }
     if has_code {
-        statements.push(&sql[start..]);
+        statements.push(start..bytes.len());
     }
-    Some(statements)
+    Some(statements.into())
 }
 
 /// The first keyword of a statement that begins or ends a transaction or a savepoint in `sql`
@@ -278,6 +311,29 @@ mod tests {
                 .is_none(),
             "a trigger's body is left to SQLite"
         );
+    }
+
+    #[test]
+    fn a_script_split_before_is_found_again_by_its_whole_text() {
+        let script =
+            |n: usize| format!("INSERT INTO t VALUES ({n}); SELECT ';'; UPDATE t SET x = {n}");
+        // More scripts than are kept, each twice: every one split as its own, the kept ones
+        // and those split again after the rest were forgotten alike.
+        for n in 0..MOST_SPLITS_KEPT * 2 + 1 {
+            for _ in 0..2 {
+                let script = script(n);
+                assert_eq!(
+                    statements(&script).unwrap(),
+                    [
+                        format!("INSERT INTO t VALUES ({n})").as_str(),
+                        " SELECT ';'",
+                        format!(" UPDATE t SET x = {n}").as_str(),
+                    ]
+                );
+            }
+        }
+        let trigger = "CREATE TRIGGER g AFTER INSERT ON t BEGIN DELETE FROM u; END; SELECT 1";
+        assert!(statements(trigger).is_none() && statements(trigger).is_none());
     }
 
     #[test]

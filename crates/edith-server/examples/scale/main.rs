@@ -15,6 +15,11 @@
 //!
 //! Usage: scale <edith binary> [sessions = 2000] [streams = 10000] [replica sessions = 1000]
 //! [fan-out streams = 3000]
+//!
+//! With `SCALE_AFTER_ROUND=<command>` in its environment, it runs `<command> <server pid>
+//! <round>` once the server is quiet after opening its connections (`connections`) and after
+//! each round (`first`, `next`, `streamed`, `again`), outside what the rounds measure:
+//! `scripts/profile-turns` dumps a profiler's counts there.
 
 mod replicas;
 
@@ -35,6 +40,9 @@ const LIMIT: Duration = Duration::from_secs(600);
 const QUIET_LIMIT: Duration = Duration::from_secs(30);
 /// A command the runtime asks approval for: a turn with it waits, its stream open.
 const WAITING_INPUT: &str = r#"terminal {"command": "rm -rf /tmp/edith-scale-nothing"}"#;
+
+/// Bounds the command `SCALE_AFTER_ROUND` names.
+const HOOK_LIMIT: Duration = Duration::from_secs(120);
 
 /// How long the server is left idle before its resident memory is read again.
 const SETTLE: Duration = Duration::from_secs(3);
@@ -499,6 +507,20 @@ async fn streams(cp: &ControlPlane, pid: u32, profiles: &str, count: usize) -> S
     }
 }
 
+/// Runs the command `SCALE_AFTER_ROUND` names, if any, with the server's pid and `round`.
+async fn after_round(pid: u32, round: &str) {
+    let Some(hook) = std::env::var_os("SCALE_AFTER_ROUND") else {
+        return;
+    };
+    let mut command = tokio::process::Command::new(&hook);
+    command.arg(pid.to_string()).arg(round).kill_on_drop(true);
+    let status = tokio::time::timeout(HOOK_LIMIT, command.status())
+        .await
+        .unwrap_or_else(|_| panic!("SCALE_AFTER_ROUND still ran after {HOOK_LIMIT:?}"))
+        .expect("SCALE_AFTER_ROUND runs");
+    assert!(status.success(), "SCALE_AFTER_ROUND {round}: {status}");
+}
+
 fn report_errors(what: &str, errors: &[String]) {
     if let Some(first) = errors.first() {
         println!("  {what}: {} errors, the first: {first}", errors.len());
@@ -532,15 +554,20 @@ async fn main() {
     let turns = cp.sessions(&profiles, "turns", sessions).await;
     let idle_before = usage_of(pid).rss_kib;
     let connections = open_connections(&cp, pid, turns.len()).await;
+    after_round(pid, "connections").await;
     let first = round(&cp, pid, &turns, Way::TwoRequests).await;
+    after_round(pid, "first").await;
     let next = round(&cp, pid, &turns, Way::TwoRequests).await;
+    after_round(pid, "next").await;
     let idle_after = usage_of(pid).rss_kib;
     // What the allocator hands back once the burst is over (jemalloc: after a second).
     tokio::time::sleep(SETTLE).await;
     let idle_settled = usage_of(pid).rss_kib;
     let streamed = round(&cp, pid, &turns, Way::OneRequest).await;
+    after_round(pid, "streamed").await;
     // Two requests again: what the order of the rounds does to the figures.
     let again = round(&cp, pid, &turns, Way::TwoRequests).await;
+    after_round(pid, "again").await;
     // The client's keep-alive connections (one per session at most) closed: what the sessions
     // themselves hold, apart from what the server kept for those connections.
     drop(cp);

@@ -36,8 +36,8 @@ const APPEND: &str = concat!(
      $2, b.value \
      FROM json_each($1) AS a, json_each(a.value, '$.b') AS b \
      WHERE EXISTS (SELECT 1 FROM turns WHERE id = a.value ->> '$.t' \
-     AND state IN ",
-    unfinished!(),
+     AND ",
+    unfinished!("state"),
     ") \
      RETURNING turn_id, seq"
 );

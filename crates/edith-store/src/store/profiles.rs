@@ -64,8 +64,8 @@ impl Store {
         let delete = concat!(
             "DELETE FROM profiles WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM turns \
              JOIN sessions ON sessions.id = turns.session_id \
-             WHERE sessions.profile_id = $1 AND turns.state IN ",
-            unfinished!(),
+             WHERE sessions.profile_id = $1 AND ",
+            unfinished!("turns.state"),
             ")"
         );
         // These locks order the delete against a new session (its foreign key locks the
@@ -105,7 +105,7 @@ impl Store {
             sqlx::query_scalar(
                 concat!("SELECT turns.id FROM turns JOIN sessions ON sessions.id = turns.session_id \
                  WHERE sessions.profile_id = $1 \
-                 AND turns.state IN ", unfinished!(), " LIMIT 1"),
+                 AND ", unfinished!("turns.state"), " LIMIT 1"),
             )
             .bind(profile.as_str())
             .fetch_optional(pool)

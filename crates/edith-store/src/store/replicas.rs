@@ -124,7 +124,7 @@ impl Listener {
 }
 
 /// The states of a turn that has not finished.
-const UNFINISHED: &str = unfinished!();
+const UNFINISHED: &str = unfinished!("state");
 
 impl Store {
     /// Says that `replica` is alive and answers at `url` until `until_ms`, and renews its
@@ -295,7 +295,7 @@ impl Store {
     ) -> Result<Vec<Turn>> {
         on_db!(self, pool => {
             let sql = format!(
-                "SELECT body FROM turns WHERE state IN {UNFINISHED} AND (driver IS NULL \
+                "SELECT body FROM turns WHERE {UNFINISHED} AND (driver IS NULL \
                  OR driver = $2 OR driver NOT IN \
                  (SELECT id FROM replicas WHERE alive_until >= $1))"
             );

@@ -59,8 +59,8 @@ impl Store {
     pub async fn delete_idle_session(&self, id: &SessionId) -> Result<bool> {
         let delete = concat!(
             "DELETE FROM sessions WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM turns \
-             WHERE session_id = $1 AND state IN ",
-            unfinished!(),
+             WHERE session_id = $1 AND ",
+            unfinished!("state"),
             ")"
         );
         let locks = &["SELECT 1 FROM sessions WHERE id = $1 FOR UPDATE"];

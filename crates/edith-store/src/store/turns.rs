@@ -7,8 +7,8 @@ use edith_types::{
 use sqlx::Row;
 
 use super::{
-    Channel, Db, Result, Store, StoreError, from_body, is_postgres, is_unique_violation, one_more,
-    page, seq_bound, to_json,
+    Channel, Db, Result, Store, StoreError, from_body, is_postgres, one_more, page, seq_bound,
+    to_json,
 };
 
 /// [`insert_events`]'s statement `$sql`, made by `$make` (`sqlx::query`, say), with its values
@@ -33,25 +33,25 @@ const INSERT_ATTEMPTS: usize = 8;
 fn update_unfinished(state: usize, body: usize, id: usize) -> String {
     format!(
         "UPDATE turns SET state = ${state}, body = ${body} WHERE id = ${id} \
-         AND state IN {unfinished}",
-        unfinished = unfinished!()
+         AND {unfinished}",
+        unfinished = unfinished!("state")
     )
 }
 
 impl Store {
     /// Inserts a turn unless the session already has one that has not finished; returns the
-    /// unfinished one in that case. The check is part of the insert, and a unique index on a
-    /// session's unfinished turn stops the one of two racing inserts that a concurrent
-    /// database (PostgreSQL) would otherwise let through. `driver` names the replica that
-    /// drives it.
+    /// unfinished one in that case. The check is the database's own: a unique index on a
+    /// session's unfinished turn, which the insert meets and then does nothing (a statement that
+    /// looked for such a turn first would read the table it writes, which SQLite does through a
+    /// copy of what it read). `driver` names the replica that drives it.
     pub async fn insert_turn_if_idle(&self, turn: &Turn, driver: &str) -> Result<Option<TurnId>> {
         // The turn that kept this one out may finish before it is looked up: then try again.
         for _ in 0..INSERT_ATTEMPTS {
             let inserted: bool = on_db!(self, pool => {
+                // The turn's id is new, so only that index can be what conflicts.
                 let inserted = sqlx::query(
-                    concat!("INSERT INTO turns (id, session_id, state, body, driver) \
-                     SELECT $1, $2, $3, $4, $5 WHERE NOT EXISTS (SELECT 1 FROM turns WHERE session_id = $2 \
-                     AND state IN ", unfinished!(), ")"),
+                    "INSERT INTO turns (id, session_id, state, body, driver) \
+                     VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
                 )
                 .bind(turn.id.as_str())
                 .bind(turn.session_id.as_str())
@@ -59,12 +59,8 @@ impl Store {
                 .bind(to_json(turn))
                 .bind(driver)
                 .execute(pool)
-                .await;
-                match inserted {
-                    Ok(done) => done.rows_affected() == 1,
-                    Err(e) if is_unique_violation(&e) => false,
-                    Err(e) => return Err(e.into()),
-                }
+                .await?;
+                inserted.rows_affected() == 1
             });
             if inserted {
                 return Ok(None);
@@ -83,7 +79,7 @@ impl Store {
         let id: Option<String> = on_db!(self, pool => {
             sqlx::query_scalar(
                 concat!("SELECT id FROM turns WHERE session_id = $1 \
-                 AND state IN ", unfinished!(), " LIMIT 1"),
+                 AND ", unfinished!("state"), " LIMIT 1"),
             )
             .bind(session.as_str())
             .fetch_optional(pool)
@@ -178,7 +174,7 @@ impl Store {
                  JOIN sessions ON sessions.id = turns.session_id \
                  JOIN profiles ON profiles.id = sessions.profile_id \
                  WHERE profiles.instance_id = $1 \
-                 AND turns.state IN ", unfinished!(), ")"),
+                 AND ", unfinished!("turns.state"), ")"),
             )
             .bind(instance.as_str())
             .fetch_one(pool)
@@ -193,12 +189,12 @@ impl Store {
         on_db!(self, pool => {
             let sql = if is_postgres(pool) {
                 concat!("SELECT body FROM turns t \
-                 WHERE state NOT IN ", unfinished!(), " \
+                 WHERE NOT ", unfinished!("state"), " \
                  AND NOT EXISTS (SELECT 1 FROM turn_events e WHERE e.turn_id = t.id \
                  AND e.body::jsonb ->> 'type' = 'turn.finished')")
             } else {
                 concat!("SELECT body FROM turns t \
-                 WHERE state NOT IN ", unfinished!(), " \
+                 WHERE NOT ", unfinished!("state"), " \
                  AND NOT EXISTS (SELECT 1 FROM turn_events e WHERE e.turn_id = t.id \
                  AND json_extract(e.body, '$.type') = 'turn.finished')")
             };
@@ -394,7 +390,8 @@ enum Guard {
 
 /// The statement appending `n` events to a turn's log (`$1`), each numbered after the log's last
 /// one by its place: `$2`, `$3` are the first's time and body, `$4`, `$5` the second's, and so
-/// on. It returns the numbers given.
+/// on. It returns the numbers given. The last number is a subquery the database runs once, not
+/// a table joined (which SQLite would copy aside first, as it does the `VALUES`).
 fn insert_events(n: usize, guard: Guard) -> String {
     let values: Vec<String> = (0..n)
         .map(|i| format!("({}, ${}, ${})", i + 1, 2 * i + 2, 2 * i + 3))
@@ -403,8 +400,8 @@ fn insert_events(n: usize, guard: Guard) -> String {
         Guard::OnlyUnfinished => {
             concat!(
                 " WHERE EXISTS (SELECT 1 FROM turns WHERE id = $1 \
-             AND state IN ",
-                unfinished!(),
+             AND ",
+                unfinished!("state"),
                 ")"
             )
         }
@@ -413,9 +410,9 @@ fn insert_events(n: usize, guard: Guard) -> String {
     };
     format!(
         "INSERT INTO turn_events (turn_id, seq, at, body) \
-         SELECT $1, last.seq + added.column1, added.column2, added.column3 \
-         FROM (SELECT COALESCE(MAX(seq), 0) AS seq FROM turn_events WHERE turn_id = $1) AS last, \
-         (VALUES {}) AS added{guard} RETURNING seq",
+         SELECT $1, (SELECT COALESCE(MAX(seq), 0) FROM turn_events WHERE turn_id = $1) \
+         + added.column1, added.column2, added.column3 \
+         FROM (VALUES {}) AS added{guard} RETURNING seq",
         values.join(", ")
     )
 }
