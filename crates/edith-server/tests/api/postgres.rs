@@ -276,6 +276,39 @@ async fn a_turn_given_up_is_stopped_on_the_runtime_before_the_sessions_next_one(
     );
 }
 
+#[tokio::test]
+async fn a_replica_taken_for_gone_while_it_drives_a_turn_goes_on_driving_it() {
+    let outage = Outage::start().await;
+    let ctx = &outage.ctx;
+    let model = testkit::FakeModel::start().await;
+    let iid = ctx.ready_instance().await;
+    let profile = ctx.profile_on(&iid, &model, json!({"name": "slow"})).await;
+    let turns = ctx.new_session_turns(&iid, &profile).await;
+    // Twenty seconds of streamed pieces: it runs through what follows.
+    let (status, turn) = ctx.post(&turns, r#"{"input": "SLOWEST"}"#).await;
+    assert_eq!(status, 202, "{turn}");
+    let path = format!("{turns}/{}", turn["id"].as_str().unwrap());
+
+    // The replica looks gone (as after an outage longer than its lease) and cannot say
+    // otherwise: its own look for turns nobody drives finds this one, which it still drives.
+    outage
+        .run("UPDATE replicas SET alive_until = 0".to_owned())
+        .await;
+    outage.refuse_updates_of("replicas", "").await;
+    // Two renewals refused are a renewal period apart: the look for what dead replicas left,
+    // which runs as often, has run since the first.
+    outage.refused_at_least(2).await;
+    let (_, running) = ctx.get(&path).await;
+    assert_eq!(running["state"], "running", "{running}");
+
+    outage.end_refusals_of("replicas").await;
+    // Still driven here: a cancel reaches it, and its driver ends it.
+    let (status, cancelled) = ctx.post(&format!("{path}/cancel"), "").await;
+    assert_eq!(status, 202, "{cancelled}");
+    let ended = ctx.ended(&path).await;
+    assert_eq!(ended["state"], "cancelled", "{ended}");
+}
+
 /// A control plane on PostgreSQL, and a connection of the test's own to refuse its writes.
 struct Outage {
     ctx: Ctx,
@@ -306,20 +339,33 @@ impl Outage {
 
     /// From now on, updates of turns are refused (those `when` says, if it says).
     async fn refuse_updates_of_turns(&self, when: &str) {
-        let trigger = format!(
-            "CREATE TRIGGER refuse BEFORE UPDATE ON turns FOR EACH ROW {when} \
-             EXECUTE FUNCTION refuse()"
-        );
-        let mut db = self.db.lock().await;
-        // `when` is the test's own text.
-        let trigger = sqlx::query(sqlx::AssertSqlSafe(trigger));
-        trigger.execute(&mut *db).await.unwrap();
+        self.refuse_updates_of("turns", when).await;
     }
 
+    /// From now on, updates of `table`'s rows are refused (those `when` says, if it says).
+    async fn refuse_updates_of(&self, table: &str, when: &str) {
+        let trigger = format!(
+            "CREATE TRIGGER refuse BEFORE UPDATE ON {table} FOR EACH ROW {when} \
+             EXECUTE FUNCTION refuse()"
+        );
+        // `table` and `when` are the test's own text.
+        self.run(trigger).await;
+    }
+
+    /// Updates of turns are taken again.
     async fn end(&self) {
+        self.end_refusals_of("turns").await;
+    }
+
+    async fn end_refusals_of(&self, table: &str) {
+        self.run(format!("DROP TRIGGER refuse ON {table}")).await;
+    }
+
+    /// Runs `sql`, the test's own, on the test's connection.
+    async fn run(&self, sql: String) {
         let mut db = self.db.lock().await;
-        let dropped = sqlx::query("DROP TRIGGER refuse ON turns");
-        dropped.execute(&mut *db).await.unwrap();
+        let statement = sqlx::query(sqlx::AssertSqlSafe(sql));
+        statement.execute(&mut *db).await.unwrap();
     }
 
     /// How many refusals the control plane's log tells of.
@@ -330,15 +376,15 @@ impl Outage {
             .count()
     }
 
-    /// Waits up to 10 s for the log to tell of `count` refusals.
+    /// Waits up to 20 s for the log to tell of `count` refusals.
     async fn refused_at_least(&self, count: usize) {
-        for _ in 0..400 {
+        for _ in 0..800 {
             if self.refusals() >= count {
                 return;
             }
             tokio::time::sleep(Duration::from_millis(25)).await;
         }
-        panic!("{count} refusals not logged within 10 s");
+        panic!("{count} refusals not logged within 20 s");
     }
 }
 
