@@ -629,7 +629,8 @@ async fn main() {
     report_errors("streamed turns", &streamed.errors);
     report_errors("turns again", &again.errors);
     report_errors("streams", &held.errors);
-    server.stop(Duration::from_secs(30)).await;
+    // Generous: under a profiler (`scripts/profile-turns`) stopping takes far longer.
+    server.stop(Duration::from_secs(120)).await;
     if replica_sessions == 0 {
         return;
     }

@@ -37,10 +37,12 @@ macro_rules! begin {
 }
 
 /// Whether the column `$column` holds the state of a turn that has not finished, as SQL: a
-/// macro, so statements `concat!` it and stay constant text. The partial index of migrations
-/// `0005` and (SQLite) `0009` names the states too. Comparisons, not `IN (…)`: for a list of
-/// more than two, SQLite builds a throwaway index of it at every run of a statement, and an
-/// `UPDATE` of a turn builds two more for that partial index.
+/// macro, so statements `concat!` it and stay constant text. The partial index of migration
+/// `0005` (re-made on SQLite by `0009`) names the states too. Comparisons, not `IN (…)`: for a
+/// list of more than two, SQLite builds a throwaway index of it at every run of a statement,
+/// and an `UPDATE` of a turn builds two more for the partial index. (Where the column leads an
+/// index the statement reads, SQLite's planner makes a list of the comparisons again; no such
+/// statement is on a turn's way.)
 macro_rules! unfinished {
     ($column:literal) => {
         concat!(

@@ -43,12 +43,14 @@ impl Store {
     /// unfinished one in that case. The check is the database's own: a unique index on a
     /// session's unfinished turn, which the insert meets and then does nothing (a statement that
     /// looked for such a turn first would read the table it writes, which SQLite does through a
-    /// copy of what it read). `driver` names the replica that drives it.
+    /// copy of what it read). `turn` must be unfinished itself (it is new): the index keeps out
+    /// only a second unfinished turn. `driver` names the replica that drives it.
     pub async fn insert_turn_if_idle(&self, turn: &Turn, driver: &str) -> Result<Option<TurnId>> {
+        debug_assert!(!turn.state.is_terminal(), "a new turn is unfinished");
         // The turn that kept this one out may finish before it is looked up: then try again.
         for _ in 0..INSERT_ATTEMPTS {
             let inserted: bool = on_db!(self, pool => {
-                // The turn's id is new, so only that index can be what conflicts.
+                // The turn's id is new: what conflicts is the session's unfinished turn.
                 let inserted = sqlx::query(
                     "INSERT INTO turns (id, session_id, state, body, driver) \
                      VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
