@@ -240,10 +240,7 @@ async fn a_turns_end_the_database_refused_for_a_while_is_written_once_it_takes_i
 async fn a_turn_given_up_is_stopped_on_the_runtime_before_the_sessions_next_one() {
     let outage = Outage::start().await;
     let ctx = &outage.ctx;
-    let model = testkit::FakeModel::start().await;
-    let iid = ctx.ready_instance().await;
-    let profile = ctx.profile_on(&iid, &model, json!({"name": "slow"})).await;
-    let turns = ctx.new_session_turns(&iid, &profile).await;
+    let (_model, turns) = outage.session_on_a_fake_model().await;
     let warm = ctx.turn_on(&turns, "hello").await;
     assert_eq!(warm["state"], "completed", "{warm}");
 
@@ -280,10 +277,7 @@ async fn a_turn_given_up_is_stopped_on_the_runtime_before_the_sessions_next_one(
 async fn a_replica_taken_for_gone_while_it_drives_a_turn_goes_on_driving_it() {
     let outage = Outage::start().await;
     let ctx = &outage.ctx;
-    let model = testkit::FakeModel::start().await;
-    let iid = ctx.ready_instance().await;
-    let profile = ctx.profile_on(&iid, &model, json!({"name": "slow"})).await;
-    let turns = ctx.new_session_turns(&iid, &profile).await;
+    let (_model, turns) = outage.session_on_a_fake_model().await;
     // Twenty seconds of streamed pieces: it runs through what follows.
     let (status, turn) = ctx.post(&turns, r#"{"input": "SLOWEST"}"#).await;
     assert_eq!(status, 202, "{turn}");
@@ -335,6 +329,17 @@ impl Outage {
             db: tokio::sync::Mutex::new(db),
             _database: database,
         }
+    }
+
+    /// A new session's turns path, on a profile of the fake model (which the caller keeps).
+    async fn session_on_a_fake_model(&self) -> (testkit::FakeModel, String) {
+        let model = testkit::FakeModel::start().await;
+        let iid = self.ctx.ready_instance().await;
+        let profile = (self.ctx)
+            .profile_on(&iid, &model, json!({"name": "slow"}))
+            .await;
+        let turns = self.ctx.new_session_turns(&iid, &profile).await;
+        (model, turns)
     }
 
     /// From now on, updates of turns are refused (those `when` says, if it says).
