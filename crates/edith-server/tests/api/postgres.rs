@@ -296,11 +296,14 @@ async fn a_replica_taken_for_gone_while_it_drives_a_turn_goes_on_driving_it() {
     assert_eq!(running["state"], "running", "{running}");
 
     outage.end_refusals_of("replicas").await;
-    // Still driven here: a cancel reaches it, and its driver ends it.
+    // Still driven here: a cancel reaches it, and its driver ends it (or, on a machine slow
+    // enough for its twenty seconds to have run out, its driver completed it).
     let (status, cancelled) = ctx.post(&format!("{path}/cancel"), "").await;
-    assert_eq!(status, 202, "{cancelled}");
     let ended = ctx.ended(&path).await;
-    assert_eq!(ended["state"], "cancelled", "{ended}");
+    match (status, ended["state"].as_str()) {
+        (202, Some("cancelled")) | (200, Some("completed")) => {}
+        _ => panic!("the cancel answered {status} {cancelled}, the turn ended {ended}"),
+    }
 }
 
 /// A control plane on PostgreSQL, and a connection of the test's own to refuse its writes.
