@@ -22,14 +22,14 @@ use edith_store::Store;
 
 pub use auth::ADMIN_KEY_FILE;
 pub use edith_store::Synchronous as SqliteSynchronous;
-
-/// The environment variable `edith serve` reads its `--sqlite-sync` from.
-pub const SQLITE_SYNC_VARIABLE: &str = "EDITH_SQLITE_SYNC";
 pub use error::AppError;
 pub use http::limits::Limits;
 pub use http::{openapi, unlisted_routes};
 pub use runtime::{ADMIN_KEY_VARIABLE, DATABASE_URL_VARIABLE, RuntimeCommand};
 pub use telemetry::export_spans;
+
+/// The environment variable `edith serve` reads its `--sqlite-sync` from.
+pub const SQLITE_SYNC_VARIABLE: &str = "EDITH_SQLITE_SYNC";
 
 use state::{AppState, Inner};
 
