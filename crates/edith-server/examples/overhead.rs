@@ -634,11 +634,9 @@ async fn main() {
             ..Default::default()
         },
         // As `edith serve` takes it from the environment.
-        sqlite_synchronous: match std::env::var(edith_server::SQLITE_SYNC_VARIABLE).as_deref() {
-            Ok("full") => edith_server::SqliteSynchronous::Full,
-            Ok("normal") | Err(_) => edith_server::SqliteSynchronous::Normal,
-            Ok(other) => panic!("EDITH_SQLITE_SYNC={other}: `normal` or `full`"),
-        },
+        sqlite_synchronous: std::env::var(edith_server::SQLITE_SYNC_VARIABLE)
+            .map_or(Ok(Default::default()), |mode| mode.parse())
+            .unwrap_or_else(|e| panic!("{}: {e}", edith_server::SQLITE_SYNC_VARIABLE)),
         ..ServerConfig::local(dir.path().to_path_buf())
     };
     let server = edith_server::start(config).await.expect("control plane");

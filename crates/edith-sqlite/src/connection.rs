@@ -51,6 +51,18 @@ impl Synchronous {
     }
 }
 
+/// From its name in any case (`normal`, `full`), as an operator writes it.
+impl std::str::FromStr for Synchronous {
+    type Err = String;
+
+    fn from_str(name: &str) -> Result<Self, String> {
+        [Synchronous::Normal, Synchronous::Full]
+            .into_iter()
+            .find(|mode| mode.as_str().eq_ignore_ascii_case(name))
+            .ok_or_else(|| format!("`{name}`: the SQLite sync mode is `normal` or `full`"))
+    }
+}
+
 impl Options {
     pub fn new(path: impl Into<PathBuf>) -> Self {
         Self {
@@ -366,5 +378,18 @@ impl<'c> Executor<'c> for &'c mut Connection {
         'c: 'e,
     {
         Box::pin(std::future::ready(Err(not_prepared())))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Synchronous;
+
+    #[test]
+    fn a_sync_mode_is_read_from_its_name_in_any_case_and_nothing_else() {
+        assert_eq!("normal".parse(), Ok(Synchronous::Normal));
+        assert_eq!("FULL".parse(), Ok(Synchronous::Full));
+        let refused = "extra".parse::<Synchronous>().unwrap_err();
+        assert!(refused.contains("`normal` or `full`"), "{refused}");
     }
 }
