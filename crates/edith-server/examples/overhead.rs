@@ -26,6 +26,10 @@
 //! than a millisecond between runs (the real Hermes's), cannot blur it; the loopback requests
 //! and the SSE's delivery are left out of it.
 //!
+//! Then the CPU used per turn: by this process (the control plane and its client) in each way,
+//! and by the runtime itself in the `external` rows. Beside a runtime that needs more than the
+//! machine has to spare, what the control plane uses meanwhile lengthens the runtime's turn.
+//!
 //! The fake model is a process of its own (`fake-openai`), as a real model is never in the
 //! control plane's process: here it would answer a runtime's call only when the control
 //! plane's threads, busy with the turn's other events, let it, and so stretch the turns sent
@@ -43,8 +47,8 @@
 //! a core busy through its turn; sharing the cores, the control plane's work slows it down, and
 //! the row tells that apart from the control plane's own share. It needs two CPUs or more.
 //!
-//! Usage: [OVERHEAD_TURNS=300] [EDITH_SQLITE_SYNC=full] overhead <fake-openai binary>
-//! <hermes-runtime binary> [<hermes binary>]
+//! Usage: [OVERHEAD_TURNS=300] [OVERHEAD_ROWS=<label>;…] [EDITH_SQLITE_SYNC=full]
+//! overhead <fake-openai binary> <hermes-runtime binary> [<hermes binary>]
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -70,6 +74,13 @@ const TURNS: usize = 300;
 
 /// The fewest measured turns `OVERHEAD_TURNS` may ask for: fewer give no 95 % interval.
 const FEWEST_TURNS: usize = 10;
+
+/// Whether the row labelled `label` runs: every row, unless `OVERHEAD_ROWS` lists the labels of
+/// those to run, separated by `;` (as the tables print them), to measure a row with more turns
+/// in the time all of them take.
+fn runs(label: &str) -> bool {
+    std::env::var("OVERHEAD_ROWS").map_or(true, |rows| rows.split(';').any(|row| row == label))
+}
 
 /// [`TURNS`], or the count `OVERHEAD_TURNS` gives.
 fn measured_turns() -> usize {
@@ -294,7 +305,8 @@ impl ControlPlane {
         let turns = self.session(body, PROFILE, None).await;
         let url = format!("ws://127.0.0.1:{port}/api/ws");
         let straight = Straight::open(&url, Some(PROFILE)).await;
-        let (through, straight) = self.warm_turns(&turns, Some(&straight)).await;
+        let runtime = Some(process.pid());
+        let (through, straight) = self.warm_turns(&turns, Some(&straight), runtime).await;
         process.stop(Duration::from_secs(30)).await;
         (straight.expect("straight turns were taken"), through)
     }
@@ -358,10 +370,12 @@ impl ControlPlane {
     /// its own with as many turns as the straight ones: a runtime's turn grows with its
     /// session's history (the real Hermes's by tens of milliseconds over a hundred turns). With
     /// `straight`, its turns go in the same alternation; the median of those comes back too.
+    /// With `runtime`, the CPU that process used through the measured turns is told too.
     async fn warm_turns(
         &self,
         turns: &str,
         straight: Option<&Straight>,
+        runtime: Option<u32>,
     ) -> (Through, Option<Duration>) {
         let mut sessions = self.other_sessions(turns, 2 * SESSIONS_PER_WAY - 1).await;
         sessions.push(turns.to_owned());
@@ -373,14 +387,18 @@ impl ControlPlane {
             ways.push(Way::Straight);
         }
         let mut own_before = None;
+        let mut runtime_before = None;
+        let mut cpu = CpuUsed::default();
         for i in 0..WARMUP + measured_turns() {
             let measured = i >= WARMUP;
             if i == WARMUP {
                 own_before = Some(self.own_time().await);
+                runtime_before = runtime.map(|pid| (runtime_cpu(pid), Instant::now()));
             }
             let session = i % SESSIONS_PER_WAY;
             // Each round starts with the next way: each follows each of the others as often.
             for way in (0..ways.len()).map(|w| ways[(w + i) % ways.len()]) {
+                let cpu_before = process_cpu();
                 match (way, straight) {
                     (Way::Straight, Some(straight)) => {
                         let took = straight.turn(i).await;
@@ -403,6 +421,9 @@ impl ControlPlane {
                     }
                     (Way::Straight, None) => unreachable!("only with straight turns"),
                 }
+                if measured {
+                    cpu.add(way, process_cpu() - cpu_before);
+                }
             }
         }
         // Each round's turns against its straight one: the median of a turn's own overhead.
@@ -416,6 +437,14 @@ impl ControlPlane {
         };
         let paired = straight.map(|_| (paired(&wholes), paired(&streamed)));
         let own_before = own_before.expect("taken before the measured turns");
+        cpu.runtime = runtime.zip(runtime_before).map(|(pid, (before, since))| {
+            let used = (runtime_cpu(pid) - before).as_secs_f64();
+            let turns = ways.len() * measured_turns();
+            RuntimeCpu {
+                per_turn: used * 1000.0 / turns as f64,
+                cores: used / since.elapsed().as_secs_f64(),
+            }
+        });
         let own_after = self.own_time().await;
         // The mean of each leg over the measured turns, in milliseconds.
         let own = [0, 1].map(|leg| {
@@ -429,6 +458,7 @@ impl ControlPlane {
             two_requests: median(wholes),
             one_request: median(streamed),
             paired,
+            cpu,
         };
         let straight = straight.map(|_| median(straights));
         (through, straight)
@@ -539,6 +569,66 @@ struct Through {
     /// each leg, in milliseconds (request to prompt sent; runtime's last event to the turn's
     /// end written and shown).
     own: [f64; 2],
+    /// The CPU this process used through each way's turns.
+    cpu: CpuUsed,
+}
+
+/// The CPU time of this process (the control plane, its client and the straight turns'
+/// client; in the `embedded` row the runtime too), summed by the way of the turn it was used
+/// during. It tells what a runtime's turn costs the control plane's machine, where the turn's
+/// length moves with what else runs there.
+#[derive(Default)]
+struct CpuUsed {
+    /// Per way (straight, two requests, one request): the sum and the count of turns.
+    ways: [(Duration, u32); 3],
+    /// The runtime's own CPU through the measured turns: the `external` rows', whose runtime is
+    /// a process of its own here.
+    runtime: Option<RuntimeCpu>,
+}
+
+/// What a runtime process used through the measured turns.
+struct RuntimeCpu {
+    /// Per turn, every way's turns alike, in milliseconds.
+    per_turn: f64,
+    /// The cores it kept busy on average from the first measured turn to the last.
+    cores: f64,
+}
+
+impl CpuUsed {
+    fn add(&mut self, way: Way, used: Duration) {
+        let (sum, count) = &mut self.ways[way as usize];
+        *sum += used;
+        *count += 1;
+    }
+
+    /// The mean per turn of `way`, in milliseconds; `None` when it took no turns here.
+    fn mean(&self, way: Way) -> Option<f64> {
+        let (sum, count) = self.ways[way as usize];
+        (count > 0).then(|| sum.as_secs_f64() * 1000.0 / f64::from(count))
+    }
+}
+
+/// The CPU time process `pid` has used so far, all its threads and the children it waited for
+/// (a child still running is left out).
+fn runtime_cpu(pid: u32) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("the runtime's stat");
+    // The fields after the command's name, which ends with the last `)`: state is field 3, so
+    // utime, stime, cutime and cstime (14 to 17) are the 12th to the 15th.
+    let (_, fields) = stat.rsplit_once(')').expect("a stat line");
+    let ticks: u64 = fields
+        .split_whitespace()
+        .skip(11)
+        .take(4)
+        .map(|ticks| ticks.parse::<u64>().expect("a count of clock ticks"))
+        .sum();
+    let per_second = rustix::param::clock_ticks_per_second();
+    Duration::from_secs_f64(ticks as f64 / per_second as f64)
+}
+
+/// The CPU time this process has used so far, all its threads.
+fn process_cpu() -> Duration {
+    let used = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+    Duration::new(used.tv_sec as u64, used.tv_nsec as u32)
 }
 
 /// The median of each round's turn less its straight one, in milliseconds, with the 95 %
@@ -598,7 +688,8 @@ async fn main() {
         .skip(1)
         .map(|arg| std::fs::canonicalize(&arg).expect("a runtime binary"))
         .collect();
-    let usage = "usage: [OVERHEAD_TURNS=300] overhead <fake-openai> <hermes-runtime> [<hermes>]";
+    let usage = "usage: [OVERHEAD_TURNS=300] [OVERHEAD_ROWS=<label>;…] overhead \
+                 <fake-openai> <hermes-runtime> [<hermes>]";
     // A count it cannot use is told before any row runs.
     measured_turns();
     let model_binary = args.first().expect(usage);
@@ -651,7 +742,7 @@ async fn main() {
 
     let mut rows = Vec::new();
     // Embedded: the runtime in this process, as the embedded provider runs it.
-    {
+    if runs("embedded") {
         let home = tempfile::tempdir().unwrap();
         let config = json!({"model": model.hermes_model_config()});
         std::fs::write(home.path().join("config.yaml"), config.to_string()).unwrap();
@@ -667,7 +758,7 @@ async fn main() {
         let turns = plane
             .session(json!({"name": "embedded"}), DEFAULT_PROFILE, Some(&model))
             .await;
-        let (through, _) = plane.warm_turns(&turns, None).await;
+        let (through, _) = plane.warm_turns(&turns, None, None).await;
         rows.push(("embedded".to_owned(), straight, through));
     }
     let mut process_targets = vec![("hermes-runtime", "ours", ours.clone())];
@@ -675,6 +766,10 @@ async fn main() {
         process_targets.push(("hermes 0.19.0", "hermes", hermes.clone()));
     }
     for (label, runtime, binary) in &process_targets {
+        let label = format!("process: {label}");
+        if !runs(&label) {
+            continue;
+        }
         let home = tempfile::tempdir().unwrap();
         let process = launch(binary, home.path(), &model, None).await;
         let url = format!("ws://127.0.0.1:{}/api/ws", process.ready_value("port"));
@@ -682,8 +777,8 @@ async fn main() {
         process.stop(Duration::from_secs(30)).await;
         let body = json!({"name": runtime, "provider": "process", "runtime": runtime});
         let turns = plane.session(body, DEFAULT_PROFILE, Some(&model)).await;
-        let (through, _) = plane.warm_turns(&turns, None).await;
-        rows.push((format!("process: {label}"), straight, through));
+        let (through, _) = plane.warm_turns(&turns, None, None).await;
+        rows.push((label, straight, through));
     }
     // Our runtime on a model as slow as the real Hermes's turn is here, right after the same
     // runtime on the fast one: what the turn's length does to the control plane's share, told
@@ -702,14 +797,21 @@ async fn main() {
         external_targets.push(("hermes 0.19.0", "hermes-external", hermes, &model));
     }
     for (label, name, binary, model) in external_targets {
+        let label = format!("external: {label}");
+        if !runs(&label) {
+            continue;
+        }
         let (straight, through) = plane.external(name, binary, model, None).await;
-        rows.push((format!("external: {label}"), straight, through));
+        rows.push((label, straight, through));
     }
     // Last, the real Hermes on a CPU of its own, as a runtime on a machine or a pod of its own
     // would be: this process (the control plane and the client) and the fake model are moved
     // off that CPU for good, so this row comes after all the others.
     // The `process` rows' runtimes, idle since their rows, are left where they are.
-    if let (Some(hermes), Some((runtime_cpus, other_cpus))) = (hermes, cpus_apart()) {
+    let apart = "external: hermes 0.19.0, on a CPU of its own";
+    if let (Some(hermes), Some((runtime_cpus, other_cpus))) = (hermes, cpus_apart())
+        && runs(apart)
+    {
         keep_on(None, &other_cpus);
         for model in [&model, &slow] {
             keep_on(Some(model.process.pid()), &other_cpus);
@@ -717,11 +819,7 @@ async fn main() {
         let (straight, through) = plane
             .external("hermes-apart", hermes, &model, Some(&runtime_cpus))
             .await;
-        rows.push((
-            "external: hermes 0.19.0, on a CPU of its own".to_owned(),
-            straight,
-            through,
-        ));
+        rows.push((apart.to_owned(), straight, through));
     }
     server.shutdown().await;
     model.stop().await;
@@ -738,11 +836,29 @@ async fn main() {
     println!("|---|---:|---:|---:|---:|---:|---:|");
     let mut paired_rows = Vec::new();
     let mut own_rows = Vec::new();
+    let mut cpu_rows = Vec::new();
     for (label, straight, through) in rows {
         if let Some((two, one)) = through.paired {
             paired_rows.push(format!("| {label} | {two} | {one} |"));
         }
         let [to, from] = through.own;
+        let cpu = |way| {
+            through
+                .cpu
+                .mean(way)
+                .map_or_else(String::new, |used| format!("{used:.3} ms"))
+        };
+        let runtime = (through.cpu.runtime)
+            .as_ref()
+            .map_or_else(String::new, |used| {
+                format!("{:.1} ms, {:.2} cores", used.per_turn, used.cores)
+            });
+        cpu_rows.push(format!(
+            "| {label} | {} | {} | {} | {runtime} |",
+            cpu(Way::Straight),
+            cpu(Way::TwoRequests),
+            cpu(Way::OneRequest)
+        ));
         own_rows.push(format!(
             "| {label} | {to:.3} ms | {from:.3} ms | {:.3} ms |",
             to + from
@@ -775,6 +891,19 @@ async fn main() {
     println!("| target | request to prompt sent | last event to end shown | both |");
     println!("|---|---:|---:|---:|");
     for row in own_rows {
+        println!("{row}");
+    }
+    println!();
+    println!(
+        "the CPU this process (the control plane and its client; in the embedded row the \
+         runtime too) used per turn, mean by way"
+    );
+    println!(
+        "| target | straight on the gateway | two requests | one request | the runtime's own, \
+         every way (external rows) |"
+    );
+    println!("|---|---:|---:|---:|---:|");
+    for row in cpu_rows {
         println!("{row}");
     }
 }
