@@ -234,6 +234,13 @@ struct Shared {
     closed: AtomicBool,
 }
 
+/// How often a gateway's WebSocket is pinged: a runtime that hangs keeps its socket open but
+/// answers nothing, pongs included, where one that is only busy still answers pings.
+const HEARTBEAT: Duration = Duration::from_secs(5);
+/// A WebSocket that has brought nothing for this long, pongs included, is closed as dead: its
+/// calls fail, and whoever holds the connection sees it closed.
+const SILENT_LIMIT: Duration = Duration::from_secs(20);
+
 /// A connection to a Hermes gateway. Cheap to clone; the socket closes when the last clone drops.
 #[derive(Clone)]
 pub struct GatewayClient {
@@ -265,24 +272,57 @@ impl GatewayClient {
         let socket = open_socket(ws_url, token, request_timeout).await?;
         let (mut sink, stream) = socket.split();
         let (outgoing, mut outgoing_rx) = mpsc::unbounded_channel::<String>();
-        // Writer: ends when every handle is dropped (the channel closes) or the socket fails.
+        // When a frame last came, in milliseconds from `epoch`.
+        let epoch = tokio::time::Instant::now();
+        let heard = Arc::new(AtomicU64::new(0));
+        let last_heard = heard.clone();
+        let (silent, silenced) = oneshot::channel::<()>();
+        // Writer and heartbeat: ends when every handle is dropped (the channel closes), the
+        // socket fails, or the gateway has been silent too long; the reader ends with it.
         tokio::spawn(async move {
-            while let Some(frame) = outgoing_rx.recv().await {
-                if sink.send(Message::Text(frame.into())).await.is_err() {
-                    break;
+            let mut beat = tokio::time::interval_at(epoch + HEARTBEAT, HEARTBEAT);
+            loop {
+                tokio::select! {
+                    frame = outgoing_rx.recv() => {
+                        let Some(frame) = frame else { break };
+                        if sink.send(Message::Text(frame.into())).await.is_err() {
+                            break;
+                        }
+                    }
+                    _ = beat.tick() => {
+                        let at = Duration::from_millis(last_heard.load(Ordering::Relaxed));
+                        if (epoch + at).elapsed() > SILENT_LIMIT {
+                            tracing::warn!(
+                                "the gateway answered nothing, pings included, for {SILENT_LIMIT:?}: \
+                                 its connection is closed"
+                            );
+                            let _ = silent.send(());
+                            break;
+                        }
+                        if sink.send(Message::Ping(Default::default())).await.is_err() {
+                            break;
+                        }
+                    }
                 }
             }
-            let _ = sink.close().await;
+            // A peer that reads nothing may never take the close: it is not waited on long.
+            let _ = tokio::time::timeout(Duration::from_secs(1), sink.close()).await;
         });
-        // The text frames, until the close or an error; other frames are the socket's own.
+        // The text frames, until the close, an error or the heartbeat's end; other frames are
+        // the socket's own (a pong among them: every frame counts as heard).
         let incoming = stream
+            .inspect(move |_| {
+                let at = epoch.elapsed().as_millis() as u64;
+                heard.store(at, Ordering::Relaxed);
+            })
             .take_while(|message| ready(matches!(message, Ok(m) if !m.is_close())))
             .filter_map(|message| {
                 ready(match message {
                     Ok(Message::Text(text)) => Some(text),
                     _ => None,
                 })
-            });
+            })
+            .take_until(silenced);
         Self::over(Box::pin(incoming), outgoing, request_timeout).await
     }
 

@@ -1,13 +1,15 @@
 //! The reconciler: notices within a second that a runtime the control plane started has
-//! exited on its own, and turns its instance `lost` with the reason, so the turns it was
-//! running end `failed` saying why and new work on it is refused. An instance whose restart
-//! policy is `on_failure` gets its runtime started again after a pause, and is `ready` once it
-//! runs; its sessions go on from the runtime's stored sessions. It also takes over jobs whose
-//! runner's lease ran out.
+//! exited on its own, or that the connection to a runtime's gateway closed and a new one cannot
+//! be opened, and turns its instance `lost` with the reason, so the turns it was running end
+//! `failed` saying why and new work on it is refused. An instance whose restart policy is
+//! `on_failure` gets its runtime started again after a pause, and is `ready` once it runs; its
+//! sessions go on from the runtime's stored sessions. An `external` runtime lost so is tried
+//! again now and then, and its instance is `ready` again once it answers. It also takes over
+//! jobs whose runner's lease ran out.
 
 use std::time::Duration;
 
-use edith_types::{Instance, InstanceId, InstanceState, RestartPolicy, Timestamp};
+use edith_types::{Instance, InstanceId, InstanceState, ProviderKind, RestartPolicy, Timestamp};
 
 use crate::runtime::Exited;
 use crate::state::AppState;
@@ -19,13 +21,17 @@ const CHECK_EVERY: Duration = Duration::from_millis(500);
 const STABLE_AFTER: Duration = Duration::from_secs(600);
 /// The longest pause before a restart.
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// How long a runtime whose gateway connection closed is given to take a new one.
+const RECONNECT_WITHIN: Duration = Duration::from_secs(2);
+/// How many looks apart `external` runtimes that were lost are tried again (every 5 s).
+const RETRY_EXTERNAL_EVERY: u32 = 10;
 
 /// Runs until the server stops.
 pub fn spawn(state: AppState) {
     tokio::spawn(async move {
         let mut stopping = state.shutdown.clone();
         let mut tick = tokio::time::interval(CHECK_EVERY);
-        loop {
+        for look in 0u32.. {
             let stop = tokio::select! {
                 _ = stopping.wait_for(|stop| *stop) => true,
                 _ = tick.tick() => false,
@@ -34,6 +40,9 @@ pub fn spawn(state: AppState) {
                 break;
             }
             check(&state).await;
+            if look % RETRY_EXTERNAL_EVERY == 0 {
+                retry_lost_externals(&state).await;
+            }
         }
     });
 }
@@ -46,6 +55,11 @@ pub async fn check(state: &AppState) {
         if let Some(instance) = mark_lost(state, &exited).await {
             plan_restart(state, instance, exited);
         }
+    }
+    // After the exits: a connection that closed because its runtime exited is that runtime's
+    // (forgotten above), not a gateway that went away from a runtime still there.
+    for id in state.gateways.dropped() {
+        reconnect_or_lose(state, &id).await;
     }
     if let Err(e) = super::jobs::take_over(state).await {
         tracing::error!(detail = %e.detail, "cannot look for jobs to take over");
@@ -68,6 +82,95 @@ async fn mark_lost(state: &AppState, exited: &Exited) -> Option<Instance> {
     move_state(state, &mut instance, InstanceState::Lost, how)
         .await
         .then_some(instance)
+}
+
+/// A runtime's gateway connection closed by itself: a new one is opened, and when the runtime
+/// does not take it in time the instance is lost. A `process` runtime is stopped first (it may
+/// be hung rather than gone), so that its restart finds it not running.
+async fn reconnect_or_lose(state: &AppState, id: &InstanceId) {
+    let record = match state.store.instance(id).await {
+        Ok(Some(record)) if record.instance.state == InstanceState::Ready => record,
+        // Gone, or no longer ready (being deleted, lost already): its connection is not wanted.
+        Ok(_) => return state.gateways.forget(id).await,
+        Err(e) => {
+            return tracing::error!(instance = %id, error = %e, "cannot read an instance");
+        }
+    };
+    let kind = record.instance.provider;
+    let Ok(provider) = state.provider(kind) else {
+        return state.gateways.forget(id).await;
+    };
+    let error =
+        match tokio::time::timeout(RECONNECT_WITHIN, state.gateways.connect(provider, &record))
+            .await
+        {
+            Ok(Ok(_)) => return,
+            Ok(Err(e)) => e.detail,
+            Err(_) => format!("it did not answer in {} s", RECONNECT_WITHIN.as_secs()),
+        };
+    if kind == ProviderKind::Process
+        && let Err(e) = provider.stop(id).await
+    {
+        tracing::warn!(instance = %id, error = %e, "cannot stop a runtime whose gateway is gone");
+    }
+    let lost = Exited {
+        instance: id.clone(),
+        how: format!(
+            "the connection to the runtime's gateway closed and none could be opened again: {error}"
+        ),
+        ran_for: Duration::ZERO,
+    };
+    if let Some(instance) = mark_lost(state, &lost).await {
+        plan_restart(state, instance, lost);
+    }
+}
+
+/// `external` runtimes that were lost are tried again: one whose gateway answers has its
+/// instance `ready` again (nothing else can bring them back: they are their owner's to run).
+async fn retry_lost_externals(state: &AppState) {
+    let mut cursor = None;
+    loop {
+        let page = match (state.store)
+            .list_instances(cursor.as_ref(), 100, Some(InstanceState::Lost), None)
+            .await
+        {
+            Ok(page) => page,
+            Err(e) => {
+                return tracing::error!(error = %e, "cannot list the lost instances");
+            }
+        };
+        for instance in &page.items {
+            if instance.provider == ProviderKind::External {
+                retry_external(state, &instance.id).await;
+            }
+        }
+        match page.items.last() {
+            Some(last) if page.next_cursor.is_some() => cursor = Some(last.id.clone()),
+            _ => return,
+        }
+    }
+}
+
+async fn retry_external(state: &AppState, id: &InstanceId) {
+    let Some(record) = still_lost(state, id).await else {
+        return;
+    };
+    let Ok(provider) = state.provider(ProviderKind::External) else {
+        return;
+    };
+    let connected =
+        tokio::time::timeout(RECONNECT_WITHIN, state.gateways.connect(provider, &record)).await;
+    if !matches!(connected, Ok(Ok(_))) {
+        return state.gateways.forget(id).await;
+    }
+    let mut instance = record.instance;
+    let after = instance.state_reason.clone().unwrap_or_default();
+    let reason = format!("its gateway answers again, after: {after}");
+    if move_state(state, &mut instance, InstanceState::Ready, reason).await {
+        tracing::info!(instance = %id, "external runtime back");
+    } else {
+        state.gateways.forget(id).await;
+    }
 }
 
 /// When a replica takes an instance (at its start, or from a replica that died): one left

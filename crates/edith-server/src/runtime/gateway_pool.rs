@@ -73,6 +73,20 @@ impl GatewayPool {
         current.clone().filter(|link| !link.gateway.is_closed())
     }
 
+    /// The instances whose connection closed by itself (the runtime went away or dropped it)
+    /// and was not opened again since. Slots being connected are left out.
+    pub fn dropped(&self) -> Vec<InstanceId> {
+        let slots = self.slots.lock().expect("not poisoned");
+        slots
+            .iter()
+            .filter(|(_, slot)| {
+                slot.try_lock()
+                    .is_ok_and(|current| current.as_ref().is_some_and(|l| l.gateway.is_closed()))
+            })
+            .map(|(id, _)| id.clone())
+            .collect()
+    }
+
     /// Forgets the instance's connection (it closes when the last user lets go).
     pub async fn forget(&self, instance: &InstanceId) {
         let slot = self.slots.lock().expect("not poisoned").remove(instance);

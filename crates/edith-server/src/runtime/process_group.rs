@@ -79,6 +79,62 @@ pub async fn stop_adopted(leader: i32, started: u64, grace: Duration) {
 mod tests {
     use super::*;
 
+    use tokio::io::AsyncBufReadExt;
+
+    /// `script` run by `sh` leading a group of its own; the first line it prints.
+    async fn group_leader(script: &str) -> (Child, Pid, String) {
+        let mut child = tokio::process::Command::new("sh")
+            .args(["-c", script])
+            .process_group(0)
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("sh runs");
+        let group = group_of(&child).expect("a pid");
+        let stdout = child.stdout.take().expect("piped");
+        let mut reader = tokio::io::BufReader::new(stdout);
+        let mut line = String::new();
+        let read = reader.read_line(&mut line);
+        tokio::time::timeout(Duration::from_secs(10), read)
+            .await
+            .expect("the script prints a line in time")
+            .expect("a line");
+        (child, group, line.trim().to_owned())
+    }
+
+    /// Whether process `pid` is gone within 10 s.
+    async fn gone(pid: i32) -> bool {
+        for _ in 0..500 {
+            if start_time(pid).is_none() {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        false
+    }
+
+    #[tokio::test]
+    async fn a_leader_that_ignores_sigterm_is_killed_after_the_grace_with_its_whole_group() {
+        // The ignored SIGTERM is inherited by the `sleep` it starts in the background.
+        let script = "trap '' TERM; sleep 300 & echo $!; wait";
+        let (mut child, group, sleeper) = group_leader(script).await;
+        let sleeper: i32 = sleeper.parse().expect("the sleeper's pid");
+        let leader = group.as_raw_nonzero().get();
+        assert!(
+            !stop(&mut child, group, Duration::from_millis(300)).await,
+            "it did not exit within the grace"
+        );
+        assert!(gone(leader).await, "the leader is killed");
+        assert!(gone(sleeper).await, "so is what it started in its group");
+    }
+
+    #[tokio::test]
+    async fn a_leader_that_ends_on_sigterm_ends_within_the_grace() {
+        let (mut child, group, _) = group_leader("echo started; sleep 300").await;
+        assert!(stop(&mut child, group, Duration::from_secs(10)).await);
+        assert!(gone(group.as_raw_nonzero().get()).await);
+    }
+
     #[test]
     fn a_live_process_has_a_start_time_and_a_missing_one_has_none() {
         let me = std::process::id() as i32;

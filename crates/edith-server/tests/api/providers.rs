@@ -257,11 +257,17 @@ async fn the_real_hermes_runs_a_turn_behind_the_control_plane() {
 }
 
 /// Someone else's runtime: our `hermes-runtime` started by the test, not by the control plane.
-async fn someone_elses_runtime(home: &std::path::Path, token: &str) -> testkit::ReadyProcess {
+/// Our runtime, run as someone else would: on `port` (0: any free one).
+async fn someone_elses_runtime(
+    home: &std::path::Path,
+    token: &str,
+    port: u16,
+) -> testkit::ReadyProcess {
     let ours = &edith_server::builtin_runtimes()[edith_server::BUILTIN_RUNTIME];
     let mut command = tokio::process::Command::new(&ours.program);
+    let port = port.to_string();
     command
-        .args(["serve", "--host", "127.0.0.1", "--port", "0"])
+        .args(["serve", "--host", "127.0.0.1", "--port", &port])
         .env("HERMES_HOME", home)
         .env("HERMES_DASHBOARD_SESSION_TOKEN", token);
     testkit::ReadyProcess::spawn(
@@ -277,7 +283,7 @@ async fn an_external_runtime_is_used_as_it_is_and_only_forgotten_on_delete() {
     const TOKEN: &str = "someone-elses-token-0123456789";
     let ctx = Ctx::start().await;
     let home = tempfile::tempdir().expect("temp dir");
-    let runtime = someone_elses_runtime(home.path(), TOKEN).await;
+    let runtime = someone_elses_runtime(home.path(), TOKEN, 0).await;
     let port = runtime.ready_value("port");
     let url = format!("http://127.0.0.1:{port}");
 
@@ -340,6 +346,99 @@ async fn an_external_runtime_is_used_as_it_is_and_only_forgotten_on_delete() {
         "the runtime is still there: deleting only forgets it"
     );
     runtime.stop(Duration::from_secs(10)).await;
+}
+
+/// An `external` runtime that goes away is noticed through its gateway connection: its instance
+/// turns `lost` saying so, new work is refused, and it is `ready` again once the runtime
+/// answers again, its sessions going on.
+#[tokio::test]
+async fn an_external_runtime_that_goes_away_is_lost_and_ready_again_once_it_is_back() {
+    const TOKEN: &str = "someone-elses-token-0123456789";
+    let ctx = Ctx::start().await;
+    let home = tempfile::tempdir().expect("temp dir");
+    let runtime = someone_elses_runtime(home.path(), TOKEN, 0).await;
+    let port: u16 = runtime.ready_value("port").parse().unwrap();
+    let url = format!("http://127.0.0.1:{port}");
+    let body = json!({"name": "theirs", "provider": "external", "url": url, "token": TOKEN});
+    let (status, created) = ctx.post("/v1/instances", &body.to_string()).await;
+    assert_eq!(status, 202, "{created}");
+    let iid = created["instance"]["id"].as_str().unwrap().to_owned();
+    let job = created["job"]["id"].as_str().unwrap();
+    ctx.sse(&format!("/v1/jobs/{job}/events"), None).await;
+    let profiles = format!("/v1/instances/{iid}/profiles");
+    let (_, profile) = ctx.post(&profiles, r#"{"name": "default"}"#).await;
+    let sessions = format!("{profiles}/{}/sessions", profile["id"].as_str().unwrap());
+    let (_, session) = ctx.post(&sessions, "{}").await;
+    let turns = format!("{sessions}/{}/turns", session["id"].as_str().unwrap());
+    assert_eq!(ctx.turn_on(&turns, "hello").await["state"], "completed");
+
+    // Its owner stops it, with nothing sent to it meanwhile.
+    runtime.stop(Duration::from_secs(10)).await;
+    let instance = instance_becomes(&ctx, &iid, "lost", 30).await;
+    let reason = instance["state_reason"].as_str().unwrap();
+    assert!(reason.contains("gateway"), "{instance}");
+    let refused = ctx.post(&turns, r#"{"input": "anyone there?"}"#).await;
+    assert_problem(&refused, 409, "instance_not_ready");
+
+    // Back where it was: the instance is ready again, and the session goes on.
+    let runtime = someone_elses_runtime(home.path(), TOKEN, port).await;
+    let instance = instance_becomes(&ctx, &iid, "ready", 30).await;
+    let reason = instance["state_reason"].as_str().unwrap();
+    assert!(reason.contains("answers again"), "{instance}");
+    assert_eq!(ctx.turn_on(&turns, "again").await["state"], "completed");
+    runtime.stop(Duration::from_secs(10)).await;
+}
+
+/// A runtime that hangs (stopped, its socket left open) is noticed by the gateway connection's
+/// heartbeat, which closes the connection; one that cannot be opened again makes the instance
+/// `lost`. Once the runtime goes on, the instance is `ready` again.
+#[tokio::test]
+async fn an_external_runtime_that_hangs_is_lost_and_ready_again_once_it_goes_on() {
+    const TOKEN: &str = "someone-elses-token-0123456789";
+    let ctx = Ctx::start().await;
+    let home = tempfile::tempdir().expect("temp dir");
+    let runtime = someone_elses_runtime(home.path(), TOKEN, 0).await;
+    let port = runtime.ready_value("port");
+    let url = format!("http://127.0.0.1:{port}");
+    let body = json!({"name": "theirs", "provider": "external", "url": url, "token": TOKEN});
+    let (_, created) = ctx.post("/v1/instances", &body.to_string()).await;
+    let iid = created["instance"]["id"].as_str().unwrap().to_owned();
+    let job = created["job"]["id"].as_str().unwrap();
+    ctx.sse(&format!("/v1/jobs/{job}/events"), None).await;
+    let (_, profile) = ctx
+        .post(
+            &format!("/v1/instances/{iid}/profiles"),
+            r#"{"name": "default"}"#,
+        )
+        .await;
+    let pid = profile["id"].as_str().unwrap();
+    assert_eq!(ctx.turn(&iid, pid, "hello").await.0["state"], "completed");
+
+    let process = rustix::process::Pid::from_raw(runtime.pid() as i32).expect("a pid");
+    rustix::process::kill_process(process, rustix::process::Signal::STOP).expect("stopped");
+    // 20 s of silence at most, pinged every 5 s, then 2 s to connect again.
+    let instance = instance_becomes(&ctx, &iid, "lost", 60).await;
+    let reason = instance["state_reason"].as_str().unwrap();
+    assert!(reason.contains("gateway"), "{instance}");
+
+    rustix::process::kill_process(process, rustix::process::Signal::CONT).expect("continued");
+    instance_becomes(&ctx, &iid, "ready", 30).await;
+    assert_eq!(ctx.turn(&iid, pid, "again").await.0["state"], "completed");
+    runtime.stop(Duration::from_secs(10)).await;
+}
+
+/// The instance once it is in `state`; fails after `seconds` (the reconciler looks every
+/// 500 ms, and tries a lost `external` runtime again every 5 s).
+async fn instance_becomes(ctx: &Ctx, iid: &str, state: &str, seconds: u64) -> Value {
+    let mut instance = Value::Null;
+    for _ in 0..seconds * 10 {
+        instance = ctx.get(&format!("/v1/instances/{iid}")).await.1;
+        if instance["state"] == state {
+            return instance;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the instance is not {state} after {seconds} s: {instance}");
 }
 
 #[tokio::test]

@@ -7,6 +7,7 @@ use crate::shared;
 
 shared!(framing_errors_have_their_codes, framing_errors);
 shared!(replies_are_matched_by_id, replies_by_id);
+shared!(pings_are_answered, pings_answered);
 
 async fn framing_errors(peer: &Peer) {
     let mut client = peer.connect().await; // the first frame is gateway.ready (checked there)
@@ -33,6 +34,16 @@ async fn framing_errors(peer: &Peer) {
         (&bad_params["id"], &bad_params["error"]["code"]),
         (&json!("p1"), &json!(-32602))
     );
+}
+
+/// WebSocket pings get their pongs, as a client's heartbeat needs (`GatewayClient` closes a
+/// socket that has brought nothing for a while, pongs included).
+async fn pings_answered(peer: &Peer) {
+    let mut client = peer.connect().await;
+    client.ping(b"are you there").await;
+    // Still a working gateway after it.
+    let reply = client.request("session.list", json!({"limit": 1})).await;
+    assert!(reply["result"]["sessions"].is_array(), "{reply}");
 }
 
 async fn replies_by_id(peer: &Peer) {
@@ -77,6 +88,7 @@ shared!(generated_namespaces_call_the_runtime, generated_namespaces);
 pub(crate) const SHARED: &[crate::shared::Check] = &[
     framing_errors_have_their_codes::CHECK,
     replies_are_matched_by_id::CHECK,
+    pings_are_answered::CHECK,
     generated_namespaces_call_the_runtime::CHECK,
 ];
 

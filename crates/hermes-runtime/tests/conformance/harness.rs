@@ -239,6 +239,29 @@ impl Client {
         }
     }
 
+    /// Sends a WebSocket ping carrying `payload` and waits for the pong that echoes it (text
+    /// frames that come first are kept, as events).
+    pub async fn ping(&mut self, payload: &[u8]) {
+        let ping = Message::Ping(payload.to_vec().into());
+        self.socket.send(ping).await.expect("send a ping");
+        loop {
+            let message = tokio::time::timeout(FRAME_TIMEOUT, self.socket.next())
+                .await
+                .expect("a pong in time")
+                .expect("the socket is open")
+                .expect("a frame");
+            match message {
+                Message::Pong(echo) if echo.as_ref() == payload => return,
+                Message::Text(text) => {
+                    let frame = serde_json::from_str(&text).expect("JSON frame");
+                    self.events.push_back(frame);
+                }
+                Message::Close(frame) => panic!("the gateway closed the socket: {frame:?}"),
+                _ => continue,
+            }
+        }
+    }
+
     /// Sends a request and returns its reply; events that arrive first are kept in order.
     pub async fn request(&mut self, method: &str, params: Value) -> Value {
         let id = self.send_request(method, params).await;
