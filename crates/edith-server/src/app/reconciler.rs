@@ -1,5 +1,5 @@
-//! The reconciler: notices within a second that a runtime the control plane started has
-//! exited on its own, or that the connection to a runtime's gateway closed and a new one cannot
+//! The reconciler: notices at its next look (every 500 ms) that a runtime the control plane
+//! started has exited on its own, or that the connection to a runtime's gateway closed and a new one cannot
 //! be opened, and turns its instance `lost` with the reason, so the turns it was running end
 //! `failed` saying why and new work on it is refused. An instance whose restart policy is
 //! `on_failure` gets its runtime started again after a pause, and is `ready` once it runs; its

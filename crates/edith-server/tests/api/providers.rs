@@ -760,6 +760,44 @@ async fn the_real_hermes_calls_a_callback_tool_of_the_default_profile() {
     assert_eq!(turn["output"], r#"Tool result: {"result": "hi"}"#);
 }
 
+/// What `docs/runtimes.md` states of named profiles on the real Hermes 0.19: the control plane
+/// writes the profile's `mcp_servers` (its tool relay), but Hermes offers the model only the root
+/// profile's MCP tools, so a named profile's callback tool is never offered, and the turn goes on
+/// without it. When a later Hermes offers them, this test fails and the docs need changing.
+#[tokio::test]
+async fn the_real_hermes_does_not_offer_a_named_profiles_callback_tools() {
+    let ctx = Ctx::start_with(BTreeMap::from([("hermes".to_owned(), real_hermes())])).await;
+    let model = testkit::FakeModel::start().await;
+    let iid = ctx.process_instance("hermes").await;
+    let tool = ctx.echo_tool().await;
+    let profile = ctx
+        .profile_on(&iid, &model, json!({"name": "other", "tools": [tool]}))
+        .await;
+    let native = profile["native_name"].as_str().unwrap();
+    let config = (ctx.dir.path().join("instances").join(&iid))
+        .join(format!("home/profiles/{native}/config.yaml"));
+    let config = std::fs::read_to_string(&config).expect("the profile's config.yaml");
+    assert!(config.contains("mcp_servers"), "{config}");
+    let pid = profile["id"].as_str().unwrap();
+    let (turn, events) = ctx.turn(&iid, pid, r#"CALL echo {"text": "hi"}"#).await;
+    assert_eq!(turn["state"], "completed", "{turn} {events:?}");
+    assert!(
+        events.iter().all(|e| e["type"] != "tool.started"),
+        "no tool was called: {events:?}"
+    );
+    let offered: Vec<String> = model
+        .streamed_requests()
+        .iter()
+        .flat_map(|request| request["tools"].as_array().cloned().unwrap_or_default())
+        .filter_map(|tool| tool["function"]["name"].as_str().map(str::to_owned))
+        .collect();
+    assert!(!offered.is_empty(), "Hermes's own tools are offered");
+    assert!(
+        offered.iter().all(|name| !name.ends_with("__echo")),
+        "{offered:?}"
+    );
+}
+
 impl Ctx {
     /// Makes the instance's `default` profile (scripted model); its id.
     async fn default_profile(&self, iid: &str) -> String {
