@@ -273,6 +273,11 @@ pub struct SimFaults {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(max = rules::SIM_EXIT_AFTER_MAX_MS))]
     pub exit_after_ms: Option<u64>,
+    /// The runtime's gateway drops each connection this long after the first prompt sent on it,
+    /// in milliseconds (at most a day, 86,400,000); the runtime itself goes on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(max = rules::SIM_DROP_CONNECTION_AFTER_MAX_MS))]
+    pub drop_connection_after_ms: Option<u64>,
 }
 
 /// What the control plane does when an instance's runtime exits on its own.

@@ -28,6 +28,9 @@ pub const OBJECT_SCHEMA: &str = "object";
 pub const SIM_START_DELAY_MAX_MS: u64 = 60_000;
 /// The longest a `sim` runtime runs before it exits on its own, in milliseconds (a day).
 pub const SIM_EXIT_AFTER_MAX_MS: u64 = 86_400_000;
+/// The longest a `sim` runtime's gateway keeps a connection that carried a prompt, in
+/// milliseconds (a day).
+pub const SIM_DROP_CONNECTION_AFTER_MAX_MS: u64 = 86_400_000;
 /// The shortest secret a tool host may have.
 pub const TOOL_HOST_SECRET_MIN_CHARS: usize = 16;
 /// The shortest token of an external runtime.

@@ -166,13 +166,17 @@ fn check_sim(body: &CreateInstance) -> AppResult<Option<SimFaults>> {
                 )));
             }
             let too_long = |value: Option<u64>, max: u64| value.is_some_and(|ms| ms > max);
+            let drop_after = sim.drop_connection_after_ms;
             if too_long(sim.start_delay_ms, rules::SIM_START_DELAY_MAX_MS)
                 || too_long(sim.exit_after_ms, rules::SIM_EXIT_AFTER_MAX_MS)
+                || too_long(drop_after, rules::SIM_DROP_CONNECTION_AFTER_MAX_MS)
             {
                 return Err(AppError::invalid(format!(
-                    "`sim.start_delay_ms` is at most {} and `sim.exit_after_ms` at most {}",
+                    "`sim.start_delay_ms` is at most {}, `sim.exit_after_ms` at most {} and \
+                     `sim.drop_connection_after_ms` at most {}",
                     rules::SIM_START_DELAY_MAX_MS,
-                    rules::SIM_EXIT_AFTER_MAX_MS
+                    rules::SIM_EXIT_AFTER_MAX_MS,
+                    rules::SIM_DROP_CONNECTION_AFTER_MAX_MS
                 )));
             }
             Ok(Some(sim))

@@ -188,7 +188,45 @@ async fn sim_is_offered_only_when_the_operator_enables_it_and_its_faults_are_che
             .unwrap()
             .contains("start_runtime")
     );
+    let too_long = json!({"name": "s", "provider": "sim",
+        "sim": {"drop_connection_after_ms": edith_types::rules::SIM_DROP_CONNECTION_AFTER_MAX_MS + 1}});
+    let refused = ctx.post("/v1/instances", &too_long.to_string()).await;
+    assert_problem(&refused, 400, "invalid_request");
     let elsewhere = json!({"name": "s", "sim": {"repeat_steps": true}});
     let refused = ctx.post("/v1/instances", &elsewhere.to_string()).await;
     assert_problem(&refused, 400, "invalid_request");
+}
+
+/// A gateway that drops its connection in the middle of a turn (the runtime goes on): the turn
+/// ends `failed` saying the connection was lost, the instance stays `ready` (the reconciler's
+/// new connection is taken), and the next turn runs.
+#[tokio::test]
+async fn a_sim_gateway_that_drops_its_connection_mid_turn_fails_that_turn_only() {
+    let ctx = Ctx::start_sim().await;
+    let model = testkit::FakeModel::start().await;
+    let (iid, last) = ctx
+        .sim_instance(json!({"drop_connection_after_ms": 2000}))
+        .await;
+    assert_eq!(last["instance_state"], "ready", "{last}");
+    let profile = ctx
+        .profile_on(&iid, &model, json!({"name": "default"}))
+        .await;
+    let pid = profile["id"].as_str().unwrap();
+    // 60 pieces 100 ms apart: 6 s, cut 2 s in.
+    let (turn, events) = ctx.turn(&iid, pid, "SLOW").await;
+    assert_eq!(turn["state"], "failed", "{turn}");
+    let error = turn["error"].as_str().unwrap();
+    assert!(
+        error.contains("connection to the runtime was lost"),
+        "{turn}"
+    );
+    assert!(
+        events.iter().any(|e| e["type"] == "message.delta"),
+        "cut in the middle: {events:?}"
+    );
+    let (_, instance) = ctx.get(&format!("/v1/instances/{iid}")).await;
+    assert_eq!(instance["state"], "ready", "{instance}");
+    let (turn, _) = ctx.turn(&iid, pid, "hello").await;
+    assert_eq!(turn["state"], "completed", "{turn}");
+    assert_eq!(turn["output"], "You said: hello");
 }

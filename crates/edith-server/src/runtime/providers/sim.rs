@@ -1,18 +1,22 @@
 //! The `sim` provider: our runtime in-process, as `embedded` runs it, with the faults the
 //! instance asks for (`SimFaults`): a slow start, a job step that fails after doing its work,
-//! every step run twice, a runtime that exits on its own. It exists to test the control plane
+//! every step run twice, a runtime that exits on its own, a gateway that drops connections. It exists to test the control plane
 //! itself — its jobs, undo and reconciler — and is offered only when the operator enables it.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use edith_store::InstanceRecord;
 use edith_types::{Instance, InstanceId};
 use hermes_native::config::HermesConfig;
-use tokio::sync::Mutex;
+use hermes_native::methods::{Method, PromptSubmit};
+use tokio::sync::{Mutex, mpsc};
 
-use super::{EmbeddedProvider, Exited, ProviderError, RuntimeEndpoint, RuntimeProvider};
+use super::{
+    EmbeddedProvider, Exited, InProcessGateway, ProviderError, RuntimeEndpoint, RuntimeProvider,
+};
 use crate::runtime::homes::Homes;
 
 /// The longest simulated start.
@@ -81,6 +85,52 @@ impl SimProvider {
     }
 }
 
+/// `gateway`, whose connections are each dropped `after` the first prompt sent on them: both
+/// ends close, as when a socket is cut, and the runtime goes on.
+fn dropping(gateway: InProcessGateway, after: Duration) -> InProcessGateway {
+    Arc::new(move || {
+        let (to_runtime, mut from_runtime) = gateway();
+        let (requests, mut requested) = mpsc::unbounded_channel::<String>();
+        let (to_client, frames) = mpsc::unbounded_channel::<String>();
+        tokio::spawn(async move {
+            let mut cut_at: Option<tokio::time::Instant> = None;
+            loop {
+                let cut = async {
+                    match cut_at {
+                        Some(at) => tokio::time::sleep_until(at).await,
+                        None => std::future::pending().await,
+                    }
+                };
+                tokio::select! {
+                    request = requested.recv() => {
+                        let Some(request) = request else { break };
+                        if cut_at.is_none() && is_prompt(&request) {
+                            cut_at = Some(tokio::time::Instant::now() + after);
+                        }
+                        if to_runtime.send(request).is_err() {
+                            break;
+                        }
+                    }
+                    frame = from_runtime.recv() => {
+                        let Some(frame) = frame else { break };
+                        if to_client.send(frame).is_err() {
+                            break;
+                        }
+                    }
+                    _ = cut => break,
+                }
+            }
+        });
+        (requests, frames)
+    })
+}
+
+/// Whether a request frame is a `prompt.submit`.
+fn is_prompt(frame: &str) -> bool {
+    serde_json::from_str::<serde_json::Value>(frame)
+        .is_ok_and(|request| request["method"] == PromptSubmit::NAME)
+}
+
 #[async_trait]
 impl RuntimeProvider for SimProvider {
     async fn provision(&self, instance: &InstanceRecord) -> Result<(), ProviderError> {
@@ -96,7 +146,11 @@ impl RuntimeProvider for SimProvider {
             let delay = Duration::from_millis(faults.start_delay_ms.unwrap_or(0));
             tokio::time::sleep(delay.min(MAX_START_DELAY)).await;
         }
-        let endpoint = self.runtimes.start(instance).await?;
+        let mut endpoint = self.runtimes.start(instance).await?;
+        if let Some(after) = faults.drop_connection_after_ms {
+            let gateway = endpoint.in_process.take().expect("an in-process runtime");
+            endpoint.in_process = Some(dropping(gateway, Duration::from_millis(after)));
+        }
         let mut running = self.running.lock().await;
         running.entry(id.clone()).or_insert_with(|| {
             let exit = faults.exit_after_ms.map(Duration::from_millis);
