@@ -235,7 +235,8 @@ struct Shared {
 }
 
 /// How often a gateway's WebSocket is pinged: a runtime that hangs keeps its socket open but
-/// answers nothing, pongs included, where one that is only busy still answers pings.
+/// answers nothing, pongs included (both runtimes answer pings; that a busy one always does
+/// within [`SILENT_LIMIT`] is our reading of their designs, not a measurement).
 const HEARTBEAT: Duration = Duration::from_secs(5);
 /// A WebSocket that has brought nothing for this long, pongs included, is closed as dead: its
 /// calls fail, and whoever holds the connection sees it closed.
@@ -281,29 +282,34 @@ impl GatewayClient {
         // socket fails, or the gateway has been silent too long; the reader ends with it.
         tokio::spawn(async move {
             let mut beat = tokio::time::interval_at(epoch + HEARTBEAT, HEARTBEAT);
-            loop {
-                tokio::select! {
-                    frame = outgoing_rx.recv() => {
-                        let Some(frame) = frame else { break };
-                        if sink.send(Message::Text(frame.into())).await.is_err() {
-                            break;
-                        }
-                    }
+            let dead = loop {
+                let message = tokio::select! {
+                    frame = outgoing_rx.recv() => match frame {
+                        Some(frame) => Message::Text(frame.into()),
+                        None => break false,
+                    },
                     _ = beat.tick() => {
                         let at = Duration::from_millis(last_heard.load(Ordering::Relaxed));
                         if (epoch + at).elapsed() > SILENT_LIMIT {
-                            tracing::warn!(
-                                "the gateway answered nothing, pings included, for {SILENT_LIMIT:?}: \
-                                 its connection is closed"
-                            );
-                            let _ = silent.send(());
-                            break;
+                            break true;
                         }
-                        if sink.send(Message::Ping(Default::default())).await.is_err() {
-                            break;
-                        }
+                        Message::Ping(Default::default())
                     }
+                };
+                match tokio::time::timeout(SILENT_LIMIT, sink.send(message)).await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(_)) => break false,
+                    // A peer that reads nothing fills the socket's buffers: as dead as one
+                    // that says nothing.
+                    Err(_) => break true,
                 }
+            };
+            if dead {
+                tracing::warn!(
+                    "the gateway took or answered nothing, pings included, for {SILENT_LIMIT:?}: \
+                     its connection is closed"
+                );
+                let _ = silent.send(());
             }
             // A peer that reads nothing may never take the close: it is not waited on long.
             let _ = tokio::time::timeout(Duration::from_secs(1), sink.close()).await;

@@ -9,6 +9,8 @@
 
 use std::time::Duration;
 
+use futures_util::StreamExt;
+
 use edith_types::{Instance, InstanceId, InstanceState, ProviderKind, RestartPolicy, Timestamp};
 
 use crate::runtime::Exited;
@@ -23,15 +25,33 @@ const STABLE_AFTER: Duration = Duration::from_secs(600);
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// How long a runtime whose gateway connection closed is given to take a new one.
 const RECONNECT_WITHIN: Duration = Duration::from_secs(2);
-/// How many looks apart `external` runtimes that were lost are tried again (every 5 s).
-const RETRY_EXTERNAL_EVERY: u32 = 10;
+/// How often `external` runtimes that were lost are tried again.
+const RETRY_EXTERNAL_EVERY: Duration = Duration::from_secs(5);
+/// How many lost `external` runtimes are tried at once.
+const RETRIES_AT_ONCE: usize = 8;
 
-/// Runs until the server stops.
+/// Runs until the server stops: the looks, and apart from them the tries of lost `external`
+/// runtimes (each may wait out [`RECONNECT_WITHIN`], which the looks must not).
 pub fn spawn(state: AppState) {
+    every(state.clone(), CHECK_EVERY, |state| async move {
+        check(&state).await
+    });
+    every(state, RETRY_EXTERNAL_EVERY, |state| async move {
+        retry_lost_externals(&state).await
+    });
+}
+
+/// Runs `work` every `period` until the server stops; a late run does not bunch the next ones.
+fn every<F, W>(state: AppState, period: Duration, work: W)
+where
+    W: Fn(AppState) -> F + Send + 'static,
+    F: std::future::Future<Output = ()> + Send,
+{
     tokio::spawn(async move {
         let mut stopping = state.shutdown.clone();
-        let mut tick = tokio::time::interval(CHECK_EVERY);
-        for look in 0u32.. {
+        let mut tick = tokio::time::interval(period);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
             let stop = tokio::select! {
                 _ = stopping.wait_for(|stop| *stop) => true,
                 _ = tick.tick() => false,
@@ -39,30 +59,170 @@ pub fn spawn(state: AppState) {
             if stop {
                 break;
             }
-            check(&state).await;
-            if look % RETRY_EXTERNAL_EVERY == 0 {
-                retry_lost_externals(&state).await;
-            }
+            work(state.clone()).await;
         }
     });
 }
 
-/// Marks every runtime that exited since the last look as lost. One look at a time: whoever
-/// asks while another look runs waits for it, and then finds the instance already marked.
+/// Marks every runtime that exited since the last look as lost, and every one whose gateway
+/// connection closed and that does not take a new one. One look at a time: whoever asks while
+/// another look runs waits for it, and then finds the instance already marked.
 pub async fn check(state: &AppState) {
     let _one_at_a_time = state.reconciling.lock().await;
+    lose_exited(state).await;
+    // After the exits: a connection that closed because its runtime exited is that runtime's
+    // (forgotten above), not a gateway that went away from a runtime still there. Each
+    // reconnect may wait out its time: all at once, not one after another.
+    let dropped = state.gateways.dropped();
+    let reconnects = dropped.iter().map(|id| reconnect(state, id));
+    for (instance, lost) in futures_util::future::join_all(reconnects)
+        .await
+        .into_iter()
+        .flatten()
+    {
+        // Stopped (it may be hung rather than gone) and restarted apart from the look: a stop
+        // may take its grace period, and the instance is `lost` already, so no turn starts it.
+        let state = state.clone();
+        tokio::spawn(async move {
+            if instance.provider == ProviderKind::Process
+                && let Ok(provider) = state.provider(instance.provider)
+                && let Err(e) = provider.stop(&instance.id).await
+            {
+                tracing::warn!(instance = %instance.id, error = %e, "cannot stop a runtime whose gateway is gone");
+            }
+            plan_restart(&state, instance, lost);
+        });
+    }
+    if let Err(e) = super::jobs::take_over(state).await {
+        tracing::error!(detail = %e.detail, "cannot look for jobs to take over");
+    }
+}
+
+/// The runtimes that exited since the last look: their instances lost, restarts planned.
+async fn lose_exited(state: &AppState) {
     for exited in state.providers.reap_exited().await {
         if let Some(instance) = mark_lost(state, &exited).await {
             plan_restart(state, instance, exited);
         }
     }
-    // After the exits: a connection that closed because its runtime exited is that runtime's
-    // (forgotten above), not a gateway that went away from a runtime still there.
-    for id in state.gateways.dropped() {
-        reconnect_or_lose(state, &id).await;
+}
+
+/// Opens again a gateway connection that closed by itself, to the runtime its provider runs
+/// now; nothing is started (a runtime stopped on purpose is started by its next use, one that
+/// exited is reaped by a look). A runtime that does not take the connection in time has its
+/// instance marked lost, returned with why.
+async fn reconnect(state: &AppState, id: &InstanceId) -> Option<(Instance, Exited)> {
+    let Some(record) = ready(state, id).await else {
+        // Gone, or no longer ready (being deleted, lost already): its connection is not wanted.
+        state.gateways.forget(id).await;
+        return None;
+    };
+    let provider = state.provider(record.instance.provider).ok()?;
+    let Some(endpoint) = provider.running_endpoint(&record).await else {
+        state.gateways.forget(id).await;
+        return None;
+    };
+    let reconnected =
+        tokio::time::timeout(RECONNECT_WITHIN, state.gateways.reconnect(id, &endpoint));
+    let error = match reconnected.await {
+        Ok(Ok(())) => {
+            // A deletion that began meanwhile forgot the connection before this one was made.
+            if ready(state, id).await.is_none() {
+                state.gateways.forget(id).await;
+            }
+            return None;
+        }
+        Ok(Err(e)) => e.detail,
+        Err(_) => format!("it did not answer in {} s", RECONNECT_WITHIN.as_secs()),
+    };
+    // A runtime that exited meanwhile is the exit's to report, with its status.
+    provider.running_endpoint(&record).await?;
+    let lost = Exited {
+        instance: id.clone(),
+        how: format!(
+            "the connection to the runtime's gateway closed and none could be opened again: \
+             {error}"
+        ),
+        ran_for: Duration::ZERO,
+    };
+    let instance = mark_lost(state, &lost).await?;
+    Some((instance, lost))
+}
+
+/// The instance's record while it is `ready`.
+async fn ready(state: &AppState, id: &InstanceId) -> Option<edith_store::InstanceRecord> {
+    match state.store.instance(id).await {
+        Ok(Some(record)) if record.instance.state == InstanceState::Ready => Some(record),
+        Ok(_) => None,
+        Err(e) => {
+            tracing::error!(instance = %id, error = %e, "cannot read an instance");
+            None
+        }
     }
-    if let Err(e) = super::jobs::take_over(state).await {
-        tracing::error!(detail = %e.detail, "cannot look for jobs to take over");
+}
+
+/// `external` runtimes that were lost, on instances this replica owns, are tried again, a few
+/// at a time: one whose gateway answers has its instance `ready` again (nothing else can bring
+/// them back: they are their owner's to run).
+async fn retry_lost_externals(state: &AppState) {
+    let mut lost = Vec::new();
+    let mut cursor = None;
+    loop {
+        let page = match (state.store)
+            .list_instances(cursor.as_ref(), 100, Some(InstanceState::Lost), None)
+            .await
+        {
+            Ok(page) => page,
+            Err(e) => {
+                return tracing::error!(error = %e, "cannot list the lost instances");
+            }
+        };
+        let more = page.next_cursor.is_some();
+        cursor = page.items.last().map(|last| last.id.clone());
+        let external = page.items.into_iter();
+        lost.extend(
+            external
+                .filter(|i| i.provider == ProviderKind::External)
+                .map(|i| i.id),
+        );
+        if !more {
+            break;
+        }
+    }
+    futures_util::stream::iter(lost)
+        .for_each_concurrent(RETRIES_AT_ONCE, |id| async move {
+            retry_external(state, &id).await
+        })
+        .await;
+}
+
+async fn retry_external(state: &AppState, id: &InstanceId) {
+    match super::replicas::place(state, id).await {
+        Ok(super::replicas::Place::Here) => {}
+        // Another replica's to try, or the database cannot say: the next round.
+        _ => return,
+    }
+    let Some(record) = still_lost(state, id).await else {
+        return;
+    };
+    let Ok(provider) = state.provider(ProviderKind::External) else {
+        return;
+    };
+    let Some(endpoint) = provider.running_endpoint(&record).await else {
+        return;
+    };
+    let connected =
+        tokio::time::timeout(RECONNECT_WITHIN, state.gateways.reconnect(id, &endpoint)).await;
+    if !matches!(connected, Ok(Ok(()))) {
+        return state.gateways.forget(id).await;
+    }
+    let mut instance = record.instance;
+    let after = instance.state_reason.clone().unwrap_or_default();
+    let reason = format!("its gateway answers again, after: {after}");
+    if move_state(state, &mut instance, InstanceState::Ready, reason).await {
+        tracing::info!(instance = %id, "external runtime back");
+    } else {
+        state.gateways.forget(id).await;
     }
 }
 
@@ -82,95 +242,6 @@ async fn mark_lost(state: &AppState, exited: &Exited) -> Option<Instance> {
     move_state(state, &mut instance, InstanceState::Lost, how)
         .await
         .then_some(instance)
-}
-
-/// A runtime's gateway connection closed by itself: a new one is opened, and when the runtime
-/// does not take it in time the instance is lost. A `process` runtime is stopped first (it may
-/// be hung rather than gone), so that its restart finds it not running.
-async fn reconnect_or_lose(state: &AppState, id: &InstanceId) {
-    let record = match state.store.instance(id).await {
-        Ok(Some(record)) if record.instance.state == InstanceState::Ready => record,
-        // Gone, or no longer ready (being deleted, lost already): its connection is not wanted.
-        Ok(_) => return state.gateways.forget(id).await,
-        Err(e) => {
-            return tracing::error!(instance = %id, error = %e, "cannot read an instance");
-        }
-    };
-    let kind = record.instance.provider;
-    let Ok(provider) = state.provider(kind) else {
-        return state.gateways.forget(id).await;
-    };
-    let error =
-        match tokio::time::timeout(RECONNECT_WITHIN, state.gateways.connect(provider, &record))
-            .await
-        {
-            Ok(Ok(_)) => return,
-            Ok(Err(e)) => e.detail,
-            Err(_) => format!("it did not answer in {} s", RECONNECT_WITHIN.as_secs()),
-        };
-    if kind == ProviderKind::Process
-        && let Err(e) = provider.stop(id).await
-    {
-        tracing::warn!(instance = %id, error = %e, "cannot stop a runtime whose gateway is gone");
-    }
-    let lost = Exited {
-        instance: id.clone(),
-        how: format!(
-            "the connection to the runtime's gateway closed and none could be opened again: {error}"
-        ),
-        ran_for: Duration::ZERO,
-    };
-    if let Some(instance) = mark_lost(state, &lost).await {
-        plan_restart(state, instance, lost);
-    }
-}
-
-/// `external` runtimes that were lost are tried again: one whose gateway answers has its
-/// instance `ready` again (nothing else can bring them back: they are their owner's to run).
-async fn retry_lost_externals(state: &AppState) {
-    let mut cursor = None;
-    loop {
-        let page = match (state.store)
-            .list_instances(cursor.as_ref(), 100, Some(InstanceState::Lost), None)
-            .await
-        {
-            Ok(page) => page,
-            Err(e) => {
-                return tracing::error!(error = %e, "cannot list the lost instances");
-            }
-        };
-        for instance in &page.items {
-            if instance.provider == ProviderKind::External {
-                retry_external(state, &instance.id).await;
-            }
-        }
-        match page.items.last() {
-            Some(last) if page.next_cursor.is_some() => cursor = Some(last.id.clone()),
-            _ => return,
-        }
-    }
-}
-
-async fn retry_external(state: &AppState, id: &InstanceId) {
-    let Some(record) = still_lost(state, id).await else {
-        return;
-    };
-    let Ok(provider) = state.provider(ProviderKind::External) else {
-        return;
-    };
-    let connected =
-        tokio::time::timeout(RECONNECT_WITHIN, state.gateways.connect(provider, &record)).await;
-    if !matches!(connected, Ok(Ok(_))) {
-        return state.gateways.forget(id).await;
-    }
-    let mut instance = record.instance;
-    let after = instance.state_reason.clone().unwrap_or_default();
-    let reason = format!("its gateway answers again, after: {after}");
-    if move_state(state, &mut instance, InstanceState::Ready, reason).await {
-        tracing::info!(instance = %id, "external runtime back");
-    } else {
-        state.gateways.forget(id).await;
-    }
 }
 
 /// When a replica takes an instance (at its start, or from a replica that died): one left

@@ -10,7 +10,7 @@ use edith_types::{InstanceId, SessionId};
 use hermes_native::{GatewayClient, LiveSessionId};
 use tokio::sync::Mutex;
 
-use super::RuntimeProvider;
+use super::{RuntimeEndpoint, RuntimeProvider};
 use crate::error::AppResult;
 
 /// Replies slower than this mean the runtime is stuck.
@@ -59,6 +59,31 @@ impl GatewayPool {
         let link = Box::pin(open(provider, record)).await?;
         *current = Some(link.clone());
         Ok(link)
+    }
+
+    /// Opens the instance's connection again at `endpoint` unless one is open by now; nothing is
+    /// started. An error when the runtime there does not take it.
+    pub async fn reconnect(
+        &self,
+        instance: &InstanceId,
+        endpoint: &RuntimeEndpoint,
+    ) -> AppResult<()> {
+        let slot = self
+            .slots
+            .lock()
+            .expect("not poisoned")
+            .entry(instance.clone())
+            .or_default()
+            .clone();
+        let mut current = slot.lock().await;
+        if current
+            .as_ref()
+            .is_some_and(|link| !link.gateway.is_closed())
+        {
+            return Ok(());
+        }
+        *current = Some(Box::pin(connect_at(endpoint)).await?);
+        Ok(())
     }
 
     /// The instance's open connection, if there is one now (nothing is started or waited for).
@@ -112,7 +137,11 @@ impl GatewayPool {
 /// Starts the instance's runtime with `provider` (a no-op when it runs) and connects to its
 /// gateway.
 async fn open(provider: &dyn RuntimeProvider, record: &InstanceRecord) -> AppResult<Arc<Link>> {
-    let endpoint = provider.start(record).await?;
+    connect_at(&provider.start(record).await?).await
+}
+
+/// Connects to the gateway at `endpoint`.
+async fn connect_at(endpoint: &RuntimeEndpoint) -> AppResult<Arc<Link>> {
     let gateway = match &endpoint.in_process {
         Some(in_process) => {
             let (requests, frames) = in_process();

@@ -66,6 +66,10 @@ pub trait RuntimeProvider: Send + Sync {
     async fn provision(&self, instance: &InstanceRecord) -> Result<(), ProviderError>;
     /// Starts the runtime, or returns the running one's endpoint. Idempotent.
     async fn start(&self, instance: &InstanceRecord) -> Result<RuntimeEndpoint, ProviderError>;
+    /// The running runtime's endpoint; `None` when it does not run now. Nothing is started:
+    /// the reconciler reconnects through it to a runtime whose connection closed, and a runtime
+    /// stopped on purpose stays stopped until its next use.
+    async fn running_endpoint(&self, instance: &InstanceRecord) -> Option<RuntimeEndpoint>;
     /// Stops the runtime if it runs; in-flight turns end as interrupted. Idempotent.
     async fn stop(&self, instance: &InstanceId) -> Result<(), ProviderError>;
     /// Removes everything `provision` made. Idempotent.

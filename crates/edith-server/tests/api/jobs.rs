@@ -205,14 +205,14 @@ async fn a_sim_gateway_that_drops_its_connection_mid_turn_fails_that_turn_only()
     let ctx = Ctx::start_sim().await;
     let model = testkit::FakeModel::start().await;
     let (iid, last) = ctx
-        .sim_instance(json!({"drop_connection_after_ms": 2000}))
+        .sim_instance(json!({"drop_connection_after_ms": 3000}))
         .await;
     assert_eq!(last["instance_state"], "ready", "{last}");
     let profile = ctx
         .profile_on(&iid, &model, json!({"name": "default"}))
         .await;
     let pid = profile["id"].as_str().unwrap();
-    // 60 pieces 100 ms apart: 6 s, cut 2 s in.
+    // 60 pieces 100 ms apart: 6 s, cut 3 s in.
     let (turn, events) = ctx.turn(&iid, pid, "SLOW").await;
     assert_eq!(turn["state"], "failed", "{turn}");
     let error = turn["error"].as_str().unwrap();

@@ -430,15 +430,37 @@ async fn an_external_runtime_that_hangs_is_lost_and_ready_again_once_it_goes_on(
 /// The instance once it is in `state`; fails after `seconds` (the reconciler looks every
 /// 500 ms, and tries a lost `external` runtime again every 5 s).
 async fn instance_becomes(ctx: &Ctx, iid: &str, state: &str, seconds: u64) -> Value {
-    let mut instance = Value::Null;
-    for _ in 0..seconds * 10 {
-        instance = ctx.get(&format!("/v1/instances/{iid}")).await.1;
-        if instance["state"] == state {
-            return instance;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("the instance is not {state} after {seconds} s: {instance}");
+    ctx.instance_within(iid, seconds, |i| i["state"] == state)
+        .await
+}
+
+/// A `process` runtime that hangs is found by its gateway connection's heartbeat: its instance
+/// is lost saying so, the hung process is stopped (SIGKILL after the grace, as it cannot act on
+/// SIGTERM), and the restart policy brings a new one, on which the session goes on.
+#[tokio::test]
+async fn a_process_runtime_that_hangs_is_stopped_and_restarted_by_its_policy() {
+    let ctx = Ctx::start().await;
+    let body = json!({"name": "hangs", "provider": "process", "runtime": "hermes-runtime",
+        "restart_policy": "on_failure", "max_restarts": 1});
+    let iid = ctx.instance_from(body).await;
+    let turns = ctx.turns_path(&iid).await;
+    assert_eq!(ctx.turn_on(&turns, "hello").await["state"], "completed");
+    let hung: i32 = ctx.runtime_pid(&iid).await.unwrap().parse().unwrap();
+    let process = rustix::process::Pid::from_raw(hung).expect("a pid");
+    rustix::process::kill_process(process, rustix::process::Signal::STOP).expect("stopped");
+    // 20 to 25 s of silence, 2 s to connect again, 10 s of grace, 1 s before the restart.
+    let restarted = ctx
+        .instance_within(&iid, 90, |i| i["restarts"] == 1 && i["state"] == "ready")
+        .await;
+    let reason = restarted["state_reason"].as_str().unwrap();
+    assert!(reason.contains("gateway"), "{restarted}");
+    let now: i32 = ctx.runtime_pid(&iid).await.unwrap().parse().unwrap();
+    assert_ne!(now, hung, "a new runtime");
+    assert!(
+        !std::path::Path::new(&format!("/proc/{hung}")).exists(),
+        "the hung one is gone"
+    );
+    assert_eq!(ctx.turn_on(&turns, "again").await["state"], "completed");
 }
 
 #[tokio::test]
@@ -523,15 +545,25 @@ async fn a_runtime_that_dies_is_noticed_and_its_turn_ends_saying_why() {
 impl Ctx {
     /// The instance, once `done` says so of it (bounded: 30 s).
     pub(crate) async fn instance_when(&self, iid: &str, done: impl Fn(&Value) -> bool) -> Value {
+        self.instance_within(iid, 30, done).await
+    }
+
+    /// The instance once `done` holds for it; fails after `seconds`.
+    pub(crate) async fn instance_within(
+        &self,
+        iid: &str,
+        seconds: u64,
+        done: impl Fn(&Value) -> bool,
+    ) -> Value {
         let mut instance = Value::Null;
-        for _ in 0..300 {
+        for _ in 0..seconds * 10 {
             instance = self.get(&format!("/v1/instances/{iid}")).await.1;
             if done(&instance) {
                 return instance;
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        panic!("not there within 30 s: {instance}");
+        panic!("not there within {seconds} s: {instance}");
     }
 
     /// Runs a turn with `input` on the session whose turns are at `turns`; its last event.

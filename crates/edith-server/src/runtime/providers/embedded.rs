@@ -58,6 +58,12 @@ impl RuntimeProvider for EmbeddedProvider {
         Ok(endpoint)
     }
 
+    async fn running_endpoint(&self, instance: &InstanceRecord) -> Option<RuntimeEndpoint> {
+        let current = self.running.slot(&instance.instance.id).lock_owned().await;
+        let (runtime, token) = current.as_ref()?;
+        Some(endpoint(runtime, token))
+    }
+
     async fn stop(&self, instance: &InstanceId) -> Result<(), ProviderError> {
         let mut current = self.running.slot(instance).lock_owned().await;
         stop_in(&mut current).await;

@@ -64,6 +64,11 @@ impl RuntimeProvider for ExternalProvider {
         })
     }
 
+    /// Someone else runs it: as far as the control plane knows, it runs.
+    async fn running_endpoint(&self, instance: &InstanceRecord) -> Option<RuntimeEndpoint> {
+        self.start(instance).await.ok()
+    }
+
     async fn stop(&self, _: &InstanceId) -> Result<(), ProviderError> {
         Ok(())
     }

@@ -355,6 +355,14 @@ impl RuntimeProvider for ProcessProvider {
         Ok(endpoint)
     }
 
+    async fn running_endpoint(&self, instance: &InstanceRecord) -> Option<RuntimeEndpoint> {
+        let slot = self.running.slot(&instance.instance.id);
+        let current = slot.lock().await;
+        let running = current.as_ref()?;
+        let alive = !process_group::leader_exited(running.group);
+        alive.then(|| endpoint(running.port, &instance.runtime_token))
+    }
+
     async fn stop(&self, instance: &InstanceId) -> Result<(), ProviderError> {
         // Held until the runtime is gone: a start meanwhile waits, then launches a fresh one.
         let mut current = self.running.slot(instance).lock_owned().await;

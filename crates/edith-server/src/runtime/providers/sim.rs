@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use edith_store::InstanceRecord;
-use edith_types::{Instance, InstanceId};
+use edith_types::{Instance, InstanceId, SimFaults};
 use hermes_native::config::HermesConfig;
 use hermes_native::methods::{Method, PromptSubmit};
 use tokio::sync::{Mutex, mpsc};
@@ -85,6 +85,15 @@ impl SimProvider {
     }
 }
 
+/// The endpoint of a runtime with `faults`: its connections dropped when they ask for that.
+fn with_faults(mut endpoint: RuntimeEndpoint, faults: &SimFaults) -> RuntimeEndpoint {
+    if let Some(after) = faults.drop_connection_after_ms {
+        let gateway = endpoint.in_process.take().expect("an in-process runtime");
+        endpoint.in_process = Some(dropping(gateway, Duration::from_millis(after)));
+    }
+    endpoint
+}
+
 /// `gateway`, whose connections are each dropped `after` the first prompt sent on them: both
 /// ends close, as when a socket is cut, and the runtime goes on.
 fn dropping(gateway: InProcessGateway, after: Duration) -> InProcessGateway {
@@ -146,17 +155,19 @@ impl RuntimeProvider for SimProvider {
             let delay = Duration::from_millis(faults.start_delay_ms.unwrap_or(0));
             tokio::time::sleep(delay.min(MAX_START_DELAY)).await;
         }
-        let mut endpoint = self.runtimes.start(instance).await?;
-        if let Some(after) = faults.drop_connection_after_ms {
-            let gateway = endpoint.in_process.take().expect("an in-process runtime");
-            endpoint.in_process = Some(dropping(gateway, Duration::from_millis(after)));
-        }
+        let endpoint = with_faults(self.runtimes.start(instance).await?, &faults);
         let mut running = self.running.lock().await;
         running.entry(id.clone()).or_insert_with(|| {
             let exit = faults.exit_after_ms.map(Duration::from_millis);
             (Instant::now(), exit)
         });
         Ok(endpoint)
+    }
+
+    async fn running_endpoint(&self, instance: &InstanceRecord) -> Option<RuntimeEndpoint> {
+        let faults = instance.instance.sim.clone().unwrap_or_default();
+        let endpoint = self.runtimes.running_endpoint(instance).await?;
+        Some(with_faults(endpoint, &faults))
     }
 
     async fn stop(&self, instance: &InstanceId) -> Result<(), ProviderError> {
