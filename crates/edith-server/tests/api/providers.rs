@@ -348,23 +348,31 @@ async fn an_external_runtime_is_used_as_it_is_and_only_forgotten_on_delete() {
     runtime.stop(Duration::from_secs(10)).await;
 }
 
+/// The token of the runtimes the tests below run as someone else would.
+const THEIR_TOKEN: &str = "someone-elses-token-0123456789";
+
+/// Our runtime run as someone else would, on any free port, and attached as an `external`
+/// instance; the runtime, its port and the instance's id.
+async fn attached_runtime(
+    ctx: &Ctx,
+    home: &std::path::Path,
+) -> (testkit::ReadyProcess, u16, String) {
+    let runtime = someone_elses_runtime(home, THEIR_TOKEN, 0).await;
+    let port: u16 = runtime.ready_value("port").parse().unwrap();
+    let url = format!("http://127.0.0.1:{port}");
+    let body = json!({"name": "theirs", "provider": "external", "url": url, "token": THEIR_TOKEN});
+    let iid = ctx.instance_from(body).await;
+    (runtime, port, iid)
+}
+
 /// An `external` runtime that goes away is noticed through its gateway connection: its instance
 /// turns `lost` saying so, new work is refused, and it is `ready` again once the runtime
 /// answers again, its sessions going on.
 #[tokio::test]
 async fn an_external_runtime_that_goes_away_is_lost_and_ready_again_once_it_is_back() {
-    const TOKEN: &str = "someone-elses-token-0123456789";
     let ctx = Ctx::start().await;
     let home = tempfile::tempdir().expect("temp dir");
-    let runtime = someone_elses_runtime(home.path(), TOKEN, 0).await;
-    let port: u16 = runtime.ready_value("port").parse().unwrap();
-    let url = format!("http://127.0.0.1:{port}");
-    let body = json!({"name": "theirs", "provider": "external", "url": url, "token": TOKEN});
-    let (status, created) = ctx.post("/v1/instances", &body.to_string()).await;
-    assert_eq!(status, 202, "{created}");
-    let iid = created["instance"]["id"].as_str().unwrap().to_owned();
-    let job = created["job"]["id"].as_str().unwrap();
-    ctx.sse(&format!("/v1/jobs/{job}/events"), None).await;
+    let (runtime, port, iid) = attached_runtime(&ctx, home.path()).await;
     let profiles = format!("/v1/instances/{iid}/profiles");
     let (_, profile) = ctx.post(&profiles, r#"{"name": "default"}"#).await;
     let sessions = format!("{profiles}/{}/sessions", profile["id"].as_str().unwrap());
@@ -381,7 +389,7 @@ async fn an_external_runtime_that_goes_away_is_lost_and_ready_again_once_it_is_b
     assert_problem(&refused, 409, "instance_not_ready");
 
     // Back where it was: the instance is ready again, and the session goes on.
-    let runtime = someone_elses_runtime(home.path(), TOKEN, port).await;
+    let runtime = someone_elses_runtime(home.path(), THEIR_TOKEN, port).await;
     let instance = instance_becomes(&ctx, &iid, "ready", 30).await;
     let reason = instance["state_reason"].as_str().unwrap();
     assert!(reason.contains("answers again"), "{instance}");
@@ -394,17 +402,9 @@ async fn an_external_runtime_that_goes_away_is_lost_and_ready_again_once_it_is_b
 /// `lost`. Once the runtime goes on, the instance is `ready` again.
 #[tokio::test]
 async fn an_external_runtime_that_hangs_is_lost_and_ready_again_once_it_goes_on() {
-    const TOKEN: &str = "someone-elses-token-0123456789";
     let ctx = Ctx::start().await;
     let home = tempfile::tempdir().expect("temp dir");
-    let runtime = someone_elses_runtime(home.path(), TOKEN, 0).await;
-    let port = runtime.ready_value("port");
-    let url = format!("http://127.0.0.1:{port}");
-    let body = json!({"name": "theirs", "provider": "external", "url": url, "token": TOKEN});
-    let (_, created) = ctx.post("/v1/instances", &body.to_string()).await;
-    let iid = created["instance"]["id"].as_str().unwrap().to_owned();
-    let job = created["job"]["id"].as_str().unwrap();
-    ctx.sse(&format!("/v1/jobs/{job}/events"), None).await;
+    let (runtime, _, iid) = attached_runtime(&ctx, home.path()).await;
     let (_, profile) = ctx
         .post(
             &format!("/v1/instances/{iid}/profiles"),
