@@ -151,14 +151,7 @@ async fn reconnect(state: &AppState, id: &InstanceId) -> Option<(Instance, Exite
 
 /// The instance's record while it is `ready`.
 async fn ready(state: &AppState, id: &InstanceId) -> Option<edith_store::InstanceRecord> {
-    match state.store.instance(id).await {
-        Ok(Some(record)) if record.instance.state == InstanceState::Ready => Some(record),
-        Ok(_) => None,
-        Err(e) => {
-            tracing::error!(instance = %id, error = %e, "cannot read an instance");
-            None
-        }
-    }
+    record_in(state, id, InstanceState::Ready).await
 }
 
 /// `external` runtimes that were lost, on instances this replica owns, are tried again, a few
@@ -331,11 +324,20 @@ fn backoff(restarts_so_far: u32) -> Duration {
 }
 
 async fn still_lost(state: &AppState, id: &InstanceId) -> Option<edith_store::InstanceRecord> {
+    record_in(state, id, InstanceState::Lost).await
+}
+
+/// The instance's record while it is in `wanted` (a failed read is logged, and is `None`).
+async fn record_in(
+    state: &AppState,
+    id: &InstanceId,
+    wanted: InstanceState,
+) -> Option<edith_store::InstanceRecord> {
     match state.store.instance(id).await {
-        Ok(Some(record)) if record.instance.state == InstanceState::Lost => Some(record),
+        Ok(Some(record)) if record.instance.state == wanted => Some(record),
         Ok(_) => None,
         Err(e) => {
-            tracing::error!(instance = %id, error = %e, "cannot read a lost instance");
+            tracing::error!(instance = %id, error = %e, "cannot read an instance");
             None
         }
     }

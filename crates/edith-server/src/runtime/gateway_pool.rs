@@ -39,14 +39,7 @@ impl GatewayPool {
         provider: &dyn RuntimeProvider,
         record: &InstanceRecord,
     ) -> AppResult<Arc<Link>> {
-        let id = &record.instance.id;
-        let slot = self
-            .slots
-            .lock()
-            .expect("not poisoned")
-            .entry(id.clone())
-            .or_default()
-            .clone();
+        let slot = self.slot(&record.instance.id);
         let mut current = slot.lock().await;
         if let Some(link) = current.as_ref()
             && !link.gateway.is_closed()
@@ -68,13 +61,7 @@ impl GatewayPool {
         instance: &InstanceId,
         endpoint: &RuntimeEndpoint,
     ) -> AppResult<()> {
-        let slot = self
-            .slots
-            .lock()
-            .expect("not poisoned")
-            .entry(instance.clone())
-            .or_default()
-            .clone();
+        let slot = self.slot(instance);
         let mut current = slot.lock().await;
         if current
             .as_ref()
@@ -84,6 +71,12 @@ impl GatewayPool {
         }
         *current = Some(Box::pin(connect_at(endpoint)).await?);
         Ok(())
+    }
+
+    /// The instance's slot, made empty when it has none.
+    fn slot(&self, instance: &InstanceId) -> Slot {
+        let mut slots = self.slots.lock().expect("not poisoned");
+        slots.entry(instance.clone()).or_default().clone()
     }
 
     /// The instance's open connection, if there is one now (nothing is started or waited for).
