@@ -824,6 +824,10 @@ async fn main() {
     server.shutdown().await;
     model.stop().await;
     slow.stop().await;
+    assert!(
+        !rows.is_empty(),
+        "OVERHEAD_ROWS named no row (the labels are those the tables print)"
+    );
 
     println!(
         "warm turn, one-line answer from the fake model; medians of {} after {WARMUP}",
