@@ -13,7 +13,7 @@ use futures_util::StreamExt;
 
 use edith_types::{Instance, InstanceId, InstanceState, ProviderKind, RestartPolicy, Timestamp};
 
-use crate::runtime::Exited;
+use crate::runtime::{Exited, RunningNow};
 use crate::state::AppState;
 
 /// How often runtimes are looked at.
@@ -82,9 +82,10 @@ pub async fn check(state: &AppState) {
     {
         // Stopped (it may be hung rather than gone) and restarted apart from the look: a stop
         // may take its grace period, and the instance is `lost` already, so no turn starts it.
+        // An `external` runtime is its owner's to stop.
         let state = state.clone();
         tokio::spawn(async move {
-            if instance.provider == ProviderKind::Process
+            if instance.provider != ProviderKind::External
                 && let Ok(provider) = state.provider(instance.provider)
                 && let Err(e) = provider.stop(&instance.id).await
             {
@@ -109,18 +110,26 @@ async fn lose_exited(state: &AppState) {
 
 /// Opens again a gateway connection that closed by itself, to the runtime its provider runs
 /// now; nothing is started (a runtime stopped on purpose is started by its next use, one that
-/// exited is reaped by a look). A runtime that does not take the connection in time has its
-/// instance marked lost, returned with why.
+/// exited is reaped by a look) and no start or stop under way is waited for (the next look
+/// asks again). A runtime that does not take the connection in time has its instance marked
+/// lost, returned with why.
 async fn reconnect(state: &AppState, id: &InstanceId) -> Option<(Instance, Exited)> {
-    let Some(record) = ready(state, id).await else {
+    let record = ready(state, id).await;
+    let provider = record
+        .as_ref()
+        .and_then(|r| state.provider(r.instance.provider).ok());
+    let (Some(record), Some(provider)) = (record, provider) else {
         // Gone, or no longer ready (being deleted, lost already): its connection is not wanted.
         state.gateways.forget(id).await;
         return None;
     };
-    let provider = state.provider(record.instance.provider).ok()?;
-    let Some(endpoint) = provider.running_endpoint(&record).await else {
-        state.gateways.forget(id).await;
-        return None;
+    let endpoint = match provider.running_now(&record).await {
+        RunningNow::Running(endpoint) => endpoint,
+        RunningNow::Stopped => {
+            state.gateways.forget(id).await;
+            return None;
+        }
+        RunningNow::Changing => return None,
     };
     let reconnected =
         tokio::time::timeout(RECONNECT_WITHIN, state.gateways.reconnect(id, &endpoint));
@@ -135,8 +144,11 @@ async fn reconnect(state: &AppState, id: &InstanceId) -> Option<(Instance, Exite
         Ok(Err(e)) => e.detail,
         Err(_) => format!("it did not answer in {} s", RECONNECT_WITHIN.as_secs()),
     };
-    // A runtime that exited meanwhile is the exit's to report, with its status.
-    provider.running_endpoint(&record).await?;
+    // A runtime that exited meanwhile is the exit's to report, with its status; one being
+    // stopped or started meanwhile is the next look's.
+    if !matches!(provider.running_now(&record).await, RunningNow::Running(_)) {
+        return None;
+    }
     let lost = Exited {
         instance: id.clone(),
         how: format!(
@@ -190,10 +202,9 @@ async fn retry_lost_externals(state: &AppState) {
 }
 
 async fn retry_external(state: &AppState, id: &InstanceId) {
-    match super::replicas::place(state, id).await {
-        Ok(super::replicas::Place::Here) => {}
-        // Another replica's to try, or the database cannot say: the next round.
-        _ => return,
+    // Another replica's to try (claims are left to the replicas' own take-over).
+    if !state.replica.known_owned(id) {
+        return;
     }
     let Some(record) = still_lost(state, id).await else {
         return;
@@ -201,7 +212,7 @@ async fn retry_external(state: &AppState, id: &InstanceId) {
     let Ok(provider) = state.provider(ProviderKind::External) else {
         return;
     };
-    let Some(endpoint) = provider.running_endpoint(&record).await else {
+    let RunningNow::Running(endpoint) = provider.running_now(&record).await else {
         return;
     };
     let connected =

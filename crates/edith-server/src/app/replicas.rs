@@ -73,7 +73,7 @@ impl Replica {
         (now, now.saturating_add(millis(self.lease)))
     }
 
-    fn known_owned(&self, id: &InstanceId) -> bool {
+    pub fn known_owned(&self, id: &InstanceId) -> bool {
         let owned = self.owned.lock().expect("not poisoned");
         owned
             .get(id)

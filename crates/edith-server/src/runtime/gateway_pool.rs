@@ -62,7 +62,10 @@ impl GatewayPool {
         endpoint: &RuntimeEndpoint,
     ) -> AppResult<()> {
         let slot = self.slot(instance);
-        let mut current = slot.lock().await;
+        // Someone connecting now (a turn) is left to it.
+        let Ok(mut current) = slot.try_lock() else {
+            return Ok(());
+        };
         if current
             .as_ref()
             .is_some_and(|link| !link.gateway.is_closed())

@@ -12,6 +12,6 @@ pub use gateway_pool::{GatewayPool, Link};
 #[cfg(feature = "embedded")]
 pub use providers::SimProvider;
 pub use providers::{
-    ADMIN_KEY_VARIABLE, DATABASE_URL_VARIABLE, Exited, ProviderError, Providers, RuntimeCommand,
-    RuntimeEndpoint, RuntimeProvider, gateway_url,
+    ADMIN_KEY_VARIABLE, DATABASE_URL_VARIABLE, Exited, ProviderError, Providers, RunningNow,
+    RuntimeCommand, RuntimeEndpoint, RuntimeProvider, gateway_url,
 };

@@ -38,6 +38,16 @@ pub struct RuntimeEndpoint {
     pub in_process: Option<InProcessGateway>,
 }
 
+/// Whether an instance's runtime runs now ([`RuntimeProvider::running_now`]).
+pub enum RunningNow {
+    /// It runs, at this endpoint.
+    Running(RuntimeEndpoint),
+    /// It does not run (stopped, or exited and not yet reaped).
+    Stopped,
+    /// It is being started or stopped: to be asked again later.
+    Changing,
+}
+
 /// Opens a gateway connection to a runtime in this process: the sender takes what the client
 /// sends, the receiver gives what the gateway sends back (and ends with the connection).
 pub type InProcessGateway = std::sync::Arc<
@@ -66,10 +76,10 @@ pub trait RuntimeProvider: Send + Sync {
     async fn provision(&self, instance: &InstanceRecord) -> Result<(), ProviderError>;
     /// Starts the runtime, or returns the running one's endpoint. Idempotent.
     async fn start(&self, instance: &InstanceRecord) -> Result<RuntimeEndpoint, ProviderError>;
-    /// The running runtime's endpoint; `None` when it does not run now. Nothing is started:
-    /// the reconciler reconnects through it to a runtime whose connection closed, and a runtime
-    /// stopped on purpose stays stopped until its next use.
-    async fn running_endpoint(&self, instance: &InstanceRecord) -> Option<RuntimeEndpoint>;
+    /// Whether the runtime runs now, and where; never waits for a start or a stop under way
+    /// (`Changing`), and starts nothing. The reconciler reconnects through it to a runtime whose
+    /// connection closed; a runtime stopped on purpose stays stopped until its next use.
+    async fn running_now(&self, instance: &InstanceRecord) -> RunningNow;
     /// Stops the runtime if it runs; in-flight turns end as interrupted. Idempotent.
     async fn stop(&self, instance: &InstanceId) -> Result<(), ProviderError>;
     /// Removes everything `provision` made. Idempotent.

@@ -427,6 +427,15 @@ async fn an_external_runtime_that_hangs_is_lost_and_ready_again_once_it_goes_on(
     runtime.stop(Duration::from_secs(10)).await;
 }
 
+/// When process `pid` started (`/proc/<pid>/stat`, field 22), while there is one: with the pid,
+/// it names one process, whatever gets the pid later.
+fn started_at(pid: i32) -> Option<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // After the command's name, in parentheses, field 3 comes first.
+    let fields = &stat[stat.rfind(')')? + 1..];
+    fields.split_whitespace().nth(19).map(str::to_owned)
+}
+
 /// The instance once it is in `state`; fails after `seconds` (the reconciler looks every
 /// 500 ms, and tries a lost `external` runtime again every 5 s).
 async fn instance_becomes(ctx: &Ctx, iid: &str, state: &str, seconds: u64) -> Value {
@@ -446,6 +455,7 @@ async fn a_process_runtime_that_hangs_is_stopped_and_restarted_by_its_policy() {
     let turns = ctx.turns_path(&iid).await;
     assert_eq!(ctx.turn_on(&turns, "hello").await["state"], "completed");
     let hung: i32 = ctx.runtime_pid(&iid).await.unwrap().parse().unwrap();
+    let hung_since = started_at(hung).expect("it runs");
     let process = rustix::process::Pid::from_raw(hung).expect("a pid");
     rustix::process::kill_process(process, rustix::process::Signal::STOP).expect("stopped");
     // 20 to 25 s of silence, 2 s to connect again, 10 s of grace, 1 s before the restart.
@@ -456,10 +466,7 @@ async fn a_process_runtime_that_hangs_is_stopped_and_restarted_by_its_policy() {
     assert!(reason.contains("gateway"), "{restarted}");
     let now: i32 = ctx.runtime_pid(&iid).await.unwrap().parse().unwrap();
     assert_ne!(now, hung, "a new runtime");
-    assert!(
-        !std::path::Path::new(&format!("/proc/{hung}")).exists(),
-        "the hung one is gone"
-    );
+    assert_ne!(started_at(hung), Some(hung_since), "the hung one is gone");
     assert_eq!(ctx.turn_on(&turns, "again").await["state"], "completed");
 }
 

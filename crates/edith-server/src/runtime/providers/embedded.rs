@@ -11,7 +11,7 @@ use edith_types::InstanceId;
 use hermes_native::config::HermesConfig;
 use hermes_runtime::{RunningRuntime, RuntimeConfig};
 
-use super::{ProviderError, RuntimeEndpoint, RuntimeProvider};
+use super::{ProviderError, RunningNow, RuntimeEndpoint, RuntimeProvider};
 use crate::runtime::homes::Homes;
 use crate::runtime::slots::Slots;
 
@@ -58,10 +58,15 @@ impl RuntimeProvider for EmbeddedProvider {
         Ok(endpoint)
     }
 
-    async fn running_endpoint(&self, instance: &InstanceRecord) -> Option<RuntimeEndpoint> {
-        let current = self.running.slot(&instance.instance.id).lock_owned().await;
-        let (runtime, token) = current.as_ref()?;
-        Some(endpoint(runtime, token))
+    async fn running_now(&self, instance: &InstanceRecord) -> RunningNow {
+        let slot = self.running.slot(&instance.instance.id);
+        let Ok(current) = slot.try_lock() else {
+            return RunningNow::Changing;
+        };
+        match current.as_ref() {
+            Some((runtime, token)) => RunningNow::Running(endpoint(runtime, token)),
+            None => RunningNow::Stopped,
+        }
     }
 
     async fn stop(&self, instance: &InstanceId) -> Result<(), ProviderError> {

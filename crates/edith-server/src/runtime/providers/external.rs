@@ -7,7 +7,7 @@ use edith_store::InstanceRecord;
 use edith_types::InstanceId;
 use hermes_native::config::HermesConfig;
 
-use super::{ProviderError, RuntimeEndpoint, RuntimeProvider};
+use super::{ProviderError, RunningNow, RuntimeEndpoint, RuntimeProvider};
 
 pub struct ExternalProvider {
     /// The hosts (`host` for any port, or `host:port`) instances may be attached at; `None`
@@ -65,8 +65,11 @@ impl RuntimeProvider for ExternalProvider {
     }
 
     /// Someone else runs it: as far as the control plane knows, it runs.
-    async fn running_endpoint(&self, instance: &InstanceRecord) -> Option<RuntimeEndpoint> {
-        self.start(instance).await.ok()
+    async fn running_now(&self, instance: &InstanceRecord) -> RunningNow {
+        match self.start(instance).await {
+            Ok(endpoint) => RunningNow::Running(endpoint),
+            Err(_) => RunningNow::Stopped,
+        }
     }
 
     async fn stop(&self, _: &InstanceId) -> Result<(), ProviderError> {

@@ -10,7 +10,7 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::{ProviderError, RuntimeEndpoint, RuntimeProvider};
+use super::{ProviderError, RunningNow, RuntimeEndpoint, RuntimeProvider};
 use crate::runtime::homes::{Homes, io_error};
 use crate::runtime::process_group;
 use crate::runtime::runtime_log::{self, RuntimeLog};
@@ -355,12 +355,17 @@ impl RuntimeProvider for ProcessProvider {
         Ok(endpoint)
     }
 
-    async fn running_endpoint(&self, instance: &InstanceRecord) -> Option<RuntimeEndpoint> {
+    async fn running_now(&self, instance: &InstanceRecord) -> RunningNow {
         let slot = self.running.slot(&instance.instance.id);
-        let current = slot.lock().await;
-        let running = current.as_ref()?;
-        let alive = !process_group::leader_exited(running.group);
-        alive.then(|| endpoint(running.port, &instance.runtime_token))
+        let Ok(current) = slot.try_lock() else {
+            return RunningNow::Changing;
+        };
+        match current.as_ref() {
+            Some(running) if !process_group::leader_exited(running.group) => {
+                RunningNow::Running(endpoint(running.port, &instance.runtime_token))
+            }
+            _ => RunningNow::Stopped,
+        }
     }
 
     async fn stop(&self, instance: &InstanceId) -> Result<(), ProviderError> {

@@ -15,7 +15,8 @@ use hermes_native::methods::{Method, PromptSubmit};
 use tokio::sync::{Mutex, mpsc};
 
 use super::{
-    EmbeddedProvider, Exited, InProcessGateway, ProviderError, RuntimeEndpoint, RuntimeProvider,
+    EmbeddedProvider, Exited, InProcessGateway, ProviderError, RunningNow, RuntimeEndpoint,
+    RuntimeProvider,
 };
 use crate::runtime::homes::Homes;
 
@@ -164,10 +165,12 @@ impl RuntimeProvider for SimProvider {
         Ok(endpoint)
     }
 
-    async fn running_endpoint(&self, instance: &InstanceRecord) -> Option<RuntimeEndpoint> {
+    async fn running_now(&self, instance: &InstanceRecord) -> RunningNow {
         let faults = instance.instance.sim.clone().unwrap_or_default();
-        let endpoint = self.runtimes.running_endpoint(instance).await?;
-        Some(with_faults(endpoint, &faults))
+        match self.runtimes.running_now(instance).await {
+            RunningNow::Running(endpoint) => RunningNow::Running(with_faults(endpoint, &faults)),
+            other => other,
+        }
     }
 
     async fn stop(&self, instance: &InstanceId) -> Result<(), ProviderError> {
