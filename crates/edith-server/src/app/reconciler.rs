@@ -1,11 +1,11 @@
 //! The reconciler: notices at its next look (every 500 ms) that a runtime the control plane
-//! started has exited on its own, or that the connection to a runtime's gateway closed and a new one cannot
-//! be opened, and turns its instance `lost` with the reason, so the turns it was running end
-//! `failed` saying why and new work on it is refused. An instance whose restart policy is
-//! `on_failure` gets its runtime started again after a pause, and is `ready` once it runs; its
-//! sessions go on from the runtime's stored sessions. An `external` runtime lost so is tried
-//! again now and then, and its instance is `ready` again once it answers. It also takes over
-//! jobs whose runner's lease ran out.
+//! started has exited on its own, or that the connection to a runtime's gateway closed and a
+//! new one cannot be opened, and turns its instance `lost` with the reason, so the turns it was
+//! running end `failed` saying why and new work on it is refused. An instance whose restart
+//! policy is `on_failure` gets its runtime started again after a pause, and is `ready` once it
+//! runs; its sessions go on from the runtime's stored sessions. An `external` runtime lost so
+//! is tried again now and then, and its instance is `ready` again once it answers. It also
+//! takes over jobs whose runner's lease ran out.
 
 use std::time::Duration;
 
@@ -89,7 +89,8 @@ pub async fn check(state: &AppState) {
                 && let Ok(provider) = state.provider(instance.provider)
                 && let Err(e) = provider.stop(&instance.id).await
             {
-                tracing::warn!(instance = %instance.id, error = %e, "cannot stop a runtime whose gateway is gone");
+                let why = "cannot stop a runtime whose gateway is gone";
+                tracing::warn!(instance = %instance.id, error = %e, "{why}");
             }
             plan_restart(&state, instance, lost);
         });
@@ -217,7 +218,8 @@ async fn retry_external(state: &AppState, id: &InstanceId) {
     };
     let connected =
         tokio::time::timeout(RECONNECT_WITHIN, state.gateways.reconnect(id, &endpoint)).await;
-    if !matches!(connected, Ok(Ok(()))) {
+    // An open connection, not only one left to someone else connecting, brings it back.
+    if !matches!(connected, Ok(Ok(()))) || state.gateways.existing(id).is_none() {
         return state.gateways.forget(id).await;
     }
     let mut instance = record.instance;

@@ -1,7 +1,8 @@
 //! The `sim` provider: our runtime in-process, as `embedded` runs it, with the faults the
 //! instance asks for (`SimFaults`): a slow start, a job step that fails after doing its work,
-//! every step run twice, a runtime that exits on its own, a gateway that drops connections. It exists to test the control plane
-//! itself — its jobs, undo and reconciler — and is offered only when the operator enables it.
+//! every step run twice, a runtime that exits on its own, a gateway that drops connections. It
+//! exists to test the control plane itself — its jobs, undo and reconciler — and is offered
+//! only when the operator enables it.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
