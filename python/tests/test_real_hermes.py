@@ -28,7 +28,8 @@ def fake_model():
 @pytest.fixture
 def control_plane(tmp_path):
     key = "edk_" + secrets.token_hex(16)
-    hermes = f"env HERMES_DISABLE_LAZY_INSTALLS=1 {program('hermes')}"
+    # The form: the command that serves, `hermes serve`.
+    hermes = f"env HERMES_DISABLE_LAZY_INSTALLS=1 {program('hermes')} serve"
     env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "EDITH_API_KEY": key}
     server = Process(
         [program("edith"), "serve", "--listen", "127.0.0.1:0", "--data-dir", str(tmp_path / "data"),

@@ -57,9 +57,10 @@ pub struct Serve {
     #[arg(long)]
     behind_tls_proxy: bool,
     /// A runtime `process` instances may run, as NAME=COMMAND (repeatable), e.g.
-    /// `--runtime hermes="/opt/hermes/bin/hermes"`; the command is split on whitespace and
-    /// launched with `serve --host 127.0.0.1 --port 0`. Our own `hermes-runtime` is always
-    /// there when its binary sits beside this one.
+    /// `--runtime hermes="/opt/hermes/bin/hermes serve"`; the command is split on whitespace
+    /// and launched with `--host 127.0.0.1 --port 0` (and `serve` before them, when it does
+    /// not end in `serve`). Our own `hermes-runtime` is always there when its binary sits
+    /// beside this one.
     #[arg(long = "runtime", value_name = "NAME=COMMAND", value_parser = runtime_arg)]
     runtimes: Vec<(String, RuntimeCommand)>,
     /// Offer the `sim` provider: our runtime with faults a caller asks for (slow starts,
@@ -139,9 +140,14 @@ fn runtime_arg(raw: &str) -> Result<(String, RuntimeCommand), String> {
             "`--runtime {raw}`: NAME must be letters, digits, `-`, `_` or `.`"
         ));
     }
+    let mut args: Vec<String> = words.map(str::to_owned).collect();
+    // The provider adds `serve` itself: `hermes serve` and `hermes` name the same runtime.
+    if args.last().is_some_and(|last| last == "serve") {
+        args.pop();
+    }
     let command = RuntimeCommand {
         program: PathBuf::from(program),
-        args: words.map(str::to_owned).collect(),
+        args,
     };
     Ok((name.to_owned(), command))
 }
@@ -244,5 +250,46 @@ async fn wait_for_signal() {
     tokio::select! {
         _ = term.recv() => {}
         _ = tokio::signal::ctrl_c() => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parsed(raw: &str) -> (String, PathBuf, Vec<String>) {
+        let (name, command) = runtime_arg(raw).expect(raw);
+        (name, command.program, command.args)
+    }
+
+    #[test]
+    fn a_runtime_command_may_name_serve_or_leave_it_to_the_provider() {
+        let hermes = ("hermes".to_owned(), PathBuf::from("/opt/hermes/bin/hermes"));
+        for raw in [
+            "hermes=/opt/hermes/bin/hermes serve",
+            "hermes=/opt/hermes/bin/hermes",
+            "hermes= /opt/hermes/bin/hermes  serve ",
+        ] {
+            let (name, program, args) = parsed(raw);
+            assert_eq!((name, program), hermes, "{raw}");
+            assert!(args.is_empty(), "{raw}: {args:?}");
+        }
+        // Words before `serve` stay, in order.
+        let (_, program, args) = parsed("h=env HERMES_DISABLE_LAZY_INSTALLS=1 hermes serve");
+        assert_eq!(program, PathBuf::from("env"));
+        assert_eq!(args, ["HERMES_DISABLE_LAZY_INSTALLS=1", "hermes"]);
+    }
+
+    #[test]
+    fn a_runtime_flag_without_a_name_or_a_command_is_refused() {
+        for raw in [
+            "hermes",
+            "=hermes serve",
+            "hermes=",
+            "hermes=  ",
+            "a b=hermes",
+        ] {
+            assert!(runtime_arg(raw).is_err(), "{raw}");
+        }
     }
 }

@@ -270,7 +270,9 @@ impl GatewayClient {
         token: &str,
         request_timeout: Duration,
     ) -> Result<Self, GatewayError> {
-        let socket = open_socket(ws_url, token, request_timeout).await?;
+        // A runtime that does not take the connection for as long as a live one may stay
+        // silent is as dead as one that stops answering on it.
+        let socket = open_socket(ws_url, token, request_timeout.min(SILENT_LIMIT)).await?;
         let (mut sink, stream) = socket.split();
         let (outgoing, mut outgoing_rx) = mpsc::unbounded_channel::<String>();
         // When a frame last came, in milliseconds from `epoch`.

@@ -385,7 +385,7 @@ async fn undo(state: &AppState, job: &Job, failed: usize) -> Vec<String> {
                 Err(e) => Err(e),
             },
             Step::ConnectGateway => {
-                state.gateways.forget(id).await;
+                state.gateways.forget(id);
                 Ok(())
             }
             // A removal has nothing to undo: deleting again finishes it.
@@ -419,7 +419,7 @@ async fn run_step(state: &AppState, job: &Job, step: Step) -> AppResult<()> {
             )
         }
         Step::ConnectGateway => drop(state.gateway(&instance(state, id).await?).await?),
-        Step::Disconnect => state.gateways.forget(id).await,
+        Step::Disconnect => state.gateways.forget(id),
         Step::DestroyRuntime => {
             let record = instance(state, id).await?;
             // A profile change that read the instance ready before it was being deleted
@@ -429,7 +429,7 @@ async fn run_step(state: &AppState, job: &Job, step: Step) -> AppResult<()> {
                 .destroy(id)
                 .await?;
             // A request that read the instance ready may have connected since `Disconnect`.
-            state.gateways.forget(id).await
+            state.gateways.forget(id)
         }
         Step::RemoveRecords => state.store.purge_instance(id).await?,
     }

@@ -222,7 +222,7 @@ pub fn runtime_restarts_for_root_changes(provider: ProviderKind) -> bool {
 
 /// Stops the runtime; the next use starts it again with the new configuration.
 async fn restart_runtime(state: &AppState, record: &edith_store::InstanceRecord) -> AppResult<()> {
-    state.gateways.forget(&record.instance.id).await;
+    state.gateways.forget(&record.instance.id);
     state
         .provider(record.instance.provider)?
         .stop(&record.instance.id)

@@ -74,26 +74,14 @@ pub async fn check(state: &AppState) {
     // (forgotten above), not a gateway that went away from a runtime still there. Each
     // reconnect may wait out its time: all at once, not one after another.
     let dropped = state.gateways.dropped();
-    let reconnects = dropped.iter().map(|id| reconnect(state, id));
+    let why = "the connection to the runtime's gateway closed and none could be opened again";
+    let reconnects = dropped.iter().map(|id| reconnect(state, id, why));
     for (instance, lost) in futures_util::future::join_all(reconnects)
         .await
         .into_iter()
         .flatten()
     {
-        // Stopped (it may be hung rather than gone) and restarted apart from the look: a stop
-        // may take its grace period, and the instance is `lost` already, so no turn starts it.
-        // An `external` runtime is its owner's to stop.
-        let state = state.clone();
-        tokio::spawn(async move {
-            if instance.provider != ProviderKind::External
-                && let Ok(provider) = state.provider(instance.provider)
-                && let Err(e) = provider.stop(&instance.id).await
-            {
-                let why = "cannot stop a runtime whose gateway is gone";
-                tracing::warn!(instance = %instance.id, error = %e, "{why}");
-            }
-            plan_restart(&state, instance, lost);
-        });
+        after_loss(state, instance, lost);
     }
     if let Err(e) = super::jobs::take_over(state).await {
         tracing::error!(detail = %e.detail, "cannot look for jobs to take over");
@@ -104,30 +92,47 @@ pub async fn check(state: &AppState) {
 async fn lose_exited(state: &AppState) {
     for exited in state.providers.reap_exited().await {
         if let Some(instance) = mark_lost(state, &exited).await {
-            plan_restart(state, instance, exited);
+            after_loss(state, instance, exited);
         }
     }
+}
+
+/// Once an instance is marked `lost`: its runtime is stopped (it may be hung rather than gone,
+/// or a use that saw the instance `ready` just before may have started one) and none is started
+/// for it but by a restart its policy plans, after the stop. Apart from the look: a stop may
+/// take its grace period. (An `external` runtime is its owner's: nothing is stopped there.)
+fn after_loss(state: &AppState, instance: Instance, lost: Exited) {
+    let state = state.clone();
+    tokio::spawn(async move {
+        if let Ok(provider) = state.provider(instance.provider)
+            && let Err(e) = provider.stop_lost(&instance.id).await
+        {
+            let why = "cannot stop a runtime that was lost";
+            tracing::warn!(instance = %instance.id, error = %e, "{why}");
+        }
+        plan_restart(&state, instance, lost);
+    });
 }
 
 /// Opens again a gateway connection that closed by itself, to the runtime its provider runs
 /// now; nothing is started (a runtime stopped on purpose is started by its next use, one that
 /// exited is reaped by a look) and no start or stop under way is waited for (the next look
 /// asks again). A runtime that does not take the connection in time has its instance marked
-/// lost, returned with why.
-async fn reconnect(state: &AppState, id: &InstanceId) -> Option<(Instance, Exited)> {
+/// lost, returned with `why` and the error.
+async fn reconnect(state: &AppState, id: &InstanceId, why: &str) -> Option<(Instance, Exited)> {
     let record = ready(state, id).await;
     let provider = record
         .as_ref()
         .and_then(|r| state.provider(r.instance.provider).ok());
     let (Some(record), Some(provider)) = (record, provider) else {
         // Gone, or no longer ready (being deleted, lost already): its connection is not wanted.
-        state.gateways.forget(id).await;
+        state.gateways.forget(id);
         return None;
     };
-    let endpoint = match provider.running_now(&record).await {
-        RunningNow::Running(endpoint) => endpoint,
+    let (endpoint, since) = match provider.running_now(&record).await {
+        RunningNow::Running { endpoint, since } => (endpoint, since),
         RunningNow::Stopped => {
-            state.gateways.forget(id).await;
+            state.gateways.forget(id);
             return None;
         }
         RunningNow::Changing => return None,
@@ -138,7 +143,7 @@ async fn reconnect(state: &AppState, id: &InstanceId) -> Option<(Instance, Exite
         Ok(Ok(())) => {
             // A deletion that began meanwhile forgot the connection before this one was made.
             if ready(state, id).await.is_none() {
-                state.gateways.forget(id).await;
+                state.gateways.forget(id);
             }
             return None;
         }
@@ -147,19 +152,37 @@ async fn reconnect(state: &AppState, id: &InstanceId) -> Option<(Instance, Exite
     };
     // A runtime that exited meanwhile is the exit's to report, with its status; one being
     // stopped or started meanwhile is the next look's.
-    if !matches!(provider.running_now(&record).await, RunningNow::Running(_)) {
+    if !matches!(
+        provider.running_now(&record).await,
+        RunningNow::Running { .. }
+    ) {
         return None;
     }
     let lost = Exited {
         instance: id.clone(),
-        how: format!(
-            "the connection to the runtime's gateway closed and none could be opened again: \
-             {error}"
-        ),
-        ran_for: Duration::ZERO,
+        how: format!("{why}: {error}"),
+        // From its start, so that a long healthy run lets its restarts in a row start over.
+        ran_for: since.map(|since| since.elapsed()).unwrap_or_default(),
     };
     let instance = mark_lost(state, &lost).await?;
     Some((instance, lost))
+}
+
+/// When this replica takes a `ready` `external` instance (at its start, or from a replica that
+/// died): a connection to its runtime is opened at once, so that the runtime's going away is
+/// noticed as any other's, and not only by the next use. (The runtimes this replica starts are
+/// watched from their start; one an earlier owner started is stopped when it is taken.)
+pub fn watch_external(state: &AppState, instance: &Instance) {
+    if instance.provider != ProviderKind::External || instance.state != InstanceState::Ready {
+        return;
+    }
+    let (state, id) = (state.clone(), instance.id.clone());
+    tokio::spawn(async move {
+        let why = "the runtime's gateway took no connection when this replica took the instance";
+        if let Some((instance, lost)) = reconnect(&state, &id, why).await {
+            after_loss(&state, instance, lost);
+        }
+    });
 }
 
 /// The instance's record while it is `ready`.
@@ -213,14 +236,14 @@ async fn retry_external(state: &AppState, id: &InstanceId) {
     let Ok(provider) = state.provider(ProviderKind::External) else {
         return;
     };
-    let RunningNow::Running(endpoint) = provider.running_now(&record).await else {
+    let RunningNow::Running { endpoint, .. } = provider.running_now(&record).await else {
         return;
     };
     let connected =
         tokio::time::timeout(RECONNECT_WITHIN, state.gateways.reconnect(id, &endpoint)).await;
     // An open connection, not only one left to someone else connecting, brings it back.
     if !matches!(connected, Ok(Ok(()))) || state.gateways.existing(id).is_none() {
-        return state.gateways.forget(id).await;
+        return state.gateways.forget(id);
     }
     let mut instance = record.instance;
     let after = instance.state_reason.clone().unwrap_or_default();
@@ -228,14 +251,14 @@ async fn retry_external(state: &AppState, id: &InstanceId) {
     if move_state(state, &mut instance, InstanceState::Ready, reason).await {
         tracing::info!(instance = %id, "external runtime back");
     } else {
-        state.gateways.forget(id).await;
+        state.gateways.forget(id);
     }
 }
 
 /// Turns a `ready` instance `lost`; returns it as it is now recorded.
 async fn mark_lost(state: &AppState, exited: &Exited) -> Option<Instance> {
     let id = &exited.instance;
-    state.gateways.forget(id).await;
+    state.gateways.forget(id);
     let mut instance = load(state, id).await?;
     if instance.state != InstanceState::Ready {
         return None;
@@ -309,7 +332,7 @@ async fn restart(state: &AppState, mut instance: Instance, how: &str) {
                 return;
             }
         };
-        match provider.start(&record).await {
+        match provider.restart(&record).await {
             Ok(_) => {
                 let reason = format!("restarted (restart {attempt} in a row) after: {how}");
                 if !move_state(state, &mut instance, InstanceState::Ready, reason).await {

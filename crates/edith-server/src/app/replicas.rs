@@ -295,10 +295,10 @@ pub async fn take_up(state: &AppState) -> AppResult<()> {
 }
 
 /// Makes an instance this replica just took its own: a runtime an earlier owner left running is
-/// stopped (the next use starts a fresh one here), its tool relays point here, and a restart its
-/// policy still allows is resumed.
+/// stopped (the next use starts a fresh one here), its tool relays point here, a restart its
+/// policy still allows is resumed, and an `external` runtime is watched from now on.
 async fn adopt(state: &AppState, id: &InstanceId) {
-    state.gateways.forget(id).await;
+    state.gateways.forget(id);
     state.providers.process.stop_orphan(id).await;
     let Ok(Some(record)) = state.store.instance(id).await else {
         return;
@@ -307,6 +307,7 @@ async fn adopt(state: &AppState, id: &InstanceId) {
     if let Err(e) = super::profiles::retarget_tool_relays(state, &instance).await {
         tracing::warn!(instance = %id, detail = %e.detail, "tool relays not retargeted");
     }
+    super::reconciler::watch_external(state, &instance);
     super::reconciler::resume_restart(state, instance);
 }
 
@@ -368,7 +369,7 @@ async fn renew(state: &AppState) {
 /// Lets go of an instance another replica took over while this one could not renew: its
 /// runtime here stops, its link and relays end (the other starts its own).
 async fn step_down(state: &AppState, id: &InstanceId) {
-    state.gateways.forget(id).await;
+    state.gateways.forget(id);
     state.relays.end_for_instance(id);
     if let Ok(Some(record)) = state.store.instance(id).await
         && let Ok(provider) = state.provider(record.instance.provider)

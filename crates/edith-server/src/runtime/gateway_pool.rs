@@ -108,11 +108,15 @@ impl GatewayPool {
             .collect()
     }
 
-    /// Forgets the instance's connection (it closes when the last user lets go).
-    pub async fn forget(&self, instance: &InstanceId) {
+    /// Forgets the instance's connection (it closes when the last user lets go). Never waits:
+    /// a connection being opened now (by a turn, perhaps to a runtime that hangs) is opened
+    /// outside the pool, and lives only as long as whoever opened it uses it.
+    pub fn forget(&self, instance: &InstanceId) {
         let slot = self.slots.lock().expect("not poisoned").remove(instance);
-        if let Some(slot) = slot {
-            slot.lock().await.take();
+        if let Some(slot) = slot
+            && let Ok(mut current) = slot.try_lock()
+        {
+            current.take();
         }
     }
 

@@ -40,8 +40,12 @@ pub struct RuntimeEndpoint {
 
 /// Whether an instance's runtime runs now ([`RuntimeProvider::running_now`]).
 pub enum RunningNow {
-    /// It runs, at this endpoint.
-    Running(RuntimeEndpoint),
+    /// It runs, at this endpoint, started by this control plane at `since` (`None`: it is not
+    /// this control plane's to start).
+    Running {
+        endpoint: RuntimeEndpoint,
+        since: Option<std::time::Instant>,
+    },
     /// It does not run (stopped, or exited and not yet reaped).
     Stopped,
     /// It is being started or stopped: to be asked again later.
@@ -82,6 +86,16 @@ pub trait RuntimeProvider: Send + Sync {
     async fn running_now(&self, instance: &InstanceRecord) -> RunningNow;
     /// Stops the runtime if it runs; in-flight turns end as interrupted. Idempotent.
     async fn stop(&self, instance: &InstanceId) -> Result<(), ProviderError>;
+    /// Stops the runtime of an instance the reconciler marked `lost`, and starts none for it
+    /// until [`Self::restart`]: a use that saw the instance `ready` just before cannot launch a
+    /// runtime nobody watches for it.
+    async fn stop_lost(&self, instance: &InstanceId) -> Result<(), ProviderError> {
+        self.stop(instance).await
+    }
+    /// Starts the runtime of a `lost` instance again (its restart policy's restart).
+    async fn restart(&self, instance: &InstanceRecord) -> Result<RuntimeEndpoint, ProviderError> {
+        self.start(instance).await
+    }
     /// Removes everything `provision` made. Idempotent.
     async fn destroy(&self, instance: &InstanceId) -> Result<(), ProviderError>;
     /// Whether the control plane writes native profiles' configuration on this provider's

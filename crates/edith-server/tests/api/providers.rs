@@ -397,6 +397,26 @@ async fn an_external_runtime_that_goes_away_is_lost_and_ready_again_once_it_is_b
     runtime.stop(Duration::from_secs(10)).await;
 }
 
+/// A control plane that starts again watches the `external` runtimes it takes from then on: one
+/// that went away while it was down is found `lost` with nothing using it, and is `ready` again
+/// once it answers.
+#[tokio::test]
+async fn an_external_runtime_gone_while_the_control_plane_was_down_is_found_lost_unused() {
+    let ctx = Ctx::serve(tempfile::tempdir().expect("temp dir")).await;
+    let home = tempfile::tempdir().expect("temp dir");
+    let (runtime, port, iid) = attached_runtime(&ctx, home.path()).await;
+    let dir = ctx.crash().await;
+    runtime.stop(Duration::from_secs(10)).await;
+
+    let ctx = Ctx::serve(dir).await;
+    let instance = instance_becomes(&ctx, &iid, "lost", 30).await;
+    let reason = instance["state_reason"].as_str().unwrap();
+    assert!(reason.contains("took no connection"), "{instance}");
+    let runtime = someone_elses_runtime(home.path(), THEIR_TOKEN, port).await;
+    instance_becomes(&ctx, &iid, "ready", 30).await;
+    runtime.stop(Duration::from_secs(10)).await;
+}
+
 /// A runtime that hangs (stopped, its socket left open) is noticed by the gateway connection's
 /// heartbeat, which closes the connection; one that cannot be opened again makes the instance
 /// `lost`. Once the runtime goes on, the instance is `ready` again.

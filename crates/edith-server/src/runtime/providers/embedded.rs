@@ -4,6 +4,7 @@
 //! the process (Desktop, Hermes's own terminal UI) reach the same runtime on its port.
 
 use std::net::{Ipv4Addr, SocketAddr};
+use std::time::Instant;
 
 use async_trait::async_trait;
 use edith_store::InstanceRecord;
@@ -15,10 +16,17 @@ use super::{ProviderError, RunningNow, RuntimeEndpoint, RuntimeProvider};
 use crate::runtime::homes::Homes;
 use crate::runtime::slots::Slots;
 
+/// A runtime running in this process.
+struct Running {
+    runtime: RunningRuntime,
+    token: String,
+    since: Instant,
+}
+
 pub struct EmbeddedProvider {
     homes: Homes,
-    /// The runtimes running now, with their tokens.
-    running: Slots<(RunningRuntime, String)>,
+    /// The runtimes running now.
+    running: Slots<Running>,
 }
 
 impl EmbeddedProvider {
@@ -39,8 +47,8 @@ impl RuntimeProvider for EmbeddedProvider {
     async fn start(&self, instance: &InstanceRecord) -> Result<RuntimeEndpoint, ProviderError> {
         let id = &instance.instance.id;
         let mut current = self.running.slot(id).lock_owned().await;
-        if let Some((runtime, token)) = current.as_ref() {
-            return Ok(endpoint(runtime, token));
+        if let Some(running) = current.as_ref() {
+            return Ok(endpoint(running));
         }
         let config = RuntimeConfig {
             workspace: self.homes.workspace(id).await?,
@@ -53,8 +61,13 @@ impl RuntimeProvider for EmbeddedProvider {
         let runtime = hermes_runtime::serve(config)
             .await
             .map_err(|e| ProviderError(format!("cannot start the embedded runtime: {e}")))?;
-        let endpoint = endpoint(&runtime, &instance.runtime_token);
-        *current = Some((runtime, instance.runtime_token.clone()));
+        let running = Running {
+            runtime,
+            token: instance.runtime_token.clone(),
+            since: Instant::now(),
+        };
+        let endpoint = endpoint(&running);
+        *current = Some(running);
         Ok(endpoint)
     }
 
@@ -64,7 +77,10 @@ impl RuntimeProvider for EmbeddedProvider {
             return RunningNow::Changing;
         };
         match current.as_ref() {
-            Some((runtime, token)) => RunningNow::Running(endpoint(runtime, token)),
+            Some(running) => RunningNow::Running {
+                endpoint: endpoint(running),
+                since: Some(running.since),
+            },
             None => RunningNow::Stopped,
         }
     }
@@ -127,18 +143,18 @@ impl RuntimeProvider for EmbeddedProvider {
 }
 
 /// Stops the runtime in an instance's slot, which the caller holds, if one runs there.
-async fn stop_in(current: &mut Option<(RunningRuntime, String)>) {
-    if let Some((runtime, _)) = current.take() {
-        runtime.shutdown().await;
+async fn stop_in(current: &mut Option<Running>) {
+    if let Some(running) = current.take() {
+        running.runtime.shutdown().await;
     }
 }
 
-fn endpoint(runtime: &RunningRuntime, token: &str) -> RuntimeEndpoint {
+fn endpoint(running: &Running) -> RuntimeEndpoint {
     RuntimeEndpoint {
-        ws_url: runtime.ws_url(),
-        token: token.to_owned(),
+        ws_url: running.runtime.ws_url(),
+        token: running.token.clone(),
         in_process: Some({
-            let gateway = runtime.in_process_gateway();
+            let gateway = running.runtime.in_process_gateway();
             std::sync::Arc::new(move || gateway.connect())
         }),
     }

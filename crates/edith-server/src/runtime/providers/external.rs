@@ -67,7 +67,10 @@ impl RuntimeProvider for ExternalProvider {
     /// Someone else runs it: as far as the control plane knows, it runs.
     async fn running_now(&self, instance: &InstanceRecord) -> RunningNow {
         match self.start(instance).await {
-            Ok(endpoint) => RunningNow::Running(endpoint),
+            Ok(endpoint) => RunningNow::Running {
+                endpoint,
+                since: None,
+            },
             Err(_) => RunningNow::Stopped,
         }
     }

@@ -4,7 +4,7 @@
 //! `HERMES_BACKEND_READY port=<n>`. What it writes goes to `runtime.log` in the instance's
 //! directory.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::Arc;
@@ -89,6 +89,9 @@ pub struct ProcessProvider {
     versions: BTreeMap<String, tokio::sync::OnceCell<Option<String>>>,
     /// The runtimes running now (the reconciler's looks never wait for a launch or a stop).
     running: Slots<Running>,
+    /// Instances whose runtime was lost: none is started for them but by `restart`. Read and
+    /// written only by whoever holds the instance's slot in `running`.
+    lost: std::sync::Mutex<HashSet<InstanceId>>,
 }
 
 impl ProcessProvider {
@@ -103,6 +106,7 @@ impl ProcessProvider {
             log_limit,
             versions,
             running: Slots::default(),
+            lost: Default::default(),
         }
     }
 
@@ -273,6 +277,38 @@ impl ProcessProvider {
         })
     }
 
+    /// Starts the runtime in the instance's slot, which the caller holds, unless one runs there.
+    async fn start_in(
+        &self,
+        instance: &InstanceRecord,
+        current: &mut Option<Running>,
+    ) -> Result<RuntimeEndpoint, ProviderError> {
+        if let Some(running) = current.as_ref() {
+            if !process_group::leader_exited(running.group) {
+                return Ok(endpoint(running.port, &instance.runtime_token));
+            }
+            // It died: the reconciler reaps it and marks the instance lost; no new one here.
+            return Err(ProviderError("the runtime exited".to_owned()));
+        }
+        let started = self.launch(instance).await?;
+        let endpoint = endpoint(started.port, &instance.runtime_token);
+        *current = Some(started);
+        Ok(endpoint)
+    }
+
+    fn is_lost(&self, instance: &InstanceId) -> bool {
+        self.lost.lock().expect("not poisoned").contains(instance)
+    }
+
+    fn set_lost(&self, instance: &InstanceId, lost: bool) {
+        let mut set = self.lost.lock().expect("not poisoned");
+        if lost {
+            set.insert(instance.clone());
+        } else {
+            set.remove(instance);
+        }
+    }
+
     /// Stops the runtime in the instance's slot, which the caller holds, if one runs there.
     async fn stop_in(&self, instance: &InstanceId, current: &mut Option<Running>) {
         if let Some(mut running) = current.take() {
@@ -342,17 +378,31 @@ impl RuntimeProvider for ProcessProvider {
     async fn start(&self, instance: &InstanceRecord) -> Result<RuntimeEndpoint, ProviderError> {
         let slot = self.running.slot(&instance.instance.id);
         let mut current = slot.lock().await;
-        if let Some(running) = current.as_ref() {
-            if !process_group::leader_exited(running.group) {
-                return Ok(endpoint(running.port, &instance.runtime_token));
-            }
-            // It died: the reconciler reaps it and marks the instance lost; no new one here.
-            return Err(ProviderError("the runtime exited".to_owned()));
+        if self.is_lost(&instance.instance.id) {
+            return Err(ProviderError(
+                "the runtime was lost; it is started again only by the instance's restart policy"
+                    .to_owned(),
+            ));
         }
-        let started = self.launch(instance).await?;
-        let endpoint = endpoint(started.port, &instance.runtime_token);
-        *current = Some(started);
-        Ok(endpoint)
+        self.start_in(instance, &mut current).await
+    }
+
+    async fn stop_lost(&self, instance: &InstanceId) -> Result<(), ProviderError> {
+        let mut current = self.running.slot(instance).lock_owned().await;
+        self.set_lost(instance, true);
+        self.stop_in(instance, &mut current).await;
+        Ok(())
+    }
+
+    async fn restart(&self, instance: &InstanceRecord) -> Result<RuntimeEndpoint, ProviderError> {
+        let slot = self.running.slot(&instance.instance.id);
+        let mut current = slot.lock().await;
+        let id = &instance.instance.id;
+        self.set_lost(id, false);
+        let started = self.start_in(instance, &mut current).await;
+        // Still lost until a restart works.
+        self.set_lost(id, started.is_err());
+        started
     }
 
     async fn running_now(&self, instance: &InstanceRecord) -> RunningNow {
@@ -361,9 +411,10 @@ impl RuntimeProvider for ProcessProvider {
             return RunningNow::Changing;
         };
         match current.as_ref() {
-            Some(running) if !process_group::leader_exited(running.group) => {
-                RunningNow::Running(endpoint(running.port, &instance.runtime_token))
-            }
+            Some(running) if !process_group::leader_exited(running.group) => RunningNow::Running {
+                endpoint: endpoint(running.port, &instance.runtime_token),
+                since: Some(running.started),
+            },
             _ => RunningNow::Stopped,
         }
     }
@@ -380,6 +431,7 @@ impl RuntimeProvider for ProcessProvider {
         let mut current = self.running.slot(instance).lock_owned().await;
         self.stop_in(instance, &mut current).await;
         self.homes.destroy(instance).await?;
+        self.set_lost(instance, false);
         self.running.forget(instance);
         Ok(())
     }
@@ -513,6 +565,75 @@ mod tests {
             runtime_token: "runtime-token".to_owned(),
             mcp_token: "mcp-token".to_owned(),
         }
+    }
+
+    /// When the runtime running now started (from which the reconciler tells how long a
+    /// runtime whose gateway went away had run).
+    async fn started_at(provider: &ProcessProvider, record: &InstanceRecord) -> Option<Instant> {
+        match provider.running_now(record).await {
+            RunningNow::Running { since, .. } => Some(since.expect("started here")),
+            RunningNow::Stopped => None,
+            RunningNow::Changing => panic!("nothing is being started or stopped"),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_running_runtime_is_reported_with_its_start() {
+        let data = tempfile::tempdir().expect("a temporary directory");
+        let provider = provider(data.path());
+        let record = record();
+        provider.provision(&record).await.expect("provisioned");
+        assert!(
+            started_at(&provider, &record).await.is_none(),
+            "not started"
+        );
+        let before = Instant::now();
+        provider.start(&record).await.expect("started");
+        let first = started_at(&provider, &record).await.expect("running");
+        assert!(before <= first && first <= Instant::now());
+        // Asked again, or started again while it runs: the same start.
+        provider.start(&record).await.expect("running");
+        assert_eq!(started_at(&provider, &record).await, Some(first));
+        provider.stop(&record.instance.id).await.expect("stopped");
+        assert!(started_at(&provider, &record).await.is_none(), "stopped");
+        provider.start(&record).await.expect("started again");
+        let second = started_at(&provider, &record).await.expect("running");
+        assert!(second > first, "a new runtime, a new start");
+        provider
+            .destroy(&record.instance.id)
+            .await
+            .expect("destroyed");
+    }
+
+    #[tokio::test]
+    async fn a_lost_runtime_is_started_again_only_by_a_restart() {
+        let data = tempfile::tempdir().expect("a temporary directory");
+        let provider = provider(data.path());
+        let record = record();
+        let id = &record.instance.id;
+        provider.provision(&record).await.expect("provisioned");
+        provider.start(&record).await.expect("started");
+        // A use that saw the instance ready asks for its runtime while the lost one is being
+        // stopped (half a second): it waits for the stop, then launches nothing.
+        let late_start = async {
+            tokio::time::sleep(Duration::from_millis(150)).await;
+            provider.start(&record).await
+        };
+        let both = tokio::join!(provider.stop_lost(id), late_start);
+        let limit = Duration::from_secs(20);
+        let (stopped, started) = tokio::time::timeout(limit, async { both }).await.unwrap();
+        stopped.expect("stopped");
+        let refused = started.err().expect("no start for a lost runtime");
+        assert!(refused.0.contains("restart policy"), "{}", refused.0);
+        assert_eq!(provider.running_count().await, 0, "no runtime runs");
+        assert!(provider.start(&record).await.is_err(), "still none later");
+
+        provider.restart(&record).await.expect("restarted");
+        let restarted = started_at(&provider, &record).await.expect("running");
+        // Lost no more: a use finds the runtime the restart started.
+        provider.start(&record).await.expect("in use");
+        assert_eq!(started_at(&provider, &record).await, Some(restarted));
+        provider.destroy(id).await.expect("destroyed");
     }
 
     #[tokio::test]

@@ -169,7 +169,10 @@ impl RuntimeProvider for SimProvider {
     async fn running_now(&self, instance: &InstanceRecord) -> RunningNow {
         let faults = instance.instance.sim.clone().unwrap_or_default();
         match self.runtimes.running_now(instance).await {
-            RunningNow::Running(endpoint) => RunningNow::Running(with_faults(endpoint, &faults)),
+            RunningNow::Running { endpoint, since } => RunningNow::Running {
+                endpoint: with_faults(endpoint, &faults),
+                since,
+            },
             other => other,
         }
     }
