@@ -205,6 +205,23 @@ async fn twenty_kills_during_streaming_turns_lose_nothing_and_work_goes_on() {
     eprintln!("{cut_mid_stream} of 20 kills cut a turn whose events were being streamed");
     // Half a second of streaming against kills spread over 0.7 s: most land mid-stream.
     assert!(cut_mid_stream >= 3, "the kills missed the streams");
+    // No job stays running: every job of every instance has ended, each one provisioning an
+    // instance that is ready (the two streamed on, and the five made at kills).
+    let (_, instances) = ctx.get("/v1/instances?limit=100").await;
+    let instances = instances["items"].as_array().unwrap();
+    assert_eq!(instances.len(), 7, "{instances:?}");
+    for instance in instances {
+        assert_eq!(instance["state"], "ready", "{instance}");
+        let iid = instance["id"].as_str().unwrap();
+        let (_, jobs) = ctx.get(&format!("/v1/instances/{iid}/jobs")).await;
+        let states: Vec<&str> = jobs
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|j| j["state"].as_str().unwrap())
+            .collect();
+        assert_eq!(states, ["succeeded"], "{iid}: {jobs}");
+    }
     let dir = ctx.stop().await;
     let left = testkit::kill_processes_with_env_under("HERMES_HOME", dir.path());
     assert_eq!(left, 0, "a clean stop stops every runtime it started");
