@@ -8,6 +8,10 @@ use crate::shared;
 shared!(framing_errors_have_their_codes, framing_errors);
 shared!(replies_are_matched_by_id, replies_by_id);
 shared!(pings_are_answered, pings_answered);
+shared!(
+    pings_are_answered_while_a_turn_streams,
+    pings_answered_mid_turn
+);
 
 async fn framing_errors(peer: &Peer) {
     let mut client = peer.connect().await; // the first frame is gateway.ready (checked there)
@@ -44,6 +48,30 @@ async fn pings_answered(peer: &Peer) {
     // Still a working gateway after it.
     let reply = client.request("session.list", json!({"limit": 1})).await;
     assert!(reply["result"]["sessions"].is_array(), "{reply}");
+}
+
+/// A runtime busy with a turn answers pings too, before the turn ends: the heartbeat does not
+/// take a long turn for a hang. (How long each pong took is printed, not judged.)
+async fn pings_answered_mid_turn(peer: &Peer) {
+    let mut client = peer.connect().await;
+    let live = client.new_session().await;
+    // Six seconds of streaming, a piece every 100 ms.
+    client.submit(&live, "SLOW please").await;
+    while client.event().await["type"] != "message.delta" {}
+    for n in 0..3 {
+        let asked = std::time::Instant::now();
+        client.ping(format!("mid-turn {n}").as_bytes()).await;
+        eprintln!("{:?}: pong {n} after {:?}", peer.target, asked.elapsed());
+    }
+    assert!(
+        !client.has_waiting("message.complete"),
+        "the pongs came while the turn streamed"
+    );
+    client
+        .call("session.interrupt", json!({"session_id": live}))
+        .await;
+    let rest = client.events_until("message.complete").await;
+    assert_eq!(rest.last().unwrap()["payload"]["status"], "interrupted");
 }
 
 async fn replies_by_id(peer: &Peer) {
@@ -89,6 +117,7 @@ pub(crate) const SHARED: &[crate::shared::Check] = &[
     framing_errors_have_their_codes::CHECK,
     replies_are_matched_by_id::CHECK,
     pings_are_answered::CHECK,
+    pings_are_answered_while_a_turn_streams::CHECK,
     generated_namespaces_call_the_runtime::CHECK,
 ];
 

@@ -327,6 +327,13 @@ impl Client {
             .unwrap_or_else(|| panic!("{method} should fail: {reply}"))
     }
 
+    /// Whether an event of type `kind` came and waits to be read.
+    pub fn has_waiting(&self, kind: &str) -> bool {
+        self.events
+            .iter()
+            .any(|frame| frame["params"]["type"] == kind)
+    }
+
     /// The next contract event (`params`), skipping informational ones.
     pub async fn event(&mut self) -> Value {
         loop {
