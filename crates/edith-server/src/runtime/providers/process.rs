@@ -577,6 +577,24 @@ mod tests {
         }
     }
 
+    /// Runs `stopping` (this runtime takes half a second to stop) and, 150 ms into it, a start
+    /// of `record`'s runtime; both within 20 s. What the start gave.
+    async fn with_a_late_start(
+        provider: &ProcessProvider,
+        record: &InstanceRecord,
+        stopping: impl std::future::Future<Output = Result<(), ProviderError>>,
+    ) -> Result<RuntimeEndpoint, ProviderError> {
+        let late_start = async {
+            tokio::time::sleep(Duration::from_millis(150)).await;
+            provider.start(record).await
+        };
+        let both = async { tokio::join!(stopping, late_start) };
+        let limit = Duration::from_secs(20);
+        let (stopped, started) = tokio::time::timeout(limit, both).await.expect("in time");
+        stopped.expect("stopped");
+        started
+    }
+
     #[tokio::test]
     async fn a_running_runtime_is_reported_with_its_start() {
         let data = tempfile::tempdir().expect("a temporary directory");
@@ -614,15 +632,8 @@ mod tests {
         provider.provision(&record).await.expect("provisioned");
         provider.start(&record).await.expect("started");
         // A use that saw the instance ready asks for its runtime while the lost one is being
-        // stopped (half a second): it waits for the stop, then launches nothing.
-        let late_start = async {
-            tokio::time::sleep(Duration::from_millis(150)).await;
-            provider.start(&record).await
-        };
-        let both = tokio::join!(provider.stop_lost(id), late_start);
-        let limit = Duration::from_secs(20);
-        let (stopped, started) = tokio::time::timeout(limit, async { both }).await.unwrap();
-        stopped.expect("stopped");
+        // stopped: it waits for the stop, then launches nothing.
+        let started = with_a_late_start(&provider, &record, provider.stop_lost(id)).await;
         let refused = started.err().expect("no start for a lost runtime");
         assert!(refused.0.contains("restart policy"), "{}", refused.0);
         assert_eq!(provider.running_count().await, 0, "no runtime runs");
@@ -644,15 +655,7 @@ mod tests {
         let id = &record.instance.id;
         provider.provision(&record).await.expect("provisioned");
         provider.start(&record).await.expect("started");
-        let limit = Duration::from_secs(20);
-        let late_start = async {
-            // While the destruction stops the runtime (it takes half a second).
-            tokio::time::sleep(Duration::from_millis(150)).await;
-            provider.start(&record).await
-        };
-        let both = tokio::join!(provider.destroy(id), late_start);
-        let (destroyed, started) = tokio::time::timeout(limit, async { both }).await.unwrap();
-        destroyed.expect("destroyed");
+        let started = with_a_late_start(&provider, &record, provider.destroy(id)).await;
         let refused = started.err().expect("a start after the destruction fails");
         assert!(refused.0.contains("is missing"), "{}", refused.0);
         assert_eq!(provider.running_count().await, 0, "no runtime left running");
