@@ -358,7 +358,9 @@ impl GatewayClient {
         I: futures_util::Stream + Unpin + Send + 'static,
         I::Item: std::ops::Deref<Target = str>,
     {
-        let ready = tokio::time::timeout(request_timeout, async {
+        // Bounded as the handshake is: a runtime silent this long is taken for dead.
+        let ready_within = request_timeout.min(SILENT_LIMIT);
+        let ready = tokio::time::timeout(ready_within, async {
             while let Some(text) = incoming.next().await {
                 if let Some(Incoming::Event(frame)) = Incoming::parse(&text)
                     && let NativeEvent::GatewayReady(ready) = frame.event
@@ -372,7 +374,7 @@ impl GatewayClient {
         })
         .await
         .map_err(|_| {
-            GatewayError::Connect(format!("no gateway.ready within {request_timeout:?}"))
+            GatewayError::Connect(format!("no gateway.ready within {ready_within:?}"))
         })??;
 
         let shared = Arc::new(Shared {

@@ -21,20 +21,27 @@ const CHECK_EVERY: Duration = Duration::from_millis(500);
 /// A runtime that ran this long before it exited was stable: its restarts in a row start again
 /// from zero.
 const STABLE_AFTER: Duration = Duration::from_secs(600);
+/// How many pauses in a row a restart waits for this replica to be known to own the instance.
+const UNOWNED_LOOKS: u32 = 3;
 /// The longest pause before a restart.
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// How long a runtime whose gateway connection closed is given to take a new one.
 const RECONNECT_WITHIN: Duration = Duration::from_secs(2);
 /// How often `external` runtimes that were lost are tried again.
 const RETRY_EXTERNAL_EVERY: Duration = Duration::from_secs(5);
-/// How many lost `external` runtimes are tried at once.
+/// How many lost `external` runtimes are tried at once (and how many a replica that takes
+/// instances connects to at once).
 const RETRIES_AT_ONCE: usize = 8;
 
-/// Runs until the server stops: the looks, and apart from them the tries of lost `external`
-/// runtimes (each may wait out [`RECONNECT_WITHIN`], which the looks must not).
+/// Runs until the server stops: the looks for exits, and apart from them (each may wait out
+/// [`RECONNECT_WITHIN`], which a look for exits must not) the reconnects of closed gateway
+/// connections and the tries of lost `external` runtimes.
 pub fn spawn(state: AppState) {
     every(state.clone(), CHECK_EVERY, |state| async move {
         check(&state).await
+    });
+    every(state.clone(), CHECK_EVERY, |state| async move {
+        reconnect_dropped(&state).await
     });
     every(state, RETRY_EXTERNAL_EVERY, |state| async move {
         retry_lost_externals(&state).await
@@ -64,15 +71,22 @@ where
     });
 }
 
-/// Marks every runtime that exited since the last look as lost, and every one whose gateway
-/// connection closed and that does not take a new one. One look at a time: whoever asks while
-/// another look runs waits for it, and then finds the instance already marked.
+/// Marks every runtime that exited since the last look as lost, and takes over the jobs whose
+/// runner's lease ran out. One look at a time: whoever asks while another look runs waits for
+/// it, and then finds the instance already marked.
 pub async fn check(state: &AppState) {
     let _one_at_a_time = state.reconciling.lock().await;
     lose_exited(state).await;
-    // After the exits: a connection that closed because its runtime exited is that runtime's
-    // (forgotten above), not a gateway that went away from a runtime still there. Each
-    // reconnect may wait out its time: all at once, not one after another.
+    if let Err(e) = super::jobs::take_over(state).await {
+        tracing::error!(detail = %e.detail, "cannot look for jobs to take over");
+    }
+}
+
+/// Opens again every gateway connection that closed by itself; marks lost the instances whose
+/// runtime does not take a new one. Each may wait out its time: all at once, not one after
+/// another. (A connection that closed because its runtime exited finds it stopped, and is the
+/// exit's to report.)
+async fn reconnect_dropped(state: &AppState) {
     let dropped = state.gateways.dropped();
     let why = "the connection to the runtime's gateway closed and none could be opened again";
     let reconnects = dropped.iter().map(|id| reconnect(state, id, why));
@@ -82,9 +96,6 @@ pub async fn check(state: &AppState) {
         .flatten()
     {
         after_loss(state, instance, lost);
-    }
-    if let Err(e) = super::jobs::take_over(state).await {
-        tracing::error!(detail = %e.detail, "cannot look for jobs to take over");
     }
 }
 
@@ -151,12 +162,11 @@ async fn reconnect(state: &AppState, id: &InstanceId, why: &str) -> Option<(Inst
         Err(_) => format!("it did not answer in {} s", RECONNECT_WITHIN.as_secs()),
     };
     // A runtime that exited meanwhile is the exit's to report, with its status; one being
-    // stopped or started meanwhile is the next look's.
-    if !matches!(
-        provider.running_now(&record).await,
-        RunningNow::Running { .. }
-    ) {
-        return None;
+    // stopped or started meanwhile, or started anew since (a change of the `default` profile
+    // restarts it), is the next look's.
+    match provider.running_now(&record).await {
+        RunningNow::Running { since: now, .. } if now == since => {}
+        _ => return None,
     }
     let lost = Exited {
         instance: id.clone(),
@@ -176,8 +186,13 @@ pub fn watch_external(state: &AppState, instance: &Instance) {
     if instance.provider != ProviderKind::External || instance.state != InstanceState::Ready {
         return;
     }
+    // A replica starting up takes every instance at once: a few connect at a time.
+    static AT_ONCE: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(RETRIES_AT_ONCE);
     let (state, id) = (state.clone(), instance.id.clone());
     tokio::spawn(async move {
+        let Ok(_turn) = AT_ONCE.acquire().await else {
+            return;
+        };
         let why = "the runtime's gateway took no connection when this replica took the instance";
         if let Some((instance, lost)) = reconnect(&state, &id, why).await {
             after_loss(&state, instance, lost);
@@ -305,6 +320,7 @@ fn plan_restart(state: &AppState, instance: Instance, exited: Exited) {
 async fn restart(state: &AppState, mut instance: Instance, how: &str) {
     let max = instance.max_restarts.unwrap_or(1);
     let mut stopping = state.shutdown.clone();
+    let mut unowned = 0;
     loop {
         if instance.restarts >= max {
             let reason = format!("{how}; not restarted: {max} restarts in a row already");
@@ -322,6 +338,17 @@ async fn restart(state: &AppState, mut instance: Instance, how: &str) {
         let Some(record) = still_lost(state, &instance.id).await else {
             return;
         };
+        // Only the replica that owns the instance runs a runtime for it: one that took it from
+        // this one resumes the restart itself. (This one's lease may also be late in being
+        // renewed: asked again after the next pauses, a few times.)
+        if !state.replica.known_owned(&instance.id) {
+            unowned += 1;
+            if unowned >= UNOWNED_LOOKS {
+                return;
+            }
+            continue;
+        }
+        unowned = 0;
         instance = record.instance.clone();
         instance.restarts += 1;
         let attempt = instance.restarts;
@@ -335,8 +362,11 @@ async fn restart(state: &AppState, mut instance: Instance, how: &str) {
         match provider.restart(&record).await {
             Ok(_) => {
                 let reason = format!("restarted (restart {attempt} in a row) after: {how}");
-                if !move_state(state, &mut instance, InstanceState::Ready, reason).await {
-                    // Being deleted since: what was started goes again.
+                if !move_state(state, &mut instance, InstanceState::Ready, reason).await
+                    && ready(state, &instance.id).await.is_none()
+                {
+                    // Being deleted since: what was started goes again. (Made `ready` by
+                    // another restart meanwhile, it runs the runtime this one found.)
                     let _ = provider.stop(&instance.id).await;
                 }
                 state.metrics.runtime_restarted();

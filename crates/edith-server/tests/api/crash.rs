@@ -152,9 +152,16 @@ async fn twenty_kills_during_streaming_turns_lose_nothing_and_work_goes_on() {
         let events_path = format!("{turns}/{}/events", turn["id"].as_str().unwrap());
         let wait = Duration::from_millis(moments.next_millis(700));
         let seen = events_for(&ctx, &events_path, wait).await;
-        // Every fourth round also has a provisioning job just begun at the kill.
+        // Every fourth round also has a provisioning job just begun at the kill, of an
+        // `embedded` and a `process` instance in turn.
         let job = if round % 4 == 3 {
-            let (_, created) = ctx.post("/v1/instances", r#"{"name": "mid-kill"}"#).await;
+            let body = match round % 8 {
+                3 => json!({"name": "mid-kill"}),
+                _ => {
+                    json!({"name": "mid-kill", "provider": "process", "runtime": "hermes-runtime"})
+                }
+            };
+            let (_, created) = ctx.post("/v1/instances", &body.to_string()).await;
             Some(created["job"]["id"].as_str().unwrap().to_owned())
         } else {
             None
@@ -206,7 +213,8 @@ async fn twenty_kills_during_streaming_turns_lose_nothing_and_work_goes_on() {
     // Half a second of streaming against kills spread over 0.7 s: most land mid-stream.
     assert!(cut_mid_stream >= 3, "the kills missed the streams");
     // No job stays running: every job of every instance has ended, each one provisioning an
-    // instance that is ready (the two streamed on, and the five made at kills).
+    // instance that is ready (the two streamed on, and the five made at kills, two of them
+    // `process` instances).
     let (_, instances) = ctx.get("/v1/instances?limit=100").await;
     let instances = instances["items"].as_array().unwrap();
     assert_eq!(instances.len(), 7, "{instances:?}");

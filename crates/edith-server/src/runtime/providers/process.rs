@@ -138,6 +138,9 @@ impl ProcessProvider {
         // Held throughout, so that no start here races the stop.
         let slot = self.running.slot(instance);
         let current = slot.lock().await;
+        // Taken now, its state is what the store says: a loss this replica saw when it owned it
+        // before is not the instance's any more.
+        self.set_lost(instance, false);
         if current.is_some() {
             // This process runs it: not an orphan.
             return;
@@ -300,9 +303,11 @@ impl ProcessProvider {
         self.lost.lock().expect("not poisoned").contains(instance)
     }
 
+    /// Marks the instance's runtime lost or not; an instance destroyed already is never marked
+    /// (nothing would take the mark away again).
     fn set_lost(&self, instance: &InstanceId, lost: bool) {
         let mut set = self.lost.lock().expect("not poisoned");
-        if lost {
+        if lost && self.homes.existing_home(instance).is_ok() {
             set.insert(instance.clone());
         } else {
             set.remove(instance);
@@ -391,6 +396,10 @@ impl RuntimeProvider for ProcessProvider {
         let mut current = self.running.slot(instance).lock_owned().await;
         self.set_lost(instance, true);
         self.stop_in(instance, &mut current).await;
+        if self.homes.existing_home(instance).is_err() {
+            // Destroyed before: the slot this made again goes too.
+            self.running.forget(instance);
+        }
         Ok(())
     }
 
@@ -423,6 +432,8 @@ impl RuntimeProvider for ProcessProvider {
         // Held until the runtime is gone: a start meanwhile waits, then launches a fresh one.
         let mut current = self.running.slot(instance).lock_owned().await;
         self.stop_in(instance, &mut current).await;
+        // Stopped on purpose (this replica lets the instance go, say): its next use starts it.
+        self.set_lost(instance, false);
         Ok(())
     }
 
@@ -644,7 +655,24 @@ mod tests {
         // Lost no more: a use finds the runtime the restart started.
         provider.start(&record).await.expect("in use");
         assert_eq!(started_at(&provider, &record).await, Some(restarted));
+
+        // Stopped on purpose, or taken again by this replica (the store then says what the
+        // instance is), a runtime lost here before is started by the next use.
+        provider.stop_lost(id).await.expect("lost again");
+        provider.stop(id).await.expect("stopped on purpose");
+        provider.start(&record).await.expect("started after a stop");
+        provider.stop_lost(id).await.expect("lost again");
+        provider.stop_orphan(id).await;
+        provider
+            .start(&record)
+            .await
+            .expect("started once taken again");
+
+        // A loss seen after the instance was destroyed leaves nothing behind.
         provider.destroy(id).await.expect("destroyed");
+        provider.stop_lost(id).await.expect("nothing to stop");
+        assert!(!provider.is_lost(id));
+        assert!(provider.running.all().is_empty(), "no slot left");
     }
 
     #[tokio::test]
