@@ -683,6 +683,10 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 #[tokio::main]
 async fn main() {
+    testkit::stopping_on_signals(run()).await
+}
+
+async fn run() {
     // Absolute: the runtimes start in their homes.
     let args: Vec<PathBuf> = std::env::args_os()
         .skip(1)

@@ -202,6 +202,10 @@ fn ratio(ours: f64, theirs: f64) -> String {
 
 #[tokio::main]
 async fn main() {
+    testkit::stopping_on_signals(run()).await
+}
+
+async fn run() {
     // Absolute: the runtimes are started in their own home directories.
     let args: Vec<PathBuf> = std::env::args()
         .skip(1)

@@ -301,6 +301,23 @@ fn tail_of_file(file: &Path) -> String {
     )
 }
 
+/// Runs a benchmark's `work` until it ends or the benchmark is interrupted (SIGINT, SIGTERM, as
+/// `timeout` sends): then `work` is dropped, which stops every [`ReadyProcess`] it holds (their
+/// groups leave the terminal's signals to us), and the process exits as interrupted. Without
+/// it, a signal ends the process before any drop, and its runtimes run on.
+pub async fn stopping_on_signals<T>(work: impl std::future::Future<Output = T>) -> T {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut interrupt = signal(SignalKind::interrupt()).expect("a SIGINT handler");
+    let mut terminate = signal(SignalKind::terminate()).expect("a SIGTERM handler");
+    let code = tokio::select! {
+        done = work => return done,
+        _ = interrupt.recv() => 130,
+        _ = terminate.recv() => 143,
+    };
+    eprintln!("interrupted: the processes it started are stopped");
+    std::process::exit(code)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

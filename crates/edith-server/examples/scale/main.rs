@@ -529,6 +529,10 @@ fn report_errors(what: &str, errors: &[String]) {
 
 #[tokio::main]
 async fn main() {
+    testkit::stopping_on_signals(run()).await
+}
+
+async fn run() {
     let mut args = std::env::args().skip(1);
     let edith = PathBuf::from(
         args.next()
