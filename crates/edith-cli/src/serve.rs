@@ -86,6 +86,11 @@ pub struct Serve {
     /// descriptor: raise the process's limit (`ulimit -n`) to match.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     max_connections: Option<u32>,
+    /// Seconds a session's live session on its runtime stays open after its last turn
+    /// (default 600); then it is closed, and the next turn resumes the stored session. The real
+    /// Hermes holds a Python process of about 50 MB for each live session.
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
+    live_session_idle: Option<u64>,
     /// How the log (on stderr) is written: lines for people, or one JSON object a line for a
     /// log collector. Either way each line names the ids of what it is about.
     #[arg(long, value_enum, default_value_t = LogFormat::Text, env = "EDITH_LOG_FORMAT")]
@@ -182,6 +187,9 @@ fn limits(serve: &Serve) -> edith_server::Limits {
         max_connections: serve
             .max_connections
             .map_or(defaults.max_connections, |n| n as usize),
+        live_session_idle: serve
+            .live_session_idle
+            .map_or(defaults.live_session_idle, std::time::Duration::from_secs),
         ..defaults
     }
 }

@@ -103,6 +103,7 @@ pub struct Metrics {
     events: Family<LogLabel, Counter>,
     streams_open: Gauge,
     logs_followed: Gauge,
+    live_sessions: Gauge,
     turn_log_writes: Counter,
     jobs: Family<JobLabels, Counter>,
     step_seconds: Histograms<StepLabel>,
@@ -149,6 +150,13 @@ impl Default for Metrics {
             "Turn and job logs with a live channel now (each held by open streams of an \
              unfinished log)",
             logs_followed.clone(),
+        );
+        let live_sessions = Gauge::default();
+        registry.register(
+            "live_sessions",
+            "Live sessions open on the runtimes this replica is connected to (each closed after \
+             `Limits::live_session_idle` without a turn)",
+            live_sessions.clone(),
         );
         let turn_log_writes = Counter::default();
         registry.register(
@@ -197,6 +205,7 @@ impl Default for Metrics {
             events,
             streams_open,
             logs_followed,
+            live_sessions,
             turn_log_writes,
             jobs,
             step_seconds,
@@ -274,16 +283,19 @@ impl Metrics {
         self.requests.get_or_create(&labels).inc();
     }
 
-    /// The text a scrape gets, with the instance counts, the followed logs and the store's
-    /// turn-log writes (`Store::turn_log_writes`) as they are now.
+    /// The text a scrape gets, with the instance counts, the followed logs, the live sessions
+    /// and the store's turn-log writes (`Store::turn_log_writes`) as they are now.
     pub fn render(
         &self,
         instances: &[(String, String, u64)],
         logs_followed: usize,
+        live_sessions: usize,
         turn_log_writes: Option<u64>,
     ) -> String {
         self.logs_followed
             .set(i64::try_from(logs_followed).unwrap_or(i64::MAX));
+        self.live_sessions
+            .set(i64::try_from(live_sessions).unwrap_or(i64::MAX));
         // The store counts; the counter catches up with it.
         if let Some(writes) = turn_log_writes {
             self.turn_log_writes

@@ -543,6 +543,12 @@ impl GatewayClient {
         routes.subscribe(session, false)
     }
 
+    /// Whether someone follows the live session's events now.
+    pub fn is_followed(&self, session: &LiveSessionId) -> bool {
+        let routes = self.shared.routes.lock().expect("not poisoned");
+        routes.subscribers.contains_key(session)
+    }
+
     /// Stops routing the live session's events to its subscriber (the stream ends).
     pub fn unsubscribe(&self, session: &LiveSessionId) {
         self.shared

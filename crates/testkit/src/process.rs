@@ -215,12 +215,24 @@ impl ReadyProcess {
 /// `dir`: what a test's processes started in their own groups (a runtime a killed control
 /// plane left behind) goes too, also when the test fails. Returns how many it found.
 pub fn kill_processes_with_env_under(variable: &str, dir: &Path) -> usize {
+    let found = processes_with_env_under(variable, dir);
+    for pid in &found {
+        if let Some(pid) = Pid::from_raw(*pid as i32) {
+            let _ = rustix::process::kill_process(pid, Signal::KILL);
+        }
+    }
+    found.len()
+}
+
+/// The processes of this user (this one aside) whose environment has `variable` set to a value
+/// under `dir`.
+pub fn processes_with_env_under(variable: &str, dir: &Path) -> Vec<u32> {
     let prefix = format!("{variable}={}/", dir.display());
     let Ok(entries) = std::fs::read_dir("/proc") else {
-        return 0;
+        return Vec::new();
     };
     let me = std::process::id();
-    let mut found = 0;
+    let mut found = Vec::new();
     for entry in entries.filter_map(|e| e.ok()) {
         let Some(pid) = entry
             .file_name()
@@ -235,12 +247,11 @@ pub fn kill_processes_with_env_under(variable: &str, dir: &Path) -> usize {
         let Ok(environ) = std::fs::read(entry.path().join("environ")) else {
             continue;
         };
-        let matches = environ
+        if environ
             .split(|b| *b == 0)
-            .any(|pair| pair.starts_with(prefix.as_bytes()));
-        if let Some(pid) = Pid::from_raw(pid as i32).filter(|_| matches) {
-            let _ = rustix::process::kill_process(pid, Signal::KILL);
-            found += 1;
+            .any(|pair| pair.starts_with(prefix.as_bytes()))
+        {
+            found.push(pid);
         }
     }
     found

@@ -13,6 +13,9 @@ use futures_util::StreamExt;
 
 use edith_types::{Instance, InstanceId, InstanceState, ProviderKind, RestartPolicy, Timestamp};
 
+use hermes_native::codes;
+use hermes_native::methods::{LiveSessionParams, SessionClose};
+
 use crate::runtime::{Exited, RunningNow};
 use crate::state::AppState;
 
@@ -43,9 +46,40 @@ pub fn spawn(state: AppState) {
     every(state.clone(), CHECK_EVERY, |state| async move {
         reconnect_dropped(&state).await
     });
-    every(state, RETRY_EXTERNAL_EVERY, |state| async move {
+    every(state.clone(), RETRY_EXTERNAL_EVERY, |state| async move {
         retry_lost_externals(&state).await
     });
+    let idle = state.gate.limits().live_session_idle;
+    let sweep_every = (idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(60));
+    every(state, sweep_every, |state| async move {
+        close_idle_live_sessions(&state).await
+    });
+}
+
+/// Closes, on every runtime this replica is connected to, the live sessions no turn has used
+/// for `Limits::live_session_idle` (nor follows now): a live session holds the runtime's
+/// resources (on the real Hermes, a process of its own), and a session's next turn resumes its
+/// stored session. The closes are sent all at once, each bounded by the gateway's timeout.
+async fn close_idle_live_sessions(state: &AppState) {
+    let idle = state.gate.limits().live_session_idle;
+    let mut closes = Vec::new();
+    for (instance, link) in state.gateways.open_links() {
+        let gateway = &link.gateway;
+        for sid in link.live.take_idle(idle, |sid| gateway.is_followed(sid)) {
+            let link = link.clone();
+            let instance = instance.clone();
+            closes.push(async move {
+                let params = LiveSessionParams::new(&sid);
+                // One the runtime closed already (Hermes reaps some itself) is closed all the same.
+                if let Err(e) = link.gateway.request::<SessionClose>(&params).await
+                    && e.code() != Some(codes::LIVE_SESSION_NOT_FOUND)
+                {
+                    tracing::warn!(instance = %instance, error = %e, "an idle live session was not closed");
+                }
+            });
+        }
+    }
+    futures_util::future::join_all(closes).await;
 }
 
 /// Runs `work` every `period` until the server stops; a late run does not bunch the next ones.

@@ -123,15 +123,14 @@ pub async fn delete(
             ),
         ));
     }
-    if let Some(link) = state.gateways.existing(instance) {
-        let live = link.live.lock().expect("not poisoned").remove(&session.id);
-        if let Some(sid) = live {
-            let params = LiveSessionParams {
-                session_id: Some(sid),
-            };
-            // Best effort: an orphaned live session is reaped by the runtime anyway.
-            let _ = link.gateway.request::<SessionClose>(&params).await;
-        }
+    if let Some(link) = state.gateways.existing(instance)
+        && let Some(sid) = link.live.remove(&session.id)
+    {
+        let params = LiveSessionParams {
+            session_id: Some(sid),
+        };
+        // Best effort: an orphaned live session is reaped by the runtime anyway.
+        let _ = link.gateway.request::<SessionClose>(&params).await;
     }
     Ok(session)
 }

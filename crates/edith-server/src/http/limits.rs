@@ -41,6 +41,10 @@ pub struct Limits {
     pub max_connections: usize,
     /// How large a `process` runtime's log grows before it is rotated (one older file kept).
     pub runtime_log_bytes: u64,
+    /// How long a session's live session on its runtime stays open after its last turn; then
+    /// it is closed, and the session's next turn resumes its stored session. (The real Hermes
+    /// holds a Python process of about 50 MB for each live session.)
+    pub live_session_idle: std::time::Duration,
 }
 
 impl Default for Limits {
@@ -58,6 +62,7 @@ impl Default for Limits {
             body_timeout: std::time::Duration::from_secs(30),
             max_connections: 4096,
             runtime_log_bytes: 10 * 1024 * 1024,
+            live_session_idle: std::time::Duration::from_secs(10 * 60),
         }
     }
 }

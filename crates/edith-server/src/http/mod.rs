@@ -155,9 +155,9 @@ pub fn unlisted_routes() -> Vec<(Method, &'static str, String)> {
 async fn metrics(State(state): State<AppState>) -> Result<axum::response::Response, AppError> {
     let instances = state.store.count_instances().await?;
     let followed = state.turn_events.followed() + state.job_events.followed();
-    let text = state
-        .metrics
-        .render(&instances, followed, state.store.turn_log_writes());
+    let links = state.gateways.open_links();
+    let live = links.iter().map(|(_, link)| link.live.len()).sum();
+    let text = (state.metrics).render(&instances, followed, live, state.store.turn_log_writes());
     Ok((
         [(
             axum::http::header::CONTENT_TYPE,

@@ -6,10 +6,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use edith_store::InstanceRecord;
-use edith_types::{InstanceId, SessionId};
-use hermes_native::{GatewayClient, LiveSessionId};
+use edith_types::InstanceId;
+use hermes_native::GatewayClient;
 use tokio::sync::Mutex;
 
+use super::live_sessions::LiveSessions;
 use super::{RuntimeEndpoint, RuntimeProvider};
 use crate::error::AppResult;
 
@@ -19,7 +20,7 @@ const GATEWAY_TIMEOUT: Duration = Duration::from_secs(60);
 pub struct Link {
     pub gateway: GatewayClient,
     /// Live sessions opened on this connection, by control-plane session.
-    pub live: std::sync::Mutex<HashMap<SessionId, LiveSessionId>>,
+    pub live: LiveSessions,
 }
 
 /// One instance's connection, behind its own lock: connecting to one runtime (which may mean
@@ -82,6 +83,15 @@ impl GatewayPool {
         slots.entry(instance.clone()).or_default().clone()
     }
 
+    /// Every open connection now, by instance (slots being connected are left out).
+    pub fn open_links(&self) -> Vec<(InstanceId, Arc<Link>)> {
+        let slots = self.slots.lock().expect("not poisoned");
+        slots
+            .iter()
+            .filter_map(|(id, slot)| Some((id.clone(), open_in(slot)?)))
+            .collect()
+    }
+
     /// The instance's open connection, if there is one now (nothing is started or waited for).
     pub fn existing(&self, instance: &InstanceId) -> Option<Arc<Link>> {
         let slot = self
@@ -90,8 +100,7 @@ impl GatewayPool {
             .expect("not poisoned")
             .get(instance)?
             .clone();
-        let current = slot.try_lock().ok()?;
-        current.clone().filter(|link| !link.gateway.is_closed())
+        open_in(&slot)
     }
 
     /// The instances whose connection closed by itself (the runtime went away or dropped it)
@@ -134,6 +143,12 @@ impl GatewayPool {
     }
 }
 
+/// The slot's connection if it is open, and nobody is connecting it now.
+fn open_in(slot: &Slot) -> Option<Arc<Link>> {
+    let current = slot.try_lock().ok()?;
+    current.clone().filter(|link| !link.gateway.is_closed())
+}
+
 /// Starts the instance's runtime with `provider` (a no-op when it runs) and connects to its
 /// gateway.
 async fn open(provider: &dyn RuntimeProvider, record: &InstanceRecord) -> AppResult<Arc<Link>> {
@@ -151,6 +166,6 @@ async fn connect_at(endpoint: &RuntimeEndpoint) -> AppResult<Arc<Link>> {
     };
     Ok(Arc::new(Link {
         gateway,
-        live: std::sync::Mutex::new(HashMap::new()),
+        live: LiveSessions::default(),
     }))
 }

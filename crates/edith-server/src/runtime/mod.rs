@@ -3,6 +3,7 @@
 
 mod gateway_pool;
 mod homes;
+mod live_sessions;
 mod process_group;
 mod providers;
 mod runtime_log;

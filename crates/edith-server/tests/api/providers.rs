@@ -256,6 +256,97 @@ async fn the_real_hermes_runs_a_turn_behind_the_control_plane() {
     assert!(methods.iter().any(|m| m == "reload.env"), "{caps}");
 }
 
+/// The control plane's count of live sessions open on runtimes (`edith_live_sessions`).
+async fn live_sessions(ctx: &Ctx) -> f64 {
+    crate::metrics::sample(&crate::metrics::scrape(ctx).await, "edith_live_sessions")
+}
+
+/// Waits up to 30 s for `live_sessions` to be `count`.
+async fn live_sessions_become(ctx: &Ctx, count: f64) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while live_sessions(ctx).await != count {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "live sessions: {} after 30 s, not {count}",
+            live_sessions(ctx).await
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A live session no turn has used for `--live-session-idle` is closed on its runtime; the
+/// session's next turn resumes its stored session.
+#[tokio::test]
+async fn an_idle_live_session_is_closed_and_the_next_turn_resumes_it() {
+    let flags = ["--live-session-idle", "1"];
+    let ctx = Ctx::serve_with(tempfile::tempdir().expect("temp dir"), &flags).await;
+    let iid = ctx.ready_instance().await;
+    let turns = ctx.turns_path(&iid).await;
+    assert_eq!(ctx.turn_on(&turns, "hello").await["state"], "completed");
+    let session_path = turns.trim_end_matches("/turns");
+    let (_, session) = ctx.get(session_path).await;
+    let native = session["native_session_id"].clone();
+    assert!(native.is_string(), "{session}");
+
+    live_sessions_become(&ctx, 0.0).await;
+    let again = ctx.turn_on(&turns, "again").await;
+    assert_eq!(again["state"], "completed", "{again}");
+    assert_eq!(again["output"], "You said: again");
+    let (_, session) = ctx.get(session_path).await;
+    assert_eq!(
+        session["native_session_id"], native,
+        "the same stored session"
+    );
+}
+
+/// The processes the real Hermes runs for its live sessions (`tui_gateway.slash_worker`, one a
+/// session) whose home is under `dir`.
+fn slash_workers_under(dir: &std::path::Path) -> usize {
+    testkit::processes_with_env_under("HERMES_HOME", dir)
+        .into_iter()
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|line| String::from_utf8_lossy(&line).contains("slash_worker"))
+        })
+        .count()
+}
+
+/// On the real Hermes each live session runs a Python process of its own (about 50 MB), which
+/// Hermes keeps while the control plane's connection is open: the idle live session's is gone
+/// once the control plane closes it, and the next turn gets one again.
+#[tokio::test]
+async fn the_real_hermes_lets_an_idle_live_sessions_process_go_when_it_is_closed() {
+    let ctx = Ctx::start_from(|config| {
+        config.limits.live_session_idle = Duration::from_secs(2);
+        config.runtimes.insert("hermes".to_owned(), real_hermes());
+    })
+    .await;
+    let model = testkit::FakeModel::start().await;
+    let iid = ctx.process_instance("hermes").await;
+    let profile = ctx.profile_on(&iid, &model, json!({"name": "idler"})).await;
+    let pid = profile["id"].as_str().unwrap();
+    let (turn, _) = ctx.turn(&iid, pid, "hello").await;
+    assert_eq!(turn["state"], "completed", "{turn}");
+    let homes = ctx.dir.path();
+    assert!(
+        slash_workers_under(homes) >= 1,
+        "a worker for the live session"
+    );
+
+    live_sessions_become(&ctx, 0.0).await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while slash_workers_under(homes) > 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the worker outlived its session"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let (turn, _) = ctx.turn(&iid, pid, "again").await;
+    assert_eq!(turn["state"], "completed", "{turn}");
+    assert_eq!(turn["output"], "You said: again");
+}
+
 /// Someone else's runtime: our `hermes-runtime` started by the test, not by the control plane.
 /// Our runtime, run as someone else would: on `port` (0: any free one).
 async fn someone_elses_runtime(

@@ -325,7 +325,7 @@ async fn run(
             Ok(_) => break (Following::new(&link, sid), events),
             Err(e) if e.code() == Some(codes::LIVE_SESSION_NOT_FOUND) && !retried => {
                 link.gateway.unsubscribe(&sid);
-                link.live.lock().expect("not poisoned").remove(&session.id);
+                link.live.remove(&session.id);
                 retried = true;
             }
             Err(e) => {
@@ -347,6 +347,8 @@ async fn run(
     if !ended_by_runtime {
         give_up(state, &link, &following.sid, turn, &mut events).await;
     }
+    // Idle from the turn's end on, not from its start.
+    link.live.touch(&session.id);
     followed
 }
 
@@ -668,8 +670,8 @@ pub async fn open_live_session(
     session: &mut Session,
     profile: &Profile,
 ) -> AppResult<LiveSessionId> {
-    if let Some(sid) = link.live.lock().expect("not poisoned").get(&session.id) {
-        return Ok(sid.clone());
+    if let Some(sid) = link.live.used(&session.id) {
+        return Ok(sid);
     }
     let sid = match &session.native_session_id {
         Some(native) => {
@@ -708,10 +710,7 @@ pub async fn open_live_session(
             created.session_id
         }
     };
-    link.live
-        .lock()
-        .expect("not poisoned")
-        .insert(session.id.clone(), sid.clone());
+    link.live.insert(session.id.clone(), sid.clone());
     Ok(sid)
 }
 

@@ -131,12 +131,7 @@ async fn live_session(
 ) -> AppResult<Option<(Arc<Link>, LiveSessionId)>> {
     let record = instances::load_ready(state, &profile.instance_id).await?;
     let link = state.gateway(&record).await?;
-    let sid = link
-        .live
-        .lock()
-        .expect("not poisoned")
-        .get(&session.id)
-        .cloned();
+    let sid = link.live.get(&session.id);
     Ok(sid.map(|sid| (link, sid)))
 }
 
