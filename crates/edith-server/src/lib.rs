@@ -427,5 +427,8 @@ impl Drop for RunningServer {
         for task in &self.background {
             task.abort();
         }
+        // Not left to the provider's own drop: tasks that hold the state (a turn's driver, the
+        // reconciler) may outlive this, or the process may end first (a benchmark interrupted).
+        self.state.providers.process.kill_all();
     }
 }

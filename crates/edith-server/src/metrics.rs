@@ -154,8 +154,8 @@ impl Default for Metrics {
         let live_sessions = Gauge::default();
         registry.register(
             "live_sessions",
-            "Live sessions open on the runtimes this replica is connected to (each closed after \
-             `Limits::live_session_idle` without a turn)",
+            "Live sessions open on the runtimes this replica is connected to (each closed once \
+             it has gone `Limits::live_session_idle` without a turn)",
             live_sessions.clone(),
         );
         let turn_log_writes = Counter::default();

@@ -448,6 +448,11 @@ impl GatewayClient {
         &self.ready
     }
 
+    /// How long a call waits for its reply.
+    pub fn request_timeout(&self) -> Duration {
+        self.request_timeout
+    }
+
     /// Whether the connection is closed; every call on it fails with [`GatewayError::Closed`].
     pub fn is_closed(&self) -> bool {
         self.shared.closed.load(Ordering::SeqCst)

@@ -62,23 +62,22 @@ pub fn spawn(state: AppState) {
 /// stored session. The closes are sent all at once, each bounded by the gateway's timeout.
 async fn close_idle_live_sessions(state: &AppState) {
     let idle = state.gate.limits().live_session_idle;
-    let mut closes = Vec::new();
-    for (instance, link) in state.gateways.open_links() {
+    let links = state.gateways.open_links();
+    let closes = links.iter().flat_map(|(instance, link)| {
         let gateway = &link.gateway;
-        for sid in link.live.take_idle(idle, |sid| gateway.is_followed(sid)) {
-            let link = link.clone();
-            let instance = instance.clone();
-            closes.push(async move {
-                let params = LiveSessionParams::new(&sid);
-                // One the runtime closed already (Hermes reaps some itself) is closed all the same.
-                if let Err(e) = link.gateway.request::<SessionClose>(&params).await
-                    && e.code() != Some(codes::LIVE_SESSION_NOT_FOUND)
-                {
-                    tracing::warn!(instance = %instance, error = %e, "an idle live session was not closed");
-                }
-            });
-        }
-    }
+        let taken = link.live.take_idle(idle, |sid| gateway.is_followed(sid));
+        taken.into_iter().map(move |closing| async move {
+            let params = LiveSessionParams::new(&closing.sid);
+            // Closed already on the runtime is closed all the same.
+            if let Err(e) = gateway.request::<SessionClose>(&params).await
+                && e.code() != Some(codes::LIVE_SESSION_NOT_FOUND)
+            {
+                tracing::warn!(instance = %instance, error = %e, "an idle live session was not closed");
+            }
+            // Whoever waits for the session opens another from here on.
+            drop(closing);
+        })
+    });
     futures_util::future::join_all(closes).await;
 }
 
@@ -378,6 +377,8 @@ async fn restart(state: &AppState, mut instance: Instance, how: &str) {
         if !state.replica.known_owned(&instance.id) {
             unowned += 1;
             if unowned >= UNOWNED_LOOKS {
+                let why = "not restarted here: another replica owns the instance now";
+                tracing::warn!(instance = %instance.id, "{why}");
                 return;
             }
             continue;

@@ -5,29 +5,75 @@
 //! the session's next turn resumes its stored session.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use edith_types::SessionId;
 use hermes_native::LiveSessionId;
+use tokio::sync::OwnedMutexGuard;
 
 #[derive(Default)]
 pub struct LiveSessions {
-    by_session: Mutex<HashMap<SessionId, Live>>,
+    by_session: Mutex<HashMap<SessionId, Entry>>,
 }
 
-struct Live {
-    sid: LiveSessionId,
-    used: Instant,
+enum Entry {
+    Open {
+        sid: LiveSessionId,
+        used: Instant,
+    },
+    /// Being closed on the runtime: whoever wants the session waits for the gate, which the
+    /// closer holds until the runtime has answered. (Our runtime's `session.resume` of a
+    /// stored session that is still live gives back that live session, which a close arriving
+    /// after the next prompt would cut short.)
+    Closing(Gate),
+}
+
+type Gate = Arc<tokio::sync::Mutex<()>>;
+
+/// What a session's live session is now ([`LiveSessions::used`]).
+pub enum Live {
+    Open(LiveSessionId),
+    /// Being closed: [`LiveSessions::wait_closed`] returns once it is.
+    Closing(Gate),
+    None,
+}
+
+/// A live session taken to be closed: its entry stays `Closing` until this is dropped.
+pub struct Closing<'a> {
+    sessions: &'a LiveSessions,
+    session: SessionId,
+    gate: Gate,
+    _held: OwnedMutexGuard<()>,
+    pub sid: LiveSessionId,
+}
+
+impl Drop for Closing<'_> {
+    fn drop(&mut self) {
+        // Forgotten before the gate opens: a waiter then finds no live session, and opens one.
+        self.sessions.forget_closing(&self.session, &self.gate);
+    }
 }
 
 impl LiveSessions {
-    /// The session's live session, if one is open; taken to be used from now on.
-    pub fn used(&self, session: &SessionId) -> Option<LiveSessionId> {
+    /// The session's live session, taken to be used from now on if it is open.
+    pub fn used(&self, session: &SessionId) -> Live {
         let mut sessions = self.by_session.lock().expect("not poisoned");
-        let live = sessions.get_mut(session)?;
-        live.used = Instant::now();
-        Some(live.sid.clone())
+        match sessions.get_mut(session) {
+            Some(Entry::Open { sid, used }) => {
+                *used = Instant::now();
+                Live::Open(sid.clone())
+            }
+            Some(Entry::Closing(gate)) => Live::Closing(gate.clone()),
+            None => Live::None,
+        }
+    }
+
+    /// Waits, up to `limit`, for a live session being closed to be closed.
+    pub async fn wait_closed(&self, session: &SessionId, gate: Gate, limit: Duration) {
+        let _ = tokio::time::timeout(limit, gate.lock()).await;
+        // A closer that went away without saying (the server stopping) leaves it closed too.
+        self.forget_closing(session, &gate);
     }
 
     /// Counts the session's live session, if one is open, as used now.
@@ -35,57 +81,98 @@ impl LiveSessions {
         let _ = self.used(session);
     }
 
-    /// The session's live session, if one is open, leaving when it was used as it is.
+    /// The session's open live session, if there is one, leaving when it was used as it is.
     pub fn get(&self, session: &SessionId) -> Option<LiveSessionId> {
         let sessions = self.by_session.lock().expect("not poisoned");
-        sessions.get(session).map(|live| live.sid.clone())
+        match sessions.get(session) {
+            Some(Entry::Open { sid, .. }) => Some(sid.clone()),
+            _ => None,
+        }
     }
 
     pub fn insert(&self, session: SessionId, sid: LiveSessionId) {
-        let live = Live {
+        let entry = Entry::Open {
             sid,
             used: Instant::now(),
         };
-        self.by_session
-            .lock()
-            .expect("not poisoned")
-            .insert(session, live);
+        let mut sessions = self.by_session.lock().expect("not poisoned");
+        sessions.insert(session, entry);
     }
 
+    /// Forgets the session's live session; the open one it was, if any.
     pub fn remove(&self, session: &SessionId) -> Option<LiveSessionId> {
         let mut sessions = self.by_session.lock().expect("not poisoned");
-        sessions.remove(session).map(|live| live.sid)
+        match sessions.remove(session) {
+            Some(Entry::Open { sid, .. }) => Some(sid),
+            Some(closing @ Entry::Closing(_)) => {
+                // Its closer forgets it.
+                sessions.insert(session.clone(), closing);
+                None
+            }
+            None => None,
+        }
     }
 
+    /// How many live sessions are open on the runtime, those being closed included.
     pub fn len(&self) -> usize {
         self.by_session.lock().expect("not poisoned").len()
     }
 
-    /// Forgets the live sessions last used more than `idle` ago and not `in_use` now (a turn
-    /// follows it), and returns them, to be closed. Decided under the same lock as `used`: a
-    /// turn that takes a live session either finds it before (and it is not idle) or after
-    /// (and opens another).
+    /// Takes the live sessions last used more than `idle` ago and not `in_use` now (a turn
+    /// follows it), to be closed: each stays `Closing` until its [`Closing`] is dropped.
+    /// Decided under the same lock as `used`: a turn that takes a live session either finds it
+    /// before (and it is not idle) or after (and waits for the close, then opens another).
     pub fn take_idle(
         &self,
         idle: Duration,
         in_use: impl Fn(&LiveSessionId) -> bool,
-    ) -> Vec<LiveSessionId> {
+    ) -> Vec<Closing<'_>> {
         let mut sessions = self.by_session.lock().expect("not poisoned");
         let mut taken = Vec::new();
-        sessions.retain(|_, live| {
-            let keep = live.used.elapsed() < idle || in_use(&live.sid);
-            if !keep {
-                taken.push(live.sid.clone());
+        for (session, entry) in sessions.iter_mut() {
+            let Entry::Open { sid, used } = entry else {
+                continue;
+            };
+            if used.elapsed() < idle || in_use(sid) {
+                continue;
             }
-            keep
-        });
+            let gate = Gate::default();
+            let held = gate.clone().try_lock_owned().expect("a new gate is open");
+            taken.push(Closing {
+                sessions: self,
+                session: session.clone(),
+                gate: gate.clone(),
+                _held: held,
+                sid: sid.clone(),
+            });
+            *entry = Entry::Closing(gate);
+        }
         taken
+    }
+
+    /// Forgets the session's entry if it is still the close behind `gate`.
+    fn forget_closing(&self, session: &SessionId, gate: &Gate) {
+        let mut sessions = self.by_session.lock().expect("not poisoned");
+        if matches!(sessions.get(session), Some(Entry::Closing(g)) if Arc::ptr_eq(g, gate)) {
+            sessions.remove(session);
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn sid(name: &str) -> LiveSessionId {
+        LiveSessionId::new(name)
+    }
+
+    fn open(live: Live) -> Option<LiveSessionId> {
+        match live {
+            Live::Open(sid) => Some(sid),
+            _ => None,
+        }
+    }
 
     #[test]
     fn only_sessions_unused_for_long_and_not_in_use_are_taken() {
@@ -95,22 +182,66 @@ mod tests {
             SessionId::generate(),
             SessionId::generate(),
         );
-        let sid = |name: &str| LiveSessionId::new(name);
         live.insert(a.clone(), sid("a"));
         live.insert(b.clone(), sid("b"));
         live.insert(c.clone(), sid("c"));
         std::thread::sleep(Duration::from_millis(30));
         // Used just now, or followed by a turn: kept.
-        assert_eq!(live.used(&a), Some(sid("a")));
+        assert_eq!(open(live.used(&a)), Some(sid("a")));
         let taken = live.take_idle(Duration::from_millis(20), |s| *s == sid("b"));
-        assert_eq!(taken, [sid("c")]);
-        assert_eq!(live.get(&c), None, "forgotten once taken");
+        let names: Vec<_> = taken.iter().map(|c| c.sid.clone()).collect();
+        assert_eq!(names, [sid("c")]);
+        // Being closed: no longer given out, still counted until closed.
+        assert_eq!(live.get(&c), None);
+        assert!(matches!(live.used(&c), Live::Closing(_)));
+        assert_eq!(live.remove(&c), None);
+        assert_eq!(live.len(), 3);
+        drop(taken);
+        assert!(matches!(live.used(&c), Live::None), "forgotten once closed");
         assert_eq!(live.len(), 2);
         // `get` does not count as a use.
         std::thread::sleep(Duration::from_millis(30));
         assert_eq!(live.get(&a), Some(sid("a")));
-        let taken = live.take_idle(Duration::from_millis(20), |_| false);
-        assert_eq!(taken.len(), 2, "{taken:?}");
+        assert_eq!(
+            live.take_idle(Duration::from_millis(20), |_| false).len(),
+            2
+        );
         assert_eq!(live.len(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_session_being_closed_is_waited_for() {
+        let live = LiveSessions::default();
+        let session = SessionId::generate();
+        live.insert(session.clone(), sid("s"));
+        let mut taken = live.take_idle(Duration::ZERO, |_| false);
+        let closing = taken.pop().expect("taken");
+        let Live::Closing(gate) = live.used(&session) else {
+            panic!("being closed");
+        };
+        let limit = Duration::from_secs(10);
+        let waited = async {
+            live.wait_closed(&session, gate, limit).await;
+            // Closed by then: nothing left to use, another is opened.
+            matches!(live.used(&session), Live::None)
+        };
+        let close = async {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            drop(closing);
+        };
+        let (found_none, ()) = tokio::time::timeout(limit, async { tokio::join!(waited, close) })
+            .await
+            .expect("in time");
+        assert!(found_none);
+        // A close that never ends does not keep its waiters past their limit.
+        live.insert(session.clone(), sid("t"));
+        let taken = live.take_idle(Duration::ZERO, |_| false);
+        let Live::Closing(gate) = live.used(&session) else {
+            panic!("being closed");
+        };
+        std::mem::forget(taken);
+        live.wait_closed(&session, gate, Duration::from_millis(50))
+            .await;
+        assert!(matches!(live.used(&session), Live::None));
     }
 }

@@ -10,6 +10,7 @@ mod runtime_log;
 mod slots;
 
 pub use gateway_pool::{GatewayPool, Link};
+pub use live_sessions::Live;
 #[cfg(feature = "embedded")]
 pub use providers::SimProvider;
 pub use providers::{

@@ -53,9 +53,4 @@ impl<T> Slots<T> {
         }
         count
     }
-
-    /// The slots, for a provider being dropped (no lock needed: nobody else can hold them).
-    pub fn get_mut(&mut self) -> &mut HashMap<InstanceId, Slot<T>> {
-        self.slots.get_mut().expect("not poisoned")
-    }
 }

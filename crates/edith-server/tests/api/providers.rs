@@ -289,6 +289,12 @@ async fn an_idle_live_session_is_closed_and_the_next_turn_resumes_it() {
     assert!(native.is_string(), "{session}");
 
     live_sessions_become(&ctx, 0.0).await;
+    // Closed on the runtime too: it lists no live session (its `session.active_list`).
+    let rpc = format!("/v1/instances/{iid}/native/rpc");
+    let active = json!({"method": "session.active_list", "params": {}}).to_string();
+    let (status, listed) = ctx.post(&rpc, &active).await;
+    assert_eq!(status, 200, "{listed}");
+    assert_eq!(listed["result"]["sessions"], json!([]), "{listed}");
     let again = ctx.turn_on(&turns, "again").await;
     assert_eq!(again["state"], "completed", "{again}");
     assert_eq!(again["output"], "You said: again");
@@ -317,7 +323,7 @@ fn slash_workers_under(dir: &std::path::Path) -> usize {
 #[tokio::test]
 async fn the_real_hermes_lets_an_idle_live_sessions_process_go_when_it_is_closed() {
     let ctx = Ctx::start_from(|config| {
-        config.limits.live_session_idle = Duration::from_secs(2);
+        config.limits.live_session_idle = Duration::from_secs(5);
         config.runtimes.insert("hermes".to_owned(), real_hermes());
     })
     .await;
@@ -328,6 +334,7 @@ async fn the_real_hermes_lets_an_idle_live_sessions_process_go_when_it_is_closed
     let (turn, _) = ctx.turn(&iid, pid, "hello").await;
     assert_eq!(turn["state"], "completed", "{turn}");
     let homes = ctx.dir.path();
+    // Its worker runs while the live session is open (5 s after the turn, at least).
     assert!(
         slash_workers_under(homes) >= 1,
         "a worker for the live session"

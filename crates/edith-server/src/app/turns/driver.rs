@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 
 use crate::error::{AppError, AppResult};
 use crate::metrics::TurnLeg;
-use crate::runtime::Link;
+use crate::runtime::{Link, Live};
 use crate::state::AppState;
 use crate::tools::MCP_SERVER_NAME;
 
@@ -303,8 +303,9 @@ async fn run(
     if cancel_requested(state, turn) {
         return Ok(Outcome::cancelled_before_it_started());
     }
-    // A live session may have been reaped by the runtime (Hermes caps idle live sessions):
-    // then the stored session is resumed once and the prompt sent again.
+    // A live session may have been closed meanwhile (by the runtime: Hermes reaps the idle ones
+    // of clients that went away): then the stored session is resumed once and the prompt sent
+    // again.
     let mut retried = false;
     let mut arrived = Some(arrived);
     let (following, mut events) = loop {
@@ -670,8 +671,14 @@ pub async fn open_live_session(
     session: &mut Session,
     profile: &Profile,
 ) -> AppResult<LiveSessionId> {
-    if let Some(sid) = link.live.used(&session.id) {
-        return Ok(sid);
+    match link.live.used(&session.id) {
+        Live::Open(sid) => return Ok(sid),
+        // Closed for being idle just now: once it is, another is opened.
+        Live::Closing(gate) => {
+            let limit = link.gateway.request_timeout();
+            link.live.wait_closed(&session.id, gate, limit).await;
+        }
+        Live::None => {}
     }
     let sid = match &session.native_session_id {
         Some(native) => {

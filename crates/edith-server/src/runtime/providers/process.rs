@@ -497,16 +497,24 @@ fn endpoint(port: u16, token: &str) -> RuntimeEndpoint {
     }
 }
 
-impl Drop for ProcessProvider {
-    /// A control plane dropped without `shutdown` leaves no runtime behind.
-    fn drop(&mut self) {
-        for slot in self.running.get_mut().values() {
+impl ProcessProvider {
+    /// Kills every runtime this provider runs, at once and waiting for nothing: the control
+    /// plane goes away without `shutdown` (dropped, or its process about to end).
+    pub fn kill_all(&self) {
+        for (_, slot) in self.running.all() {
             if let Ok(current) = slot.try_lock()
                 && let Some(running) = current.as_ref()
             {
                 process_group::kill_group(running.group);
             }
         }
+    }
+}
+
+impl Drop for ProcessProvider {
+    /// A control plane dropped without `shutdown` leaves no runtime behind.
+    fn drop(&mut self) {
+        self.kill_all();
     }
 }
 
