@@ -596,6 +596,16 @@ mod tests {
         }
     }
 
+    /// A provider with a provisioned instance whose runtime runs, and the directory they are in.
+    async fn running() -> (tempfile::TempDir, ProcessProvider, InstanceRecord) {
+        let data = tempfile::tempdir().expect("a temporary directory");
+        let provider = provider(data.path());
+        let record = record();
+        provider.provision(&record).await.expect("provisioned");
+        provider.start(&record).await.expect("started");
+        (data, provider, record)
+    }
+
     /// Runs `stopping` (this runtime takes half a second to stop) and, 150 ms into it, a start
     /// of `record`'s runtime; both within 20 s. What the start gave.
     async fn with_a_late_start(
@@ -644,12 +654,8 @@ mod tests {
 
     #[tokio::test]
     async fn a_lost_runtime_is_started_again_only_by_a_restart() {
-        let data = tempfile::tempdir().expect("a temporary directory");
-        let provider = provider(data.path());
-        let record = record();
+        let (_data, provider, record) = running().await;
         let id = &record.instance.id;
-        provider.provision(&record).await.expect("provisioned");
-        provider.start(&record).await.expect("started");
         // A use that saw the instance ready asks for its runtime while the lost one is being
         // stopped: it waits for the stop, then launches nothing.
         let started = with_a_late_start(&provider, &record, provider.stop_lost(id)).await;
@@ -685,12 +691,8 @@ mod tests {
 
     #[tokio::test]
     async fn a_start_that_waited_for_a_destruction_finds_no_home_and_runs_nothing() {
-        let data = tempfile::tempdir().expect("a temporary directory");
-        let provider = provider(data.path());
-        let record = record();
+        let (_data, provider, record) = running().await;
         let id = &record.instance.id;
-        provider.provision(&record).await.expect("provisioned");
-        provider.start(&record).await.expect("started");
         let started = with_a_late_start(&provider, &record, provider.destroy(id)).await;
         let refused = started.err().expect("a start after the destruction fails");
         assert!(refused.0.contains("is missing"), "{}", refused.0);
