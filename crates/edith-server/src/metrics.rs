@@ -155,7 +155,8 @@ impl Default for Metrics {
         registry.register(
             "live_sessions",
             "Live sessions open on the runtimes this replica is connected to (each closed once \
-             it has gone `Limits::live_session_idle` without a turn)",
+             it has gone `Limits::live_session_idle` without a turn; a connection being opened or \
+             checked by a turn at that moment is left out)",
             live_sessions.clone(),
         );
         let turn_log_writes = Counter::default();

@@ -49,11 +49,20 @@ pub fn spawn(state: AppState) {
     every(state.clone(), RETRY_EXTERNAL_EVERY, |state| async move {
         retry_lost_externals(&state).await
     });
-    let idle = state.gate.limits().live_session_idle;
-    let sweep_every = (idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(60));
+    let sweep_every =
+        (live_session_idle(&state) / 4).clamp(LEAST_IDLE / 4, Duration::from_secs(60));
     every(state, sweep_every, |state| async move {
         close_idle_live_sessions(&state).await
     });
+}
+
+/// The shortest a live session stays open after its last use: far longer than a turn takes from
+/// taking its live session to following it (a close in between would cut its prompt short).
+const LEAST_IDLE: Duration = Duration::from_secs(1);
+
+/// `Limits::live_session_idle`, at least [`LEAST_IDLE`].
+fn live_session_idle(state: &AppState) -> Duration {
+    state.gate.limits().live_session_idle.max(LEAST_IDLE)
 }
 
 /// Closes, on every runtime this replica is connected to, the live sessions no turn has used
@@ -61,7 +70,7 @@ pub fn spawn(state: AppState) {
 /// resources (on the real Hermes, a process of its own), and a session's next turn resumes its
 /// stored session. The closes are sent all at once, each bounded by the gateway's timeout.
 async fn close_idle_live_sessions(state: &AppState) {
-    let idle = state.gate.limits().live_session_idle;
+    let idle = live_session_idle(state);
     let links = state.gateways.open_links();
     let closes = links.iter().flat_map(|(instance, link)| {
         let gateway = &link.gateway;

@@ -129,8 +129,11 @@ pub async fn delete(
         let params = LiveSessionParams {
             session_id: Some(sid),
         };
-        // Best effort: an orphaned live session is reaped by the runtime anyway.
-        let _ = link.gateway.request::<SessionClose>(&params).await;
+        // Best effort: one left open holds the runtime's resources (on the real Hermes, a
+        // process) until the connection closes; said in the log.
+        if let Err(e) = link.gateway.request::<SessionClose>(&params).await {
+            tracing::warn!(session = %session.id, error = %e, "a deleted session's live session was not closed");
+        }
     }
     Ok(session)
 }

@@ -41,10 +41,10 @@ pub struct Limits {
     pub max_connections: usize,
     /// How large a `process` runtime's log grows before it is rotated (one older file kept).
     pub runtime_log_bytes: u64,
-    /// How long a session's live session on its runtime stays open after its last turn (zero:
-    /// closed as soon as the turn ends); then it is closed, within a quarter of this more (a
-    /// minute at most), and the session's next turn resumes its stored session. (The real
-    /// Hermes holds a Python process of about 50 MB for each live session.)
+    /// How long a session's live session on its runtime stays open after its last turn (at
+    /// least a second: less is taken as a second); then it is closed, within a quarter of this
+    /// more (a minute at most), and the session's next turn resumes its stored session. (The
+    /// real Hermes holds a Python process of about 50 MB for each live session.)
     pub live_session_idle: std::time::Duration,
 }
 

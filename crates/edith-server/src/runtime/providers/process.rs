@@ -502,8 +502,10 @@ impl ProcessProvider {
     /// plane goes away without `shutdown` (dropped, or its process about to end).
     pub fn kill_all(&self) {
         for (_, slot) in self.running.all() {
-            if let Ok(current) = slot.try_lock()
-                && let Some(running) = current.as_ref()
+            // Taken out, so that nothing left running meanwhile (a turn's driver) reaps it as a
+            // runtime that exited on its own.
+            if let Ok(mut current) = slot.try_lock()
+                && let Some(running) = current.take()
             {
                 process_group::kill_group(running.group);
             }
