@@ -4,6 +4,7 @@
 pub mod announcements;
 pub mod desktop;
 mod hub;
+mod idle_sessions;
 pub mod instances;
 pub mod jobs;
 pub mod keys;

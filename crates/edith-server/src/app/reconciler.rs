@@ -13,9 +13,6 @@ use futures_util::StreamExt;
 
 use edith_types::{Instance, InstanceId, InstanceState, ProviderKind, RestartPolicy, Timestamp};
 
-use hermes_native::codes;
-use hermes_native::methods::{LiveSessionParams, SessionClose};
-
 use crate::runtime::{Exited, RunningNow};
 use crate::state::AppState;
 
@@ -38,7 +35,7 @@ const RETRIES_AT_ONCE: usize = 8;
 
 /// Runs until the server stops: the looks for exits, and apart from them (each may wait out
 /// [`RECONNECT_WITHIN`], which a look for exits must not) the reconnects of closed gateway
-/// connections and the tries of lost `external` runtimes.
+/// connections, the tries of lost `external` runtimes and the close of idle live sessions.
 pub fn spawn(state: AppState) {
     every(state.clone(), CHECK_EVERY, |state| async move {
         check(&state).await
@@ -49,45 +46,10 @@ pub fn spawn(state: AppState) {
     every(state.clone(), RETRY_EXTERNAL_EVERY, |state| async move {
         retry_lost_externals(&state).await
     });
-    let sweep_every =
-        (live_session_idle(&state) / 4).clamp(LEAST_IDLE / 4, Duration::from_secs(60));
+    let sweep_every = super::idle_sessions::sweep_every(&state);
     every(state, sweep_every, |state| async move {
-        close_idle_live_sessions(&state).await
+        super::idle_sessions::close(&state).await
     });
-}
-
-/// The shortest a live session stays open after its last use: far longer than a turn takes from
-/// taking its live session to following it (a close in between would cut its prompt short).
-const LEAST_IDLE: Duration = Duration::from_secs(1);
-
-/// `Limits::live_session_idle`, at least [`LEAST_IDLE`].
-fn live_session_idle(state: &AppState) -> Duration {
-    state.gate.limits().live_session_idle.max(LEAST_IDLE)
-}
-
-/// Closes, on every runtime this replica is connected to, the live sessions no turn has used
-/// for `Limits::live_session_idle` (nor follows now): a live session holds the runtime's
-/// resources (on the real Hermes, a process of its own), and a session's next turn resumes its
-/// stored session. The closes are sent all at once, each bounded by the gateway's timeout.
-async fn close_idle_live_sessions(state: &AppState) {
-    let idle = live_session_idle(state);
-    let links = state.gateways.open_links();
-    let closes = links.iter().flat_map(|(instance, link)| {
-        let gateway = &link.gateway;
-        let taken = link.live.take_idle(idle, |sid| gateway.is_followed(sid));
-        taken.into_iter().map(move |closing| async move {
-            let params = LiveSessionParams::new(&closing.sid);
-            // Closed already on the runtime is closed all the same.
-            if let Err(e) = gateway.request::<SessionClose>(&params).await
-                && e.code() != Some(codes::LIVE_SESSION_NOT_FOUND)
-            {
-                tracing::warn!(instance = %instance, error = %e, "an idle live session was not closed");
-            }
-            // Whoever waits for the session opens another from here on.
-            drop(closing);
-        })
-    });
-    futures_util::future::join_all(closes).await;
 }
 
 /// Runs `work` every `period` until the server stops; a late run does not bunch the next ones.

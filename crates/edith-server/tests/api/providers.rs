@@ -892,18 +892,25 @@ async fn a_runtime_the_control_plane_starts_does_not_inherit_its_admin_key() {
     process.stop(Duration::from_secs(10)).await;
 }
 
-/// A callback tool on the real Hermes: 0.19 offers only the root (`default`) profile's MCP
-/// tools, read when it starts, so the control plane restarts the runtime when that profile's
-/// tools change (see `docs/runtimes.md`).
-#[tokio::test]
-async fn the_real_hermes_calls_a_callback_tool_of_the_default_profile() {
+/// The real Hermes as a `process` instance, with a profile `name` on the fake model offering the
+/// test's `echo` callback tool: the control plane, the model, the instance's id, the profile.
+async fn real_hermes_profile_with_echo(name: &str) -> (Ctx, testkit::FakeModel, String, Value) {
     let ctx = Ctx::start_with(BTreeMap::from([("hermes".to_owned(), real_hermes())])).await;
     let model = testkit::FakeModel::start().await;
     let iid = ctx.process_instance("hermes").await;
     let tool = ctx.echo_tool().await;
     let profile = ctx
-        .profile_on(&iid, &model, json!({"name": "default", "tools": [tool]}))
+        .profile_on(&iid, &model, json!({"name": name, "tools": [tool]}))
         .await;
+    (ctx, model, iid, profile)
+}
+
+/// A callback tool on the real Hermes: 0.19 offers only the root (`default`) profile's MCP
+/// tools, read when it starts, so the control plane restarts the runtime when that profile's
+/// tools change (see `docs/runtimes.md`).
+#[tokio::test]
+async fn the_real_hermes_calls_a_callback_tool_of_the_default_profile() {
+    let (ctx, _model, iid, profile) = real_hermes_profile_with_echo("default").await;
     let pid = profile["id"].as_str().unwrap();
     let (turn, events) = ctx.turn(&iid, pid, r#"CALL echo {"text": "hi"}"#).await;
     assert_eq!(turn["state"], "completed", "{turn} {events:?}");
@@ -923,13 +930,7 @@ async fn the_real_hermes_calls_a_callback_tool_of_the_default_profile() {
 /// without it. When a later Hermes offers them, this test fails and the docs need changing.
 #[tokio::test]
 async fn the_real_hermes_does_not_offer_a_named_profiles_callback_tools() {
-    let ctx = Ctx::start_with(BTreeMap::from([("hermes".to_owned(), real_hermes())])).await;
-    let model = testkit::FakeModel::start().await;
-    let iid = ctx.process_instance("hermes").await;
-    let tool = ctx.echo_tool().await;
-    let profile = ctx
-        .profile_on(&iid, &model, json!({"name": "other", "tools": [tool]}))
-        .await;
+    let (ctx, model, iid, profile) = real_hermes_profile_with_echo("other").await;
     let native = profile["native_name"].as_str().unwrap();
     let config = (ctx.dir.path().join("instances").join(&iid))
         .join(format!("home/profiles/{native}/config.yaml"));
