@@ -50,21 +50,20 @@
 //! Usage: [OVERHEAD_TURNS=300] [OVERHEAD_ROWS=<label>;…] [EDITH_SQLITE_SYNC=full]
 //! overhead <fake-openai binary> <hermes-runtime binary> [<hermes binary>]
 
-use std::collections::BTreeMap;
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use edith_server::{RuntimeCommand, ServerConfig};
+use common::{ControlPlane, Model, TOKEN, read_to_end};
 use hermes_native::methods::{
     PromptSubmit, PromptSubmitParams, SessionCreate, SessionCreateParams,
 };
 use hermes_native::{GatewayClient, LiveSessionId, NativeEvent};
 use rustix::thread::CpuSet;
-use serde_json::{Value, json};
-use testkit::{ReadyProcess, hermes_model_config_at, metric_sample};
+use serde_json::json;
+use testkit::{ReadyProcess, metric_sample};
 
-const TOKEN: &str = "bench-token-0123456789";
-const KEY: &str = "edk_bench_admin_key_0123456789abcdef";
 const WARMUP: usize = 10;
 /// Measured turns per way unless `OVERHEAD_TURNS` says otherwise: the real Hermes's turns vary
 /// by milliseconds, and the median of a few hundred is what places the control plane's
@@ -105,8 +104,6 @@ const SESSIONS_PER_WAY: usize = 4;
 const SLOW_PIECE_MS: u64 = 12;
 /// A warm turn of the fake model's one-line answer takes milliseconds.
 const TURN_LIMIT: Duration = Duration::from_secs(60);
-/// The longest request to the control plane, a provisioning job's stream included.
-const REQUEST_LIMIT: Duration = Duration::from_secs(300);
 
 fn median(mut samples: Vec<Duration>) -> Duration {
     samples.sort();
@@ -197,80 +194,19 @@ async fn direct(ws_url: &str) -> Duration {
 /// A runtime binary serving a home whose root and native profile `bench` are configured for
 /// `model`.
 async fn launch(binary: &Path, home: &Path, model: &Model, cpus: Option<&CpuSet>) -> ReadyProcess {
-    let config = json!({"model": model.hermes_model_config(), "approvals": {"mode": "manual"}});
-    std::fs::write(home.join("config.yaml"), config.to_string()).unwrap();
-    let profile = home.join("profiles").join(PROFILE);
-    std::fs::create_dir_all(&profile).unwrap();
-    std::fs::write(profile.join("config.yaml"), config.to_string()).unwrap();
-    let mut command = tokio::process::Command::new(binary);
-    command
-        .args(["serve", "--host", "127.0.0.1", "--port", "0"])
-        .current_dir(home)
-        .env("HERMES_HOME", home)
-        .env("HOME", home)
-        .env("HERMES_DASHBOARD_SESSION_TOKEN", TOKEN)
-        .env("HERMES_DISABLE_LAZY_INSTALLS", "1");
-    let ready = "HERMES_BACKEND_READY port=";
-    let process = ReadyProcess::spawn(command, ready, Duration::from_secs(120)).await;
+    let process = common::launch(binary, home, PROFILE, model).await;
     if let Some(cpus) = cpus {
         keep_on(Some(process.pid()), cpus);
     }
     process
 }
 
-struct ControlPlane {
-    http: reqwest::Client,
-    url: String,
-}
-
 impl ControlPlane {
-    async fn post(&self, path: &str, body: Value) -> Value {
-        let response = self
-            .http
-            .post(format!("{}{path}", self.url))
-            .bearer_auth(KEY)
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
-        assert!(
-            response.status().is_success(),
-            "{path}: {}",
-            response.status()
-        );
-        response.json().await.unwrap()
-    }
-
-    /// An instance made from `body`, ready, with a session of its profile `name` using `model`
-    /// (`None`: the profile's native home is used as it is); the session's turns path.
-    async fn session(&self, body: Value, name: &str, model: Option<&Model>) -> String {
-        let created = self.post("/v1/instances", body).await;
-        let iid = created["instance"]["id"].as_str().unwrap().to_owned();
-        let job = created["job"]["id"].as_str().unwrap();
-        self.read_stream(&format!("/v1/jobs/{job}/events")).await;
-        let mut profile = json!({"name": name});
-        if let Some(model) = model {
-            profile["model"] = json!({"provider": "openai_compatible",
-                "base_url": model.base_url(), "model": "fake-model", "api_key": "sk-bench"});
-        }
-        let profile = self
-            .post(&format!("/v1/instances/{iid}/profiles"), profile)
-            .await;
-        let sessions = format!(
-            "/v1/instances/{iid}/profiles/{}/sessions",
-            profile["id"].as_str().unwrap()
-        );
-        let session = self.post(&sessions, json!({})).await;
-        format!("{sessions}/{}/turns", session["id"].as_str().unwrap())
-    }
-
     /// The control plane's own time in the turns it drove so far, by leg: the sum and count of
     /// each (`edith_turn_own_seconds`, to the runtime then from it).
     async fn own_time(&self) -> [(f64, f64); 2] {
         let text = self
-            .http
-            .get(format!("{}/metrics", self.url))
-            .bearer_auth(KEY)
+            .request(reqwest::Method::GET, "/metrics")
             .send()
             .await
             .unwrap()
@@ -311,25 +247,11 @@ impl ControlPlane {
         (straight.expect("straight turns were taken"), through)
     }
 
-    /// Reads an SSE stream to its end.
-    async fn read_stream(&self, path: &str) {
-        let response = self
-            .http
-            .get(format!("{}{path}", self.url))
-            .bearer_auth(KEY)
-            .send()
-            .await
-            .unwrap();
-        read_to_end(response).await;
-    }
-
     /// One turn streamed in the POST that starts it.
     async fn streamed_turn(&self, turns: &str) -> Duration {
         let started = Instant::now();
         let response = self
-            .http
-            .post(format!("{}{turns}/stream", self.url))
-            .bearer_auth(KEY)
+            .request(reqwest::Method::POST, &format!("{turns}/stream"))
             .json(&json!({"input": "hello"}))
             .send()
             .await
@@ -462,35 +384,6 @@ impl ControlPlane {
         };
         let straight = straight.map(|_| median(straights));
         (through, straight)
-    }
-}
-
-/// The fake model, served by a process of its own.
-struct Model {
-    process: ReadyProcess,
-    base_url: String,
-}
-
-impl Model {
-    async fn start(binary: &Path, args: &[&str]) -> Self {
-        let mut command = tokio::process::Command::new(binary);
-        command.args(args);
-        let process =
-            ReadyProcess::spawn(command, "FAKE_MODEL_READY url=", Duration::from_secs(60)).await;
-        let base_url = process.ready_value("url");
-        Self { process, base_url }
-    }
-
-    fn base_url(&self) -> &str {
-        &self.base_url
-    }
-
-    fn hermes_model_config(&self) -> Value {
-        hermes_model_config_at(&self.base_url)
-    }
-
-    async fn stop(self) {
-        self.process.stop(Duration::from_secs(10)).await;
     }
 }
 
@@ -671,12 +564,6 @@ impl std::fmt::Display for Paired {
     }
 }
 
-/// Reads a reply's SSE stream to its end.
-async fn read_to_end(response: reqwest::Response) {
-    let body = tokio::time::timeout(REQUEST_LIMIT, response.text()).await;
-    body.expect("the stream ends").unwrap();
-}
-
 /// The allocator of the `edith` binary, so the control plane here runs as it does there.
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
@@ -702,47 +589,8 @@ async fn run() {
     let hermes = args.get(2);
 
     let dir = tempfile::tempdir().unwrap();
-    let mut runtimes = BTreeMap::from([(
-        "ours".to_owned(),
-        RuntimeCommand {
-            program: ours.clone(),
-            args: Vec::new(),
-        },
-    )]);
-    if let Some(hermes) = hermes {
-        let env = RuntimeCommand {
-            program: PathBuf::from("env"),
-            args: vec![
-                "HERMES_DISABLE_LAZY_INSTALLS=1".to_owned(),
-                hermes.display().to_string(),
-            ],
-        };
-        runtimes.insert("hermes".to_owned(), env);
-    }
-    let config = ServerConfig {
-        admin_key: Some(KEY.to_owned()),
-        runtimes,
-        // Turns one after the other, up to two requests each: more than the default rate allows.
-        limits: edith_server::Limits {
-            requests_per_second: 10_000.0,
-            burst: 10_000.0,
-            ..Default::default()
-        },
-        // As `edith serve` takes it from the environment.
-        sqlite_synchronous: std::env::var(edith_server::SQLITE_SYNC_VARIABLE)
-            .map_or(Ok(Default::default()), |mode| mode.parse())
-            .unwrap_or_else(|e| panic!("{}: {e}", edith_server::SQLITE_SYNC_VARIABLE)),
-        ..ServerConfig::local(dir.path().to_path_buf())
-    };
-    let server = edith_server::start(config).await.expect("control plane");
-    let plane = ControlPlane {
-        // Every request bounded: a runtime that hangs is reported, not waited on.
-        http: reqwest::Client::builder()
-            .timeout(REQUEST_LIMIT)
-            .build()
-            .unwrap(),
-        url: server.url().to_owned(),
-    };
+    let (server, plane) =
+        common::start_control_plane(dir.path(), ours, hermes.map(PathBuf::as_path)).await;
 
     let mut rows = Vec::new();
     // Embedded: the runtime in this process, as the embedded provider runs it.

@@ -667,6 +667,64 @@ async fn a_runtime_that_dies_is_noticed_and_its_turn_ends_saying_why() {
     assert_eq!(status, 202);
 }
 
+/// The real Hermes killed in the middle of a turn: its sockets close a moment before its exit
+/// can be seen (a large process takes tens of milliseconds to end), and the turn still says that
+/// the runtime exited, not merely that its connection was lost.
+#[tokio::test]
+async fn the_real_hermes_killed_during_a_turn_ends_it_saying_the_runtime_exited() {
+    let ctx = Ctx::start_with(BTreeMap::from([("hermes".to_owned(), real_hermes())])).await;
+    let model = testkit::FakeModel::start().await;
+    let iid = ctx.process_instance("hermes").await;
+    let profile = ctx
+        .profile_on(&iid, &model, json!({"name": "victim"}))
+        .await;
+    let pid = profile["id"].as_str().unwrap();
+    let (_, session) = ctx
+        .post(
+            &format!("/v1/instances/{iid}/profiles/{pid}/sessions"),
+            "{}",
+        )
+        .await;
+    let turns = format!(
+        "/v1/instances/{iid}/profiles/{pid}/sessions/{}/turns",
+        session["id"].as_str().unwrap()
+    );
+    // `SLOW`: the fake model streams for 6 s.
+    let (_, turn) = ctx.post(&turns, r#"{"input": "SLOW"}"#).await;
+    let turn_path = format!("{turns}/{}", turn["id"].as_str().unwrap());
+    let mut stream = ctx
+        .http
+        .get(ctx.url(&format!("{turn_path}/events")))
+        .send()
+        .await
+        .unwrap();
+    // Killed once the answer streams, well before its end.
+    let mut text = String::new();
+    let streaming = tokio::time::timeout(Duration::from_secs(60), async {
+        while !text.contains("event: message.delta") {
+            let chunk = stream.chunk().await.unwrap().expect("the turn goes on");
+            text.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    });
+    streaming.await.expect("the answer streams within a minute");
+
+    ctx.kill_runtime(&iid).await;
+
+    let events = ctx.sse(&format!("{turn_path}/events"), None).await;
+    let finished = events.last().unwrap();
+    assert_eq!(finished["state"], "failed", "{events:?}");
+    let error = finished["error"].as_str().unwrap();
+    assert!(error.contains("runtime exited"), "{finished}");
+    let instance = ctx.instance_when(&iid, |i| i["state"] == "lost").await;
+    assert!(
+        instance["state_reason"]
+            .as_str()
+            .unwrap()
+            .contains("exited"),
+        "{instance}"
+    );
+}
+
 impl Ctx {
     /// The instance, once `done` says so of it (bounded: 30 s).
     pub(crate) async fn instance_when(&self, iid: &str, done: impl Fn(&Value) -> bool) -> Value {

@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 
 use crate::error::{AppError, AppResult};
 use crate::metrics::TurnLeg;
-use crate::runtime::{Link, Live};
+use crate::runtime::{Link, Live, RunningNow};
 use crate::state::AppState;
 use crate::tools::MCP_SERVER_NAME;
 
@@ -344,7 +344,7 @@ async fn run(
 
     drop(no_cancel_unseen);
     let mut ended_by_runtime = false;
-    let followed = follow(state, turn, &mut events, profile, &mut ended_by_runtime).await;
+    let followed = follow(state, turn, &mut events, instance, &mut ended_by_runtime).await;
     if !ended_by_runtime {
         give_up(state, &link, &following.sid, turn, &mut events).await;
     }
@@ -398,7 +398,7 @@ async fn follow(
     state: &AppState,
     turn: &mut Turn,
     events: &mut tokio::sync::mpsc::UnboundedReceiver<NativeEvent>,
-    profile: &Profile,
+    instance: &InstanceRecord,
     ended_by_runtime: &mut bool,
 ) -> AppResult<Outcome> {
     turn.state = TurnState::Running;
@@ -418,7 +418,7 @@ async fn follow(
             None => match tokio::time::timeout(IDLE_LIMIT, events.recv()).await {
                 Ok(Some(event)) => event,
                 Ok(None) => {
-                    break Outcome::failed(lost_connection(state, &profile.instance_id).await);
+                    break Outcome::failed(lost_connection(state, instance).await);
                 }
                 Err(_) => {
                     break Outcome::failed(format!(
@@ -484,14 +484,37 @@ impl Drop for Following<'_> {
 }
 
 /// Why the connection to the runtime ended: the runtime's exit when it exited.
-async fn lost_connection(state: &AppState, instance: &edith_types::InstanceId) -> String {
+async fn lost_connection(state: &AppState, instance: &InstanceRecord) -> String {
+    exit_shown(state, instance).await;
     crate::app::reconciler::check(state).await;
-    match state.store.instance(instance).await {
+    match state.store.instance(&instance.instance.id).await {
         Ok(Some(record)) if record.instance.state == edith_types::InstanceState::Lost => record
             .instance
             .state_reason
             .unwrap_or_else(|| "the runtime exited".to_owned()),
         _ => "the connection to the runtime was lost during the turn".to_owned(),
+    }
+}
+
+/// How long a turn whose connection closed waits for its runtime's exit to be seen.
+const EXIT_SHOWN_WITHIN: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Once the connection closed, waits (at most [`EXIT_SHOWN_WITHIN`]) while a runtime this
+/// control plane started still runs as far as its provider sees. A runtime killed closes its
+/// sockets a moment before its exit can be seen: the real Hermes, a large process, took up to
+/// tens of milliseconds to end, and a look made at once found it running and the turn said only
+/// that its connection was lost (`providers::the_real_hermes_killed_during_a_turn_ends_it_saying_the_runtime_exited`).
+/// A runtime that runs on and dropped the connection costs the turn that wait.
+async fn exit_shown(state: &AppState, instance: &InstanceRecord) {
+    let Ok(provider) = state.providers.get(instance.instance.provider) else {
+        return;
+    };
+    let deadline = Instant::now() + EXIT_SHOWN_WITHIN;
+    while let RunningNow::Running { since: Some(_), .. } = provider.running_now(instance).await {
+        if Instant::now() >= deadline {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
 }
 
