@@ -88,7 +88,8 @@ pub struct Serve {
     max_connections: Option<u32>,
     /// Seconds a session's live session on its runtime stays open after its last turn
     /// (default 600); then it is closed, and the next turn resumes the stored session. The real
-    /// Hermes holds a Python process of about 50 MB for each live session.
+    /// Hermes holds a Python process of about 50 MB for each live session. Live sessions opened
+    /// through native calls are closed that long after the last call that named them.
     #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
     live_session_idle: Option<u64>,
     /// How the log (on stderr) is written: lines for people, or one JSON object a line for a

@@ -314,11 +314,7 @@ async fn main() {
 }
 
 async fn run() {
-    // Absolute: the runtimes start in their homes.
-    let args: Vec<PathBuf> = std::env::args_os()
-        .skip(1)
-        .map(|arg| std::fs::canonicalize(&arg).expect("a runtime binary"))
-        .collect();
+    let args = common::binaries();
     let usage = "usage: [DETECTION_KILLS=10] detection <fake-openai> <hermes-runtime> [<hermes>]";
     kills();
     let model = Model::start(args.first().expect(usage), &[]).await;

@@ -574,11 +574,7 @@ async fn main() {
 }
 
 async fn run() {
-    // Absolute: the runtimes start in their homes.
-    let args: Vec<PathBuf> = std::env::args_os()
-        .skip(1)
-        .map(|arg| std::fs::canonicalize(&arg).expect("a runtime binary"))
-        .collect();
+    let args = common::binaries();
     let usage = "usage: [OVERHEAD_TURNS=300] [OVERHEAD_ROWS=<label>;…] overhead \
                  <fake-openai> <hermes-runtime> [<hermes>]";
     // A count it cannot use is told before any row runs.

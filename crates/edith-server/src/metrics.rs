@@ -154,9 +154,10 @@ impl Default for Metrics {
         let live_sessions = Gauge::default();
         registry.register(
             "live_sessions",
-            "Live sessions open on the runtimes this replica is connected to (each closed once \
-             it has gone `Limits::live_session_idle` without a turn; a connection being opened or \
-             checked by a turn at that moment is left out)",
+            "Live sessions open on the runtimes this replica is connected to, those native calls \
+             opened included (each closed once it has gone `Limits::live_session_idle` without a \
+             turn or a native call; a connection being opened or checked by a turn at that moment \
+             is left out)",
             live_sessions.clone(),
         );
         let turn_log_writes = Counter::default();

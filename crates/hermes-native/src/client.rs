@@ -6,7 +6,7 @@ use std::collections::{HashMap, VecDeque};
 use std::future::ready;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
@@ -82,7 +82,7 @@ struct Routes {
     /// Each followed live session's receiver.
     subscribers: HashMap<LiveSessionId, Subscriber>,
     /// Events of sessions nobody follows yet, oldest session first.
-    unclaimed: VecDeque<(LiveSessionId, VecDeque<Unclaimed>)>,
+    unclaimed: VecDeque<Kept>,
     /// Sessions followed once and let go, each with the number of its last let-go, and the
     /// same in let-go order, oldest first (an entry is stale once the session is let go again).
     retired: HashMap<LiveSessionId, u64>,
@@ -117,6 +117,14 @@ impl Subscriber {
             let _ = self.tx.send(frame.event);
         }
     }
+}
+
+/// What is kept of a live session nobody follows yet.
+struct Kept {
+    sid: LiveSessionId,
+    events: VecDeque<Unclaimed>,
+    /// When its last event came.
+    heard: Instant,
 }
 
 /// An event kept for a live session nobody follows yet.
@@ -163,19 +171,29 @@ impl Routes {
         }
     }
 
+    /// Whether `sid`, followed by nobody, sent an event that was kept within `within`.
+    fn heard_within(&self, sid: &LiveSessionId, within: Duration) -> bool {
+        (self.unclaimed.iter()).any(|kept| kept.sid == *sid && kept.heard.elapsed() < within)
+    }
+
     fn keep(&mut self, sid: LiveSessionId, event: Unclaimed) {
-        match self.unclaimed.iter_mut().find(|(s, _)| *s == sid) {
-            Some((_, events)) => {
-                if events.len() == UNCLAIMED_PER_SESSION {
-                    events.pop_front();
+        match self.unclaimed.iter_mut().find(|kept| kept.sid == sid) {
+            Some(kept) => {
+                if kept.events.len() == UNCLAIMED_PER_SESSION {
+                    kept.events.pop_front();
                 }
-                events.push_back(event);
+                kept.events.push_back(event);
+                kept.heard = Instant::now();
             }
             None => {
                 if self.unclaimed.len() == UNCLAIMED_SESSIONS {
                     self.unclaimed.pop_front();
                 }
-                self.unclaimed.push_back((sid, VecDeque::from([event])));
+                self.unclaimed.push_back(Kept {
+                    sid,
+                    events: VecDeque::from([event]),
+                    heard: Instant::now(),
+                });
             }
         }
     }
@@ -187,9 +205,9 @@ impl Routes {
     ) -> mpsc::UnboundedReceiver<NativeEvent> {
         let (tx, rx) = mpsc::unbounded_channel();
         let subscriber = Subscriber { tx, reads_info };
-        if let Some(at) = self.unclaimed.iter().position(|(s, _)| s == sid) {
-            let (_, events) = self.unclaimed.remove(at).expect("present");
-            for event in events {
+        if let Some(at) = self.unclaimed.iter().position(|kept| kept.sid == *sid) {
+            let kept = self.unclaimed.remove(at).expect("present");
+            for event in kept.events {
                 match event {
                     Unclaimed::Read(event) => subscriber.send(event),
                     Unclaimed::Info(frame) => subscriber.send_info(&frame),
@@ -554,6 +572,14 @@ impl GatewayClient {
         routes.subscribers.contains_key(session)
     }
 
+    /// Whether the live session, which nobody follows, sent an event within `within` (a turn
+    /// started by a native call runs on, say). Known of the last sessions that sent some only
+    /// (their events are kept for a first subscriber, within bounds).
+    pub fn heard_within(&self, session: &LiveSessionId, within: Duration) -> bool {
+        let routes = self.shared.routes.lock().expect("not poisoned");
+        routes.heard_within(session, within)
+    }
+
     /// Stops routing the live session's events to its subscriber (the stream ends).
     pub fn unsubscribe(&self, session: &LiveSessionId) {
         self.shared
@@ -739,6 +765,24 @@ mod tests {
     }
 
     #[test]
+    fn a_session_nobody_follows_is_heard_while_it_sends_events() {
+        let mut routes = Routes::default();
+        let (quiet, busy) = (LiveSessionId::new("quiet"), LiveSessionId::new("busy"));
+        let (lately, long) = (Duration::from_millis(40), Duration::from_secs(600));
+        routes.route(quiet.clone(), delta("once"));
+        std::thread::sleep(lately);
+        routes.route(busy.clone(), delta("now"));
+        assert!(routes.heard_within(&busy, long));
+        assert!(!routes.heard_within(&quiet, lately));
+        assert!(routes.heard_within(&quiet, long));
+        // Followed, then let go: no longer a session nobody follows that is heard.
+        drop(routes.subscribe(&busy, true));
+        routes.unsubscribe(&busy);
+        routes.route(busy.clone(), delta("leftover"));
+        assert!(!routes.heard_within(&busy, long));
+    }
+
+    #[test]
     fn unclaimed_events_are_bounded() {
         let mut routes = Routes::default();
         for s in 0..UNCLAIMED_SESSIONS + 10 {
@@ -751,7 +795,7 @@ mod tests {
             routes
                 .unclaimed
                 .iter()
-                .all(|(_, e)| e.len() == UNCLAIMED_PER_SESSION)
+                .all(|kept| kept.events.len() == UNCLAIMED_PER_SESSION)
         );
     }
 }

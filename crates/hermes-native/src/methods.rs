@@ -26,6 +26,22 @@ pub trait Method {
     type Result: Serialize + DeserializeOwned + Send;
 }
 
+/// The live session a call of `method` opened, from its reply: `session.create`,
+/// `session.resume` and `session.branch` each open one (a resume of a stored session that is
+/// live already gives that one back), named by the reply's `session_id`.
+pub fn opened_live_session(method: &str, reply: &Value) -> Option<LiveSessionId> {
+    let opening = [
+        SessionCreate::NAME,
+        SessionResume::NAME,
+        SessionBranch::NAME,
+    ];
+    if !opening.contains(&method) {
+        return None;
+    }
+    let sid = reply.get("session_id")?.as_str()?;
+    Some(LiveSessionId::new(sid))
+}
+
 macro_rules! methods {
     ($($(#[$doc:meta])* $name:ident = $wire:literal ($params:ty) -> $result:ty;)*) => {
         $(

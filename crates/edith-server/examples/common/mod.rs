@@ -87,32 +87,12 @@ impl ControlPlane {
     }
 
     pub async fn post(&self, path: &str, body: Value) -> Value {
-        let response = self
-            .request(reqwest::Method::POST, path)
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
-        assert!(
-            response.status().is_success(),
-            "{path}: {}",
-            response.status()
-        );
-        response.json().await.unwrap()
+        let request = self.request(reqwest::Method::POST, path).json(&body);
+        succeeded(path, request).await
     }
 
     pub async fn get(&self, path: &str) -> Value {
-        let response = self
-            .request(reqwest::Method::GET, path)
-            .send()
-            .await
-            .unwrap();
-        assert!(
-            response.status().is_success(),
-            "{path}: {}",
-            response.status()
-        );
-        response.json().await.unwrap()
+        succeeded(path, self.request(reqwest::Method::GET, path)).await
     }
 
     /// Reads an SSE stream to its end.
@@ -152,6 +132,22 @@ impl ControlPlane {
         let session = self.post(&sessions, json!({})).await;
         format!("{sessions}/{}/turns", session["id"].as_str().unwrap())
     }
+}
+
+/// The JSON body of `request`'s reply, which must be a success.
+async fn succeeded(path: &str, request: reqwest::RequestBuilder) -> Value {
+    let response = request.send().await.unwrap();
+    let status = response.status();
+    assert!(status.is_success(), "{path}: {status}");
+    response.json().await.unwrap()
+}
+
+/// The binaries named on the command line, made absolute: the runtimes start in their homes.
+pub fn binaries() -> Vec<PathBuf> {
+    std::env::args_os()
+        .skip(1)
+        .map(|arg| std::fs::canonicalize(&arg).expect("a runtime binary"))
+        .collect()
 }
 
 /// Reads a reply's SSE stream to its end.

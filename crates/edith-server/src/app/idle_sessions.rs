@@ -1,7 +1,8 @@
 //! Live sessions left unused are closed on their runtime: a live session holds the runtime's
 //! resources (on the real Hermes 0.19, a Python process of about 50 MB, which it never reaps
 //! while its client is connected), and a session's next turn resumes its stored session
-//! (`runtime/live_sessions.rs` decides which, under the lock turns take them under).
+//! (`runtime/live_sessions.rs` decides which, under the lock turns take them under). Those an
+//! application opened through native calls on the control plane's connection go the same way.
 
 use std::time::Duration;
 
@@ -28,7 +29,9 @@ pub async fn close(state: &AppState) {
     let links = state.gateways.open_links();
     let closes = links.iter().flat_map(|(instance, link)| {
         let gateway = &link.gateway;
-        let taken = link.live.take_idle(idle, |sid| gateway.is_followed(sid));
+        // In use: followed by a turn, or sending events nobody follows (a native call's turn).
+        let in_use = |sid: &_| gateway.is_followed(sid) || gateway.heard_within(sid, idle);
+        let taken = link.live.take_idle(idle, in_use);
         taken.into_iter().map(move |closing| async move {
             let params = LiveSessionParams::new(&closing.sid);
             // Closed already on the runtime is closed all the same.

@@ -3,17 +3,20 @@
 
 use edith_types::Scope as KeyScope;
 use edith_types::{InstanceId, NativeCall, NativeReply};
+use hermes_native::LiveSessionId;
 use hermes_native::catalog::{Scope, catalog};
 use hermes_native::desktop::replies::SessionPage;
 use hermes_native::desktop::{Route, SessionListQuery, TOKEN_HEADER};
 use hermes_native::methods::{
-    Method, SessionList, SessionListParams, SessionListed, StoredSessionSummary,
+    Method, SessionClose, SessionList, SessionListParams, SessionListed, StoredSessionSummary,
+    opened_live_session,
 };
 use serde_json::Value;
 
 use super::instances;
 use crate::auth::Principal;
 use crate::error::{AppError, AppResult};
+use crate::runtime::Link;
 use crate::state::AppState;
 
 /// Runs `body` on the instance's runtime for `caller`; methods the catalog marks as
@@ -60,12 +63,30 @@ pub async fn call(
             params.insert("profile".to_owned(), Value::String(profile.native_name));
         }
     }
+    let named = (params.get("session_id").and_then(Value::as_str)).map(LiveSessionId::new);
     let link = state.gateway(&record).await?;
     let result = link
         .gateway
         .call(&body.method, Value::Object(params))
         .await?;
+    note_live_session(&link, &body.method, named.as_ref(), &result);
     Ok(NativeReply { result })
+}
+
+/// Keeps count of the live sessions native calls open on the control plane's connection, and
+/// of their use: nothing else closes them (the runtime keeps a connected client's sessions, on
+/// the real Hermes a process each), so those left unused are closed as the control plane's own
+/// are (`idle_sessions`). A session named by a native call is used; one it closes is forgotten.
+fn note_live_session(link: &Link, method: &str, named: Option<&LiveSessionId>, reply: &Value) {
+    if let Some(opened) = opened_live_session(method, reply) {
+        link.live.opened_natively(opened);
+    } else if let Some(sid) = named {
+        if method == SessionClose::NAME {
+            link.live.closed_natively(sid);
+        } else {
+            link.live.used_natively(sid);
+        }
+    }
 }
 
 /// How many stored sessions `session.list` answers when not told (as Hermes).

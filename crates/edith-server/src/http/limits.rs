@@ -44,7 +44,9 @@ pub struct Limits {
     /// How long a session's live session on its runtime stays open after its last turn (at
     /// least a second: less is taken as a second); then it is closed, within a quarter of this
     /// more (a minute at most), and the session's next turn resumes its stored session. (The
-    /// real Hermes holds a Python process of about 50 MB for each live session.)
+    /// real Hermes holds a Python process of about 50 MB for each live session.) One a native
+    /// call opened is closed this long after the last native call that named it, once it has
+    /// sent no event for this long either.
     pub live_session_idle: std::time::Duration,
 }
 

@@ -1,8 +1,9 @@
-//! The live sessions a gateway connection has open, one per control-plane session that used it,
-//! with when each was last used. A live session holds the runtime's resources until it is
-//! closed (the real Hermes 0.19 runs a Python process of about 50 MB for each, and never
-//! reaps one whose client is still connected), so those left unused are closed (`take_idle`);
-//! the session's next turn resumes its stored session.
+//! The live sessions a gateway connection has open, with when each was last used: one per
+//! control-plane session that used it, and those an application opened through native calls on
+//! the same connection (`native_call`). A live session holds the runtime's resources until it is
+//! closed (the real Hermes 0.19 runs a Python process of about 50 MB for each, and never reaps
+//! one whose client is still connected), so those left unused are closed (`take_idle`); a
+//! session's next turn resumes its stored session, and an application resumes its own.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -14,7 +15,17 @@ use tokio::sync::OwnedMutexGuard;
 
 #[derive(Default)]
 pub struct LiveSessions {
-    by_session: Mutex<HashMap<SessionId, Entry>>,
+    by_holder: Mutex<HashMap<Holder, Entry>>,
+}
+
+/// Whose a live session is.
+#[derive(Clone, PartialEq, Eq, Hash)]
+enum Holder {
+    /// A control-plane session's, which its turns use.
+    Session(SessionId),
+    /// Opened by a native call, named by itself: the application that opened it uses it
+    /// through native calls.
+    Native(LiveSessionId),
 }
 
 enum Entry {
@@ -42,7 +53,7 @@ pub enum Live {
 /// A live session taken to be closed: its entry stays `Closing` until this is dropped.
 pub struct Closing<'a> {
     sessions: &'a LiveSessions,
-    session: SessionId,
+    holder: Holder,
     gate: Gate,
     _held: OwnedMutexGuard<()>,
     pub sid: LiveSessionId,
@@ -51,15 +62,15 @@ pub struct Closing<'a> {
 impl Drop for Closing<'_> {
     fn drop(&mut self) {
         // Forgotten before the gate opens: a waiter then finds no live session, and opens one.
-        self.sessions.forget_closing(&self.session, &self.gate);
+        self.sessions.forget_closing(&self.holder, &self.gate);
     }
 }
 
 impl LiveSessions {
     /// The session's live session, taken to be used from now on if it is open.
     pub fn used(&self, session: &SessionId) -> Live {
-        let mut sessions = self.by_session.lock().expect("not poisoned");
-        match sessions.get_mut(session) {
+        let mut sessions = self.by_holder.lock().expect("not poisoned");
+        match sessions.get_mut(&Holder::Session(session.clone())) {
             Some(Entry::Open { sid, used }) => {
                 *used = Instant::now();
                 Live::Open(sid.clone())
@@ -73,7 +84,7 @@ impl LiveSessions {
     pub async fn wait_closed(&self, session: &SessionId, gate: Gate, limit: Duration) {
         let _ = tokio::time::timeout(limit, gate.lock()).await;
         // A closer that went away without saying (the server stopping) leaves it closed too.
-        self.forget_closing(session, &gate);
+        self.forget_closing(&Holder::Session(session.clone()), &gate);
     }
 
     /// Counts the session's live session, if one is open, as used now.
@@ -83,30 +94,73 @@ impl LiveSessions {
 
     /// The session's open live session, if there is one, leaving when it was used as it is.
     pub fn get(&self, session: &SessionId) -> Option<LiveSessionId> {
-        let sessions = self.by_session.lock().expect("not poisoned");
-        match sessions.get(session) {
+        let sessions = self.by_holder.lock().expect("not poisoned");
+        match sessions.get(&Holder::Session(session.clone())) {
             Some(Entry::Open { sid, .. }) => Some(sid.clone()),
             _ => None,
         }
     }
 
+    /// The session's live session from now on. One a native call opened (the same live
+    /// session, resumed by both) is the session's from then on: its turns decide when it is idle.
     pub fn insert(&self, session: SessionId, sid: LiveSessionId) {
+        let mut sessions = self.by_holder.lock().expect("not poisoned");
+        if matches!(
+            sessions.get(&Holder::Native(sid.clone())),
+            Some(Entry::Open { .. })
+        ) {
+            sessions.remove(&Holder::Native(sid.clone()));
+        }
         let entry = Entry::Open {
             sid,
             used: Instant::now(),
         };
-        let mut sessions = self.by_session.lock().expect("not poisoned");
-        sessions.insert(session, entry);
+        sessions.insert(Holder::Session(session), entry);
     }
 
     /// Forgets the session's live session; the open one it was, if any.
     pub fn remove(&self, session: &SessionId) -> Option<LiveSessionId> {
-        let mut sessions = self.by_session.lock().expect("not poisoned");
-        match sessions.remove(session) {
+        self.remove_held(&Holder::Session(session.clone()))
+    }
+
+    /// A live session a native call opened (or resumed): used now. One a control-plane session
+    /// holds stays that session's.
+    pub fn opened_natively(&self, sid: LiveSessionId) {
+        let mut sessions = self.by_holder.lock().expect("not poisoned");
+        let holder = Holder::Native(sid.clone());
+        let a_sessions = |(held_by, entry): (&Holder, &Entry)| matches!((held_by, entry), (Holder::Session(_), Entry::Open { sid: open, .. }) if *open == sid);
+        if sessions.contains_key(&holder) || sessions.iter().any(a_sessions) {
+            drop(sessions);
+            self.used_natively(&sid);
+            return;
+        }
+        let entry = Entry::Open {
+            sid,
+            used: Instant::now(),
+        };
+        sessions.insert(holder, entry);
+    }
+
+    /// Counts a live session a native call named as used now, if a native call opened it.
+    pub fn used_natively(&self, sid: &LiveSessionId) {
+        let mut sessions = self.by_holder.lock().expect("not poisoned");
+        if let Some(Entry::Open { used, .. }) = sessions.get_mut(&Holder::Native(sid.clone())) {
+            *used = Instant::now();
+        }
+    }
+
+    /// Forgets a live session a native call opened (a native call closed it).
+    pub fn closed_natively(&self, sid: &LiveSessionId) {
+        self.remove_held(&Holder::Native(sid.clone()));
+    }
+
+    fn remove_held(&self, holder: &Holder) -> Option<LiveSessionId> {
+        let mut sessions = self.by_holder.lock().expect("not poisoned");
+        match sessions.remove(holder) {
             Some(Entry::Open { sid, .. }) => Some(sid),
             Some(closing @ Entry::Closing(_)) => {
                 // Its closer forgets it.
-                sessions.insert(session.clone(), closing);
+                sessions.insert(holder.clone(), closing);
                 None
             }
             None => None,
@@ -115,11 +169,12 @@ impl LiveSessions {
 
     /// How many live sessions are open on the runtime, those being closed included.
     pub fn len(&self) -> usize {
-        self.by_session.lock().expect("not poisoned").len()
+        self.by_holder.lock().expect("not poisoned").len()
     }
 
     /// Takes the live sessions last used more than `idle` ago and not `in_use` now (a turn
-    /// follows it), to be closed: each stays `Closing` until its [`Closing`] is dropped.
+    /// follows it, or it sent events lately), to be closed: each stays `Closing` until its
+    /// [`Closing`] is dropped.
     /// Decided under the same lock as `used`: a turn that takes a live session either finds it
     /// before (and it is not idle) or after (and waits for the close, then opens another).
     pub fn take_idle(
@@ -127,9 +182,9 @@ impl LiveSessions {
         idle: Duration,
         in_use: impl Fn(&LiveSessionId) -> bool,
     ) -> Vec<Closing<'_>> {
-        let mut sessions = self.by_session.lock().expect("not poisoned");
+        let mut sessions = self.by_holder.lock().expect("not poisoned");
         let mut taken = Vec::new();
-        for (session, entry) in sessions.iter_mut() {
+        for (holder, entry) in sessions.iter_mut() {
             let Entry::Open { sid, used } = entry else {
                 continue;
             };
@@ -140,7 +195,7 @@ impl LiveSessions {
             let held = gate.clone().try_lock_owned().expect("a new gate is open");
             taken.push(Closing {
                 sessions: self,
-                session: session.clone(),
+                holder: holder.clone(),
                 gate: gate.clone(),
                 _held: held,
                 sid: sid.clone(),
@@ -150,11 +205,11 @@ impl LiveSessions {
         taken
     }
 
-    /// Forgets the session's entry if it is still the close behind `gate`.
-    fn forget_closing(&self, session: &SessionId, gate: &Gate) {
-        let mut sessions = self.by_session.lock().expect("not poisoned");
-        if matches!(sessions.get(session), Some(Entry::Closing(g)) if Arc::ptr_eq(g, gate)) {
-            sessions.remove(session);
+    /// Forgets the holder's entry if it is still the close behind `gate`.
+    fn forget_closing(&self, holder: &Holder, gate: &Gate) {
+        let mut sessions = self.by_holder.lock().expect("not poisoned");
+        if matches!(sessions.get(holder), Some(Entry::Closing(g)) if Arc::ptr_eq(g, gate)) {
+            sessions.remove(holder);
         }
     }
 }
@@ -207,6 +262,53 @@ mod tests {
             2
         );
         assert_eq!(live.len(), 0);
+    }
+
+    #[test]
+    fn live_sessions_opened_by_native_calls_are_counted_used_and_closed() {
+        let live = LiveSessions::default();
+        let idle = Duration::from_millis(20);
+        let taken_sids = |live: &LiveSessions, in_use: &dyn Fn(&LiveSessionId) -> bool| {
+            let mut sids: Vec<_> = (live.take_idle(idle, in_use).iter())
+                .map(|closing| closing.sid.clone())
+                .collect();
+            sids.sort_by(|a, b| a.as_str().cmp(b.as_str()));
+            sids
+        };
+        live.opened_natively(sid("a"));
+        live.opened_natively(sid("b"));
+        live.opened_natively(sid("c"));
+        // Opened again (resumed while live): one entry still.
+        live.opened_natively(sid("a"));
+        assert_eq!(live.len(), 3);
+        // Closed by a native call: forgotten at once.
+        live.closed_natively(&sid("c"));
+        assert_eq!(live.len(), 2);
+        std::thread::sleep(Duration::from_millis(30));
+        // Named by a native call just now: used.
+        live.used_natively(&sid("a"));
+        assert_eq!(taken_sids(&live, &|_| false), [sid("b")]);
+        assert_eq!(live.len(), 1);
+        std::thread::sleep(Duration::from_millis(30));
+        // Sending events (a turn a native call started): in use, kept.
+        assert!(taken_sids(&live, &|s| *s == sid("a")).is_empty());
+
+        // A control-plane session's live session, resumed by a native call, stays the session's.
+        let session = SessionId::generate();
+        live.insert(session.clone(), sid("s"));
+        live.opened_natively(sid("s"));
+        assert_eq!(live.len(), 2);
+        // One a native call opened first becomes the session's once its turns use it.
+        let other = SessionId::generate();
+        live.opened_natively(sid("n"));
+        live.insert(other.clone(), sid("n"));
+        assert_eq!(live.len(), 3);
+        live.closed_natively(&sid("n"));
+        assert_eq!(
+            live.get(&other),
+            Some(sid("n")),
+            "not the native call's to forget"
+        );
     }
 
     #[tokio::test]

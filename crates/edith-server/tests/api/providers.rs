@@ -305,6 +305,46 @@ async fn an_idle_live_session_is_closed_and_the_next_turn_resumes_it() {
     );
 }
 
+/// The live sessions `session.active_list` shows on the instance's runtime, through a native call.
+async fn active_live_sessions(ctx: &Ctx, iid: &str) -> Value {
+    let rpc = format!("/v1/instances/{iid}/native/rpc");
+    let active = json!({"method": "session.active_list", "params": {}}).to_string();
+    let (status, listed) = ctx.post(&rpc, &active).await;
+    assert_eq!(status, 200, "{listed}");
+    listed["result"]["sessions"].clone()
+}
+
+/// A live session an application opened through a native call and then left unused is closed
+/// on its runtime as the control plane's own are: nothing else would close it while the control
+/// plane's connection, which the native calls share, stays open. One closed by a native call is
+/// no longer counted.
+#[tokio::test]
+async fn a_live_session_a_native_call_opened_and_left_unused_is_closed() {
+    let flags = ["--live-session-idle", "1"];
+    let ctx = Ctx::serve_with(tempfile::tempdir().expect("temp dir"), &flags).await;
+    let iid = ctx.ready_instance().await;
+    let rpc = format!("/v1/instances/{iid}/native/rpc");
+    let create = json!({"method": "session.create", "params": {}}).to_string();
+    let (status, created) = ctx.post(&rpc, &create).await;
+    assert_eq!(status, 200, "{created}");
+    let sid = created["result"]["session_id"].as_str().unwrap().to_owned();
+
+    live_sessions_become(&ctx, 0.0).await;
+    assert_eq!(active_live_sessions(&ctx, &iid).await, json!([]));
+    // Its next use finds it closed, as on a runtime that reaped it; the caller resumes it.
+    let usage = json!({"method": "session.usage", "params": {"session_id": sid}}).to_string();
+    let (status, refused) = ctx.post(&rpc, &usage).await;
+    assert_ne!(status, 200, "{refused}");
+
+    // Closed by the application: forgotten, nothing left to close.
+    let (_, created) = ctx.post(&rpc, &create).await;
+    let sid = created["result"]["session_id"].as_str().unwrap().to_owned();
+    let close = json!({"method": "session.close", "params": {"session_id": sid}}).to_string();
+    let (status, closed) = ctx.post(&rpc, &close).await;
+    assert_eq!(status, 200, "{closed}");
+    assert_eq!(live_sessions(&ctx).await, 0.0);
+}
+
 /// The processes the real Hermes runs for its live sessions (`tui_gateway.slash_worker`, one a
 /// session) whose home is under `dir`.
 fn slash_workers_under(dir: &std::path::Path) -> usize {
@@ -317,11 +357,23 @@ fn slash_workers_under(dir: &std::path::Path) -> usize {
         .count()
 }
 
-/// On the real Hermes each live session runs a Python process of its own (about 50 MB), which
-/// Hermes keeps while the control plane's connection is open: the idle live session's is gone
-/// once the control plane closes it, and the next turn gets one again.
-#[tokio::test]
-async fn the_real_hermes_lets_an_idle_live_sessions_process_go_when_it_is_closed() {
+/// Waits up to 30 s for the real Hermes's slash workers under `dir` to end.
+async fn slash_workers_end(dir: &std::path::Path) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while slash_workers_under(dir) > 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the worker outlived its session"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// A control plane that closes live sessions idle for 5 s, with a real Hermes `process`
+/// instance and its profile `name` on the fake model (kept running while the test holds it).
+async fn real_hermes_closing_idle_live_sessions(
+    name: &str,
+) -> (Ctx, testkit::FakeModel, String, Value) {
     let ctx = Ctx::start_from(|config| {
         config.limits.live_session_idle = Duration::from_secs(5);
         config.runtimes.insert("hermes".to_owned(), real_hermes());
@@ -329,7 +381,16 @@ async fn the_real_hermes_lets_an_idle_live_sessions_process_go_when_it_is_closed
     .await;
     let model = testkit::FakeModel::start().await;
     let iid = ctx.process_instance("hermes").await;
-    let profile = ctx.profile_on(&iid, &model, json!({"name": "idler"})).await;
+    let profile = ctx.profile_on(&iid, &model, json!({"name": name})).await;
+    (ctx, model, iid, profile)
+}
+
+/// On the real Hermes each live session runs a Python process of its own (about 50 MB), which
+/// Hermes keeps while the control plane's connection is open: the idle live session's is gone
+/// once the control plane closes it, and the next turn gets one again.
+#[tokio::test]
+async fn the_real_hermes_lets_an_idle_live_sessions_process_go_when_it_is_closed() {
+    let (ctx, _model, iid, profile) = real_hermes_closing_idle_live_sessions("idler").await;
     let pid = profile["id"].as_str().unwrap();
     let (turn, _) = ctx.turn(&iid, pid, "hello").await;
     assert_eq!(turn["state"], "completed", "{turn}");
@@ -341,17 +402,36 @@ async fn the_real_hermes_lets_an_idle_live_sessions_process_go_when_it_is_closed
     );
 
     live_sessions_become(&ctx, 0.0).await;
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while slash_workers_under(homes) > 0 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the worker outlived its session"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    slash_workers_end(homes).await;
     let (turn, _) = ctx.turn(&iid, pid, "again").await;
     assert_eq!(turn["state"], "completed", "{turn}");
     assert_eq!(turn["output"], "You said: again");
+}
+
+/// On the real Hermes, a live session opened through a native call runs a process of its own
+/// as the control plane's do; left unused, it is closed and its process goes.
+#[tokio::test]
+async fn the_real_hermes_lets_a_native_calls_idle_live_sessions_process_go() {
+    let (ctx, _model, iid, profile) = real_hermes_closing_idle_live_sessions("native").await;
+    let rpc = format!("/v1/instances/{iid}/native/rpc");
+    let create = json!({"method": "session.create", "params": {},
+        "profile_id": profile["id"]});
+    let (status, created) = ctx.post(&rpc, &create.to_string()).await;
+    assert_eq!(status, 200, "{created}");
+    let homes = ctx.dir.path();
+    // Its worker runs while the live session is open (5 s after it opened, at least).
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while slash_workers_under(homes) == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no worker for the live session"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    live_sessions_become(&ctx, 0.0).await;
+    slash_workers_end(homes).await;
+    assert_eq!(active_live_sessions(&ctx, &iid).await, json!([]));
 }
 
 /// Someone else's runtime: our `hermes-runtime` started by the test, not by the control plane.
@@ -678,17 +758,7 @@ async fn the_real_hermes_killed_during_a_turn_ends_it_saying_the_runtime_exited(
     let profile = ctx
         .profile_on(&iid, &model, json!({"name": "victim"}))
         .await;
-    let pid = profile["id"].as_str().unwrap();
-    let (_, session) = ctx
-        .post(
-            &format!("/v1/instances/{iid}/profiles/{pid}/sessions"),
-            "{}",
-        )
-        .await;
-    let turns = format!(
-        "/v1/instances/{iid}/profiles/{pid}/sessions/{}/turns",
-        session["id"].as_str().unwrap()
-    );
+    let turns = ctx.new_session_turns(&iid, &profile).await;
     // `SLOW`: the fake model streams for 6 s.
     let (_, turn) = ctx.post(&turns, r#"{"input": "SLOW"}"#).await;
     let turn_path = format!("{turns}/{}", turn["id"].as_str().unwrap());
