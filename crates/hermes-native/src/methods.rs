@@ -1270,6 +1270,12 @@ pub struct SessionTitled {
     pub session_key: Option<String>,
 }
 
+/// `prompt.submit`'s status when the prompt started a turn.
+pub const PROMPT_STREAMING: &str = "streaming";
+/// `prompt.submit`'s status when the live session was running a turn: that turn is interrupted
+/// (Hermes's default `busy_input_mode: interrupt`), and the prompt's turn runs once it has ended.
+pub const PROMPT_QUEUED: &str = "queued";
+
 /// `{status}`: `streaming` / `queued` / `steered` for a prompt, `interrupted` for an interrupt,
 /// `ok` / `expired` for an answer.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

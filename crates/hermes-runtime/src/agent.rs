@@ -229,8 +229,9 @@ async fn call_model(
 ) -> Result<Called, Failure> {
     let mut retry_notes = Vec::new();
     let mut attempt = 1;
+    let sent = model::as_sent(history);
     loop {
-        let mut stream = model.stream(history, specs);
+        let mut stream = model.stream(&sent, specs);
         let mut reply = ChatMessage::plain(Role::Assistant, String::new());
         let mut usage = None;
         let mut streamed_any = false;

@@ -5,10 +5,12 @@
 //! - after a tool result: `Tool result: <content>`;
 //! - a user text containing `CALL <tool> <json object>`: a call of the offered tool whose name is
 //!   `<tool>` or ends with `__<tool>`, with those arguments (ids `call_<n>`, unique per server);
-//! - a user text containing `SLOW`: 60 pieces `tick `, one every 100 ms (for interrupts);
-//!   `SLOWEST`: 200 of them (20 s, longer than anything waits for a turn's natural end);
+//! - a user text whose last line contains `SLOW`: 60 pieces `tick `, one every 100 ms (for
+//!   interrupts); `SLOWEST`: 200 of them (20 s, longer than anything waits for a turn's natural
+//!   end);
 //! - a user text whose last line contains `FAIL`: HTTP 500 with an OpenAI-style error body
-//!   (the last line, because a client may merge an unanswered user message into the next);
+//!   (the last line, because a runtime sends a user message left unanswered with the next, a
+//!   blank line apart: Hermes 0.19 and ours);
 //! - a user text whose last line contains `FLAKY`: HTTP 503 the first time a conversation is
 //!   asked, then an answer as usual (for clients that try again);
 //! - otherwise: `You said: <text>`, a word at a time.
@@ -226,22 +228,20 @@ fn decide(request: &Value, options: &FakeModelOptions) -> Reply {
             delay: options.piece_delay,
         };
     }
-    if text
-        .lines()
-        .last()
-        .is_some_and(|line| line.contains("FAIL"))
-    {
+    // The last line: a runtime sends a prompt left unanswered together with the next one.
+    let last_line = text.lines().last().unwrap_or_default();
+    if last_line.contains("FAIL") {
         return Reply::Fail;
     }
-    if text
-        .lines()
-        .last()
-        .is_some_and(|line| line.contains("FLAKY"))
-    {
+    if last_line.contains("FLAKY") {
         return Reply::Overloaded;
     }
-    if text.contains("SLOW") {
-        let pieces = if text.contains("SLOWEST") { 200 } else { 60 };
+    if last_line.contains("SLOW") {
+        let pieces = if last_line.contains("SLOWEST") {
+            200
+        } else {
+            60
+        };
         return Reply::Text {
             pieces: vec!["tick ".to_owned(); pieces],
             delay: Duration::from_millis(100),

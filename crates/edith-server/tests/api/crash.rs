@@ -207,7 +207,12 @@ async fn twenty_kills_during_streaming_turns_lose_nothing_and_work_goes_on() {
         }
         let finished = ctx.turn_on(turns, "still there").await;
         assert_eq!(finished["state"], "completed", "round {round}: {finished}");
-        assert_eq!(finished["output"], "You said: still there");
+        // A prompt the kill left unanswered goes to the model with this one, before it.
+        let output = finished["output"].as_str().unwrap();
+        assert!(
+            output.starts_with("You said: ") && output.ends_with("still there"),
+            "round {round}: {finished}"
+        );
     }
     eprintln!("{cut_mid_stream} of 20 kills cut a turn whose events were being streamed");
     // Half a second of streaming against kills spread over 0.7 s: most land mid-stream.

@@ -266,7 +266,12 @@ async fn a_turn_given_up_is_stopped_on_the_runtime_before_the_sessions_next_one(
         .await;
     let last = events.last().expect("a final event");
     assert_eq!(last["state"], "completed", "{events:?}");
-    assert_eq!(last["output"], "You said: after", "{events:?}");
+    // Interrupted before it answered, the prompt given up goes to the model with this one.
+    let output = last["output"].as_str().unwrap();
+    assert!(
+        output.starts_with("You said: ") && output.ends_with("after"),
+        "{events:?}"
+    );
     assert!(
         !events.iter().any(|e| e.to_string().contains("tick")),
         "the turn given up streamed into the next one: {events:?}"

@@ -434,6 +434,58 @@ async fn the_real_hermes_lets_a_native_calls_idle_live_sessions_process_go() {
     assert_eq!(active_live_sessions(&ctx, &iid).await, json!([]));
 }
 
+/// A turn on a session whose live session runs a turn a native call started (the application
+/// resumed the session's stored session through `/native/rpc`, which gives back the same live
+/// session, and sent it a prompt): the runtime queues the turn's prompt behind that turn, which
+/// it interrupts; the turn passes over that one's end and completes with its own answer. (Both
+/// runtimes send the model a prompt the interrupt left unanswered together with the next:
+/// `You said: <that prompt>` then a blank line, then `and now`.)
+async fn a_turn_queued_behind_a_native_turn_completes_with_its_own_answer(runtime: &str) {
+    let ctx = Ctx::start_with(BTreeMap::from([("hermes".to_owned(), real_hermes())])).await;
+    // A word every 200 ms: the native turn runs for seconds.
+    let model = testkit::FakeModel::start_with(testkit::FakeModelOptions {
+        piece_delay: Duration::from_millis(200),
+        ..Default::default()
+    })
+    .await;
+    let iid = ctx.process_instance(runtime).await;
+    let profile = ctx
+        .profile_on(&iid, &model, json!({"name": "shared"}))
+        .await;
+    let turns = ctx.new_session_turns(&iid, &profile).await;
+    assert_eq!(ctx.turn_on(&turns, "hello").await["state"], "completed");
+    let (_, session) = ctx.get(turns.trim_end_matches("/turns")).await;
+    let rpc = format!("/v1/instances/{iid}/native/rpc");
+    let resume = json!({"method": "session.resume", "profile_id": profile["id"],
+        "params": {"session_id": session["native_session_id"]}});
+    let (status, resumed) = ctx.post(&rpc, &resume.to_string()).await;
+    assert_eq!(status, 200, "{resumed}");
+    let words = "one two three four five six seven eight nine ten eleven twelve";
+    let submit = json!({"method": "prompt.submit",
+        "params": {"session_id": resumed["result"]["session_id"], "text": words}});
+    let (status, submitted) = ctx.post(&rpc, &submit.to_string()).await;
+    assert_eq!(status, 200, "{submitted}");
+    assert_eq!(submitted["result"]["status"], "streaming", "{submitted}");
+
+    let turn = ctx.turn_on(&turns, "and now").await;
+    assert_eq!(turn["state"], "completed", "{turn}");
+    let output = turn["output"].as_str().unwrap();
+    assert!(
+        output.starts_with("You said: ") && output.ends_with("and now"),
+        "{turn}"
+    );
+}
+
+#[tokio::test]
+async fn a_turn_queued_behind_a_native_turn_completes_with_its_own_answer_on_our_runtime() {
+    a_turn_queued_behind_a_native_turn_completes_with_its_own_answer("hermes-runtime").await;
+}
+
+#[tokio::test]
+async fn a_turn_queued_behind_a_native_turn_completes_with_its_own_answer_on_the_real_hermes() {
+    a_turn_queued_behind_a_native_turn_completes_with_its_own_answer("hermes").await;
+}
+
 /// Someone else's runtime: our `hermes-runtime` started by the test, not by the control plane.
 /// Our runtime, run as someone else would: on `port` (0: any free one).
 async fn someone_elses_runtime(

@@ -769,7 +769,7 @@ fn prompt_submit(
         if let Some(running) = state.running.as_mut() {
             running.queued = Some((text, transport.clone()));
             running.interrupt.notify_one();
-            return reply(StatusReply::new("queued"));
+            return reply(StatusReply::new(PROMPT_QUEUED));
         }
         // Like Hermes, a prompt re-binds the session to the connection that sent it.
         state.transport = transport.clone();
@@ -825,7 +825,8 @@ fn prompt_submit(
         }
         drop(done_tx);
     };
-    let streaming = serde_json::to_value(StatusReply::new("streaming")).map_err(handler_error)?;
+    let streaming =
+        serde_json::to_value(StatusReply::new(PROMPT_STREAMING)).map_err(handler_error)?;
     Ok(Handled::ReplyThen(streaming, turns.boxed()))
 }
 

@@ -4,6 +4,7 @@
 mod openai;
 mod scripted;
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -35,6 +36,29 @@ impl Role {
             Role::Tool => "tool",
         }
     }
+}
+
+/// The conversation as a model is sent it: adjacent user messages (a prompt left unanswered by
+/// an interrupt or a failed call, then the next one) merged into one, their texts a blank line
+/// apart, as Hermes 0.19 repairs a history before each call (`repair_message_sequence`:
+/// providers expect the roles to alternate). The history itself keeps both.
+pub fn as_sent(history: &[ChatMessage]) -> Cow<'_, [ChatMessage]> {
+    let users_adjacent =
+        (history.windows(2)).any(|pair| pair[0].role == Role::User && pair[1].role == Role::User);
+    if !users_adjacent {
+        return Cow::Borrowed(history);
+    }
+    let mut sent: Vec<ChatMessage> = Vec::with_capacity(history.len());
+    for message in history {
+        match sent.last_mut() {
+            Some(last) if last.role == Role::User && message.role == Role::User => {
+                last.content.push_str("\n\n");
+                last.content.push_str(&message.content);
+            }
+            _ => sent.push(message.clone()),
+        }
+    }
+    Cow::Owned(sent)
 }
 
 /// One message of the conversation, in the shape chat-completions models take.
@@ -270,5 +294,40 @@ pub fn from_config(
         (Some(other), None) => Err(ModelError::fatal(format!(
             "model provider `{other}` needs a `base_url` (an OpenAI-compatible endpoint)"
         ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn texts(messages: &[ChatMessage]) -> Vec<(Role, &str)> {
+        (messages.iter())
+            .map(|m| (m.role, m.content.as_str()))
+            .collect()
+    }
+
+    #[test]
+    fn adjacent_user_messages_are_sent_as_one() {
+        let answered = [
+            ChatMessage::plain(Role::System, "sys".to_owned()),
+            ChatMessage::user("hello"),
+            ChatMessage::plain(Role::Assistant, "hi".to_owned()),
+            ChatMessage::user("and you"),
+        ];
+        assert!(matches!(as_sent(&answered), Cow::Borrowed(_)));
+        // A prompt an interrupt left unanswered, then two more.
+        let mut unanswered = answered.to_vec();
+        unanswered.push(ChatMessage::user("still there"));
+        unanswered.push(ChatMessage::user("?"));
+        assert_eq!(
+            texts(&as_sent(&unanswered)),
+            [
+                (Role::System, "sys"),
+                (Role::User, "hello"),
+                (Role::Assistant, "hi"),
+                (Role::User, "and you\n\nstill there\n\n?"),
+            ]
+        );
     }
 }

@@ -153,16 +153,18 @@ async fn model_failure(peer: &Peer) {
         notes[2],
         "❌ API failed after 3 retries — HTTP 500: the fake model was asked to fail"
     );
-    // The session is usable again afterwards. (Hermes merges the unanswered user message into
-    // the next one, so the echo may carry both.)
+    // The session is usable again afterwards. The prompt left unanswered goes to the model with
+    // the next one, in one user message (the roles must alternate).
     client.submit(&live, "still there?").await;
     let events = client.events_until("message.complete").await;
     let complete = &events.last().unwrap()["payload"];
     assert_eq!(complete["status"], "complete");
-    assert!(
-        complete["text"].as_str().unwrap().ends_with("still there?"),
-        "{complete}"
+    let last = last_message_to_model(&peer.model);
+    assert_eq!(
+        (&last["role"], &last["content"]),
+        (&json!("user"), &json!("FAIL please\n\nstill there?"))
     );
+    assert_eq!(complete["text"], "You said: FAIL please\n\nstill there?");
 }
 
 async fn model_retry(peer: &Peer) {

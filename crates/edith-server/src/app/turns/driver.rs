@@ -10,8 +10,8 @@ use edith_types::{
 };
 use hermes_native::events::CompletionStatus;
 use hermes_native::methods::{
-    LiveSessionParams, PromptSubmit, PromptSubmitParams, SessionCreate, SessionCreateParams,
-    SessionInterrupt, SessionResume, SessionResumeParams,
+    LiveSessionParams, PROMPT_QUEUED, PromptSubmit, PromptSubmitParams, SessionCreate,
+    SessionCreateParams, SessionInterrupt, SessionResume, SessionResumeParams,
 };
 use hermes_native::{GatewayError, LiveSessionId, NativeEvent, codes};
 use serde_json::{Value, json};
@@ -308,7 +308,7 @@ async fn run(
     // again.
     let mut retried = false;
     let mut arrived = Some(arrived);
-    let (following, mut events) = loop {
+    let (following, mut events, queued) = loop {
         let sid = open_live_session(state, &link, &mut session, profile).await?;
         let events = link.gateway.subscribe_without_info(&sid);
         if let Some(arrived) = arrived.take() {
@@ -323,7 +323,10 @@ async fn run(
             })
             .await;
         match submitted {
-            Ok(_) => break (Following::new(&link, sid), events),
+            Ok(reply) => {
+                let queued = reply.status == PROMPT_QUEUED;
+                break (Following::new(&link, sid), events, queued);
+            }
             Err(e) if e.code() == Some(codes::LIVE_SESSION_NOT_FOUND) && !retried => {
                 link.gateway.unsubscribe(&sid);
                 link.live.remove(&session.id);
@@ -343,6 +346,9 @@ async fn run(
     };
 
     drop(no_cancel_unseen);
+    if queued && let Err(outcome) = pass_running_turn(&mut events).await {
+        return Ok(outcome);
+    }
     let mut ended_by_runtime = false;
     let followed = follow(state, turn, &mut events, instance, &mut ended_by_runtime).await;
     if !ended_by_runtime {
@@ -463,6 +469,29 @@ async fn follow(
         pending.write(state, turn).await?;
     };
     Ok(outcome)
+}
+
+/// Passes over the end of the turn the live session was running when the runtime queued this
+/// turn's prompt behind it (one a native call started on the same live session, or one given
+/// up here that the runtime had not ended yet): the runtime interrupts that turn, and its last
+/// events, up to its `message.complete`, come before this turn's own. A connection that closes
+/// meanwhile is left for [`follow`] to find.
+async fn pass_running_turn(
+    events: &mut tokio::sync::mpsc::UnboundedReceiver<NativeEvent>,
+) -> Result<(), Outcome> {
+    loop {
+        match tokio::time::timeout(IDLE_LIMIT, events.recv()).await {
+            Ok(Some(NativeEvent::MessageComplete(_))) | Ok(None) => return Ok(()),
+            Ok(Some(_)) => {}
+            Err(_) => {
+                return Err(Outcome::failed(format!(
+                    "the turn the live session was running did not end within {} minutes; \
+                     this one, queued behind it, is given up",
+                    IDLE_LIMIT.as_secs() / 60
+                )));
+            }
+        }
+    }
 }
 
 /// A live session's events followed for a turn: let go when dropped, however the turn ends.
