@@ -137,10 +137,7 @@ impl ControlPlane {
             .expect("the log's lines")
             .iter()
             .rev()
-            .find_map(|line| {
-                line.as_str()?
-                    .strip_prefix("edith: started the runtime, pid ")
-            })
+            .find_map(|line| line.as_str()?.strip_prefix(edith_server::RUNTIME_STARTED))
             .expect("the pid in the runtime log");
         Pid::from_raw(pid.trim().parse().expect("a pid")).expect("a pid")
     }
@@ -247,7 +244,7 @@ async fn kill(plane: &ControlPlane, victim: &Victim, during_turn: bool, found: &
         found.reason(format!("instance: {}", instance["state_reason"]));
         return;
     }
-    // The fake model streams `SLOW` as a minute of pieces: the turn is running when it is hit.
+    // The fake model streams `SLOW` for 6 s: the turn is running when it is hit.
     let turn = plane.post(&victim.turns, json!({"input": "SLOW"})).await;
     let id = turn["id"].as_str().unwrap();
     let response = plane

@@ -25,7 +25,7 @@ pub use edith_store::Synchronous as SqliteSynchronous;
 pub use error::AppError;
 pub use http::limits::Limits;
 pub use http::{openapi, unlisted_routes};
-pub use runtime::{ADMIN_KEY_VARIABLE, DATABASE_URL_VARIABLE, RuntimeCommand};
+pub use runtime::{ADMIN_KEY_VARIABLE, DATABASE_URL_VARIABLE, RUNTIME_STARTED, RuntimeCommand};
 pub use telemetry::export_spans;
 
 /// The environment variable `edith serve` reads its `--sqlite-sync` from.

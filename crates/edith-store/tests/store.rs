@@ -58,6 +58,7 @@ on_both_backends!(
     a_session_or_profile_with_an_unfinished_turn_is_not_deleted,
     a_profile_deleted_as_a_turn_starts_is_kept_or_the_turn_refused,
     a_sessions_changes_never_undo_each_other,
+    a_session_is_found_by_the_stored_session_it_continues,
     idempotency_keys_claim_replay_and_release,
     a_requests_path_is_read_at_once_as_far_as_it_exists,
     a_turn_is_found_only_on_its_own_path,
@@ -1240,6 +1241,39 @@ async fn a_profile_deleted_as_a_turn_starts_is_kept_or_the_turn_refused(store: S
 /// same time, each by a writer that read the session before the other wrote: neither undoes
 /// the other, in either order, and a session that is gone is not made again. A title may hold
 /// any character (PostgreSQL's `jsonb` would refuse U+0000).
+async fn a_session_is_found_by_the_stored_session_it_continues(store: Store) {
+    let (instance, profile, session) = a_session(&store).await;
+    let native = NativeSessionId::new("20261207_000000_a1b2c3");
+    assert_eq!(
+        store
+            .session_continuing(&profile.id, &native)
+            .await
+            .unwrap(),
+        None
+    );
+    let changed = SessionChange::NativeSessionId(native.clone());
+    store.change_session(&session.id, changed).await.unwrap();
+    let found = store
+        .session_continuing(&profile.id, &native)
+        .await
+        .unwrap();
+    assert_eq!(found.map(|s| s.id), Some(session.id.clone()));
+    // Only in its own profile, and only that stored session.
+    let other = add_profile(&store, &instance.id, "other").await;
+    assert_eq!(
+        store.session_continuing(&other.id, &native).await.unwrap(),
+        None
+    );
+    let unknown = NativeSessionId::new("20261207_000000_ffffff");
+    assert_eq!(
+        store
+            .session_continuing(&profile.id, &unknown)
+            .await
+            .unwrap(),
+        None
+    );
+}
+
 async fn a_sessions_changes_never_undo_each_other(store: Store) {
     let (_, profile, session) = a_session(&store).await;
     let native = NativeSessionId::new("20261206_000000_abcdef");

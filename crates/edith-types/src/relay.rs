@@ -27,6 +27,12 @@ pub struct RelayResume {
 /// scope the method needs (the request never reaches the runtime).
 pub const FORBIDDEN: i64 = 4403;
 
+/// A JSON-RPC error code the relay answers `session.resume` with when the stored session it
+/// names is continued by a control-plane session of the profile: that session's turns go
+/// through the control plane, and a relayed connection that resumed it would take the events of
+/// its live session from them (the request never reaches the runtime).
+pub const HELD_BY_THE_CONTROL_PLANE: i64 = 4409;
+
 /// What the control plane sends on a relayed gateway connection.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]

@@ -171,6 +171,11 @@ impl Routes {
         }
     }
 
+    /// Drops what was kept of `sid` for a first subscriber.
+    fn drop_kept(&mut self, sid: &LiveSessionId) {
+        self.unclaimed.retain(|kept| kept.sid != *sid);
+    }
+
     /// Whether `sid`, followed by nobody, sent an event that was kept within `within`.
     fn heard_within(&self, sid: &LiveSessionId, within: Duration) -> bool {
         (self.unclaimed.iter()).any(|kept| kept.sid == *sid && kept.heard.elapsed() < within)
@@ -555,14 +560,17 @@ impl GatewayClient {
         routes.subscribe(session, true)
     }
 
-    /// Like [`GatewayClient::subscribe`], without the session's `session.info` events, which
-    /// are dropped unread: the largest a runtime sends (the real Hermes's is about 8 KB, twice a
-    /// turn), and of no use to a subscriber that only follows turns.
-    pub fn subscribe_without_info(
+    /// Routes `session`'s events from now on to the returned receiver (replacing an earlier
+    /// subscriber), for a subscriber that follows a turn it starts after subscribing: what the
+    /// session sent while nobody followed it is dropped (an earlier turn's, which someone else
+    /// started on the same live session), and so are its `session.info` events, unread (the
+    /// largest a runtime sends: the real Hermes's is about 8 KB, twice a turn).
+    pub fn subscribe_from_now(
         &self,
         session: &LiveSessionId,
     ) -> mpsc::UnboundedReceiver<NativeEvent> {
         let mut routes = self.shared.routes.lock().expect("not poisoned");
+        routes.drop_kept(session);
         routes.subscribe(session, false)
     }
 
@@ -762,6 +770,19 @@ mod tests {
         // A remembered session's leftovers reach no later subscriber.
         routes.route(busy.clone(), delta("leftover"));
         assert!(routes.subscribe(&busy, true).try_recv().is_err());
+    }
+
+    #[test]
+    fn a_subscriber_from_now_gets_nothing_sent_before() {
+        let mut routes = Routes::default();
+        let sid = LiveSessionId::new("shared");
+        // An earlier turn's end, which someone else started on the live session.
+        routes.route(sid.clone(), delta("earlier"));
+        routes.drop_kept(&sid);
+        let mut rx = routes.subscribe(&sid, false);
+        assert!(rx.try_recv().is_err(), "nothing from before");
+        routes.route(sid.clone(), delta("now"));
+        assert_eq!(rx.try_recv().unwrap(), delta("now"));
     }
 
     #[test]

@@ -65,6 +65,10 @@ pub async fn call(
     }
     let named = (params.get("session_id").and_then(Value::as_str)).map(LiveSessionId::new);
     let link = state.gateway(&record).await?;
+    // In use while the call runs, too: a slow call is not taken for idleness.
+    if let Some(sid) = &named {
+        link.live.used_natively(sid);
+    }
     let result = link
         .gateway
         .call(&body.method, Value::Object(params))

@@ -16,17 +16,17 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::extract::ws::{Message as ClientMessage, WebSocket};
-use edith_types::relay::FORBIDDEN;
+use edith_types::relay::{FORBIDDEN, HELD_BY_THE_CONTROL_PLANE};
 use edith_types::{
-    ApiKeyId, ErrorCode, GatewayConnectionId, InstanceId, InstanceState, ProfileId, RelayMessage,
-    Scope,
+    ApiKeyId, ErrorCode, GatewayConnectionId, InstanceId, InstanceState, NativeSessionId,
+    ProfileId, RelayMessage, Scope,
 };
 use futures_util::stream::SplitSink;
 use futures_util::{SinkExt, StreamExt};
 use hermes_native::catalog::{Scope as MethodScope, catalog};
 use hermes_native::client::{GatewaySocket, Message, open_socket};
 use hermes_native::codes;
-use hermes_native::methods::{Method, SessionList, SessionListParams};
+use hermes_native::methods::{Method, SessionList, SessionListParams, SessionResume};
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, watch};
 use tokio::task::AbortHandle;
@@ -505,13 +505,46 @@ impl Relay {
             Ok(request) if request["method"] == SessionList::NAME => {
                 self.list_sessions(state, request).await
             }
-            Ok(request) => {
-                let text = serde_json::to_string(&request).expect("serialises");
-                // A runtime that is gone ends the connection; the client hears it then.
-                let _ = self.to_runtime.send(Message::Text(text.into())).await;
+            Ok(request) if request["method"] == SessionResume::NAME => {
+                self.resume(state, request).await
             }
+            Ok(request) => self.send_on(request).await,
             Err((id, code, message)) => self.refuse(id, code, &message),
         }
+    }
+
+    async fn send_on(&self, request: Value) {
+        let text = serde_json::to_string(&request).expect("serialises");
+        // A runtime that is gone ends the connection; the client hears it then.
+        let _ = self.to_runtime.send(Message::Text(text.into())).await;
+    }
+
+    /// Sends `session.resume` on, unless a control-plane session of this profile continues the
+    /// stored session it names: a runtime gives the live session of a stored session that is
+    /// live already to whoever resumes it, and sends its events to that connection from then
+    /// on, so this one would take them from that session's turns. (By title, it is not caught.)
+    async fn resume(&self, state: &AppState, request: Value) {
+        let id = request["id"].clone();
+        if let Some(stored) = request["params"]["session_id"].as_str() {
+            let stored = NativeSessionId::new(stored);
+            match state.store.session_continuing(&self.profile, &stored).await {
+                Ok(Some(session)) => {
+                    let message = format!(
+                        "stored session `{stored}` is continued by the control plane's session \
+                         `{}`: send its turns there (`turn_create`); resuming it here would take \
+                         its live session's events from them",
+                        session.id
+                    );
+                    return self.refuse(id, HELD_BY_THE_CONTROL_PLANE, &message);
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    let message = format!("the control plane could not look at its sessions: {e}");
+                    return self.refuse(id, codes::HANDLER_ERROR, &message);
+                }
+            }
+        }
+        self.send_on(request).await
     }
 
     fn refuse(&self, id: Value, code: i64, message: &str) {

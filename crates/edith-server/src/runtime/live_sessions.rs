@@ -40,7 +40,7 @@ enum Entry {
     Closing(Gate),
 }
 
-type Gate = Arc<tokio::sync::Mutex<()>>;
+pub type Gate = Arc<tokio::sync::Mutex<()>>;
 
 /// What a session's live session is now ([`LiveSessions::used`]).
 pub enum Live {
@@ -103,19 +103,30 @@ impl LiveSessions {
 
     /// The session's live session from now on. One a native call opened (the same live
     /// session, resumed by both) is the session's from then on: its turns decide when it is idle.
-    pub fn insert(&self, session: SessionId, sid: LiveSessionId) {
+    /// One being closed for having gone unused by native calls is not taken: its gate comes
+    /// back, to wait for the close before opening another.
+    pub fn insert(&self, session: SessionId, sid: LiveSessionId) -> Result<(), Gate> {
         let mut sessions = self.by_holder.lock().expect("not poisoned");
-        if matches!(
-            sessions.get(&Holder::Native(sid.clone())),
-            Some(Entry::Open { .. })
-        ) {
-            sessions.remove(&Holder::Native(sid.clone()));
+        let native = Holder::Native(sid.clone());
+        match sessions.get(&native) {
+            Some(Entry::Closing(gate)) => return Err(gate.clone()),
+            Some(Entry::Open { .. }) => {
+                sessions.remove(&native);
+            }
+            None => {}
         }
         let entry = Entry::Open {
             sid,
             used: Instant::now(),
         };
         sessions.insert(Holder::Session(session), entry);
+        Ok(())
+    }
+
+    /// Waits, up to `limit`, for a live session a native call opened to be closed.
+    pub async fn wait_closed_natively(&self, sid: &LiveSessionId, gate: Gate, limit: Duration) {
+        let _ = tokio::time::timeout(limit, gate.lock()).await;
+        self.forget_closing(&Holder::Native(sid.clone()), &gate);
     }
 
     /// Forgets the session's live session; the open one it was, if any.
@@ -237,9 +248,9 @@ mod tests {
             SessionId::generate(),
             SessionId::generate(),
         );
-        live.insert(a.clone(), sid("a"));
-        live.insert(b.clone(), sid("b"));
-        live.insert(c.clone(), sid("c"));
+        live.insert(a.clone(), sid("a")).expect("nothing closing");
+        live.insert(b.clone(), sid("b")).expect("nothing closing");
+        live.insert(c.clone(), sid("c")).expect("nothing closing");
         std::thread::sleep(Duration::from_millis(30));
         // Used just now, or followed by a turn: kept.
         assert_eq!(open(live.used(&a)), Some(sid("a")));
@@ -267,7 +278,9 @@ mod tests {
     #[test]
     fn live_sessions_opened_by_native_calls_are_counted_used_and_closed() {
         let live = LiveSessions::default();
-        let idle = Duration::from_millis(20);
+        // Far apart, so that a loaded machine does not blur them: what was used before the
+        // pause is idle, what was used after it is not.
+        let (idle, pause) = (Duration::from_millis(200), Duration::from_millis(300));
         let taken_sids = |live: &LiveSessions, in_use: &dyn Fn(&LiveSessionId) -> bool| {
             let mut sids: Vec<_> = (live.take_idle(idle, in_use).iter())
                 .map(|closing| closing.sid.clone())
@@ -284,38 +297,50 @@ mod tests {
         // Closed by a native call: forgotten at once.
         live.closed_natively(&sid("c"));
         assert_eq!(live.len(), 2);
-        std::thread::sleep(Duration::from_millis(30));
+        std::thread::sleep(pause);
         // Named by a native call just now: used.
         live.used_natively(&sid("a"));
         assert_eq!(taken_sids(&live, &|_| false), [sid("b")]);
         assert_eq!(live.len(), 1);
-        std::thread::sleep(Duration::from_millis(30));
+        std::thread::sleep(pause);
         // Sending events (a turn a native call started): in use, kept.
         assert!(taken_sids(&live, &|s| *s == sid("a")).is_empty());
 
         // A control-plane session's live session, resumed by a native call, stays the session's.
         let session = SessionId::generate();
-        live.insert(session.clone(), sid("s"));
+        live.insert(session.clone(), sid("s"))
+            .expect("nothing closing");
         live.opened_natively(sid("s"));
         assert_eq!(live.len(), 2);
         // One a native call opened first becomes the session's once its turns use it.
         let other = SessionId::generate();
         live.opened_natively(sid("n"));
-        live.insert(other.clone(), sid("n"));
+        live.insert(other.clone(), sid("n"))
+            .expect("nothing closing");
         assert_eq!(live.len(), 3);
         live.closed_natively(&sid("n"));
-        assert_eq!(
-            live.get(&other),
-            Some(sid("n")),
-            "not the native call's to forget"
-        );
+        let kept = live.get(&other);
+        assert_eq!(kept, Some(sid("n")), "not the native call's to forget");
+
+        // One being closed is not taken by a session: its close is waited for first.
+        live.opened_natively(sid("m"));
+        std::thread::sleep(pause);
+        let closing = live.take_idle(idle, |s| *s != sid("m"));
+        assert_eq!(closing.len(), 1);
+        let third = SessionId::generate();
+        assert!(live.insert(third.clone(), sid("m")).is_err());
+        assert_eq!(live.get(&third), None);
+        drop(closing);
+        live.insert(third.clone(), sid("m"))
+            .expect("closed by then");
     }
 
     #[tokio::test]
     async fn a_session_being_closed_is_waited_for() {
         let live = LiveSessions::default();
         let session = SessionId::generate();
-        live.insert(session.clone(), sid("s"));
+        live.insert(session.clone(), sid("s"))
+            .expect("nothing closing");
         let mut taken = live.take_idle(Duration::ZERO, |_| false);
         let closing = taken.pop().expect("taken");
         let Live::Closing(gate) = live.used(&session) else {
@@ -336,7 +361,8 @@ mod tests {
             .expect("in time");
         assert!(found_none);
         // A close that never ends does not keep its waiters past their limit.
-        live.insert(session.clone(), sid("t"));
+        live.insert(session.clone(), sid("t"))
+            .expect("nothing closing");
         let taken = live.take_idle(Duration::ZERO, |_| false);
         let Live::Closing(gate) = live.used(&session) else {
             panic!("being closed");

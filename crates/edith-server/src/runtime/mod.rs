@@ -14,6 +14,6 @@ pub use live_sessions::Live;
 #[cfg(feature = "embedded")]
 pub use providers::SimProvider;
 pub use providers::{
-    ADMIN_KEY_VARIABLE, DATABASE_URL_VARIABLE, Exited, ProviderError, Providers, RunningNow,
-    RuntimeCommand, RuntimeEndpoint, RuntimeProvider, gateway_url,
+    ADMIN_KEY_VARIABLE, DATABASE_URL_VARIABLE, Exited, ProviderError, Providers, RUNTIME_STARTED,
+    RunningNow, RuntimeCommand, RuntimeEndpoint, RuntimeProvider, gateway_url,
 };

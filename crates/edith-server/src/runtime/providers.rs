@@ -18,7 +18,8 @@ use hermes_native::config::HermesConfig;
 pub use embedded::EmbeddedProvider;
 pub use external::{ExternalProvider, gateway_url};
 pub use process::{
-    ADMIN_KEY_VARIABLE, DATABASE_URL_VARIABLE, Exited, ProcessProvider, RuntimeCommand,
+    ADMIN_KEY_VARIABLE, DATABASE_URL_VARIABLE, Exited, ProcessProvider, RUNTIME_STARTED,
+    RuntimeCommand,
 };
 #[cfg(feature = "embedded")]
 pub use sim::SimProvider;

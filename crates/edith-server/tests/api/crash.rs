@@ -25,7 +25,7 @@ impl Ctx {
         let (_, log) = self.get(&format!("/v1/instances/{iid}/log")).await;
         log["lines"].as_array()?.iter().rev().find_map(|line| {
             line.as_str()?
-                .strip_prefix("edith: started the runtime, pid ")
+                .strip_prefix(edith_server::RUNTIME_STARTED)
                 .map(|pid| pid.trim().to_owned())
         })
     }

@@ -74,10 +74,7 @@ impl Ctx {
             .unwrap()
             .iter()
             .rev()
-            .find_map(|line| {
-                line.as_str()?
-                    .strip_prefix("edith: started the runtime, pid ")
-            })
+            .find_map(|line| line.as_str()?.strip_prefix(edith_server::RUNTIME_STARTED))
             .expect("the pid in the runtime log")
             .trim()
             .to_owned();
@@ -484,6 +481,25 @@ async fn a_turn_queued_behind_a_native_turn_completes_with_its_own_answer_on_our
 #[tokio::test]
 async fn a_turn_queued_behind_a_native_turn_completes_with_its_own_answer_on_the_real_hermes() {
     a_turn_queued_behind_a_native_turn_completes_with_its_own_answer("hermes").await;
+}
+
+/// Turns sent on one session the moment the one before ended: the real Hermes is not done with a
+/// turn when it sends its `message.complete` (it writes the session's title, say), and a prompt
+/// sent then is answered `queued` with nothing left to pass over; each turn still ends with its
+/// own answer.
+#[tokio::test]
+async fn the_real_hermes_takes_turns_sent_the_moment_the_last_one_ended() {
+    let ctx = Ctx::start_with(BTreeMap::from([("hermes".to_owned(), real_hermes())])).await;
+    let model = testkit::FakeModel::start().await;
+    let iid = ctx.process_instance("hermes").await;
+    let profile = ctx.profile_on(&iid, &model, json!({"name": "quick"})).await;
+    let turns = ctx.new_session_turns(&iid, &profile).await;
+    for n in 0..4 {
+        let input = format!("turn {n}");
+        let turn = ctx.turn_on(&turns, &input).await;
+        assert_eq!(turn["state"], "completed", "{turn}");
+        assert_eq!(turn["output"], format!("You said: {input}"), "{turn}");
+    }
 }
 
 /// Someone else's runtime: our `hermes-runtime` started by the test, not by the control plane.
@@ -1052,7 +1068,7 @@ async fn a_runtime_the_control_plane_starts_does_not_inherit_its_admin_key() {
         pid = log["lines"].as_array().and_then(|lines| {
             lines.iter().find_map(|line| {
                 line.as_str()?
-                    .strip_prefix("edith: started the runtime, pid ")
+                    .strip_prefix(edith_server::RUNTIME_STARTED)
                     .map(|p| p.trim().to_owned())
             })
         });

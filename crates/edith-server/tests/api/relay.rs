@@ -518,3 +518,47 @@ async fn a_client_back_after_the_runtime_went_hears_how_its_connection_ended() {
     let (status, _) = ctx.relay(&resume, Some(ADMIN_KEY)).await.unwrap_err();
     assert_eq!(status, 404);
 }
+
+/// A relayed connection may not resume a stored session that a control-plane session continues:
+/// the runtime would give it that session's live session, and send it the events of that
+/// session's turns from then on. Other stored sessions are the runtime's to answer.
+#[tokio::test]
+async fn a_relay_may_not_resume_a_stored_session_the_control_plane_continues() {
+    let ctx = Ctx::start().await;
+    let iid = ctx.ready_instance().await;
+    let profiles = format!("/v1/instances/{iid}/profiles");
+    let (_, profile) = ctx.post(&profiles, r#"{"name": "p"}"#).await;
+    let turns = ctx.new_session_turns(&iid, &profile).await;
+    assert_eq!(ctx.turn_on(&turns, "hello").await["state"], "completed");
+    let (_, session) = ctx.get(turns.trim_end_matches("/turns")).await;
+    let path = format!("{profiles}/{}/gateway", profile["id"].as_str().unwrap());
+    let mut socket = ctx.relay(&path, Some(ADMIN_KEY)).await.expect("open");
+
+    let resume = |id: u64, stored: &Value| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "session.resume",
+            "params": {"session_id": stored}})
+    };
+    send(&mut socket, resume(1, &session["native_session_id"])).await;
+    let refused = reply_to(&mut socket, 1).await;
+    assert_eq!(
+        refused["error"]["code"],
+        edith_types::relay::HELD_BY_THE_CONTROL_PLANE,
+        "{refused}"
+    );
+    let message = refused["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains(session["id"].as_str().unwrap()),
+        "{refused}"
+    );
+    // The session's turns go on as before.
+    let again = ctx.turn_on(&turns, "again").await;
+    assert_eq!(again["output"], "You said: again", "{again}");
+
+    send(&mut socket, resume(2, &json!("20200101_000000_abcdef"))).await;
+    let unknown = reply_to(&mut socket, 2).await;
+    let code = &unknown["error"]["code"];
+    assert!(
+        code.is_i64() && *code != edith_types::relay::HELD_BY_THE_CONTROL_PLANE,
+        "the runtime's own answer: {unknown}"
+    );
+}

@@ -31,6 +31,33 @@ impl Store {
         })
     }
 
+    /// The session of `profile` that continues the runtime's stored session `native`, if one
+    /// does (the oldest, should two).
+    pub async fn session_continuing(
+        &self,
+        profile: &ProfileId,
+        native: &NativeSessionId,
+    ) -> Result<Option<Session>> {
+        on_db!(self, pool => {
+            let native_of = if is_postgres(pool) {
+                "body::jsonb ->> 'native_session_id'"
+            } else {
+                "json_extract(body, '$.native_session_id')"
+            };
+            let sql = format!(
+                "SELECT body FROM sessions WHERE profile_id = $1 AND {native_of} = $2 \
+                 ORDER BY rowid LIMIT 1"
+            );
+            // Only constant text is spliced into `sql`.
+            let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+                .bind(profile.as_str())
+                .bind(native.as_str())
+                .fetch_optional(pool)
+                .await?;
+            row.map(|row| from_body(&row)).transpose()
+        })
+    }
+
     pub async fn list_sessions(
         &self,
         profile: &ProfileId,

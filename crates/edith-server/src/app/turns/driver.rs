@@ -310,7 +310,7 @@ async fn run(
     let mut arrived = Some(arrived);
     let (following, mut events, queued) = loop {
         let sid = open_live_session(state, &link, &mut session, profile).await?;
-        let events = link.gateway.subscribe_without_info(&sid);
+        let events = link.gateway.subscribe_from_now(&sid);
         if let Some(arrived) = arrived.take() {
             (state.metrics).turn_leg_took(TurnLeg::ToRuntime, arrived.elapsed());
         }
@@ -346,11 +346,30 @@ async fn run(
     };
 
     drop(no_cancel_unseen);
-    if queued && let Err(outcome) = pass_running_turn(&mut events).await {
-        return Ok(outcome);
+    let mut first = None;
+    if queued {
+        match pass_running_turn(state, turn, &mut events).await {
+            Passed::ToStart(start) => first = start,
+            Passed::Cancelled => return Ok(Outcome::cancelled_before_it_started()),
+            Passed::Never(outcome) => {
+                give_up(state, &link, &following.sid, turn, &mut events).await;
+                return Ok(outcome);
+            }
+        }
     }
     let mut ended_by_runtime = false;
-    let followed = follow(state, turn, &mut events, instance, &mut ended_by_runtime).await;
+    let following_events = Arrivals {
+        first,
+        rest: &mut events,
+    };
+    let followed = follow(
+        state,
+        turn,
+        following_events,
+        instance,
+        &mut ended_by_runtime,
+    )
+    .await;
     if !ended_by_runtime {
         give_up(state, &link, &following.sid, turn, &mut events).await;
     }
@@ -403,17 +422,21 @@ async fn give_up(
 async fn follow(
     state: &AppState,
     turn: &mut Turn,
-    events: &mut tokio::sync::mpsc::UnboundedReceiver<NativeEvent>,
+    events: Arrivals<'_>,
     instance: &InstanceRecord,
     ended_by_runtime: &mut bool,
 ) -> AppResult<Outcome> {
+    let Arrivals {
+        first,
+        rest: events,
+    } = events;
     turn.state = TurnState::Running;
     turn.updated_at = Timestamp::now();
     // The start goes to the log with what the runtime has sent already (often a quick turn's
     // whole answer): one write, not two. Nothing is held back for it: when nothing has come
     // yet, it is logged at once.
     let mut pending = Unlogged::started();
-    let mut arrived = events.try_recv().ok();
+    let mut arrived = first.or_else(|| events.try_recv().ok());
     if arrived.is_none() {
         pending.write(state, turn).await?;
     }
@@ -471,20 +494,45 @@ async fn follow(
     Ok(outcome)
 }
 
-/// Passes over the end of the turn the live session was running when the runtime queued this
+/// A turn's events from the runtime: one already read, if any, then the rest.
+struct Arrivals<'a> {
+    first: Option<NativeEvent>,
+    rest: &'a mut tokio::sync::mpsc::UnboundedReceiver<NativeEvent>,
+}
+
+/// How passing over the turn a live session was running ended ([`pass_running_turn`]).
+enum Passed {
+    /// This turn's own events come next; the first of them, when it was read already.
+    ToStart(Option<NativeEvent>),
+    /// A cancel came meanwhile: the runtime drops the queued prompt when it interrupts.
+    Cancelled,
+    /// The running turn never ended.
+    Never(Outcome),
+}
+
+/// Passes over the rest of the turn the live session was running when the runtime queued this
 /// turn's prompt behind it (one a native call started on the same live session, or one given
 /// up here that the runtime had not ended yet): the runtime interrupts that turn, and its last
-/// events, up to its `message.complete`, come before this turn's own. A connection that closes
-/// meanwhile is left for [`follow`] to find.
+/// events, up to its `message.complete`, come before this turn's own `message.start`. The real
+/// Hermes also answers `queued` in the moment after a turn's `message.complete` (it is not done
+/// with the turn yet): then this turn's `message.start` comes first, and nothing is passed over.
+/// A connection that closes meanwhile is left for [`follow`] to find.
 async fn pass_running_turn(
+    state: &AppState,
+    turn: &Turn,
     events: &mut tokio::sync::mpsc::UnboundedReceiver<NativeEvent>,
-) -> Result<(), Outcome> {
+) -> Passed {
     loop {
         match tokio::time::timeout(IDLE_LIMIT, events.recv()).await {
-            Ok(Some(NativeEvent::MessageComplete(_))) | Ok(None) => return Ok(()),
+            Ok(Some(start @ NativeEvent::MessageStart {})) => return Passed::ToStart(Some(start)),
+            // A cancel sent meanwhile interrupted that turn, and dropped this turn's prompt.
+            Ok(Some(NativeEvent::MessageComplete(_))) if cancel_requested(state, turn) => {
+                return Passed::Cancelled;
+            }
+            Ok(Some(NativeEvent::MessageComplete(_))) | Ok(None) => return Passed::ToStart(None),
             Ok(Some(_)) => {}
             Err(_) => {
-                return Err(Outcome::failed(format!(
+                return Passed::Never(Outcome::failed(format!(
                     "the turn the live session was running did not end within {} minutes; \
                      this one, queued behind it, is given up",
                     IDLE_LIMIT.as_secs() / 60
@@ -723,15 +771,41 @@ pub async fn open_live_session(
     session: &mut Session,
     profile: &Profile,
 ) -> AppResult<LiveSessionId> {
+    let limit = link.gateway.request_timeout();
     match link.live.used(&session.id) {
         Live::Open(sid) => return Ok(sid),
         // Closed for being idle just now: once it is, another is opened.
-        Live::Closing(gate) => {
-            let limit = link.gateway.request_timeout();
-            link.live.wait_closed(&session.id, gate, limit).await;
-        }
+        Live::Closing(gate) => link.live.wait_closed(&session.id, gate, limit).await,
         Live::None => {}
     }
+    let sid = open_on_runtime(state, link, session, profile).await?;
+    match link.live.insert(session.id.clone(), sid.clone()) {
+        Ok(()) => Ok(sid),
+        // The runtime gave back a live session a native call opened, which is being closed for
+        // going unused: once it is, another is opened (the close would cut this turn short).
+        Err(gate) => {
+            link.live.wait_closed_natively(&sid, gate, limit).await;
+            let sid = open_on_runtime(state, link, session, profile).await?;
+            let taken = link.live.insert(session.id.clone(), sid.clone());
+            taken.map_err(|_| {
+                AppError::new(
+                    ErrorCode::RuntimeUnavailable,
+                    "the runtime gave back a live session being closed, twice",
+                )
+            })?;
+            Ok(sid)
+        }
+    }
+}
+
+/// Opens a live session on the runtime for `session`: its stored session resumed, or a new one
+/// (whose stored id the session keeps from then on).
+async fn open_on_runtime(
+    state: &AppState,
+    link: &Arc<Link>,
+    session: &mut Session,
+    profile: &Profile,
+) -> AppResult<LiveSessionId> {
     let sid = match &session.native_session_id {
         Some(native) => {
             let params = SessionResumeParams {
@@ -769,7 +843,6 @@ pub async fn open_live_session(
             created.session_id
         }
     };
-    link.live.insert(session.id.clone(), sid.clone());
     Ok(sid)
 }
 

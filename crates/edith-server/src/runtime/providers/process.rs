@@ -29,6 +29,8 @@ const READY_TIMEOUT: Duration = Duration::from_secs(120);
 const STOP_GRACE: Duration = Duration::from_secs(10);
 /// The file, in the instance's directory, that a runtime's output goes to.
 pub const LOG_FILE: &str = "runtime.log";
+/// The line the runtime log gets when a runtime starts, before its pid.
+pub const RUNTIME_STARTED: &str = "edith: started the runtime, pid";
 /// The file, in the instance's directory, naming the running runtime (`<pid> <start time>`), so
 /// a control plane that died without stopping it can find it when it starts again.
 const PID_FILE: &str = "runtime.pid";
@@ -227,8 +229,7 @@ impl ProcessProvider {
         let group = process_group::group_of(&child)
             .ok_or_else(|| ProviderError("the runtime exited at once".to_owned()))?;
         let pid = group.as_raw_pid();
-        log.line(&format!("edith: started the runtime, pid {pid}"))
-            .await;
+        log.line(&format!("{RUNTIME_STARTED} {pid}")).await;
         if let Some(started) = process_group::start_time(pid) {
             let record = self.homes.dir(id).join(PID_FILE);
             if let Err(e) = tokio::fs::write(&record, format!("{pid} {started}\n")).await {
