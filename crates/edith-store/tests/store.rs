@@ -1237,10 +1237,7 @@ async fn a_profile_deleted_as_a_turn_starts_is_kept_or_the_turn_refused(store: S
     }
 }
 
-/// A caller's new title and the native session id a first turn learns are written at about the
-/// same time, each by a writer that read the session before the other wrote: neither undoes
-/// the other, in either order, and a session that is gone is not made again. A title may hold
-/// any character (PostgreSQL's `jsonb` would refuse U+0000).
+/// A session is found by the runtime's stored session it continues, in its own profile only.
 async fn a_session_is_found_by_the_stored_session_it_continues(store: Store) {
     let (instance, profile, session) = a_session(&store).await;
     let native = NativeSessionId::new("20261207_000000_a1b2c3");
@@ -1253,6 +1250,11 @@ async fn a_session_is_found_by_the_stored_session_it_continues(store: Store) {
     );
     let changed = SessionChange::NativeSessionId(native.clone());
     store.change_session(&session.id, changed).await.unwrap();
+    // Another session of the profile whose title holds U+0000 (which PostgreSQL's `jsonb`
+    // refuses) is no obstacle.
+    let odd = add_session(&store, &profile).await;
+    let title = SessionChange::Title("odd \u{0} title".to_owned());
+    store.change_session(&odd.id, title).await.unwrap();
     let found = store
         .session_continuing(&profile.id, &native)
         .await
@@ -1274,6 +1276,10 @@ async fn a_session_is_found_by_the_stored_session_it_continues(store: Store) {
     );
 }
 
+/// A caller's new title and the native session id a first turn learns are written at about the
+/// same time, each by a writer that read the session before the other wrote: neither undoes
+/// the other, in either order, and a session that is gone is not made again. A title may hold
+/// any character (PostgreSQL's `jsonb` would refuse U+0000).
 async fn a_sessions_changes_never_undo_each_other(store: Store) {
     let (_, profile, session) = a_session(&store).await;
     let native = NativeSessionId::new("20261206_000000_abcdef");

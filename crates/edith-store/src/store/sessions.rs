@@ -38,23 +38,31 @@ impl Store {
         profile: &ProfileId,
         native: &NativeSessionId,
     ) -> Result<Option<Session>> {
+        // Found as text in the stored body, as serde writes it: a JSON path would make
+        // PostgreSQL parse every body, and it refuses one whose title holds U+0000. Inside a
+        // string value the quotes are escaped, so only the field itself matches.
+        let field = format!(
+            "\"native_session_id\":{}",
+            serde_json::to_string(native.as_str()).expect("a string serialises")
+        );
         on_db!(self, pool => {
-            let native_of = if is_postgres(pool) {
-                "body::jsonb ->> 'native_session_id'"
-            } else {
-                "json_extract(body, '$.native_session_id')"
-            };
+            let found_in = if is_postgres(pool) { "strpos(body, $2)" } else { "instr(body, $2)" };
             let sql = format!(
-                "SELECT body FROM sessions WHERE profile_id = $1 AND {native_of} = $2 \
-                 ORDER BY rowid LIMIT 1"
+                "SELECT body FROM sessions WHERE profile_id = $1 AND {found_in} > 0 ORDER BY rowid"
             );
             // Only constant text is spliced into `sql`.
-            let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+            let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
                 .bind(profile.as_str())
-                .bind(native.as_str())
-                .fetch_optional(pool)
+                .bind(&field)
+                .fetch_all(pool)
                 .await?;
-            row.map(|row| from_body(&row)).transpose()
+            for row in &rows {
+                let session: Session = from_body(row)?;
+                if session.native_session_id.as_ref() == Some(native) {
+                    return Ok(Some(session));
+                }
+            }
+            Ok(None)
         })
     }
 

@@ -516,31 +516,40 @@ enum Passed {
 /// events, up to its `message.complete`, come before this turn's own `message.start`. The real
 /// Hermes also answers `queued` in the moment after a turn's `message.complete` (it is not done
 /// with the turn yet): then this turn's `message.start` comes first, and nothing is passed over.
-/// A connection that closes meanwhile is left for [`follow`] to find.
+/// A cancel meanwhile ends the turn: both runtimes drop a queued prompt when they interrupt, and
+/// nothing of this turn would ever come. A connection that closes meanwhile is left for
+/// [`follow`] to find.
 async fn pass_running_turn(
     state: &AppState,
     turn: &Turn,
     events: &mut tokio::sync::mpsc::UnboundedReceiver<NativeEvent>,
 ) -> Passed {
+    let deadline = tokio::time::Instant::now() + IDLE_LIMIT;
     loop {
-        match tokio::time::timeout(IDLE_LIMIT, events.recv()).await {
+        if cancel_requested(state, turn) {
+            return Passed::Cancelled;
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Passed::Never(Outcome::failed(format!(
+                "the turn the live session was running did not end within {} minutes; this \
+                 one, queued behind it, is given up",
+                IDLE_LIMIT.as_secs() / 60
+            )));
+        }
+        match tokio::time::timeout(CANCEL_LOOK, events.recv()).await {
             Ok(Some(start @ NativeEvent::MessageStart {})) => return Passed::ToStart(Some(start)),
-            // A cancel sent meanwhile interrupted that turn, and dropped this turn's prompt.
             Ok(Some(NativeEvent::MessageComplete(_))) if cancel_requested(state, turn) => {
                 return Passed::Cancelled;
             }
             Ok(Some(NativeEvent::MessageComplete(_))) | Ok(None) => return Passed::ToStart(None),
-            Ok(Some(_)) => {}
-            Err(_) => {
-                return Passed::Never(Outcome::failed(format!(
-                    "the turn the live session was running did not end within {} minutes; \
-                     this one, queued behind it, is given up",
-                    IDLE_LIMIT.as_secs() / 60
-                )));
-            }
+            // Another event of that turn, or none yet: a cancel is looked for again.
+            Ok(Some(_)) | Err(_) => {}
         }
     }
 }
+
+/// How often a turn waiting behind another looks for a cancel.
+const CANCEL_LOOK: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// A live session's events followed for a turn: let go when dropped, however the turn ends.
 struct Following<'a> {
