@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use common::{ControlPlane, Model};
+use edith_types::{TurnEvent, TurnEventKind};
 use rustix::process::{Pid, Signal};
 use serde_json::{Value, json};
 use testkit::ReadyProcess;
@@ -201,36 +202,39 @@ impl Findings {
     }
 }
 
-/// An event stream being read, and what it has shown so far.
+/// A turn's event stream being read, and what it has brought and not yet been looked at.
 struct Stream {
     response: reqwest::Response,
     text: String,
 }
 
 impl Stream {
-    /// Reads until the stream has shown an event named `event`; its data line.
-    async fn until(&mut self, event: &str) -> String {
-        let marker = format!("event: {event}\n");
+    /// Reads until the stream shows an event that `wanted` picks (`what` names it); that event.
+    async fn until(
+        &mut self,
+        what: &str,
+        wanted: impl Fn(&TurnEventKind) -> bool,
+    ) -> TurnEventKind {
         let read = tokio::time::timeout(NOTICE_LIMIT, async {
             loop {
-                if let Some(at) = self.text.find(&marker) {
-                    let rest = &self.text[at + marker.len()..];
-                    if let Some(end) = rest.find("\n\n") {
-                        let data = rest[..end]
-                            .lines()
-                            .find_map(|line| line.strip_prefix("data: "))
-                            .unwrap_or_default()
-                            .to_owned();
-                        return data;
+                while let Some(end) = self.text.find("\n\n") {
+                    let block: String = self.text.drain(..end + 2).collect();
+                    let Some(data) = block.lines().find_map(|line| line.strip_prefix("data: "))
+                    else {
+                        continue;
+                    };
+                    let event: TurnEvent = serde_json::from_str(data).expect("a turn event");
+                    if wanted(&event.kind) {
+                        return event.kind;
                     }
                 }
                 let chunk = self.response.chunk().await.expect("the stream reads");
-                let chunk = chunk.unwrap_or_else(|| panic!("the stream ended before {event}"));
+                let chunk = chunk.unwrap_or_else(|| panic!("the stream ended before {what}"));
                 self.text.push_str(&String::from_utf8_lossy(&chunk));
             }
         });
         read.await
-            .unwrap_or_else(|_| panic!("no {event} within {NOTICE_LIMIT:?}"))
+            .unwrap_or_else(|_| panic!("no {what} within {NOTICE_LIMIT:?}"))
     }
 }
 
@@ -259,14 +263,21 @@ async fn kill(plane: &ControlPlane, victim: &Victim, during_turn: bool, found: &
         response,
         text: String::new(),
     };
-    stream.until("message.delta").await;
+    let streaming = |kind: &TurnEventKind| matches!(kind, TurnEventKind::MessageDelta { .. });
+    stream.until("a piece of the answer", streaming).await;
     let killed = Instant::now();
     victim.runtime.signal(Signal::KILL);
-    let finished: Value = serde_json::from_str(&stream.until("turn.finished").await).unwrap();
+    let finished = |kind: &TurnEventKind| matches!(kind, TurnEventKind::TurnFinished { .. });
+    let TurnEventKind::TurnFinished { state, error, .. } =
+        stream.until("the turn's end", finished).await
+    else {
+        unreachable!("picked as the turn's end");
+    };
     found.turn_ended.push(killed.elapsed());
     let (lost, instance) = plane.seen_lost(&victim.iid, killed).await;
     found.turn_lost.push(lost);
-    found.reason(format!("turn: {} {}", finished["state"], finished["error"]));
+    let error = error.unwrap_or_default();
+    found.reason(format!("turn: {} \"{error}\"", state.as_str()));
     found.reason(format!("instance: {}", instance["state_reason"]));
 }
 
