@@ -463,6 +463,20 @@ async fn a_turn_queued_behind_a_native_turn_completes_with_its_own_answer(runtim
     let (status, submitted) = ctx.post(&rpc, &submit.to_string()).await;
     assert_eq!(status, 200, "{submitted}");
     assert_eq!(submitted["result"]["status"], "streaming", "{submitted}");
+    // Running by then: its model call is made, so its `message.start` has gone out. (A turn
+    // sent before that start goes out would take it for its own: not covered.)
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !model
+        .streamed_requests()
+        .iter()
+        .any(|request| request.to_string().contains(words))
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the native turn never called the model"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 
     let turn = ctx.turn_on(&turns, "and now").await;
     assert_eq!(turn["state"], "completed", "{turn}");
