@@ -171,9 +171,18 @@ impl Routes {
         }
     }
 
-    /// Drops what was kept of `sid` for a first subscriber.
-    fn drop_kept(&mut self, sid: &LiveSessionId) {
+    /// Subscribes to `sid`'s events from now on, unless someone follows them already
+    /// ([`GatewayClient::subscribe_from_now`]).
+    fn subscribe_from_now(
+        &mut self,
+        sid: &LiveSessionId,
+    ) -> Option<mpsc::UnboundedReceiver<NativeEvent>> {
+        if self.subscribers.contains_key(sid) {
+            return None;
+        }
+        // What was kept for a first subscriber is from before.
         self.unclaimed.retain(|kept| kept.sid != *sid);
+        Some(self.subscribe(sid, false))
     }
 
     /// Whether `sid`, followed by nobody, sent an event that was kept within `within`.
@@ -560,18 +569,19 @@ impl GatewayClient {
         routes.subscribe(session, true)
     }
 
-    /// Routes `session`'s events from now on to the returned receiver (replacing an earlier
-    /// subscriber), for a subscriber that follows a turn it starts after subscribing: what the
-    /// session sent while nobody followed it is dropped (an earlier turn's, which someone else
-    /// started on the same live session), and so are its `session.info` events, unread (the
-    /// largest a runtime sends: the real Hermes's is about 8 KB, twice a turn).
+    /// Routes `session`'s events from now on to the returned receiver, for a subscriber that
+    /// follows a turn it starts after subscribing: what the session sent while nobody followed
+    /// it is dropped (an earlier turn's, which someone else started on the same live session),
+    /// and so are its `session.info` events, unread (the largest a runtime sends: the real
+    /// Hermes's is about 8 KB, twice a turn). `None`, and nothing changed, when someone follows
+    /// the session already: a live session runs one turn at a time, and its events cannot be
+    /// told apart by turn.
     pub fn subscribe_from_now(
         &self,
         session: &LiveSessionId,
-    ) -> mpsc::UnboundedReceiver<NativeEvent> {
+    ) -> Option<mpsc::UnboundedReceiver<NativeEvent>> {
         let mut routes = self.shared.routes.lock().expect("not poisoned");
-        routes.drop_kept(session);
-        routes.subscribe(session, false)
+        routes.subscribe_from_now(session)
     }
 
     /// Whether someone follows the live session's events now.
@@ -778,11 +788,16 @@ mod tests {
         let sid = LiveSessionId::new("shared");
         // An earlier turn's end, which someone else started on the live session.
         routes.route(sid.clone(), delta("earlier"));
-        routes.drop_kept(&sid);
-        let mut rx = routes.subscribe(&sid, false);
+        let mut rx = routes.subscribe_from_now(&sid).expect("nobody follows it");
         assert!(rx.try_recv().is_err(), "nothing from before");
         routes.route(sid.clone(), delta("now"));
         assert_eq!(rx.try_recv().unwrap(), delta("now"));
+        // Followed already: the follower keeps it.
+        assert!(routes.subscribe_from_now(&sid).is_none());
+        routes.route(sid.clone(), delta("still"));
+        assert_eq!(rx.try_recv().unwrap(), delta("still"));
+        routes.unsubscribe(&sid);
+        assert!(routes.subscribe_from_now(&sid).is_some(), "let go");
     }
 
     #[test]

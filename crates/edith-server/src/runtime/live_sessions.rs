@@ -185,7 +185,8 @@ impl LiveSessions {
 
     /// Takes the live sessions last used more than `idle` ago and not `in_use` now (a turn
     /// follows it, or it sent events lately), to be closed: each stays `Closing` until its
-    /// [`Closing`] is dropped.
+    /// [`Closing`] is dropped. A live session two control-plane sessions share (both continue
+    /// one stored session) is idle once unused by both.
     /// Decided under the same lock as `used`: a turn that takes a live session either finds it
     /// before (and it is not idle) or after (and waits for the close, then opens another).
     pub fn take_idle(
@@ -194,12 +195,19 @@ impl LiveSessions {
         in_use: impl Fn(&LiveSessionId) -> bool,
     ) -> Vec<Closing<'_>> {
         let mut sessions = self.by_holder.lock().expect("not poisoned");
+        let mut last_used: HashMap<LiveSessionId, Instant> = HashMap::new();
+        for entry in sessions.values() {
+            if let Entry::Open { sid, used } = entry {
+                let last = last_used.entry(sid.clone()).or_insert(*used);
+                *last = (*last).max(*used);
+            }
+        }
         let mut taken = Vec::new();
         for (holder, entry) in sessions.iter_mut() {
-            let Entry::Open { sid, used } = entry else {
+            let Entry::Open { sid, .. } = entry else {
                 continue;
             };
-            if used.elapsed() < idle || in_use(sid) {
+            if last_used[sid].elapsed() < idle || in_use(sid) {
                 continue;
             }
             let gate = Gate::default();
@@ -273,6 +281,28 @@ mod tests {
             2
         );
         assert_eq!(live.len(), 0);
+    }
+
+    #[test]
+    fn a_live_session_two_sessions_share_is_idle_once_unused_by_both() {
+        let live = LiveSessions::default();
+        let (idle, pause) = (Duration::from_millis(200), Duration::from_millis(300));
+        let (first, second) = (SessionId::generate(), SessionId::generate());
+        live.insert(first.clone(), sid("shared"))
+            .expect("nothing closing");
+        live.insert(second.clone(), sid("shared"))
+            .expect("nothing closing");
+        std::thread::sleep(pause);
+        assert_eq!(open(live.used(&second)), Some(sid("shared")));
+        assert!(
+            live.take_idle(idle, |_| false).is_empty(),
+            "used by the second just now"
+        );
+        std::thread::sleep(pause);
+        let taken = live.take_idle(idle, |_| false);
+        assert_eq!(taken.len(), 2, "each session's entry, being closed");
+        assert!(matches!(live.used(&first), Live::Closing(_)));
+        assert!(matches!(live.used(&second), Live::Closing(_)));
     }
 
     #[test]

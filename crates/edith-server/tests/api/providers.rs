@@ -438,20 +438,15 @@ async fn the_real_hermes_lets_a_native_calls_idle_live_sessions_process_go() {
 /// runtimes send the model a prompt the interrupt left unanswered together with the next:
 /// `You said: <that prompt>` then a blank line, then `and now`.)
 async fn a_turn_queued_behind_a_native_turn_completes_with_its_own_answer(runtime: &str) {
-    let ctx = Ctx::start_with(BTreeMap::from([("hermes".to_owned(), real_hermes())])).await;
-    // A word every 200 ms: the native turn runs for seconds.
-    let model = testkit::FakeModel::start_with(testkit::FakeModelOptions {
-        piece_delay: Duration::from_millis(200),
-        ..Default::default()
-    })
-    .await;
-    let iid = ctx.process_instance(runtime).await;
-    let profile = ctx
-        .profile_on(&iid, &model, json!({"name": "shared"}))
-        .await;
-    let turns = ctx.new_session_turns(&iid, &profile).await;
-    assert_eq!(ctx.turn_on(&turns, "hello").await["state"], "completed");
-    let (_, session) = ctx.get(turns.trim_end_matches("/turns")).await;
+    // The native turn runs for seconds.
+    let SlowSession {
+        ctx,
+        model,
+        iid,
+        profile,
+        turns,
+        session,
+    } = SlowSession::start(runtime).await;
     let rpc = format!("/v1/instances/{iid}/native/rpc");
     let resume = json!({"method": "session.resume", "profile_id": profile["id"],
         "params": {"session_id": session["native_session_id"]}});
@@ -465,18 +460,7 @@ async fn a_turn_queued_behind_a_native_turn_completes_with_its_own_answer(runtim
     assert_eq!(submitted["result"]["status"], "streaming", "{submitted}");
     // Running by then: its model call is made, so its `message.start` has gone out. (A turn
     // sent before that start goes out would take it for its own: not covered.)
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while !model
-        .streamed_requests()
-        .iter()
-        .any(|request| request.to_string().contains(words))
-    {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the native turn never called the model"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    model_called_with(&model, words).await;
 
     let turn = ctx.turn_on(&turns, "and now").await;
     assert_eq!(turn["state"], "completed", "{turn}");
@@ -487,6 +471,59 @@ async fn a_turn_queued_behind_a_native_turn_completes_with_its_own_answer(runtim
     );
 }
 
+/// A session that has had a turn, on a `process` instance of `runtime` whose model says a word
+/// every 200 ms (a turn of a dozen words runs for seconds).
+struct SlowSession {
+    ctx: Ctx,
+    model: testkit::FakeModel,
+    iid: String,
+    profile: Value,
+    /// The session's turns.
+    turns: String,
+    /// The session, as read after its turn (its native session id known).
+    session: Value,
+}
+
+impl SlowSession {
+    async fn start(runtime: &str) -> Self {
+        let ctx = Ctx::start_with(BTreeMap::from([("hermes".to_owned(), real_hermes())])).await;
+        let model = testkit::FakeModel::start_with(testkit::FakeModelOptions {
+            piece_delay: Duration::from_millis(200),
+            ..Default::default()
+        })
+        .await;
+        let iid = ctx.process_instance(runtime).await;
+        let profile = ctx.profile_on(&iid, &model, json!({"name": "slow"})).await;
+        let turns = ctx.new_session_turns(&iid, &profile).await;
+        assert_eq!(ctx.turn_on(&turns, "hello").await["state"], "completed");
+        let (_, session) = ctx.get(turns.trim_end_matches("/turns")).await;
+        Self {
+            ctx,
+            model,
+            iid,
+            profile,
+            turns,
+            session,
+        }
+    }
+}
+
+/// Waits (up to 30 s) until the fake model has been called with a prompt holding `words`.
+async fn model_called_with(model: &testkit::FakeModel, words: &str) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !model
+        .streamed_requests()
+        .iter()
+        .any(|request| request.to_string().contains(words))
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the model was never called with {words:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 #[tokio::test]
 async fn a_turn_queued_behind_a_native_turn_completes_with_its_own_answer_on_our_runtime() {
     a_turn_queued_behind_a_native_turn_completes_with_its_own_answer("hermes-runtime").await;
@@ -495,6 +532,82 @@ async fn a_turn_queued_behind_a_native_turn_completes_with_its_own_answer_on_our
 #[tokio::test]
 async fn a_turn_queued_behind_a_native_turn_completes_with_its_own_answer_on_the_real_hermes() {
     a_turn_queued_behind_a_native_turn_completes_with_its_own_answer("hermes").await;
+}
+
+/// Two control-plane sessions continuing one stored session: the runtime gives both the same
+/// live session, which runs one turn at a time. A turn on the second waits, `queued`, while the
+/// first's runs (sent at once, its prompt would interrupt that turn and take its events); a
+/// cancel ends it at once and leaves the other turn alone; sent again, it runs once the first
+/// has ended. Each turn ends with its own answer.
+async fn turns_of_two_sessions_continuing_one_stored_session_take_turns(runtime: &str) {
+    // The first session's turn runs for seconds.
+    let SlowSession {
+        ctx,
+        model,
+        iid,
+        profile,
+        turns: first,
+        session,
+    } = SlowSession::start(runtime).await;
+    let sessions = format!(
+        "/v1/instances/{iid}/profiles/{}/sessions",
+        profile["id"].as_str().unwrap()
+    );
+    let body = json!({"resume_native_session_id": session["native_session_id"]});
+    let (status, second) = ctx.post(&sessions, &body.to_string()).await;
+    assert_eq!(status, 201, "{second}");
+    let second = format!("{sessions}/{}/turns", second["id"].as_str().unwrap());
+    // Its live session open too: the runtime's, shared.
+    assert_eq!(ctx.turn_on(&second, "hi").await["state"], "completed");
+
+    let words = "one two three four five six seven eight nine ten eleven twelve";
+    let (status, long) = ctx.post(&first, &json!({"input": words}).to_string()).await;
+    assert_eq!(status, 202, "{long}");
+    let long = format!("{first}/{}", long["id"].as_str().unwrap());
+    // Running by then: its model call is made.
+    model_called_with(&model, words).await;
+
+    let waiting = |input: &str| json!({"input": input}).to_string();
+    let (status, cancelled) = ctx.post(&second, &waiting("never mind")).await;
+    assert_eq!(status, 202, "{cancelled}");
+    let cancelled = format!("{second}/{}", cancelled["id"].as_str().unwrap());
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(ctx.get(&cancelled).await.1["state"], "queued");
+    ctx.cancel_turn(&cancelled).await;
+    let (_, ended) = ctx.get(&cancelled).await;
+    assert_eq!(ended["state"], "cancelled", "{ended}");
+    assert_eq!(ctx.get(&long).await.1["state"], "running", "left alone");
+
+    let (status, after) = ctx.post(&second, &waiting("and now")).await;
+    assert_eq!(status, 202, "{after}");
+    let after = format!("{second}/{}", after["id"].as_str().unwrap());
+    let long = ctx.sse(&format!("{long}/events"), None).await;
+    let long = long.last().unwrap();
+    assert_eq!(long["state"], "completed", "{long}");
+    assert_eq!(long["output"], format!("You said: {words}"), "{long}");
+    let after = ctx.sse(&format!("{after}/events"), None).await;
+    let after = after.last().unwrap();
+    assert_eq!(after["state"], "completed", "{after}");
+    assert_eq!(after["output"], "You said: and now", "{after}");
+    let prompts: Vec<String> = model
+        .streamed_requests()
+        .iter()
+        .map(|request| request.to_string())
+        .collect();
+    assert!(
+        !prompts.iter().any(|prompt| prompt.contains("never mind")),
+        "the cancelled turn's prompt never reached the runtime: {prompts:?}"
+    );
+}
+
+#[tokio::test]
+async fn turns_of_two_sessions_continuing_one_stored_session_take_turns_on_our_runtime() {
+    turns_of_two_sessions_continuing_one_stored_session_take_turns("hermes-runtime").await;
+}
+
+#[tokio::test]
+async fn turns_of_two_sessions_continuing_one_stored_session_take_turns_on_the_real_hermes() {
+    turns_of_two_sessions_continuing_one_stored_session_take_turns("hermes").await;
 }
 
 /// Turns sent on one session the moment the one before ended: the real Hermes is not done with a

@@ -299,7 +299,7 @@ async fn run(
     // Held from the last look at a cancel until the runtime has the prompt: a cancel sent
     // meanwhile waits for it, then interrupts the turn on the runtime (an interrupt sent
     // before would find the live session idle, and be lost).
-    let no_cancel_unseen = state.turn_gates.hold(&turn.id).await;
+    let mut no_cancel_unseen = state.turn_gates.hold(&turn.id).await;
     if cancel_requested(state, turn) {
         return Ok(Outcome::cancelled_before_it_started());
     }
@@ -310,7 +310,22 @@ async fn run(
     let mut arrived = Some(arrived);
     let (following, mut events, queued) = loop {
         let sid = open_live_session(state, &link, &mut session, profile).await?;
-        let events = link.gateway.subscribe_from_now(&sid);
+        let Some(events) = link.gateway.subscribe_from_now(&sid) else {
+            // Waited for without the gate: a cancel meanwhile is looked for as it waits.
+            drop(no_cancel_unseen);
+            // The leg to the runtime is the control plane's own time, not this wait.
+            arrived = None;
+            match wait_for_live_session(state, &link, &sid, turn).await {
+                Waited::Free => {}
+                Waited::Cancelled => return Ok(Outcome::cancelled_before_it_started()),
+                Waited::TooLong(outcome) => return Ok(outcome),
+            }
+            no_cancel_unseen = state.turn_gates.hold(&turn.id).await;
+            if cancel_requested(state, turn) {
+                return Ok(Outcome::cancelled_before_it_started());
+            }
+            continue;
+        };
         if let Some(arrived) = arrived.take() {
             (state.metrics).turn_leg_took(TurnLeg::ToRuntime, arrived.elapsed());
         }
@@ -324,6 +339,9 @@ async fn run(
             .await;
         match submitted {
             Ok(reply) => {
+                if let Some(gate) = &no_cancel_unseen {
+                    gate.mark_on_runtime();
+                }
                 let queued = reply.status == PROMPT_QUEUED;
                 break (Following::new(&link, sid), events, queued);
             }
@@ -550,6 +568,54 @@ async fn pass_running_turn(
 
 /// How often a turn waiting behind another looks for a cancel.
 const CANCEL_LOOK: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// How waiting for a live session another turn here follows ended ([`wait_for_live_session`]).
+enum Waited {
+    /// Nobody follows it now.
+    Free,
+    /// A cancel came meanwhile: the turn never reached the runtime.
+    Cancelled,
+    /// The other turn ran on for longer than a turn may stay silent.
+    TooLong(Outcome),
+}
+
+/// Waits while another turn driven here follows the live session: a turn of another
+/// control-plane session continuing the same stored session, to which the runtime gave the
+/// same live session. A live session runs one turn at a time, and its events do not say whose
+/// turn they are of: a prompt sent now would interrupt that turn and take its events. The turn
+/// stays `queued` meanwhile, and a cancel ends it at once.
+async fn wait_for_live_session(
+    state: &AppState,
+    link: &Link,
+    sid: &LiveSessionId,
+    turn: &Turn,
+) -> Waited {
+    tracing::info!(
+        live_session = %sid,
+        "another session's turn runs on this session's live session (both continue one \
+         stored session); the turn waits for it to end"
+    );
+    let deadline = Instant::now() + IDLE_LIMIT;
+    loop {
+        if cancel_requested(state, turn) {
+            return Waited::Cancelled;
+        }
+        if !link.gateway.is_followed(sid) {
+            return Waited::Free;
+        }
+        if Instant::now() >= deadline {
+            return Waited::TooLong(Outcome::failed(format!(
+                "another session's turn on the same stored session ran for over {} minutes; \
+                 this one, waiting for it, is given up",
+                IDLE_LIMIT.as_secs() / 60
+            )));
+        }
+        tokio::time::sleep(FREE_LOOK).await;
+    }
+}
+
+/// How often a turn waiting for its live session looks whether it is free (and for a cancel).
+const FREE_LOOK: std::time::Duration = std::time::Duration::from_millis(20);
 
 /// A live session's events followed for a turn: let go when dropped, however the turn ends.
 struct Following<'a> {

@@ -28,6 +28,10 @@ struct Gate {
     order: Arc<tokio::sync::Mutex<()>>,
     /// A client asked to cancel the turn: its driver ends it `cancelled`.
     cancel_requested: AtomicBool,
+    /// The runtime has the turn's prompt: an interrupt sent to its live session reaches this
+    /// turn. Before, the live session may be running another's (a native call's, or a turn of
+    /// another session continuing the same stored session), which a cancel must leave alone.
+    on_runtime: AtomicBool,
     /// The driver is writing the turn's end: the runtime is done with it (or was given up on),
     /// so it takes no more answers.
     ending: AtomicBool,
@@ -43,6 +47,16 @@ impl Held {
     /// Asks the turn's driver to end it `cancelled`.
     pub fn request_cancel(&self) {
         self.gate.cancel_requested.store(true, Ordering::Relaxed);
+    }
+
+    /// The runtime has the turn's prompt from now on.
+    pub fn mark_on_runtime(&self) {
+        self.gate.on_runtime.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether the runtime has the turn's prompt (see [`Gate::on_runtime`]).
+    pub fn on_runtime(&self) -> bool {
+        self.gate.on_runtime.load(Ordering::Relaxed)
     }
 
     /// The driver is writing the turn's end from now on (it may take several tries).

@@ -156,7 +156,7 @@ pub async fn answer(
     let Some(held) = held else {
         return Err(not_driven_here(&turn));
     };
-    if held.ending() {
+    if held.ending() || !held.on_runtime() {
         return Err(conflict(format!(
             "turn `{}` is ending; it waits for no answer",
             turn.id
@@ -223,8 +223,9 @@ pub async fn cancel(
         return Err(not_driven_here(&turn));
     };
     // Ending: the runtime is done with it; the request still makes an interrupted end a
-    // cancelled one.
-    if held.ending() {
+    // cancelled one. Not on the runtime yet: its driver, which sends the prompt holding the
+    // gate, sees the cancel first; the live session may meanwhile run someone else's turn.
+    if held.ending() || !held.on_runtime() {
         return Ok(turn);
     }
     if let Some((link, sid)) = live_session(state, profile, session).await? {
