@@ -33,6 +33,7 @@ use std::time::Duration;
 pub use gateway::IMPLEMENTED_METHODS;
 
 use axum::serve::ListenerExt;
+pub use runtime::Reaping;
 use runtime::Runtime;
 
 /// The Hermes Agent release whose protocol this runtime speaks.
@@ -47,8 +48,8 @@ pub struct RuntimeConfig {
     pub token: String,
     /// Where to listen; port 0 lets the OS pick.
     pub listen: SocketAddr,
-    /// How long a session of a dropped connection waits to be resumed before it is closed.
-    pub orphan_grace: Duration,
+    /// When live sessions whose client went away are closed.
+    pub reaping: Reaping,
     /// The directory the Desktop file routes (`/api/fs/*`, `/api/git/*`) may reach: relative
     /// paths start there, and nothing outside it is read or written. The current directory
     /// unless set (`hermes-runtime serve --workspace DIR`).
@@ -63,7 +64,7 @@ impl std::fmt::Debug for RuntimeConfig {
             .field("home", &self.home)
             .field("token", &"<redacted>")
             .field("listen", &self.listen)
-            .field("orphan_grace", &self.orphan_grace)
+            .field("reaping", &self.reaping)
             .field("workspace", &self.workspace)
             .field("cron_tick", &self.cron_tick)
             .finish()
@@ -76,7 +77,7 @@ impl RuntimeConfig {
             home,
             token,
             listen,
-            orphan_grace: Duration::from_secs(20),
+            reaping: Reaping::default(),
             // Resolved when serving starts: a current directory that cannot be read fails the
             // start rather than opening the whole machine.
             workspace: PathBuf::from("."),
@@ -120,11 +121,12 @@ pub async fn serve(config: RuntimeConfig) -> std::io::Result<RunningRuntime> {
     let runtime = Arc::new(Runtime::new(
         config.home,
         config.token,
-        config.orphan_grace,
+        config.reaping,
         workspace,
         stopped.clone(),
     ));
     cron::runner::spawn(runtime.clone(), config.cron_tick);
+    gateway::reaper::spawn(runtime.clone());
     let app = http::router(runtime.clone());
     let mut stopped_server = stopped;
     let server = tokio::spawn(async move {

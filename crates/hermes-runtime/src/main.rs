@@ -3,6 +3,7 @@
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use hermes_runtime::RuntimeConfig;
@@ -12,7 +13,12 @@ use hermes_runtime::RuntimeConfig;
 #[command(name = "hermes-runtime", version, arg_required_else_help = true)]
 #[command(after_help = "Environment:
   HERMES_HOME                      the home directory (default ~/.hermes)
-  HERMES_DASHBOARD_SESSION_TOKEN   the token clients must present (random when unset)")]
+  HERMES_DASHBOARD_SESSION_TOKEN   the token clients must present (random when unset)
+  HERMES_TUI_WS_ORPHAN_REAP_GRACE_S
+                                   seconds a session of a dropped connection is kept for a
+                                   client to resume it (20; 0: until the idle scan)
+  HERMES_TUI_SESSION_TTL_S         seconds a session with no client stays idle before it is
+                                   closed (21600)")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -54,6 +60,20 @@ fn home_dir() -> PathBuf {
     user_home.join(".hermes")
 }
 
+/// Seconds from the variable `name`, as Hermes reads them: a number (below zero is zero);
+/// unset, empty or not a number, `default`.
+fn seconds_from_env(name: &str, default: Duration) -> Duration {
+    let Some(raw) = std::env::var(name).ok().filter(|raw| !raw.is_empty()) else {
+        return default;
+    };
+    match raw.trim().parse::<f64>() {
+        Ok(seconds) if !seconds.is_nan() => {
+            Duration::try_from_secs_f64(seconds.max(0.0)).unwrap_or(Duration::MAX)
+        }
+        _ => default,
+    }
+}
+
 fn random_token() -> String {
     format!(
         "{}{}",
@@ -88,6 +108,10 @@ async fn main() -> ExitCode {
     if let Some(workspace) = workspace {
         config.workspace = workspace;
     }
+    let reaping = &mut config.reaping;
+    reaping.orphan_grace =
+        seconds_from_env("HERMES_TUI_WS_ORPHAN_REAP_GRACE_S", reaping.orphan_grace);
+    reaping.idle_ttl = seconds_from_env("HERMES_TUI_SESSION_TTL_S", reaping.idle_ttl);
     let running = match hermes_runtime::serve(config).await {
         Ok(running) => running,
         Err(e) => {

@@ -18,6 +18,31 @@ use tokio_util::task::TaskTracker;
 /// Idle connections kept per host by the runtime's HTTP client (model endpoints, MCP servers).
 const IDLE_CONNECTIONS_PER_HOST: usize = 16;
 
+/// When live sessions whose client went away are closed, as Hermes 0.19 closes them: one left
+/// by a dropped connection once a grace period has passed, unless a client resumed it or it
+/// runs a turn then; and, in a scan every few minutes, any with no client that has been idle
+/// for hours (those a running turn kept from the first end up there).
+#[derive(Clone, Copy, Debug)]
+pub struct Reaping {
+    /// `HERMES_TUI_WS_ORPHAN_REAP_GRACE_S` (20 s); zero leaves them to the scan.
+    pub orphan_grace: std::time::Duration,
+    /// `HERMES_TUI_SESSION_TTL_S` (6 h): how long a session with no client stays idle before
+    /// the scan closes it.
+    pub idle_ttl: std::time::Duration,
+    /// How often the scan runs (5 minutes, as in Hermes).
+    pub scan_every: std::time::Duration,
+}
+
+impl Default for Reaping {
+    fn default() -> Self {
+        Self {
+            orphan_grace: std::time::Duration::from_secs(20),
+            idle_ttl: std::time::Duration::from_secs(6 * 3600),
+            scan_every: std::time::Duration::from_secs(300),
+        }
+    }
+}
+
 pub struct Runtime {
     /// `HERMES_HOME`: the default profile's home, and the root of `profiles/`.
     pub root: PathBuf,
@@ -35,8 +60,10 @@ pub struct Runtime {
     dotenvs: Mutex<HashMap<PathBuf, Arc<DotEnv>>>,
     /// The skills `skills.reload` saw last, by name (with their descriptions).
     pub known_skills: Mutex<std::collections::BTreeMap<String, String>>,
-    /// Seconds a disconnected session survives before it is reaped, unless resumed.
-    pub orphan_grace: std::time::Duration,
+    /// When live sessions whose client went away are closed.
+    pub reaping: Reaping,
+    /// The gateway connections open now, by number: a session on another has no client.
+    pub open_connections: Mutex<std::collections::HashSet<u64>>,
     /// The directory the Desktop file routes may reach (canonical).
     pub workspace: PathBuf,
     /// Held while a profile's `cron/jobs.json` is read and rewritten.
@@ -59,7 +86,7 @@ impl Runtime {
     pub fn new(
         root: PathBuf,
         token: String,
-        orphan_grace: std::time::Duration,
+        reaping: Reaping,
         workspace: PathBuf,
         stopping: tokio::sync::watch::Receiver<bool>,
     ) -> Self {
@@ -83,7 +110,8 @@ impl Runtime {
             http,
             prompts: Prompts::default(),
             known_skills: Mutex::default(),
-            orphan_grace,
+            reaping,
+            open_connections: Mutex::default(),
             workspace,
             cron_lock: tokio::sync::Mutex::new(()),
             config_lock: tokio::sync::Mutex::new(()),
@@ -260,7 +288,7 @@ mod tests {
         Runtime::new(
             home.to_path_buf(),
             "token".to_owned(),
-            Duration::from_secs(1),
+            Reaping::default(),
             home.to_path_buf(),
             stopping,
         )

@@ -11,6 +11,7 @@ use hermes_native::GatewayClient;
 use tokio::sync::Mutex;
 
 use super::live_sessions::LiveSessions;
+use super::live_turns::LiveTurns;
 use super::{RuntimeEndpoint, RuntimeProvider};
 use crate::error::AppResult;
 
@@ -21,6 +22,8 @@ pub struct Link {
     pub gateway: GatewayClient,
     /// Live sessions opened on this connection, by control-plane session.
     pub live: LiveSessions,
+    /// The turn that runs on each live session, one at a time.
+    pub turns: LiveTurns,
 }
 
 /// One instance's connection, behind its own lock: connecting to one runtime (which may mean
@@ -167,5 +170,6 @@ async fn connect_at(endpoint: &RuntimeEndpoint) -> AppResult<Arc<Link>> {
     Ok(Arc::new(Link {
         gateway,
         live: LiveSessions::default(),
+        turns: LiveTurns::default(),
     }))
 }

@@ -3,7 +3,9 @@
 //! the same connection (`native_call`). A live session holds the runtime's resources until it is
 //! closed (the real Hermes 0.19 runs a Python process of about 50 MB for each, and never reaps
 //! one whose client is still connected), so those left unused are closed (`take_idle`); a
-//! session's next turn resumes its stored session, and an application resumes its own.
+//! session's next turn resumes its stored session, and an application resumes its own. Two
+//! control-plane sessions continuing one stored session hold the same live session (the runtime
+//! gives both the one that is open): it is closed once neither uses it.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -37,7 +39,18 @@ enum Entry {
     /// closer holds until the runtime has answered. (Our runtime's `session.resume` of a
     /// stored session that is still live gives back that live session, which a close arriving
     /// after the next prompt would cut short.)
-    Closing(Gate),
+    Closing {
+        sid: LiveSessionId,
+        gate: Gate,
+    },
+}
+
+impl Entry {
+    fn sid(&self) -> &LiveSessionId {
+        match self {
+            Entry::Open { sid, .. } | Entry::Closing { sid, .. } => sid,
+        }
+    }
 }
 
 pub type Gate = Arc<tokio::sync::Mutex<()>>;
@@ -50,10 +63,10 @@ pub enum Live {
     None,
 }
 
-/// A live session taken to be closed: its entry stays `Closing` until this is dropped.
+/// A live session taken to be closed: the entries of those who held it stay `Closing` until
+/// this is dropped.
 pub struct Closing<'a> {
     sessions: &'a LiveSessions,
-    holder: Holder,
     gate: Gate,
     _held: OwnedMutexGuard<()>,
     pub sid: LiveSessionId,
@@ -62,7 +75,7 @@ pub struct Closing<'a> {
 impl Drop for Closing<'_> {
     fn drop(&mut self) {
         // Forgotten before the gate opens: a waiter then finds no live session, and opens one.
-        self.sessions.forget_closing(&self.holder, &self.gate);
+        self.sessions.forget_closing(&self.gate);
     }
 }
 
@@ -75,16 +88,16 @@ impl LiveSessions {
                 *used = Instant::now();
                 Live::Open(sid.clone())
             }
-            Some(Entry::Closing(gate)) => Live::Closing(gate.clone()),
+            Some(Entry::Closing { gate, .. }) => Live::Closing(gate.clone()),
             None => Live::None,
         }
     }
 
     /// Waits, up to `limit`, for a live session being closed to be closed.
-    pub async fn wait_closed(&self, session: &SessionId, gate: Gate, limit: Duration) {
+    pub async fn wait_closed(&self, gate: Gate, limit: Duration) {
         let _ = tokio::time::timeout(limit, gate.lock()).await;
         // A closer that went away without saying (the server stopping) leaves it closed too.
-        self.forget_closing(&Holder::Session(session.clone()), &gate);
+        self.forget_closing(&gate);
     }
 
     /// Counts the session's live session, if one is open, as used now.
@@ -103,18 +116,18 @@ impl LiveSessions {
 
     /// The session's live session from now on. One a native call opened (the same live
     /// session, resumed by both) is the session's from then on: its turns decide when it is idle.
-    /// One being closed for having gone unused by native calls is not taken: its gate comes
-    /// back, to wait for the close before opening another.
+    /// One being closed (gone unused by native calls, or by another session that held it) is
+    /// not taken: the close's gate comes back, to wait for it before opening another.
     pub fn insert(&self, session: SessionId, sid: LiveSessionId) -> Result<(), Gate> {
         let mut sessions = self.by_holder.lock().expect("not poisoned");
-        let native = Holder::Native(sid.clone());
-        match sessions.get(&native) {
-            Some(Entry::Closing(gate)) => return Err(gate.clone()),
-            Some(Entry::Open { .. }) => {
-                sessions.remove(&native);
-            }
-            None => {}
+        let closing = sessions.values().find_map(|entry| match entry {
+            Entry::Closing { sid: closed, gate } if *closed == sid => Some(gate.clone()),
+            _ => None,
+        });
+        if let Some(gate) = closing {
+            return Err(gate);
         }
+        sessions.remove(&Holder::Native(sid.clone()));
         let entry = Entry::Open {
             sid,
             used: Instant::now(),
@@ -123,15 +136,19 @@ impl LiveSessions {
         Ok(())
     }
 
-    /// Waits, up to `limit`, for a live session a native call opened to be closed.
-    pub async fn wait_closed_natively(&self, sid: &LiveSessionId, gate: Gate, limit: Duration) {
-        let _ = tokio::time::timeout(limit, gate.lock()).await;
-        self.forget_closing(&Holder::Native(sid.clone()), &gate);
-    }
-
-    /// Forgets the session's live session; the open one it was, if any.
+    /// Forgets the session's live session; the open one it was, unless another session holds
+    /// it too (then it is theirs to go on with, and not to be closed).
     pub fn remove(&self, session: &SessionId) -> Option<LiveSessionId> {
-        self.remove_held(&Holder::Session(session.clone()))
+        let mut sessions = self.by_holder.lock().expect("not poisoned");
+        let holder = Holder::Session(session.clone());
+        let Some(Entry::Open { sid, .. }) = sessions.get(&holder) else {
+            // Being closed: its closer forgets it.
+            return None;
+        };
+        let sid = sid.clone();
+        sessions.remove(&holder);
+        let shared = sessions.values().any(|entry| *entry.sid() == sid);
+        (!shared).then_some(sid)
     }
 
     /// A live session a native call opened (or resumed): used now. One a control-plane session
@@ -160,33 +177,27 @@ impl LiveSessions {
         }
     }
 
-    /// Forgets a live session a native call opened (a native call closed it).
+    /// Forgets a live session a native call opened (a native call closed it); one being closed
+    /// is its closer's to forget.
     pub fn closed_natively(&self, sid: &LiveSessionId) {
-        self.remove_held(&Holder::Native(sid.clone()));
-    }
-
-    fn remove_held(&self, holder: &Holder) -> Option<LiveSessionId> {
         let mut sessions = self.by_holder.lock().expect("not poisoned");
-        match sessions.remove(holder) {
-            Some(Entry::Open { sid, .. }) => Some(sid),
-            Some(closing @ Entry::Closing(_)) => {
-                // Its closer forgets it.
-                sessions.insert(holder.clone(), closing);
-                None
-            }
-            None => None,
+        let holder = Holder::Native(sid.clone());
+        if matches!(sessions.get(&holder), Some(Entry::Open { .. })) {
+            sessions.remove(&holder);
         }
     }
 
-    /// How many live sessions are open on the runtime, those being closed included.
+    /// How many live sessions are open on the runtime, those being closed included (one two
+    /// sessions hold counts once).
     pub fn len(&self) -> usize {
-        self.by_holder.lock().expect("not poisoned").len()
+        let sessions = self.by_holder.lock().expect("not poisoned");
+        let sids: std::collections::HashSet<_> = sessions.values().map(Entry::sid).collect();
+        sids.len()
     }
 
-    /// Takes the live sessions last used more than `idle` ago and not `in_use` now (a turn
-    /// follows it, or it sent events lately), to be closed: each stays `Closing` until its
-    /// [`Closing`] is dropped. A live session two control-plane sessions share (both continue
-    /// one stored session) is idle once unused by both.
+    /// Takes the live sessions last used more than `idle` ago by all who hold them, and not
+    /// `in_use` now (a turn follows it, or it sent events lately), to be closed: their entries
+    /// stay `Closing` until its [`Closing`] is dropped.
     /// Decided under the same lock as `used`: a turn that takes a live session either finds it
     /// before (and it is not idle) or after (and waits for the close, then opens another).
     pub fn take_idle(
@@ -203,33 +214,36 @@ impl LiveSessions {
             }
         }
         let mut taken = Vec::new();
-        for (holder, entry) in sessions.iter_mut() {
-            let Entry::Open { sid, .. } = entry else {
-                continue;
-            };
-            if last_used[sid].elapsed() < idle || in_use(sid) {
+        for (sid, used) in last_used {
+            if used.elapsed() < idle || in_use(&sid) {
                 continue;
             }
             let gate = Gate::default();
             let held = gate.clone().try_lock_owned().expect("a new gate is open");
+            for entry in sessions.values_mut() {
+                if matches!(entry, Entry::Open { sid: open, .. } if *open == sid) {
+                    *entry = Entry::Closing {
+                        sid: sid.clone(),
+                        gate: gate.clone(),
+                    };
+                }
+            }
             taken.push(Closing {
                 sessions: self,
-                holder: holder.clone(),
-                gate: gate.clone(),
+                gate,
                 _held: held,
-                sid: sid.clone(),
+                sid,
             });
-            *entry = Entry::Closing(gate);
         }
         taken
     }
 
-    /// Forgets the holder's entry if it is still the close behind `gate`.
-    fn forget_closing(&self, holder: &Holder, gate: &Gate) {
+    /// Forgets the entries still being closed behind `gate`.
+    fn forget_closing(&self, gate: &Gate) {
         let mut sessions = self.by_holder.lock().expect("not poisoned");
-        if matches!(sessions.get(holder), Some(Entry::Closing(g)) if Arc::ptr_eq(g, gate)) {
-            sessions.remove(holder);
-        }
+        sessions.retain(
+            |_, entry| !matches!(entry, Entry::Closing { gate: g, .. } if Arc::ptr_eq(g, gate)),
+        );
     }
 }
 
@@ -300,9 +314,23 @@ mod tests {
         );
         std::thread::sleep(pause);
         let taken = live.take_idle(idle, |_| false);
-        assert_eq!(taken.len(), 2, "each session's entry, being closed");
+        assert_eq!(taken.len(), 1, "closed once");
         assert!(matches!(live.used(&first), Live::Closing(_)));
         assert!(matches!(live.used(&second), Live::Closing(_)));
+        // A third session given it meanwhile waits for the close.
+        let third = SessionId::generate();
+        assert!(live.insert(third.clone(), sid("shared")).is_err());
+        drop(taken);
+        assert_eq!(live.len(), 0, "both forgotten once closed");
+        live.insert(third.clone(), sid("shared"))
+            .expect("closed by then");
+
+        // A session let go (deleted) leaves the live session to the other: not to be closed.
+        live.insert(first.clone(), sid("shared"))
+            .expect("nothing closing");
+        assert_eq!(live.remove(&first), None, "the third holds it too");
+        assert_eq!(live.remove(&third), Some(sid("shared")), "held by none now");
+        assert_eq!(live.len(), 0);
     }
 
     #[test]
@@ -378,7 +406,7 @@ mod tests {
         };
         let limit = Duration::from_secs(10);
         let waited = async {
-            live.wait_closed(&session, gate, limit).await;
+            live.wait_closed(gate, limit).await;
             // Closed by then: nothing left to use, another is opened.
             matches!(live.used(&session), Live::None)
         };
@@ -398,8 +426,7 @@ mod tests {
             panic!("being closed");
         };
         std::mem::forget(taken);
-        live.wait_closed(&session, gate, Duration::from_millis(50))
-            .await;
+        live.wait_closed(gate, Duration::from_millis(50)).await;
         assert!(matches!(live.used(&session), Live::None));
     }
 }

@@ -4,6 +4,7 @@
 mod gateway_pool;
 mod homes;
 mod live_sessions;
+mod live_turns;
 mod process_group;
 mod providers;
 mod runtime_log;
@@ -11,6 +12,7 @@ mod slots;
 
 pub use gateway_pool::{GatewayPool, Link};
 pub use live_sessions::Live;
+pub use live_turns::TurnOn;
 #[cfg(feature = "embedded")]
 pub use providers::SimProvider;
 pub use providers::{

@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::methods::{self, Handled, RpcError};
+use super::reaper;
 use crate::runtime::Runtime;
 use crate::session::Transport;
 
@@ -71,6 +72,7 @@ where
         connection: NEXT_CONNECTION.fetch_add(1, Ordering::Relaxed),
         frames,
     };
+    reaper::attach_connection(&runtime, transport.connection);
 
     let mut stopping_writer = runtime.stopping.clone();
     let writer = tokio::spawn(async move {
@@ -115,7 +117,7 @@ where
         }
     }
 
-    methods::detach_connection(&runtime, transport.connection);
+    reaper::detach_connection(&runtime, transport.connection);
     drop(transport);
     let _ = writer.await;
 }

@@ -830,42 +830,6 @@ fn prompt_submit(
     Ok(Handled::ReplyThen(streaming, turns.boxed()))
 }
 
-/// A connection went away: its sessions are reaped after the grace period unless a client
-/// resumed them elsewhere (or at once, when they asked for `close_on_disconnect`).
-pub fn detach_connection(runtime: &Arc<Runtime>, connection: u64) {
-    let orphans: Vec<Arc<LiveSession>> = runtime
-        .sessions
-        .lock()
-        .expect("not poisoned")
-        .values()
-        .filter(|s| s.state.lock().expect("not poisoned").transport.connection == connection)
-        .cloned()
-        .collect();
-    for session in orphans {
-        let runtime = runtime.clone();
-        tokio::spawn(async move {
-            let immediate = session
-                .state
-                .lock()
-                .expect("not poisoned")
-                .close_on_disconnect;
-            if !immediate {
-                tokio::time::sleep(runtime.orphan_grace).await;
-            }
-            let still_orphaned = session
-                .state
-                .lock()
-                .expect("not poisoned")
-                .transport
-                .connection
-                == connection;
-            if still_orphaned {
-                close(&runtime, &session, "ws_disconnect").await;
-            }
-        });
-    }
-}
-
 /// Pets are drawn from sprite sheets and an optional hosted generator that this runtime does
 /// not have: it answers as Hermes does with pets switched off, so clients that ask unprompted
 /// (the TUI asks for `pet.cells` as it draws) show nothing instead of an error.

@@ -7,6 +7,7 @@ mod connection;
 mod facts;
 mod methods;
 mod models;
+pub mod reaper;
 mod rollback;
 mod session_info;
 mod session_work;

@@ -115,18 +115,7 @@ impl Peer {
     }
 
     pub async fn connect(&self) -> Client {
-        let url = format!("ws://127.0.0.1:{}/api/ws?token={TOKEN}", self.port);
-        let (socket, _) = tokio_tungstenite::connect_async(url)
-            .await
-            .expect("connect");
-        let mut client = Client {
-            socket,
-            next_id: 0,
-            events: VecDeque::new(),
-        };
-        let ready = client.next_frame().await;
-        assert_eq!(ready["params"]["type"], "gateway.ready", "{ready}");
-        client
+        Client::connect(self.port).await
     }
 
     pub fn url(&self, path: &str) -> String {
@@ -134,7 +123,7 @@ impl Peer {
     }
 }
 
-fn write_config(home: &Path, model: &FakeModel, options: &PeerOptions) {
+pub fn write_config(home: &Path, model: &FakeModel, options: &PeerOptions) {
     let mut config = json!({
         "model": model.hermes_model_config(),
         // Manual approvals: the user decides (Hermes's `smart` mode would ask the model first).
@@ -217,6 +206,22 @@ const INFORMATIONAL: &[&str] = &[
 ];
 
 impl Client {
+    /// A gateway connection to the runtime on `port` of this machine, with the suite's token.
+    pub async fn connect(port: u16) -> Client {
+        let url = format!("ws://127.0.0.1:{port}/api/ws?token={TOKEN}");
+        let (socket, _) = tokio_tungstenite::connect_async(url)
+            .await
+            .expect("connect");
+        let mut client = Client {
+            socket,
+            next_id: 0,
+            events: VecDeque::new(),
+        };
+        let ready = client.next_frame().await;
+        assert_eq!(ready["params"]["type"], "gateway.ready", "{ready}");
+        client
+    }
+
     pub async fn send_raw(&mut self, text: &str) {
         self.socket
             .send(Message::Text(text.to_owned().into()))

@@ -341,3 +341,75 @@ async fn a_client_in_the_process_drives_a_turn_without_a_socket() {
     .await
     .expect("the connection closes with the runtime");
 }
+
+/// Sessions with no client are closed by the idle scan once idle for `Reaping::idle_ttl`, one
+/// that runs a turn only once its turn has ended; with a grace of zero, a dropped connection's
+/// sessions are left to the scan. (Hermes 0.19's `_reap_idle_sessions` does the same, every 5
+/// minutes with a TTL of hours: too long to show there.)
+#[tokio::test]
+async fn sessions_with_no_client_are_closed_once_idle_never_mid_turn() {
+    use crate::harness::{Client, TOKEN, write_config};
+    use std::time::Duration;
+
+    let dir = tempfile::tempdir().unwrap();
+    let model = testkit::FakeModel::start().await;
+    write_config(dir.path(), &model, &PeerOptions::default());
+    let mut config = hermes_runtime::RuntimeConfig::new(
+        dir.path().to_owned(),
+        TOKEN.to_owned(),
+        std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+    );
+    config.reaping = hermes_runtime::Reaping {
+        orphan_grace: Duration::ZERO,
+        idle_ttl: Duration::from_secs(1),
+        scan_every: Duration::from_millis(100),
+    };
+    let running = hermes_runtime::serve(config).await.unwrap();
+    let port = running.addr().port();
+    let mut gone = Client::connect(port).await;
+    let idle = gone.call("session.create", json!({})).await;
+    let busy = gone.call("session.create", json!({})).await;
+    // It runs for 6 s, far past the TTL.
+    gone.submit(&busy["session_id"], "SLOW please").await;
+    while gone.event().await["type"] != "message.delta" {}
+    drop(gone);
+
+    let mut back = Client::connect(port).await;
+    let usage = |session: &serde_json::Value| json!({"session_id": session["session_id"]});
+    let closed_within = async |back: &mut Client, session: &serde_json::Value| {
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let reply = back.request("session.usage", usage(session)).await;
+            if reply["error"]["code"] == 4001 {
+                return true;
+            }
+            if std::time::Instant::now() > deadline {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+    assert!(closed_within(&mut back, &idle).await, "the idle one closed");
+    let running_turn = back.request("session.usage", usage(&busy)).await;
+    assert!(
+        running_turn["error"].is_null(),
+        "kept while its turn runs: {running_turn}"
+    );
+    assert!(
+        closed_within(&mut back, &busy).await,
+        "closed once it ended"
+    );
+    // Its turn ran to its end.
+    let resume = json!({"session_id": busy["stored_session_id"]});
+    let resumed = back.call("session.resume", resume).await;
+    let answer = resumed["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(answer["role"], "assistant", "{resumed}");
+    let text = answer["text"].as_str().unwrap();
+    assert_eq!(text.matches("tick").count(), 60, "{answer}");
+    running.shutdown().await;
+}

@@ -3,7 +3,7 @@
 use serde_json::{Value, json};
 
 use crate::conformance;
-use crate::harness::{Client, Peer, Target, streamed_text};
+use crate::harness::{Client, Peer, PeerOptions, Target, streamed_text};
 use crate::shared;
 
 shared!(the_session_lifecycle_matches_hermes, lifecycle);
@@ -11,6 +11,10 @@ conformance!(stored_sessions_survive_a_restart, restart);
 conformance!(a_profile_keeps_its_own_state_db, profiles);
 conformance!(the_model_titles_a_session_after_its_first_exchange, titles);
 shared!(a_turn_ends_with_the_sessions_info, info_after_turns);
+conformance!(
+    a_dropped_clients_sessions_are_closed_after_the_grace_unless_they_run_a_turn,
+    orphans
+);
 
 /// The checks here that share a runtime (`shared`).
 pub(crate) const SHARED: &[crate::shared::Check] = &[
@@ -418,4 +422,50 @@ async fn info_after_turns(peer: &Peer) {
         payload["tools"].as_object().is_some_and(|t| !t.is_empty()),
         "{payload}"
     );
+}
+
+/// A connection that drops leaves its live sessions for a client to resume. Once the grace
+/// (`HERMES_TUI_WS_ORPHAN_REAP_GRACE_S`, 1 s here) has passed, an idle one is closed; one that
+/// runs a turn then is kept, its turn runs on, and a client that resumes its stored session is
+/// given the same live session and the rest of the turn.
+async fn orphans(target: Target) {
+    let grace = (
+        "HERMES_TUI_WS_ORPHAN_REAP_GRACE_S".to_owned(),
+        "1".to_owned(),
+    );
+    let options = PeerOptions {
+        env: vec![grace],
+        ..Default::default()
+    };
+    let peer = Peer::start_with(target, options).await;
+    let mut gone = peer.connect().await;
+    let idle = gone
+        .call("session.create", json!({"source": "conformance"}))
+        .await;
+    let busy = gone
+        .call("session.create", json!({"source": "conformance"}))
+        .await;
+    // 60 pieces, one every 100 ms: it runs for 6 s.
+    gone.submit(&busy["session_id"], "SLOW please").await;
+    while gone.event().await["type"] != "message.delta" {}
+    drop(gone);
+
+    // The grace has passed; the turn still runs.
+    tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
+    let mut back = peer.connect().await;
+    let usage = json!({"session_id": idle["session_id"]});
+    assert_eq!(
+        back.error_code("session.usage", usage).await,
+        4001,
+        "the idle session is closed"
+    );
+    let resume = json!({"session_id": busy["stored_session_id"]});
+    let resumed = back.call("session.resume", resume).await;
+    assert_eq!(resumed["session_id"], busy["session_id"], "{resumed}");
+    let events = back.events_until("message.complete").await;
+    let complete = &events.last().unwrap()["payload"];
+    assert_eq!(complete["status"], "complete", "{complete}");
+    let text = complete["text"].as_str().unwrap();
+    assert_eq!(text.matches("tick").count(), 60, "{complete}");
+    peer.stop().await;
 }

@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 
 use crate::error::{AppError, AppResult};
 use crate::metrics::TurnLeg;
-use crate::runtime::{Link, Live, RunningNow};
+use crate::runtime::{Link, Live, RunningNow, TurnOn};
 use crate::state::AppState;
 use crate::tools::MCP_SERVER_NAME;
 
@@ -308,23 +308,42 @@ async fn run(
     // again.
     let mut retried = false;
     let mut arrived = Some(arrived);
+    // Bounds the whole wait for other sessions' turns on the live session.
+    let waits_until = Instant::now() + IDLE_LIMIT;
+    let mut waited_for: Option<TurnOn> = None;
     let (following, mut events, queued) = loop {
         let sid = open_live_session(state, &link, &mut session, profile).await?;
+        // The live session's slot, which a turn of another session continuing the same stored
+        // session may hold (see `LiveTurns`); one taken after a wait is kept if it is the same
+        // live session still.
+        let turn_on = match waited_for.take().filter(|held| held.sid == sid) {
+            Some(held) => held,
+            None => match link.turns.try_take(&sid) {
+                Some(held) => held,
+                None => {
+                    // Waited for without the gate: a cancel meanwhile is looked for as it waits.
+                    drop(no_cancel_unseen);
+                    // The leg to the runtime is the control plane's own time, not this wait.
+                    arrived = None;
+                    match wait_for_live_session(state, &link, &sid, turn, waits_until).await {
+                        Waited::Free(held) => waited_for = Some(held),
+                        Waited::Cancelled => return Ok(Outcome::cancelled_before_it_started()),
+                        Waited::TooLong(outcome) => return Ok(outcome),
+                    }
+                    no_cancel_unseen = state.turn_gates.hold(&turn.id).await;
+                    if cancel_requested(state, turn) {
+                        return Ok(Outcome::cancelled_before_it_started());
+                    }
+                    // Closed meanwhile, it is opened again.
+                    continue;
+                }
+            },
+        };
         let Some(events) = link.gateway.subscribe_from_now(&sid) else {
-            // Waited for without the gate: a cancel meanwhile is looked for as it waits.
-            drop(no_cancel_unseen);
-            // The leg to the runtime is the control plane's own time, not this wait.
-            arrived = None;
-            match wait_for_live_session(state, &link, &sid, turn).await {
-                Waited::Free => {}
-                Waited::Cancelled => return Ok(Outcome::cancelled_before_it_started()),
-                Waited::TooLong(outcome) => return Ok(outcome),
-            }
-            no_cancel_unseen = state.turn_gates.hold(&turn.id).await;
-            if cancel_requested(state, turn) {
-                return Ok(Outcome::cancelled_before_it_started());
-            }
-            continue;
+            // Only a turn holding the live session's slot follows it.
+            return Err(AppError::internal(format!(
+                "live session `{sid}` is followed by a turn that does not hold it"
+            )));
         };
         if let Some(arrived) = arrived.take() {
             (state.metrics).turn_leg_took(TurnLeg::ToRuntime, arrived.elapsed());
@@ -343,7 +362,7 @@ async fn run(
                     gate.mark_on_runtime();
                 }
                 let queued = reply.status == PROMPT_QUEUED;
-                break (Following::new(&link, sid), events, queued);
+                break (Following::new(&link, turn_on), events, queued);
             }
             Err(e) if e.code() == Some(codes::LIVE_SESSION_NOT_FOUND) && !retried => {
                 link.gateway.unsubscribe(&sid);
@@ -364,35 +383,52 @@ async fn run(
     };
 
     drop(no_cancel_unseen);
+    let sid = &following.turn_on.sid;
+    let outcome = follow_on_runtime(state, &link, sid, turn, &mut events, queued, instance).await;
+    // No cancel reaches the live session once it is let go: another session's turn may take it
+    // at once, which an interrupt sent for this one would cut short. (Cancels find the turn
+    // ending from here on, as they do once its end is being written.)
+    if let Some(gate) = state.turn_gates.hold(&turn.id).await {
+        gate.mark_ending();
+    }
+    // Idle from the turn's end on, not from its start.
+    link.live.touch(&session.id);
+    drop(following);
+    outcome
+}
+
+/// Follows a turn whose prompt the runtime has: past the turn the live session was running when
+/// the prompt was `queued`, then its own events to its end (given up when the runtime did not
+/// end it).
+async fn follow_on_runtime(
+    state: &AppState,
+    link: &Link,
+    sid: &LiveSessionId,
+    turn: &mut Turn,
+    events: &mut tokio::sync::mpsc::UnboundedReceiver<NativeEvent>,
+    queued: bool,
+    instance: &InstanceRecord,
+) -> AppResult<Outcome> {
     let mut first = None;
     if queued {
-        match pass_running_turn(state, turn, &mut events).await {
+        match pass_running_turn(state, turn, events).await {
             Passed::ToStart(start) => first = start,
             Passed::Cancelled => return Ok(Outcome::cancelled_before_it_started()),
             Passed::Never(outcome) => {
-                give_up(state, &link, &following.sid, turn, &mut events).await;
+                give_up(state, link, sid, turn, events).await;
                 return Ok(outcome);
             }
         }
     }
     let mut ended_by_runtime = false;
-    let following_events = Arrivals {
+    let arrivals = Arrivals {
         first,
-        rest: &mut events,
+        rest: events,
     };
-    let followed = follow(
-        state,
-        turn,
-        following_events,
-        instance,
-        &mut ended_by_runtime,
-    )
-    .await;
+    let followed = follow(state, turn, arrivals, instance, &mut ended_by_runtime).await;
     if !ended_by_runtime {
-        give_up(state, &link, &following.sid, turn, &mut events).await;
+        give_up(state, link, sid, turn, events).await;
     }
-    // Idle from the turn's end on, not from its start.
-    link.live.touch(&session.id);
     followed
 }
 
@@ -569,69 +605,67 @@ async fn pass_running_turn(
 /// How often a turn waiting behind another looks for a cancel.
 const CANCEL_LOOK: std::time::Duration = std::time::Duration::from_millis(100);
 
-/// How waiting for a live session another turn here follows ended ([`wait_for_live_session`]).
-enum Waited {
-    /// Nobody follows it now.
-    Free,
+/// How waiting for a live session another turn here holds ended ([`wait_for_live_session`]).
+enum Waited<'a> {
+    /// The live session's slot, taken.
+    Free(TurnOn<'a>),
     /// A cancel came meanwhile: the turn never reached the runtime.
     Cancelled,
-    /// The other turn ran on for longer than a turn may stay silent.
+    /// Other turns held it past the turn's bound.
     TooLong(Outcome),
 }
 
-/// Waits while another turn driven here follows the live session: a turn of another
+/// Waits for the live session's slot, which another turn driven here holds: a turn of another
 /// control-plane session continuing the same stored session, to which the runtime gave the
-/// same live session. A live session runs one turn at a time, and its events do not say whose
-/// turn they are of: a prompt sent now would interrupt that turn and take its events. The turn
-/// stays `queued` meanwhile, and a cancel ends it at once.
-async fn wait_for_live_session(
+/// same live session (see `LiveTurns`). The turn stays `queued` meanwhile, and a cancel ends it
+/// at once. `until`: when the turn stops waiting, failed.
+async fn wait_for_live_session<'a>(
     state: &AppState,
-    link: &Link,
+    link: &'a Link,
     sid: &LiveSessionId,
     turn: &Turn,
-) -> Waited {
+    until: Instant,
+) -> Waited<'a> {
     tracing::info!(
         live_session = %sid,
         "another session's turn runs on this session's live session (both continue one \
          stored session); the turn waits for it to end"
     );
-    let deadline = Instant::now() + IDLE_LIMIT;
+    let taken = link.turns.take(sid);
+    tokio::pin!(taken);
     loop {
         if cancel_requested(state, turn) {
             return Waited::Cancelled;
         }
-        if !link.gateway.is_followed(sid) {
-            return Waited::Free;
-        }
-        if Instant::now() >= deadline {
+        let Some(left) = until.checked_duration_since(Instant::now()) else {
             return Waited::TooLong(Outcome::failed(format!(
-                "another session's turn on the same stored session ran for over {} minutes; \
-                 this one, waiting for it, is given up",
+                "turns of other sessions continuing the same stored session kept its live \
+                 session for over {} minutes; this one, waiting for them, is given up",
                 IDLE_LIMIT.as_secs() / 60
             )));
+        };
+        if let Ok(held) = tokio::time::timeout(CANCEL_LOOK.min(left), &mut taken).await {
+            return Waited::Free(held);
         }
-        tokio::time::sleep(FREE_LOOK).await;
     }
 }
 
-/// How often a turn waiting for its live session looks whether it is free (and for a cancel).
-const FREE_LOOK: std::time::Duration = std::time::Duration::from_millis(20);
-
-/// A live session's events followed for a turn: let go when dropped, however the turn ends.
+/// A live session's events followed for a turn, which holds its slot: both let go when
+/// dropped, however the turn ends (the events first, so the next turn finds nobody following).
 struct Following<'a> {
     link: &'a Link,
-    sid: LiveSessionId,
+    turn_on: TurnOn<'a>,
 }
 
 impl<'a> Following<'a> {
-    fn new(link: &'a Link, sid: LiveSessionId) -> Self {
-        Self { link, sid }
+    fn new(link: &'a Link, turn_on: TurnOn<'a>) -> Self {
+        Self { link, turn_on }
     }
 }
 
 impl Drop for Following<'_> {
     fn drop(&mut self) {
-        self.link.gateway.unsubscribe(&self.sid);
+        self.link.gateway.unsubscribe(&self.turn_on.sid);
     }
 }
 
@@ -850,16 +884,17 @@ pub async fn open_live_session(
     match link.live.used(&session.id) {
         Live::Open(sid) => return Ok(sid),
         // Closed for being idle just now: once it is, another is opened.
-        Live::Closing(gate) => link.live.wait_closed(&session.id, gate, limit).await,
+        Live::Closing(gate) => link.live.wait_closed(gate, limit).await,
         Live::None => {}
     }
     let sid = open_on_runtime(state, link, session, profile).await?;
     match link.live.insert(session.id.clone(), sid.clone()) {
         Ok(()) => Ok(sid),
-        // The runtime gave back a live session a native call opened, which is being closed for
-        // going unused: once it is, another is opened (the close would cut this turn short).
+        // The runtime gave back a live session being closed for going unused (a native call
+        // opened it, or another session continuing the same stored session held it): once it
+        // is, another is opened (the close would cut this turn short).
         Err(gate) => {
-            link.live.wait_closed_natively(&sid, gate, limit).await;
+            link.live.wait_closed(gate, limit).await;
             let sid = open_on_runtime(state, link, session, profile).await?;
             let taken = link.live.insert(session.id.clone(), sid.clone());
             taken.map_err(|_| {

@@ -9,6 +9,9 @@
 //! whoever holds it and reads the turn still running knows that the session's live turn on the
 //! runtime is this one (or none), never the session's next turn. An answer or an interrupt sent
 //! from a stale read could otherwise reach the next turn, which goes to the same live session.
+//! A turn of another session on the same live session (both continue one stored session) may
+//! start as soon as the driver lets the live session go, so the driver marks the turn ending
+//! under the gate before it does.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -29,8 +32,10 @@ struct Gate {
     /// A client asked to cancel the turn: its driver ends it `cancelled`.
     cancel_requested: AtomicBool,
     /// The runtime has the turn's prompt: an interrupt sent to its live session reaches this
-    /// turn. Before, the live session may be running another's (a native call's, or a turn of
-    /// another session continuing the same stored session), which a cancel must leave alone.
+    /// turn (or, while the prompt is queued, the turn ahead of it, and the runtime drops the
+    /// prompt with it). Before, the live session may be running another's (a native call's, or
+    /// a turn of another session continuing the same stored session), which a cancel of a turn
+    /// that never reached the runtime must leave alone.
     on_runtime: AtomicBool,
     /// The driver is writing the turn's end: the runtime is done with it (or was given up on),
     /// so it takes no more answers.
