@@ -139,8 +139,17 @@ async fn twenty_kills_during_streaming_turns_lose_nothing_and_work_goes_on() {
         .map(|n| format!("word{n}"))
         .collect::<Vec<_>>()
         .join(" ");
-    let seed = 0x5eed_u64;
-    eprintln!("kill moments seeded with {seed:#x}");
+    // Other moments each run; a failing run's seed, printed, repeats them
+    // (`EDITH_CRASH_SEED=0x…`).
+    let seed = match std::env::var("EDITH_CRASH_SEED") {
+        Ok(given) => u64::from_str_radix(given.trim_start_matches("0x"), 16)
+            .expect("EDITH_CRASH_SEED is a hexadecimal number"),
+        Err(_) => std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("after 1970")
+            .as_nanos() as u64,
+    };
+    eprintln!("kill moments seeded with {seed:#x} (EDITH_CRASH_SEED={seed:#x} repeats them)");
     let mut moments = Moments(seed);
     let mut cut_mid_stream = 0;
 

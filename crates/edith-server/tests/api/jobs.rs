@@ -37,8 +37,13 @@ impl Ctx {
 #[tokio::test]
 async fn a_provisioning_step_that_fails_has_what_its_job_made_undone() {
     let ctx = Ctx::start_sim().await;
-    for step in ["prepare_home", "start_runtime", "connect_gateway"] {
-        let (iid, last) = ctx.sim_instance(json!({"fail_step": step})).await;
+    // Each step failing in turn, run once and run twice (its undo then undoes both runs).
+    let steps = ["prepare_home", "start_runtime", "connect_gateway"];
+    let faults = [false, true].into_iter().flat_map(|twice| {
+        (steps.iter()).map(move |step| (*step, json!({"fail_step": step, "repeat_steps": twice})))
+    });
+    for (step, fault) in faults {
+        let (iid, last) = ctx.sim_instance(fault).await;
         assert_eq!(last["type"], "job.finished", "{last}");
         assert_eq!(last["state"], "failed", "{step}: {last}");
         assert_eq!(last["instance_state"], "failed");
