@@ -21,6 +21,17 @@ pub struct Transport {
     pub frames: mpsc::UnboundedSender<String>,
 }
 
+impl Transport {
+    /// A transport that reaches nobody: a session's with no connection of its own.
+    pub fn nowhere() -> Self {
+        let (frames, _nowhere) = mpsc::unbounded_channel();
+        Self {
+            connection: 0,
+            frames,
+        }
+    }
+}
+
 /// A turn in progress.
 pub struct RunningTurn {
     /// Notified by `session.interrupt`, a busy prompt, and on shutdown.
@@ -216,7 +227,6 @@ impl LiveSession {
             title,
             model_name,
         } = opening;
-        let (frames, _nowhere) = mpsc::unbounded_channel();
         let now = crate::store::unix_now();
         Arc::new(Self {
             sid: new_live_id(),
@@ -229,10 +239,7 @@ impl LiveSession {
             context_window: config.context_length(),
             state: Mutex::new(SessionState {
                 messages: Vec::new(),
-                transport: Transport {
-                    connection: 0,
-                    frames,
-                },
+                transport: Transport::nowhere(),
                 running: None,
                 title,
                 persisted: false,

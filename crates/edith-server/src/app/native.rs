@@ -2,7 +2,7 @@
 //! it; profile-scoped methods get the profile's native name (the pinned catalog says which).
 
 use edith_types::Scope as KeyScope;
-use edith_types::{InstanceId, NativeCall, NativeReply};
+use edith_types::{ErrorCode, InstanceId, NativeCall, NativeReply};
 use hermes_native::LiveSessionId;
 use hermes_native::catalog::{Scope, catalog};
 use hermes_native::desktop::replies::SessionPage;
@@ -16,7 +16,7 @@ use serde_json::Value;
 use super::instances;
 use crate::auth::Principal;
 use crate::error::{AppError, AppResult};
-use crate::runtime::Link;
+use crate::runtime::{Link, TurnOn};
 use crate::state::AppState;
 
 /// Runs `body` on the instance's runtime for `caller`; methods the catalog marks as
@@ -69,12 +69,32 @@ pub async fn call(
     if let Some(sid) = &named {
         link.live.used_natively(sid);
     }
+    // Held through a close, so that no turn starts on the live session meanwhile.
+    let _no_turn = match &named {
+        Some(sid) if body.method == SessionClose::NAME => Some(no_turn_runs_on(&link, sid)?),
+        _ => None,
+    };
     let result = link
         .gateway
         .call(&body.method, Value::Object(params))
         .await?;
     note_live_session(&link, &body.method, named.as_ref(), &result);
     Ok(NativeReply { result })
+}
+
+/// The slot of a live session no control-plane turn runs on: a close would cut such a turn off
+/// unheard (a runtime sends nothing more of a session it closed, not even the end of its turn,
+/// so the turn would wait out its silence limit).
+fn no_turn_runs_on<'a>(link: &'a Link, sid: &LiveSessionId) -> AppResult<TurnOn<'a>> {
+    link.turns.try_take(sid).ok_or_else(|| {
+        AppError::new(
+            ErrorCode::Conflict,
+            format!(
+                "a turn of the control plane runs on live session `{sid}`: cancel it, or let it \
+                 end, before closing the live session"
+            ),
+        )
+    })
 }
 
 /// Keeps count of the live sessions native calls open on the control plane's connection, and

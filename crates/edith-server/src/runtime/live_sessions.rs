@@ -177,14 +177,11 @@ impl LiveSessions {
         }
     }
 
-    /// Forgets a live session a native call opened (a native call closed it); one being closed
-    /// is its closer's to forget.
+    /// Forgets a live session a native call closed, whoever held it (a session's next turn
+    /// resumes its stored session); one being closed is its closer's to forget.
     pub fn closed_natively(&self, sid: &LiveSessionId) {
         let mut sessions = self.by_holder.lock().expect("not poisoned");
-        let holder = Holder::Native(sid.clone());
-        if matches!(sessions.get(&holder), Some(Entry::Open { .. })) {
-            sessions.remove(&holder);
-        }
+        sessions.retain(|_, entry| !matches!(entry, Entry::Open { sid: open, .. } if open == sid));
     }
 
     /// How many live sessions are open on the runtime, those being closed included (one two
@@ -376,9 +373,11 @@ mod tests {
         live.insert(other.clone(), sid("n"))
             .expect("nothing closing");
         assert_eq!(live.len(), 3);
+        // Closed by a native call: gone for the session too, whose next turn resumes.
         live.closed_natively(&sid("n"));
-        let kept = live.get(&other);
-        assert_eq!(kept, Some(sid("n")), "not the native call's to forget");
+        assert_eq!(live.get(&other), None);
+        live.insert(other.clone(), sid("n2"))
+            .expect("nothing closing");
 
         // One being closed is not taken by a session: its close is waited for first.
         live.opened_natively(sid("m"));

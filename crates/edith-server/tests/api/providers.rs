@@ -610,6 +610,49 @@ async fn turns_of_two_sessions_continuing_one_stored_session_take_turns_on_the_r
     turns_of_two_sessions_continuing_one_stored_session_take_turns("hermes").await;
 }
 
+/// A native `session.close` of the live session a control-plane turn runs on is refused: a
+/// runtime sends nothing more of a session it closed, not even the end of its turn (both
+/// runtimes: conformance `turns::a_session_closed_mid_turn_sends_nothing_more`), so the turn would
+/// wait out its silence limit. Once the turn has ended the close goes through, and the session's
+/// next turn resumes its stored session.
+#[tokio::test]
+async fn a_native_close_of_a_live_session_a_turn_runs_on_waits_for_the_turn() {
+    let SlowSession {
+        ctx,
+        model,
+        iid,
+        profile,
+        turns,
+        session,
+    } = SlowSession::start("hermes-runtime").await;
+    let rpc = format!("/v1/instances/{iid}/native/rpc");
+    let resume = json!({"method": "session.resume", "profile_id": profile["id"],
+        "params": {"session_id": session["native_session_id"]}});
+    let (status, resumed) = ctx.post(&rpc, &resume.to_string()).await;
+    assert_eq!(status, 200, "{resumed}");
+    let close = json!({"method": "session.close",
+        "params": {"session_id": resumed["result"]["session_id"]}})
+    .to_string();
+
+    let words = "one two three four five six";
+    let (status, turn) = ctx.post(&turns, &json!({"input": words}).to_string()).await;
+    assert_eq!(status, 202, "{turn}");
+    let turn = format!("{turns}/{}", turn["id"].as_str().unwrap());
+    model_called_with(&model, words).await;
+    let refused = ctx.post(&rpc, &close).await;
+    assert_problem(&refused, 409, "conflict");
+    let ended = ctx.sse(&format!("{turn}/events"), None).await;
+    let ended = ended.last().unwrap();
+    assert_eq!(ended["state"], "completed", "{ended}");
+    assert_eq!(ended["output"], format!("You said: {words}"), "{ended}");
+
+    let (status, closed) = ctx.post(&rpc, &close).await;
+    assert_eq!(status, 200, "{closed}");
+    assert_eq!(closed["result"]["closed"], true, "{closed}");
+    let next = ctx.turn_on(&turns, "again").await;
+    assert_eq!(next["state"], "completed", "{next}");
+}
+
 /// Turns sent on one session the moment the one before ended: the real Hermes is not done with a
 /// turn when it sends its `message.complete` (it writes the session's title, say), and a prompt
 /// sent then is answered `queued` with nothing left to pass over; each turn still ends with its

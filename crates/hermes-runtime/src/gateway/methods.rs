@@ -570,7 +570,8 @@ async fn session_close(runtime: &Runtime, p: LiveSessionParams) -> SessionClosed
     SessionClosed { closed: true }
 }
 
-/// Interrupts the session's turn, forgets the live session and ends its stored row.
+/// Interrupts the session's turn, forgets the live session and ends its stored row. Its client
+/// hears nothing more of it, not even the end of the turn it ran, as with Hermes.
 pub async fn close(runtime: &Runtime, session: &LiveSession, reason: &str) {
     runtime
         .sessions
@@ -579,6 +580,7 @@ pub async fn close(runtime: &Runtime, session: &LiveSession, reason: &str) {
         .remove(&session.sid);
     let running = {
         let mut state = session.state.lock().expect("not poisoned");
+        state.transport = Transport::nowhere();
         state.running.as_mut().map(|r| {
             r.queued = None;
             (r.interrupt.clone(), r.done.clone())
@@ -766,13 +768,14 @@ fn prompt_submit(
     {
         let mut state = session.state.lock().expect("not poisoned");
         state.last_active = unix_now();
+        // Like Hermes, a prompt re-binds the session to the connection that sent it, a queued
+        // one too: the rest of the running turn goes there.
+        state.transport = transport.clone();
         if let Some(running) = state.running.as_mut() {
             running.queued = Some((text, transport.clone()));
             running.interrupt.notify_one();
             return reply(StatusReply::new(PROMPT_QUEUED));
         }
-        // Like Hermes, a prompt re-binds the session to the connection that sent it.
-        state.transport = transport.clone();
         state.running = Some(RunningTurn {
             interrupt: interrupt.clone(),
             done: done_rx,

@@ -9,6 +9,14 @@ shared!(a_prompt_streams_start_deltas_complete, streaming);
 shared!(an_interrupt_ends_the_turn_as_interrupted, interrupt);
 shared!(a_prompt_while_streaming_is_queued_and_interrupts, busy);
 shared!(
+    a_prompt_from_another_connection_takes_the_running_turns_events,
+    busy_elsewhere
+);
+shared!(
+    a_session_closed_mid_turn_sends_nothing_more,
+    closed_mid_turn
+);
+shared!(
     a_failing_model_ends_the_turn_with_status_error,
     model_failure
 );
@@ -22,6 +30,8 @@ pub(crate) const SHARED: &[crate::shared::Check] = &[
     a_prompt_streams_start_deltas_complete::CHECK,
     an_interrupt_ends_the_turn_as_interrupted::CHECK,
     a_prompt_while_streaming_is_queued_and_interrupts::CHECK,
+    a_prompt_from_another_connection_takes_the_running_turns_events::CHECK,
+    a_session_closed_mid_turn_sends_nothing_more::CHECK,
     a_failing_model_ends_the_turn_with_status_error::CHECK,
     a_model_call_that_fails_once_is_tried_again_unseen::CHECK,
 ];
@@ -119,6 +129,49 @@ async fn busy(peer: &Peer) {
         (&complete["status"], &complete["text"]),
         (&json!("complete"), &json!("You said: second"))
     );
+}
+
+/// A prompt sent by another connection to a live session that runs a turn is queued, and the
+/// session is bound to that connection at once: the interrupted turn's end goes there, as does
+/// the next turn, and the first connection hears no more of the session.
+async fn busy_elsewhere(peer: &Peer) {
+    let mut first = peer.connect().await;
+    let live = first.new_session().await;
+    first.submit(&live, "SLOW first").await;
+    while first.event().await["type"] != "message.delta" {}
+    let mut other = peer.connect().await;
+    assert_eq!(other.submit(&live, "second").await["status"], "queued");
+    let ended = other.events_until("message.complete").await;
+    assert_eq!(ended.last().unwrap()["payload"]["status"], "interrupted");
+    let next = other.events_until("message.complete").await;
+    let complete = &next.last().unwrap()["payload"];
+    assert_eq!(
+        (&complete["status"], &complete["text"]),
+        (&json!("complete"), &json!("You said: second"))
+    );
+    // A round trip reads whatever the first connection was sent before its reply.
+    first
+        .call("session.usage", json!({"session_id": live}))
+        .await;
+    assert!(!first.has_waiting("message.complete"));
+}
+
+/// A session closed while it runs a turn is gone at once, and its client hears nothing more of
+/// it: no end of that turn.
+async fn closed_mid_turn(peer: &Peer) {
+    let mut client = peer.connect().await;
+    let live = client.new_session().await;
+    client.submit(&live, "SLOW first").await;
+    while client.event().await["type"] != "message.delta" {}
+    let closed = client
+        .call("session.close", json!({"session_id": live}))
+        .await;
+    assert_eq!(closed, json!({"closed": true}));
+    // A moment for an end to come, had there been one; the round trip reads what came.
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    let usage = json!({"session_id": live});
+    assert_eq!(client.error_code("session.usage", usage).await, 4001);
+    assert!(!client.has_waiting("message.complete"));
 }
 
 async fn model_failure(peer: &Peer) {
