@@ -439,22 +439,14 @@ async fn the_real_hermes_lets_a_native_calls_idle_live_sessions_process_go() {
 /// `You said: <that prompt>` then a blank line, then `and now`.)
 async fn a_turn_queued_behind_a_native_turn_completes_with_its_own_answer(runtime: &str) {
     // The native turn runs for seconds.
+    let slow = SlowSession::start(runtime).await;
+    let (rpc, live) = slow.resumed_natively().await;
     let SlowSession {
-        ctx,
-        model,
-        iid,
-        profile,
-        turns,
-        session,
-    } = SlowSession::start(runtime).await;
-    let rpc = format!("/v1/instances/{iid}/native/rpc");
-    let resume = json!({"method": "session.resume", "profile_id": profile["id"],
-        "params": {"session_id": session["native_session_id"]}});
-    let (status, resumed) = ctx.post(&rpc, &resume.to_string()).await;
-    assert_eq!(status, 200, "{resumed}");
+        ctx, model, turns, ..
+    } = slow;
     let words = "one two three four five six seven eight nine ten eleven twelve";
     let submit = json!({"method": "prompt.submit",
-        "params": {"session_id": resumed["result"]["session_id"], "text": words}});
+        "params": {"session_id": live, "text": words}});
     let (status, submitted) = ctx.post(&rpc, &submit.to_string()).await;
     assert_eq!(status, 200, "{submitted}");
     assert_eq!(submitted["result"]["status"], "streaming", "{submitted}");
@@ -505,6 +497,17 @@ impl SlowSession {
             turns,
             session,
         }
+    }
+
+    /// The session's stored session resumed through `/native/rpc`: that path, and the live
+    /// session the runtime gave back (the session's own, as both runtimes give back one open).
+    async fn resumed_natively(&self) -> (String, Value) {
+        let rpc = format!("/v1/instances/{}/native/rpc", self.iid);
+        let resume = json!({"method": "session.resume", "profile_id": self.profile["id"],
+            "params": {"session_id": self.session["native_session_id"]}});
+        let (status, resumed) = self.ctx.post(&rpc, &resume.to_string()).await;
+        assert_eq!(status, 200, "{resumed}");
+        (rpc, resumed["result"]["session_id"].clone())
     }
 }
 
@@ -617,22 +620,12 @@ async fn turns_of_two_sessions_continuing_one_stored_session_take_turns_on_the_r
 /// next turn resumes its stored session.
 #[tokio::test]
 async fn a_native_close_of_a_live_session_a_turn_runs_on_waits_for_the_turn() {
+    let slow = SlowSession::start("hermes-runtime").await;
+    let (rpc, live) = slow.resumed_natively().await;
     let SlowSession {
-        ctx,
-        model,
-        iid,
-        profile,
-        turns,
-        session,
-    } = SlowSession::start("hermes-runtime").await;
-    let rpc = format!("/v1/instances/{iid}/native/rpc");
-    let resume = json!({"method": "session.resume", "profile_id": profile["id"],
-        "params": {"session_id": session["native_session_id"]}});
-    let (status, resumed) = ctx.post(&rpc, &resume.to_string()).await;
-    assert_eq!(status, 200, "{resumed}");
-    let close = json!({"method": "session.close",
-        "params": {"session_id": resumed["result"]["session_id"]}})
-    .to_string();
+        ctx, model, turns, ..
+    } = slow;
+    let close = json!({"method": "session.close", "params": {"session_id": live}}).to_string();
 
     let words = "one two three four five six";
     let (status, turn) = ctx.post(&turns, &json!({"input": words}).to_string()).await;
