@@ -60,17 +60,17 @@ fn home_dir() -> PathBuf {
     user_home.join(".hermes")
 }
 
-/// Seconds from the variable `name`, as Hermes reads them: a number (below zero is zero);
-/// unset, empty or not a number, `default`.
+/// Seconds from the variable `name`, as Hermes reads them (`max(0.0, float(...))`): a number,
+/// below zero (or NaN) zero, beyond what a duration holds for ever; unset, empty or not a
+/// number, `default`.
 fn seconds_from_env(name: &str, default: Duration) -> Duration {
     let Some(raw) = std::env::var(name).ok().filter(|raw| !raw.is_empty()) else {
         return default;
     };
     match raw.trim().parse::<f64>() {
-        Ok(seconds) if !seconds.is_nan() => {
-            Duration::try_from_secs_f64(seconds.max(0.0)).unwrap_or(Duration::MAX)
-        }
-        _ => default,
+        Ok(seconds) if seconds.is_nan() => Duration::ZERO,
+        Ok(seconds) => Duration::try_from_secs_f64(seconds.max(0.0)).unwrap_or(Duration::MAX),
+        Err(_) => default,
     }
 }
 

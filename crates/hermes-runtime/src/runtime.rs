@@ -24,7 +24,8 @@ const IDLE_CONNECTIONS_PER_HOST: usize = 16;
 /// for hours (those a running turn kept from the first end up there).
 #[derive(Clone, Copy, Debug)]
 pub struct Reaping {
-    /// `HERMES_TUI_WS_ORPHAN_REAP_GRACE_S` (20 s); zero leaves them to the scan.
+    /// `HERMES_TUI_WS_ORPHAN_REAP_GRACE_S` (20 s); zero (or `Duration::MAX`, for ever) leaves
+    /// them to the scan.
     pub orphan_grace: std::time::Duration,
     /// `HERMES_TUI_SESSION_TTL_S` (6 h): how long a session with no client stays idle before
     /// the scan closes it.

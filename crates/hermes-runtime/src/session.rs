@@ -84,6 +84,20 @@ impl SessionUsage {
     }
 }
 
+impl SessionState {
+    /// Binds the session to `transport` (its events go there from now on), active now; `false`,
+    /// and nothing changed, for a session that was closed meanwhile (a lookup that found it
+    /// before the close).
+    pub fn bind(&mut self, transport: &Transport) -> bool {
+        if self.closed {
+            return false;
+        }
+        self.transport = transport.clone();
+        self.last_active = crate::store::unix_now();
+        true
+    }
+}
+
 pub struct LiveSession {
     pub sid: LiveSessionId,
     pub stored_id: String,
@@ -103,7 +117,10 @@ pub struct LiveSession {
 
 pub struct SessionState {
     pub messages: Vec<ChatMessage>,
+    /// The connection the session's events go to ([`SessionState::bind`]).
     pub transport: Transport,
+    /// Closed: gone from the runtime's live sessions, whoever still holds it.
+    pub closed: bool,
     pub running: Option<RunningTurn>,
     pub title: Option<String>,
     /// Whether the `state.db` row exists (it is written at the first prompt).
@@ -240,6 +257,7 @@ impl LiveSession {
             state: Mutex::new(SessionState {
                 messages: Vec::new(),
                 transport: Transport::nowhere(),
+                closed: false,
                 running: None,
                 title,
                 persisted: false,

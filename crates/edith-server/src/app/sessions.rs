@@ -123,17 +123,20 @@ pub async fn delete(
             ),
         ));
     }
+    // Its live session is closed unless another session continuing the same stored session
+    // holds it too; one given to another session meanwhile waits for the close.
     if let Some(link) = state.gateways.existing(instance)
-        && let Some(sid) = link.live.remove(&session.id)
+        && let Some(closing) = link.live.take_to_close(&session.id)
     {
         let params = LiveSessionParams {
-            session_id: Some(sid),
+            session_id: Some(closing.sid.clone()),
         };
         // Best effort: one left open holds the runtime's resources (on the real Hermes, a
         // process) until the connection closes; said in the log.
         if let Err(e) = link.gateway.request::<SessionClose>(&params).await {
             tracing::warn!(session = %session.id, error = %e, "a deleted session's live session was not closed");
         }
+        drop(closing);
     }
     Ok(session)
 }

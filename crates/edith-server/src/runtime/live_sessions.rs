@@ -136,9 +136,21 @@ impl LiveSessions {
         Ok(())
     }
 
-    /// Forgets the session's live session; the open one it was, unless another session holds
-    /// it too (then it is theirs to go on with, and not to be closed).
-    pub fn remove(&self, session: &SessionId) -> Option<LiveSessionId> {
+    /// Forgets the session's live session (the runtime closed it); one being closed is its
+    /// closer's to forget.
+    pub fn forget(&self, session: &SessionId) {
+        let mut sessions = self.by_holder.lock().expect("not poisoned");
+        let holder = Holder::Session(session.clone());
+        if matches!(sessions.get(&holder), Some(Entry::Open { .. })) {
+            sessions.remove(&holder);
+        }
+    }
+
+    /// Takes the session's live session to be closed (the session is deleted), unless another
+    /// session holds it too: then the session's hold is forgotten, and the live session left to
+    /// the other. Taken, it stays `Closing` until the returned [`Closing`] is dropped, so a
+    /// session given it meanwhile (by resuming the same stored session) waits for the close.
+    pub fn take_to_close(&self, session: &SessionId) -> Option<Closing<'_>> {
         let mut sessions = self.by_holder.lock().expect("not poisoned");
         let holder = Holder::Session(session.clone());
         let Some(Entry::Open { sid, .. }) = sessions.get(&holder) else {
@@ -146,9 +158,26 @@ impl LiveSessions {
             return None;
         };
         let sid = sid.clone();
-        sessions.remove(&holder);
-        let shared = sessions.values().any(|entry| *entry.sid() == sid);
-        (!shared).then_some(sid)
+        let shared = sessions
+            .iter()
+            .any(|(other, entry)| *other != holder && *entry.sid() == sid);
+        if shared {
+            sessions.remove(&holder);
+            return None;
+        }
+        let gate = Gate::default();
+        let held = gate.clone().try_lock_owned().expect("a new gate is open");
+        let closing = Entry::Closing {
+            sid: sid.clone(),
+            gate: gate.clone(),
+        };
+        sessions.insert(holder, closing);
+        Some(Closing {
+            sessions: self,
+            gate,
+            _held: held,
+            sid,
+        })
     }
 
     /// A live session a native call opened (or resumed): used now. One a control-plane session
@@ -279,8 +308,9 @@ mod tests {
         // Being closed: no longer given out, still counted until closed.
         assert_eq!(live.get(&c), None);
         assert!(matches!(live.used(&c), Live::Closing(_)));
-        assert_eq!(live.remove(&c), None);
-        assert_eq!(live.len(), 3);
+        live.forget(&c);
+        assert!(live.take_to_close(&c).is_none());
+        assert_eq!(live.len(), 3, "its closer forgets it");
         drop(taken);
         assert!(matches!(live.used(&c), Live::None), "forgotten once closed");
         assert_eq!(live.len(), 2);
@@ -322,11 +352,19 @@ mod tests {
         live.insert(third.clone(), sid("shared"))
             .expect("closed by then");
 
-        // A session let go (deleted) leaves the live session to the other: not to be closed.
+        // A session deleted leaves the live session to the other: not to be closed.
         live.insert(first.clone(), sid("shared"))
             .expect("nothing closing");
-        assert_eq!(live.remove(&first), None, "the third holds it too");
-        assert_eq!(live.remove(&third), Some(sid("shared")), "held by none now");
+        assert!(
+            live.take_to_close(&first).is_none(),
+            "the third holds it too"
+        );
+        assert_eq!(live.get(&first), None);
+        let closing = live.take_to_close(&third).expect("held by none now");
+        assert_eq!(closing.sid, sid("shared"));
+        // Given to another session meanwhile, it is waited for.
+        assert!(live.insert(second.clone(), sid("shared")).is_err());
+        drop(closing);
         assert_eq!(live.len(), 0);
     }
 

@@ -29,13 +29,10 @@ impl Drop for TurnOn<'_> {
     fn drop(&mut self) {
         let mut slots = self.turns.slots.lock().expect("not poisoned");
         drop(self.held.take());
-        // Forgotten once nobody holds it or waits for it (a waiter holds the slot's `Arc`).
-        if slots
-            .get(&self.sid)
-            .is_some_and(|slot| Arc::strong_count(slot) == 1)
-        {
-            slots.remove(&self.sid);
-        }
+        // Slots are forgotten once nobody holds them or waits for them (a waiter holds the
+        // slot's `Arc`). All of them: a look that found a slot held, or a wait given up, lets
+        // go of its `Arc` outside this lock, and may leave one behind.
+        slots.retain(|_, slot| Arc::strong_count(slot) > 1);
     }
 }
 

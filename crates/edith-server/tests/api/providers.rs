@@ -619,7 +619,7 @@ async fn turns_of_two_sessions_continuing_one_stored_session_take_turns_on_the_r
 /// wait out its silence limit. Once the turn has ended the close goes through, and the session's
 /// next turn resumes its stored session.
 #[tokio::test]
-async fn a_native_close_of_a_live_session_a_turn_runs_on_waits_for_the_turn() {
+async fn a_native_close_of_a_live_session_a_turn_runs_on_is_refused_while_it_runs() {
     let slow = SlowSession::start("hermes-runtime").await;
     let (rpc, live) = slow.resumed_natively().await;
     let SlowSession {

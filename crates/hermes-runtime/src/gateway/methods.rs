@@ -290,6 +290,7 @@ async fn open_live(
         state: Mutex::new(SessionState {
             messages,
             transport: transport.clone(),
+            closed: false,
             running: None,
             title: row.title,
             persisted,
@@ -433,14 +434,13 @@ async fn session_resume(
         .values()
         .find(|s| s.stored_id == stored_id && s.home == home)
         .cloned();
-    let session = match live {
-        Some(session) => {
-            let mut state = session.state.lock().expect("not poisoned");
-            state.transport = transport.clone();
-            state.last_active = unix_now();
-            drop(state);
-            session
-        }
+    // One closed since it was found is not live any more.
+    let bound = |session: &Arc<LiveSession>| {
+        let mut state = session.state.lock().expect("not poisoned");
+        state.bind(transport)
+    };
+    let session = match live.filter(bound) {
+        Some(session) => session,
         None => {
             let messages = db.messages(&stored_id).await.map_err(handler_error)?;
             // As Hermes: a resumed session works where it was stored as working.
@@ -573,13 +573,26 @@ async fn session_close(runtime: &Runtime, p: LiveSessionParams) -> SessionClosed
 /// Interrupts the session's turn, forgets the live session and ends its stored row. Its client
 /// hears nothing more of it, not even the end of the turn it ran, as with Hermes.
 pub async fn close(runtime: &Runtime, session: &LiveSession, reason: &str) {
-    runtime
-        .sessions
-        .lock()
-        .expect("not poisoned")
-        .remove(&session.sid);
+    close_if(runtime, session, reason, |_| true).await;
+}
+
+/// Closes the session as [`close`] does if `still` holds of it then (and it is not closed yet),
+/// decided under the locks a resume and a prompt find and bind it under: one that comes first
+/// makes `still` see it bound, one that comes after finds it closed. Returns whether it closed.
+pub async fn close_if(
+    runtime: &Runtime,
+    session: &LiveSession,
+    reason: &str,
+    still: impl FnOnce(&SessionState) -> bool,
+) -> bool {
     let running = {
+        let mut sessions = runtime.sessions.lock().expect("not poisoned");
         let mut state = session.state.lock().expect("not poisoned");
+        if state.closed || !still(&state) {
+            return false;
+        }
+        sessions.remove(&session.sid);
+        state.closed = true;
         state.transport = Transport::nowhere();
         state.running.as_mut().map(|r| {
             r.queued = None;
@@ -596,6 +609,7 @@ pub async fn close(runtime: &Runtime, session: &LiveSession, reason: &str) {
     if persisted && let Ok(db) = runtime.db(&session.home).await {
         let _ = db.end_session(&session.stored_id, reason).await;
     }
+    true
 }
 
 async fn session_delete(runtime: &Runtime, p: SessionDeleteParams) -> Result<SessionDeleted> {
@@ -767,10 +781,14 @@ fn prompt_submit(
     let (done_tx, done_rx) = tokio::sync::watch::channel(());
     {
         let mut state = session.state.lock().expect("not poisoned");
-        state.last_active = unix_now();
         // Like Hermes, a prompt re-binds the session to the connection that sent it, a queued
         // one too: the rest of the running turn goes there.
-        state.transport = transport.clone();
+        if !state.bind(transport) {
+            return Err(RpcError::new(
+                codes::LIVE_SESSION_NOT_FOUND,
+                "session not found",
+            ));
+        }
         if let Some(running) = state.running.as_mut() {
             running.queued = Some((text, transport.clone()));
             running.interrupt.notify_one();

@@ -6,12 +6,13 @@
 //! running a turn, or waiting for an answer, is never closed by either.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::runtime::Runtime;
-use crate::session::LiveSession;
+use crate::session::{LiveSession, SessionState};
 use crate::store::unix_now;
 
-use super::methods::close;
+use super::methods::{close, close_if};
 
 /// A gateway connection opened: its sessions have a client.
 pub fn attach_connection(runtime: &Runtime, connection: u64) {
@@ -20,7 +21,7 @@ pub fn attach_connection(runtime: &Runtime, connection: u64) {
 
 /// A connection went away: its sessions are closed after the grace period unless a client
 /// resumed them elsewhere or they run a turn then (at once, when they asked for
-/// `close_on_disconnect`). A grace of zero leaves them to the scan, as in Hermes.
+/// `close_on_disconnect`). A grace of zero (or one that never ends) leaves them to the scan.
 pub fn detach_connection(runtime: &Arc<Runtime>, connection: u64) {
     (runtime.open_connections.lock().expect("not poisoned")).remove(&connection);
     let orphans: Vec<Arc<LiveSession>> = runtime
@@ -32,34 +33,39 @@ pub fn detach_connection(runtime: &Arc<Runtime>, connection: u64) {
         .cloned()
         .collect();
     let grace = runtime.reaping.orphan_grace;
+    let left_to_the_scan = grace.is_zero() || grace == Duration::MAX;
     for session in orphans {
         let immediate = session
             .state
             .lock()
             .expect("not poisoned")
             .close_on_disconnect;
-        if !immediate && grace.is_zero() {
+        if !immediate && left_to_the_scan {
             continue;
         }
         let runtime = runtime.clone();
+        let mut stopping = runtime.stopping.clone();
         tokio::spawn(async move {
-            if !immediate {
-                tokio::time::sleep(grace).await;
-                if !still_orphaned(&runtime, &session, connection) {
-                    return;
-                }
+            if immediate {
+                close(&runtime, &session, "ws_disconnect").await;
+                return;
             }
-            close(&runtime, &session, "ws_disconnect").await;
+            tokio::select! {
+                // The runtime's stop closes every session itself.
+                _ = stopping.wait_for(|stop| *stop) => return,
+                () = tokio::time::sleep(grace) => {}
+            }
+            let orphaned = |state: &SessionState| {
+                state.transport.connection == connection && idle(&runtime, &session, state)
+            };
+            close_if(&runtime, &session, "ws_disconnect", orphaned).await;
         });
     }
 }
 
-/// Whether `session`, left by `connection`, is still on it (no client resumed it) and idle.
-fn still_orphaned(runtime: &Runtime, session: &LiveSession, connection: u64) -> bool {
-    let state = session.state.lock().expect("not poisoned");
-    state.transport.connection == connection
-        && state.running.is_none()
-        && !runtime.prompts.waits(&session.sid)
+/// Whether the session runs no turn and waits for no answer.
+fn idle(runtime: &Runtime, session: &LiveSession, state: &SessionState) -> bool {
+    state.running.is_none() && !runtime.prompts.waits(&session.sid)
 }
 
 /// Runs the scan every `Reaping::scan_every` until the runtime stops.
@@ -71,29 +77,35 @@ pub fn spawn(runtime: Arc<Runtime>) {
                 _ = stopping.wait_for(|stop| *stop) => return,
                 () = tokio::time::sleep(runtime.reaping.scan_every) => {}
             }
-            for session in idle_without_a_client(&runtime) {
-                close(&runtime, &session, "idle_timeout").await;
+            let open = runtime
+                .open_connections
+                .lock()
+                .expect("not poisoned")
+                .clone();
+            let sessions: Vec<Arc<LiveSession>> = (runtime.sessions.lock())
+                .expect("not poisoned")
+                .values()
+                .cloned()
+                .collect();
+            for session in sessions {
+                let forgotten = |state: &SessionState| {
+                    !open.contains(&state.transport.connection)
+                        && idle(&runtime, &session, state)
+                        && idle_for_longer_than_the_ttl(&runtime, &session, state)
+                };
+                close_if(&runtime, &session, "idle_timeout", forgotten).await;
             }
         }
     });
 }
 
-/// The live sessions with no client, no turn and no question pending, started and last active
-/// longer than `Reaping::idle_ttl` ago.
-fn idle_without_a_client(runtime: &Runtime) -> Vec<Arc<LiveSession>> {
+/// Whether the session was started and last active longer than `Reaping::idle_ttl` ago.
+fn idle_for_longer_than_the_ttl(
+    runtime: &Runtime,
+    session: &LiveSession,
+    state: &SessionState,
+) -> bool {
     let ttl = runtime.reaping.idle_ttl.as_secs_f64();
     let now = unix_now();
-    let open = runtime.open_connections.lock().expect("not poisoned");
-    let sessions = runtime.sessions.lock().expect("not poisoned");
-    (sessions.values())
-        .filter(|session| {
-            let state = session.state.lock().expect("not poisoned");
-            !open.contains(&state.transport.connection)
-                && state.running.is_none()
-                && !runtime.prompts.waits(&session.sid)
-                && now - state.last_active > ttl
-                && now - session.started_at > ttl
-        })
-        .cloned()
-        .collect()
+    now - state.last_active > ttl && now - session.started_at > ttl
 }

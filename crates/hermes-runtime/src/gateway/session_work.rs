@@ -360,8 +360,12 @@ pub async fn activate(
     };
     let waits = runtime.prompts.waits(&session.sid);
     let mut state = session.state.lock().expect("not poisoned");
-    state.transport = transport.clone();
-    state.last_active = crate::store::unix_now();
+    if !state.bind(transport) {
+        return Err(RpcError::new(
+            codes::LIVE_SESSION_NOT_FOUND,
+            "session not found",
+        ));
+    }
     let messages = super::methods::history(&state.messages);
     let status = match &state.running {
         _ if waits => "waiting",

@@ -366,7 +366,7 @@ async fn run(
             }
             Err(e) if e.code() == Some(codes::LIVE_SESSION_NOT_FOUND) && !retried => {
                 link.gateway.unsubscribe(&sid);
-                link.live.remove(&session.id);
+                link.live.forget(&session.id);
                 retried = true;
             }
             Err(e) => {
