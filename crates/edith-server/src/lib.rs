@@ -238,6 +238,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         gate: http::limits::Gate::new(config.limits.clone(), metrics.streams_open()),
         metrics,
         reconciling: Default::default(),
+        external_watches: Default::default(),
         // After a burst, only a few idle connections per runtime or tool host are kept. No
         // redirect is followed: what is forwarded (to another replica, a runtime's Desktop
         // routes) goes back as it was answered (a retried streamed POST's 303 included), and a

@@ -30,6 +30,9 @@ pub struct Inner {
     pub tool_lists: Arc<crate::tools::ToolLists>,
     /// Held while the reconciler looks at runtimes (see `app::reconciler::check`).
     pub reconciling: tokio::sync::Mutex<()>,
+    /// The `external` runtimes this replica connects to at once as it takes their instances
+    /// (see `app::reconciler::watch_external`).
+    pub external_watches: crate::app::reconciler::ExternalWatches,
     /// Per-key request rates and open streams, and the size limits.
     pub gate: crate::http::limits::Gate,
     /// What `/metrics` shows.

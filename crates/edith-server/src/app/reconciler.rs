@@ -190,11 +190,9 @@ pub fn watch_external(state: &AppState, instance: &Instance) {
     if instance.provider != ProviderKind::External || instance.state != InstanceState::Ready {
         return;
     }
-    // A replica starting up takes every instance at once: a few connect at a time.
-    static AT_ONCE: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(RETRIES_AT_ONCE);
     let (state, id) = (state.clone(), instance.id.clone());
     tokio::spawn(async move {
-        let Ok(_turn) = AT_ONCE.acquire().await else {
+        let Ok(_turn) = state.external_watches.0.acquire().await else {
             return;
         };
         let why = "the runtime's gateway took no connection when this replica took the instance";
@@ -202,6 +200,16 @@ pub fn watch_external(state: &AppState, instance: &Instance) {
             after_loss(&state, instance, lost);
         }
     });
+}
+
+/// How many `external` runtimes a replica connects to at once as it takes their instances: a
+/// replica starting up takes every instance at once.
+pub struct ExternalWatches(tokio::sync::Semaphore);
+
+impl Default for ExternalWatches {
+    fn default() -> Self {
+        Self(tokio::sync::Semaphore::new(RETRIES_AT_ONCE))
+    }
 }
 
 /// The instance's record while it is `ready`.

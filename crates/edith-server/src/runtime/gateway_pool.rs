@@ -1,17 +1,16 @@
 //! The gateway pool: one multiplexed native gateway connection per instance, shared by every
 //! turn, plus which live session serves each control-plane session on it.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use edith_store::InstanceRecord;
 use edith_types::InstanceId;
 use hermes_native::GatewayClient;
-use tokio::sync::Mutex;
 
 use super::live_sessions::LiveSessions;
 use super::live_turns::LiveTurns;
+use super::slots::Slots;
 use super::{RuntimeEndpoint, RuntimeProvider};
 use crate::error::AppResult;
 
@@ -28,11 +27,11 @@ pub struct Link {
 
 /// One instance's connection, behind its own lock: connecting to one runtime (which may mean
 /// starting it) never waits on another's.
-type Slot = Arc<Mutex<Option<Arc<Link>>>>;
+type Slot = super::slots::Slot<Arc<Link>>;
 
 #[derive(Default)]
 pub struct GatewayPool {
-    slots: std::sync::Mutex<HashMap<InstanceId, Slot>>,
+    slots: Slots<Arc<Link>>,
 }
 
 impl GatewayPool {
@@ -82,41 +81,31 @@ impl GatewayPool {
 
     /// The instance's slot, made empty when it has none.
     fn slot(&self, instance: &InstanceId) -> Slot {
-        let mut slots = self.slots.lock().expect("not poisoned");
-        slots.entry(instance.clone()).or_default().clone()
+        self.slots.slot(instance)
     }
 
     /// Every open connection now, by instance (slots being connected are left out).
     pub fn open_links(&self) -> Vec<(InstanceId, Arc<Link>)> {
-        let slots = self.slots.lock().expect("not poisoned");
-        slots
-            .iter()
-            .filter_map(|(id, slot)| Some((id.clone(), open_in(slot)?)))
+        (self.slots.all().into_iter())
+            .filter_map(|(id, slot)| Some((id, open_in(&slot)?)))
             .collect()
     }
 
     /// The instance's open connection, if there is one now (nothing is started or waited for).
     pub fn existing(&self, instance: &InstanceId) -> Option<Arc<Link>> {
-        let slot = self
-            .slots
-            .lock()
-            .expect("not poisoned")
-            .get(instance)?
-            .clone();
-        open_in(&slot)
+        open_in(&self.slots.existing(instance)?)
     }
 
     /// The instances whose connection closed by itself (the runtime went away or dropped it)
     /// and was not opened again since. Slots being connected are left out.
     pub fn dropped(&self) -> Vec<InstanceId> {
-        let slots = self.slots.lock().expect("not poisoned");
-        slots
-            .iter()
-            .filter(|(_, slot)| {
-                slot.try_lock()
-                    .is_ok_and(|current| current.as_ref().is_some_and(|l| l.gateway.is_closed()))
-            })
-            .map(|(id, _)| id.clone())
+        let closed = |slot: &Slot| {
+            slot.try_lock()
+                .is_ok_and(|current| current.as_ref().is_some_and(|l| l.gateway.is_closed()))
+        };
+        (self.slots.all().into_iter())
+            .filter(|(_, slot)| closed(slot))
+            .map(|(id, _)| id)
             .collect()
     }
 
@@ -124,8 +113,7 @@ impl GatewayPool {
     /// a connection being opened now (by a turn, perhaps to a runtime that hangs) is opened
     /// outside the pool, and lives only as long as whoever opened it uses it.
     pub fn forget(&self, instance: &InstanceId) {
-        let slot = self.slots.lock().expect("not poisoned").remove(instance);
-        if let Some(slot) = slot
+        if let Some(slot) = self.slots.forget(instance)
             && let Ok(mut current) = slot.try_lock()
         {
             current.take();
@@ -133,14 +121,7 @@ impl GatewayPool {
     }
 
     pub async fn forget_all(&self) {
-        let slots: Vec<Slot> = self
-            .slots
-            .lock()
-            .expect("not poisoned")
-            .drain()
-            .map(|(_, slot)| slot)
-            .collect();
-        for slot in slots {
+        for slot in self.slots.forget_all() {
             slot.lock().await.take();
         }
     }
