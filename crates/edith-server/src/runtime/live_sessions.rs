@@ -366,6 +366,8 @@ mod tests {
         assert!(live.insert(second.clone(), sid("shared")).is_err());
         drop(closing);
         assert_eq!(live.len(), 0);
+        live.insert(second.clone(), sid("shared"))
+            .expect("closed by then");
     }
 
     #[test]

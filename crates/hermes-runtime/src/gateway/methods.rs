@@ -840,7 +840,12 @@ fn prompt_submit(
                 title::after_turn(&runtime, &session, &text, &answer);
             }
             if let Some((text, transport, interrupt)) = queued {
-                session.state.lock().expect("not poisoned").transport = transport;
+                let mut state = session.state.lock().expect("not poisoned");
+                // Closed meanwhile: the queued prompt goes with the session.
+                if !state.bind(&transport) {
+                    state.running = None;
+                    break;
+                }
                 next = Some((text, interrupt));
             }
         }

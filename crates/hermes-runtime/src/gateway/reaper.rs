@@ -12,7 +12,7 @@ use crate::runtime::Runtime;
 use crate::session::{LiveSession, SessionState};
 use crate::store::unix_now;
 
-use super::methods::{close, close_if};
+use super::methods::close_if;
 
 /// A gateway connection opened: its sessions have a client.
 pub fn attach_connection(runtime: &Runtime, connection: u64) {
@@ -46,18 +46,18 @@ pub fn detach_connection(runtime: &Arc<Runtime>, connection: u64) {
         let runtime = runtime.clone();
         let mut stopping = runtime.stopping.clone();
         tokio::spawn(async move {
+            // Unless a client resumed it meanwhile.
+            let left = |state: &SessionState| state.transport.connection == connection;
             if immediate {
-                close(&runtime, &session, "ws_disconnect").await;
+                close_if(&runtime, &session, "ws_disconnect", left).await;
                 return;
             }
             tokio::select! {
-                // The runtime's stop closes every session itself.
+                // The runtime stops: its turns are interrupted, and the process ends.
                 _ = stopping.wait_for(|stop| *stop) => return,
                 () = tokio::time::sleep(grace) => {}
             }
-            let orphaned = |state: &SessionState| {
-                state.transport.connection == connection && idle(&runtime, &session, state)
-            };
+            let orphaned = |state: &SessionState| left(state) && idle(&runtime, &session, state);
             close_if(&runtime, &session, "ws_disconnect", orphaned).await;
         });
     }
@@ -77,18 +77,15 @@ pub fn spawn(runtime: Arc<Runtime>) {
                 _ = stopping.wait_for(|stop| *stop) => return,
                 () = tokio::time::sleep(runtime.reaping.scan_every) => {}
             }
-            let open = runtime
-                .open_connections
-                .lock()
-                .expect("not poisoned")
-                .clone();
             let sessions: Vec<Arc<LiveSession>> = (runtime.sessions.lock())
                 .expect("not poisoned")
                 .values()
                 .cloned()
                 .collect();
             for session in sessions {
+                // Decided as it is closed: a connection that resumed it since has it now.
                 let forgotten = |state: &SessionState| {
+                    let open = runtime.open_connections.lock().expect("not poisoned");
                     !open.contains(&state.transport.connection)
                         && idle(&runtime, &session, state)
                         && idle_for_longer_than_the_ttl(&runtime, &session, state)
